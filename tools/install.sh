@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs the local test tools s3zip needs on a Debian machine that already has
+# Go, Java, Python and Node: the ZIP readers (7zz, bsdtar, unzip) and versitygw,
+# the S3-compatible server every integration test starts on loopback.
+#
+# Idempotent: each step is skipped when its result is already present, so the
+# Makefile and CI can call it on every run.
+#
+#   tools/install.sh            install everything missing
+#   VGW_PREBUILT=path tools/install.sh
+#                               copy a versitygw v1.8.0 binary instead of building
+#                               it (only if `go version -m` says it is v1.8.0)
+set -euo pipefail
+
+VERSITYGW_VERSION=v1.8.0
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN="$REPO/.tools/bin"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+log() { printf 'tools/install.sh: %s\n' "$*" >&2; }
+
+# --- apt packages -----------------------------------------------------------
+# binary -> Debian package that provides it
+declare -A APT_FOR=(
+  [7zz]=7zip
+  [bsdtar]=libarchive-tools
+  [unzip]=unzip
+  [zip]=zip
+)
+missing=()
+for bin in "${!APT_FOR[@]}"; do
+  if ! command -v "$bin" >/dev/null 2>&1; then missing+=("${APT_FOR[$bin]}"); fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing apt packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- language runtimes the readers need (checked, not installed) -----------
+for bin in go java python3; do
+  if ! command -v "$bin" >/dev/null 2>&1; then
+    log "ERROR: $bin not found on PATH; install it (the ZIP reader checks need go, java >= 11, python3)"
+    exit 1
+  fi
+done
+
+# --- versitygw --------------------------------------------------------------
+# `versitygw --version` prints "Version: git" for a `go install` build (the
+# version is only set by its own Makefile's ldflags), so the module version
+# recorded in the binary's build info is what identifies it.
+vgw_is_wanted() {
+  [ -x "$1" ] && go version -m "$1" 2>/dev/null |
+    awk '$1=="mod" && $2=="github.com/versity/versitygw" {print $3}' |
+    grep -qx "$VERSITYGW_VERSION"
+}
+
+mkdir -p "$BIN"
+if vgw_is_wanted "$BIN/versitygw"; then
+  :
+elif [ -n "${VGW_PREBUILT:-}" ] && vgw_is_wanted "$VGW_PREBUILT"; then
+  log "copying prebuilt versitygw $VERSITYGW_VERSION from $VGW_PREBUILT"
+  cp "$VGW_PREBUILT" "$BIN/versitygw.tmp" && mv "$BIN/versitygw.tmp" "$BIN/versitygw"
+else
+  log "building versitygw $VERSITYGW_VERSION (go install, takes a few minutes)"
+  # Built outside the repo's module so its dependencies never touch go.mod.
+  (cd / && GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
+  vgw_is_wanted "$BIN/versitygw" || { log "ERROR: $BIN/versitygw is not $VERSITYGW_VERSION after install"; exit 1; }
+fi
+
+log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw"
