@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"fmt"
+	"hash/crc32"
+)
+
+// DataRead asks for the source bytes [From, To) of Entry, into Dst.
+type DataRead struct {
+	Entry    *PlacedEntry
+	From, To int64
+	Dst      []byte
+}
+
+// CRCMismatchError says an entry's bytes do not have the CRC-32 the plan
+// was given for it: the source changed, or the manifest is wrong.
+type CRCMismatchError struct {
+	Entry     string
+	Want, Got uint32
+}
+
+func (e *CRCMismatchError) Error() string {
+	return fmt.Sprintf("entry %q: bytes read have CRC-32 %08x, the plan says %08x (the source changed, or the manifest's CRC is wrong)", e.Entry, e.Got, e.Want)
+}
+
+// BuildPart assembles the bytes of an upload part. entries are the part's
+// entries (First..First+Count-1) with every CRC-32 known so far; directory
+// is the central directory and end records (only the final part needs it).
+// readAll fills every DataRead, in any order or concurrently.
+//
+// It computes the CRC-32 of every entry whose data lies wholly in the part,
+// checks it against a known one, and returns those it computed by entry
+// index. A header whose CRC is neither known nor computable is an error:
+// it never writes a guess.
+func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory []byte, readAll func([]DataRead) error) ([]byte, map[int]uint32, error) {
+	buf := make([]byte, part.Size())
+	segs := Segments(entries, directoryOffset, part.Start, part.End)
+	var reads []DataRead
+	pos := int64(0)
+	for _, s := range segs {
+		n := s.To - s.From
+		if s.Kind == SegmentData {
+			reads = append(reads, DataRead{Entry: &entries[s.Entry], From: s.From, To: s.To, Dst: buf[pos : pos+n]})
+		}
+		pos += n
+	}
+	if len(reads) > 0 {
+		if err := readAll(reads); err != nil {
+			return nil, nil, err
+		}
+	}
+	computed := map[int]uint32{}
+	pos = 0
+	var hdr []byte
+	for _, s := range segs {
+		n := s.To - s.From
+		switch s.Kind {
+		case SegmentData:
+			e := &entries[s.Entry]
+			if s.From == 0 && s.To == e.Size {
+				got := crc32.ChecksumIEEE(buf[pos : pos+n])
+				if e.CRC32.Known && e.CRC32.Sum != got {
+					return nil, nil, &CRCMismatchError{Entry: e.Name, Want: e.CRC32.Sum, Got: got}
+				}
+				computed[e.Index] = got
+			}
+		case SegmentDirectory:
+			if int64(len(directory)) < s.To {
+				return nil, nil, fmt.Errorf("part %d: central directory is %d bytes, need %d", part.Number, len(directory), s.To)
+			}
+			copy(buf[pos:pos+n], directory[s.From:s.To])
+		}
+		pos += n
+	}
+	// Headers last: an entry wholly in the part has its CRC computed by now.
+	pos = 0
+	for _, s := range segs {
+		n := s.To - s.From
+		if s.Kind == SegmentHeader {
+			e := &entries[s.Entry]
+			crc, ok := e.CRC32.Sum, e.CRC32.Known
+			if c, got := computed[e.Index]; got {
+				crc, ok = c, true
+			}
+			if !ok {
+				return nil, nil, &UnknownCRCError{e.Name}
+			}
+			hdr = AppendLocalHeader(hdr[:0], e, crc)
+			copy(buf[pos:pos+n], hdr[s.From:s.To])
+		}
+		pos += n
+	}
+	return buf, computed, nil
+}

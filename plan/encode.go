@@ -1,0 +1,163 @@
+package plan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// FormatVersion is the version of the serialized plan.
+const FormatVersion = 1
+
+// Header is the small document beside the entries and part jobs: what the
+// finalizer needs besides them, and what a reader of the plan wants first.
+type Header struct {
+	Version         int      `json:"version"`
+	Strategy        Strategy `json:"strategy"`
+	Size            int64    `json:"size"`
+	Entries         int      `json:"entries"`
+	DirectoryOffset int64    `json:"directoryOffset"`
+	DirectorySize   int64    `json:"directorySize"`
+	Zip64           bool     `json:"zip64"`
+	// Parts is the number of parts; the last one, Final, is built by the
+	// finalizer and is not among the part jobs.
+	Parts int     `json:"parts"`
+	Final PartJob `json:"final"`
+	Stats Stats   `json:"stats"`
+}
+
+// PartJob is one line of the part-job file: a part and what a worker needs
+// to build it without reading the whole plan.
+type PartJob struct {
+	Part
+	// EntriesRange is the byte range [from, to) of the entries file that holds
+	// the entries First..First+Count-1, one JSON line each.
+	EntriesRange [2]int64 `json:"entriesRange"`
+	// For copy parts: the source, its CRC when known (for checking a copy of
+	// a whole object), and the source bytes [from, to) copied.
+	Source      *Source  `json:"source,omitempty"`
+	SourceRange [2]int64 `json:"sourceRange,omitzero"`
+	SourceSize  int64    `json:"sourceSize,omitempty"`
+	CRC32       CRC      `json:"crc32,omitzero"`
+}
+
+// Encoded is a serialized plan.
+type Encoded struct {
+	Header  []byte // JSON
+	Entries []byte // JSON Lines, one PlacedEntry per line, in archive order
+	Parts   []byte // JSON Lines, one PartJob per line, for the workers
+}
+
+// Encode serializes the plan.
+func (p *Plan) Encode() (*Encoded, error) {
+	var entries bytes.Buffer
+	lineStart := make([]int64, len(p.Entries)+1)
+	enc := json.NewEncoder(&entries)
+	for i := range p.Entries {
+		lineStart[i] = int64(entries.Len())
+		if err := enc.Encode(&p.Entries[i]); err != nil {
+			return nil, fmt.Errorf("encode entry %q: %w", p.Entries[i].Name, err)
+		}
+	}
+	lineStart[len(p.Entries)] = int64(entries.Len())
+
+	job := func(part *Part) PartJob {
+		j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart[part.First], lineStart[part.First+part.Count]}}
+		if part.Kind == PartCopy {
+			e := &p.Entries[part.First]
+			src := e.Source
+			j.Source = &src
+			j.SourceRange = [2]int64{part.Start - e.DataOffset(), part.End - e.DataOffset()}
+			j.SourceSize = e.Size
+			j.CRC32 = e.CRC32
+		}
+		return j
+	}
+	var parts bytes.Buffer
+	enc = json.NewEncoder(&parts)
+	for i := range p.WorkerParts() {
+		if err := enc.Encode(job(&p.Parts[i])); err != nil {
+			return nil, fmt.Errorf("encode part %d: %w", p.Parts[i].Number, err)
+		}
+	}
+	h := Header{
+		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
+		DirectoryOffset: p.DirectoryOffset, DirectorySize: p.DirectorySize, Zip64: p.Zip64,
+		Parts: len(p.Parts), Final: job(p.FinalPart()), Stats: p.Stats(),
+	}
+	header, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode plan header: %w", err)
+	}
+	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes()}, nil
+}
+
+// DecodeEntries reads placed entries, one JSON line each.
+func DecodeEntries(r io.Reader) ([]PlacedEntry, error) {
+	var out []PlacedEntry
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		var e PlacedEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("entries line %d: %w", line, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	return out, nil
+}
+
+// DecodeParts reads part jobs, one JSON line each.
+func DecodeParts(r io.Reader) ([]PartJob, error) {
+	var out []PartJob
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		var j PartJob
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			return nil, fmt.Errorf("parts line %d: %w", line, err)
+		}
+		out = append(out, j)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read parts: %w", err)
+	}
+	return out, nil
+}
+
+// Decode rebuilds a plan from its header, entries and part jobs, and
+// validates it.
+func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
+	var h Header
+	if err := json.Unmarshal(header, &h); err != nil {
+		return nil, fmt.Errorf("plan header: %w", err)
+	}
+	if h.Version != FormatVersion {
+		return nil, fmt.Errorf("plan header: version %d, this build reads %d", h.Version, FormatVersion)
+	}
+	p := &Plan{Strategy: h.Strategy, Size: h.Size, DirectoryOffset: h.DirectoryOffset, DirectorySize: h.DirectorySize, Zip64: h.Zip64}
+	var err error
+	if p.Entries, err = DecodeEntries(entries); err != nil {
+		return nil, err
+	}
+	jobs, err := DecodeParts(parts)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		p.Parts = append(p.Parts, j.Part)
+	}
+	p.Parts = append(p.Parts, h.Final.Part)
+	if len(p.Entries) != h.Entries || len(p.Parts) != h.Parts {
+		return nil, fmt.Errorf("plan: %d entries and %d parts, header says %d and %d", len(p.Entries), len(p.Parts), h.Entries, h.Parts)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,101 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Source is the S3 object an entry's bytes come from, pinned by ETag (and
+// version, when the bucket is versioned) so that every read and copy of it
+// sees the same bytes the plan was made for.
+type Source struct {
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	ETag      string `json:"etag,omitempty"`
+	VersionID string `json:"versionId,omitempty"`
+}
+
+// CRC is an entry's CRC-32, which may not be known yet.
+type CRC struct {
+	Sum   uint32
+	Known bool
+}
+
+// KnownCRC returns a known CRC.
+func KnownCRC(sum uint32) CRC { return CRC{Sum: sum, Known: true} }
+
+func (c CRC) String() string {
+	if !c.Known {
+		return "unknown"
+	}
+	return fmt.Sprintf("%08x", c.Sum)
+}
+
+// IsZero reports whether the CRC is unknown (for json omitzero).
+func (c CRC) IsZero() bool { return !c.Known }
+
+// MarshalJSON writes the CRC as 8 hex digits, or null when unknown.
+func (c CRC) MarshalJSON() ([]byte, error) {
+	if !c.Known {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + c.String() + `"`), nil
+}
+
+// UnmarshalJSON reads 8 hex digits or null.
+func (c *CRC) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = CRC{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("crc32: %w", err)
+	}
+	v, err := ParseHexCRC(s)
+	if err != nil {
+		return err
+	}
+	*c = KnownCRC(v)
+	return nil
+}
+
+// ParseHexCRC parses a CRC-32 written as 8 hexadecimal digits.
+func ParseHexCRC(s string) (uint32, error) {
+	if len(s) != 8 {
+		return 0, fmt.Errorf("crc32 %q: want 8 hex digits", s)
+	}
+	v, err := strconv.ParseUint(s, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("crc32 %q: want 8 hex digits", s)
+	}
+	return uint32(v), nil
+}
+
+// Entry is one file of the archive before it is placed.
+type Entry struct {
+	Name    string    `json:"name"`
+	Source  Source    `json:"source"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"modTime"`
+	CRC32   CRC       `json:"crc32,omitzero"`
+	// Dir marks a directory entry: its name ends in "/" and it has no data.
+	Dir bool `json:"dir,omitempty"`
+}
+
+// PlacedEntry is an entry at its place in the archive: its local header
+// starts at Offset and is HeaderLen bytes long; its data follows.
+type PlacedEntry struct {
+	Index int `json:"i"`
+	Entry
+	Offset    int64 `json:"offset"`
+	HeaderLen int64 `json:"headerLen"`
+}
+
+// DataOffset is where the entry's data starts in the archive.
+func (e *PlacedEntry) DataOffset() int64 { return e.Offset + e.HeaderLen }
+
+// End is the offset just past the entry's data.
+func (e *PlacedEntry) End() int64 { return e.DataOffset() + e.Size }

@@ -1,0 +1,157 @@
+package plan
+
+import (
+	"archive/zip"
+	"bytes"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// content is a cheap deterministic stand-in for an object's bytes.
+func content(key string, from, to int64, dst []byte) {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	seed := h.Sum64()
+	for i := from; i < to; i++ {
+		dst[i-from] = byte(seed>>(8*(i%8))) ^ byte(i) ^ byte(i>>9)
+	}
+}
+
+func contentCRC(e *Entry) uint32 {
+	buf := make([]byte, e.Size)
+	content(e.Source.Key, 0, e.Size, buf)
+	return crc32.ChecksumIEEE(buf)
+}
+
+// execute runs a plan in memory the way the workflow does: workers build
+// their parts knowing only the plan's CRCs (after the planner filled in the
+// ones CRCsNeeded asks for), copies are taken from the sources, the
+// finalizer merges the CRCs the workers computed and builds the last part.
+func execute(t testing.TB, p *Plan) []byte {
+	t.Helper()
+	for _, i := range p.CRCsNeeded() {
+		p.Entries[i].CRC32 = KnownCRC(contentCRC(&p.Entries[i].Entry))
+	}
+	readAll := func(reads []DataRead) error {
+		for _, r := range reads {
+			content(r.Entry.Source.Key, r.From, r.To, r.Dst)
+		}
+		return nil
+	}
+	out := make([]byte, 0, p.Size)
+	computed := map[int]uint32{}
+	for i := range p.WorkerParts() {
+		part := &p.Parts[i]
+		ents := p.Entries[part.First : part.First+part.Count]
+		switch part.Kind {
+		case PartCopy:
+			e := &p.Entries[part.First]
+			buf := make([]byte, part.Size())
+			content(e.Source.Key, part.Start-e.DataOffset(), part.End-e.DataOffset(), buf)
+			out = append(out, buf...)
+		case PartUpload:
+			buf, crcs, err := BuildPart(part, ents, p.DirectoryOffset, nil, readAll)
+			if err != nil {
+				t.Fatalf("part %d: %v", part.Number, err)
+			}
+			for k, v := range crcs {
+				computed[k] = v
+			}
+			out = append(out, buf...)
+		}
+	}
+	for k, v := range computed {
+		p.Entries[k].CRC32 = KnownCRC(v)
+	}
+	// Entries whose header and data are all in the final part get their CRC there.
+	final := p.FinalPart()
+	for i := final.First; i < final.First+final.Count; i++ {
+		if e := &p.Entries[i]; !e.CRC32.Known && e.Offset >= final.Start {
+			e.CRC32 = KnownCRC(contentCRC(&e.Entry))
+		}
+	}
+	dir, err := p.Directory()
+	if err != nil {
+		t.Fatalf("directory: %v", err)
+	}
+	buf, _, err := BuildPart(final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, dir, readAll)
+	if err != nil {
+		t.Fatalf("final part: %v", err)
+	}
+	out = append(out, buf...)
+	if int64(len(out)) != p.Size {
+		t.Fatalf("archive is %d bytes, plan says %d", len(out), p.Size)
+	}
+	if crc, err := p.ArchiveCRC(dir); err != nil || crc != crc32.ChecksumIEEE(out) {
+		t.Fatalf("ArchiveCRC = %08x, %v; bytes have %08x", crc, err, crc32.ChecksumIEEE(out))
+	}
+	return out
+}
+
+// checkZip reads the archive with archive/zip and compares every entry.
+func checkZip(t testing.TB, archive []byte, want []Entry) {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		t.Fatalf("archive/zip: %v", err)
+	}
+	if len(zr.File) != len(want) {
+		t.Fatalf("archive has %d entries, want %d", len(zr.File), len(want))
+	}
+	byName := map[string]*Entry{}
+	for i := range want {
+		byName[want[i].Name] = &want[i]
+	}
+	for _, f := range zr.File {
+		w, ok := byName[f.Name]
+		if !ok {
+			t.Fatalf("unexpected entry %q", f.Name)
+		}
+		delete(byName, f.Name)
+		if f.Method != zip.Store || f.Flags&0x8 != 0 || f.NonUTF8 {
+			t.Errorf("%q: method %d flags %#x", f.Name, f.Method, f.Flags)
+		}
+		if int64(f.UncompressedSize64) != w.Size || w.Dir != strings.HasSuffix(f.Name, "/") {
+			t.Errorf("%q: size %d, want %d", f.Name, f.UncompressedSize64, w.Size)
+		}
+		if w.Dir != f.Mode().IsDir() {
+			t.Errorf("%q: mode %v, dir %v", f.Name, f.Mode(), w.Dir)
+		}
+		if !f.Modified.Equal(w.ModTime.Truncate(time.Second)) {
+			t.Errorf("%q: modified %v, want %v", f.Name, f.Modified, w.ModTime)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatalf("%q: open: %v", f.Name, err)
+		}
+		got, err := io.ReadAll(rc) // archive/zip checks the CRC-32 at EOF
+		if err != nil {
+			t.Fatalf("%q: read: %v", f.Name, err)
+		}
+		wantBytes := make([]byte, w.Size)
+		content(w.Source.Key, 0, w.Size, wantBytes)
+		if !bytes.Equal(got, wantBytes) {
+			t.Fatalf("%q: content differs", f.Name)
+		}
+		if f.CRC32 != crc32.ChecksumIEEE(wantBytes) {
+			t.Errorf("%q: CRC %08x, want %08x", f.Name, f.CRC32, crc32.ChecksumIEEE(wantBytes))
+		}
+	}
+}
+
+// mustPlan makes and validates a plan.
+func mustPlan(t testing.TB, entries []Entry, opts Options) *Plan {
+	t.Helper()
+	p, err := Make(entries, opts)
+	if err != nil {
+		t.Fatalf("Make: %v", err)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return p
+}

@@ -1,0 +1,262 @@
+package plan
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// NamePolicy says how an object key becomes a name in the archive.
+type NamePolicy string
+
+const (
+	// NamesRelative strips the listed prefix from the key (the default).
+	NamesRelative NamePolicy = "relative"
+	// NamesFlat keeps only the key's base name.
+	NamesFlat NamePolicy = "flat"
+	// NamesFull keeps the whole key.
+	NamesFull NamePolicy = "full"
+)
+
+// DuplicatePolicy says what happens when two entries get the same name.
+type DuplicatePolicy string
+
+const (
+	// DuplicatesError refuses the archive and lists the duplicates (the default).
+	DuplicatesError DuplicatePolicy = "error"
+	// DuplicatesSuffix renames later duplicates: "a.jpg", "a (2).jpg", …
+	DuplicatesSuffix DuplicatePolicy = "suffix"
+)
+
+// ParseNamePolicy accepts "" (the default, relative) and the policy names.
+func ParseNamePolicy(s string) (NamePolicy, error) {
+	switch NamePolicy(s) {
+	case "", NamesRelative:
+		return NamesRelative, nil
+	case NamesFlat, NamesFull:
+		return NamePolicy(s), nil
+	}
+	return "", fmt.Errorf("name policy %q: want relative, flat or full", s)
+}
+
+// ParseDuplicatePolicy accepts "" (the default, error) and the policy names.
+func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
+	switch DuplicatePolicy(s) {
+	case "", DuplicatesError:
+		return DuplicatesError, nil
+	case DuplicatesSuffix:
+		return DuplicatesSuffix, nil
+	}
+	return "", fmt.Errorf("duplicate policy %q: want error or suffix", s)
+}
+
+// NameFor returns the archive name of key listed under prefix.
+func NameFor(key, prefix string, policy NamePolicy) string {
+	switch policy {
+	case NamesFull:
+		return key
+	case NamesFlat:
+		if strings.HasSuffix(key, "/") {
+			return path.Base(key) + "/"
+		}
+		return path.Base(key)
+	default:
+		return strings.TrimPrefix(key, prefix)
+	}
+}
+
+// NameProblem is one entry whose name cannot go into an archive.
+type NameProblem struct {
+	Key    string // the source key, or "" for a manifest name with no key
+	Name   string
+	Reason string
+}
+
+// NameError lists every entry whose name was rejected.
+type NameError struct{ Problems []NameProblem }
+
+func (e *NameError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entr%s cannot be named in the archive", len(e.Problems), plural(len(e.Problems), "y", "ies"))
+	const show = 20
+	for i, p := range e.Problems {
+		if i == show {
+			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-show)
+			break
+		}
+		fmt.Fprintf(&b, "; key %q (name %q): %s", p.Key, p.Name, p.Reason)
+	}
+	b.WriteString("; fix the keys, or give explicit names in a manifest")
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// CheckName returns why name cannot be an archive entry name, or "".
+func CheckName(name string) string {
+	switch {
+	case name == "" || name == "/":
+		return "empty name"
+	case len(name) > MaxNameLen:
+		return fmt.Sprintf("name is %d bytes, over the ZIP limit of %d", len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return "name is not valid UTF-8"
+	case strings.IndexByte(name, 0) >= 0:
+		return "name contains a NUL byte"
+	case strings.Contains(name, `\`):
+		return `name contains a backslash (readers take it as a path separator)`
+	case strings.HasPrefix(name, "/"):
+		return "absolute path"
+	case len(name) >= 2 && name[1] == ':' && ('a' <= name[0]|0x20 && name[0]|0x20 <= 'z'):
+		return "name starts with a drive letter"
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
+		switch seg {
+		case "..":
+			return `".." path segment`
+		case ".":
+			return `"." path segment`
+		case "":
+			return "empty path segment"
+		}
+	}
+	return ""
+}
+
+// CheckNames rejects, all at once, every entry whose name cannot be used.
+func CheckNames(entries []Entry) error {
+	var problems []NameProblem
+	for i := range entries {
+		e := &entries[i]
+		reason := CheckName(e.Name)
+		if reason == "" && strings.HasSuffix(e.Name, "/") != e.Dir {
+			if e.Dir {
+				reason = `directory name must end in "/"`
+			} else {
+				reason = fmt.Sprintf(`name ends in "/" but the object has %d bytes`, e.Size)
+			}
+		}
+		if reason != "" {
+			problems = append(problems, NameProblem{Key: e.Source.Key, Name: e.Name, Reason: reason})
+		}
+	}
+	if problems != nil {
+		return &NameError{Problems: problems}
+	}
+	return nil
+}
+
+// DuplicateError lists every name given to more than one entry.
+type DuplicateError struct {
+	Names map[string][]string // name → source keys
+}
+
+func (e *DuplicateError) Error() string {
+	names := make([]string, 0, len(e.Names))
+	for n := range e.Names {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d name%s would appear more than once in the archive", len(names), plural(len(names), "", "s"))
+	for i, n := range names {
+		if i == 20 {
+			fmt.Fprintf(&b, "; and %d more", len(names)-20)
+			break
+		}
+		fmt.Fprintf(&b, "; %q from keys %q", n, e.Names[n])
+	}
+	b.WriteString(`; use duplicates policy "suffix" to rename them, or another name policy`)
+	return b.String()
+}
+
+// ResolveDuplicates applies policy to entries with equal names. With
+// DuplicatesSuffix the first keeps its name and later ones become
+// "a (2).jpg", "a (3).jpg", … skipping names already taken.
+func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
+	seen := make(map[string]int, len(entries))
+	var dups map[string][]string
+	for i := range entries {
+		name := entries[i].Name
+		first, ok := seen[name]
+		if !ok {
+			seen[name] = i
+			continue
+		}
+		if policy != DuplicatesSuffix {
+			if dups == nil {
+				dups = make(map[string][]string)
+			}
+			if len(dups[name]) == 0 {
+				dups[name] = append(dups[name], entries[first].Source.Key)
+			}
+			dups[name] = append(dups[name], entries[i].Source.Key)
+			continue
+		}
+		for n := 2; ; n++ {
+			candidate := suffixName(name, n)
+			if _, taken := seen[candidate]; !taken {
+				if reason := CheckName(candidate); reason != "" {
+					return &NameError{Problems: []NameProblem{{Key: entries[i].Source.Key, Name: candidate, Reason: reason}}}
+				}
+				entries[i].Name = candidate
+				seen[candidate] = i
+				break
+			}
+		}
+	}
+	if dups != nil {
+		return &DuplicateError{Names: dups}
+	}
+	return nil
+}
+
+// suffixName puts " (n)" before the extension of the base name.
+func suffixName(name string, n int) string {
+	dir := strings.HasSuffix(name, "/")
+	name = strings.TrimSuffix(name, "/")
+	base := path.Base(name)
+	ext := path.Ext(base)
+	if ext == base { // ".bashrc"
+		ext = ""
+	}
+	stem := strings.TrimSuffix(name, ext)
+	s := fmt.Sprintf("%s (%d)%s", stem, n, ext)
+	if dir {
+		s += "/"
+	}
+	return s
+}
+
+// AddDirectories returns entries with a directory entry added for every
+// folder path that has none, each placed before the first entry inside it.
+func AddDirectories(entries []Entry) []Entry {
+	have := make(map[string]bool)
+	for i := range entries {
+		if entries[i].Dir {
+			have[entries[i].Name] = true
+		}
+	}
+	out := make([]Entry, 0, len(entries))
+	for _, e := range entries {
+		var parents []string
+		for p := path.Dir(strings.TrimSuffix(e.Name, "/")); p != "." && p != "/"; p = path.Dir(p) {
+			parents = append(parents, p+"/")
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if !have[parents[i]] {
+				have[parents[i]] = true
+				out = append(out, Entry{Name: parents[i], Dir: true, ModTime: e.ModTime})
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,430 @@
+package plan
+
+import (
+	"fmt"
+	"hash/crc32"
+	"sort"
+)
+
+// S3 multipart upload limits.
+const (
+	MiB = 1 << 20
+	GiB = 1 << 30
+
+	MinPartSize = 5 * MiB // every part but the last
+	MaxPartSize = 5 * GiB // also the largest UploadPartCopy range
+	MaxParts    = 10000
+
+	DefaultPartSize = 16 * MiB
+)
+
+// Strategy is a way of choosing part kinds.
+type Strategy string
+
+const (
+	// StrategyStream sends every byte through workers (UploadPart only).
+	StrategyStream Strategy = "stream"
+	// StrategyDuo copies every object it can server-side (UploadPartCopy) and
+	// streams small objects, headers and short prefixes in the parts between.
+	StrategyDuo Strategy = "duo"
+)
+
+// ParseStrategy accepts "" (the default, duo) and the strategy names.
+func ParseStrategy(s string) (Strategy, error) {
+	switch Strategy(s) {
+	case "", StrategyDuo:
+		return StrategyDuo, nil
+	case StrategyStream:
+		return StrategyStream, nil
+	}
+	return "", fmt.Errorf("strategy %q: want stream or duo", s)
+}
+
+// PartKind says how a worker produces a part.
+type PartKind string
+
+const (
+	// PartUpload is assembled from generated headers and ranged reads of
+	// sources, and sent with UploadPart.
+	PartUpload PartKind = "upload"
+	// PartCopy is a ranged UploadPartCopy of one source: no bytes through the worker.
+	PartCopy PartKind = "copy"
+	// PartChain is reserved for a part built server-side from intermediate
+	// objects (see DESIGN.md "chain").
+	PartChain PartKind = "chain"
+)
+
+// Part is one part of the multipart upload: the archive bytes [Start, End).
+type Part struct {
+	Number int      `json:"part"`
+	Kind   PartKind `json:"kind"`
+	Start  int64    `json:"start"`
+	End    int64    `json:"end"`
+	// First and Count name the entries whose header or data overlap the part.
+	First int `json:"first"`
+	Count int `json:"count"`
+	// NeedCRC lists the entries whose CRC-32 the worker must know before it
+	// sends the part: it writes their local header but not all of their data.
+	NeedCRC []int `json:"needCRC,omitempty"`
+	// Final marks the last part, built by the finalizer: it carries the
+	// central directory and end records.
+	Final bool `json:"final,omitempty"`
+}
+
+// Size is the part's length in bytes.
+func (p *Part) Size() int64 { return p.End - p.Start }
+
+// Options steer planning.
+type Options struct {
+	Strategy Strategy
+	// PartSize is the target size of streamed parts (default 16 MiB).
+	PartSize int64
+	// Workers is how many workers will build parts at once; streamed parts
+	// are cut so that their count is a multiple of it where sizes allow.
+	Workers int
+}
+
+// Plan is the byte-exact layout of an archive and its parts.
+type Plan struct {
+	Strategy        Strategy      `json:"strategy"`
+	Entries         []PlacedEntry `json:"-"`
+	Parts           []Part        `json:"-"`
+	DirectoryOffset int64         `json:"directoryOffset"`
+	DirectorySize   int64         `json:"directorySize"`
+	Size            int64         `json:"size"`
+	Zip64           bool          `json:"zip64"`
+}
+
+// LimitError says a plan does not fit a hard limit of S3 or of the format.
+type LimitError struct{ Msg string }
+
+func (e *LimitError) Error() string { return e.Msg }
+
+// InputError says an entry is unusable as given.
+type InputError struct {
+	Entry string
+	Msg   string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("entry %q: %s", e.Entry, e.Msg) }
+
+// Make plans an archive of entries, in the order and with the parts the
+// strategy chooses. Names must already be final (see CheckNames and
+// ResolveDuplicates); Make checks them again and refuses duplicates.
+func Make(entries []Entry, opts Options) (*Plan, error) {
+	if opts.PartSize == 0 {
+		opts.PartSize = DefaultPartSize
+	}
+	if opts.PartSize < MinPartSize || opts.PartSize > MaxPartSize {
+		return nil, fmt.Errorf("part size %d: want between %d (5 MiB) and %d (5 GiB)", opts.PartSize, MinPartSize, MaxPartSize)
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if err := checkEntries(entries); err != nil {
+		return nil, err
+	}
+	var l layout
+	switch opts.Strategy {
+	case StrategyStream:
+		l = streamLayout(entries)
+	case StrategyDuo, "":
+		opts.Strategy = StrategyDuo
+		l = duoLayout(entries)
+	default:
+		return nil, fmt.Errorf("strategy %q: want stream or duo", opts.Strategy)
+	}
+	p := place(entries, l)
+	p.Strategy = opts.Strategy
+	if err := p.cut(l, opts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func checkEntries(entries []Entry) error {
+	if err := CheckNames(entries); err != nil {
+		return err
+	}
+	if err := ResolveDuplicates(append([]Entry(nil), entries...), DuplicatesError); err != nil {
+		return err
+	}
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.Size < 0:
+			return &InputError{e.Name, fmt.Sprintf("negative size %d", e.Size)}
+		case e.Dir && e.Size != 0:
+			return &InputError{e.Name, fmt.Sprintf("directory entry with %d bytes", e.Size)}
+		case !e.Dir && e.Size > 0 && (e.Source.Bucket == "" || e.Source.Key == ""):
+			return &InputError{e.Name, "no source bucket and key"}
+		}
+	}
+	return nil
+}
+
+// layout is what a strategy decides: the order of entries and, for each
+// entry copied server-side, where the copy starts in its data (the bytes
+// before are streamed with the local header).
+type layout struct {
+	order    []int           // indices into the input entries
+	copyFrom map[int]int64   // input index → first data byte copied
+}
+
+// place computes every entry's offset and the central directory's place.
+func place(entries []Entry, l layout) *Plan {
+	p := &Plan{Entries: make([]PlacedEntry, len(l.order))}
+	off := int64(0)
+	for i, src := range l.order {
+		pe := &p.Entries[i]
+		*pe = PlacedEntry{Index: i, Entry: entries[src], Offset: off}
+		if pe.Size == 0 {
+			pe.CRC32 = KnownCRC(0) // the CRC-32 of no bytes
+		}
+		pe.HeaderLen = localHeaderSize(&pe.Entry)
+		off = pe.End()
+	}
+	p.DirectoryOffset = off
+	for i := range p.Entries {
+		p.DirectorySize += centralHeaderSize(&p.Entries[i])
+	}
+	zip64End := needsZip64End(len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	p.Size = p.DirectoryOffset + p.DirectorySize + endRecordsSize(zip64End)
+	p.Zip64 = zip64End
+	for i := range p.Entries {
+		if needsZip64Sizes(p.Entries[i].Size) || p.Entries[i].Offset >= uint32max {
+			p.Zip64 = true
+		}
+	}
+	return p
+}
+
+// span is a run of archive bytes that becomes one or more parts.
+type span struct {
+	start, end int64
+	copy       bool
+}
+
+// cut turns the layout's copies into parts, streams what lies between them,
+// and repairs any streamed run too short to be a part.
+func (p *Plan) cut(l layout, opts Options) error {
+	var spans []span
+	pos := int64(0)
+	for i, src := range l.order {
+		from, ok := l.copyFrom[src]
+		if !ok {
+			continue
+		}
+		e := &p.Entries[i]
+		cs := e.DataOffset() + from
+		if cs > pos {
+			spans = append(spans, span{start: pos, end: cs})
+		}
+		spans = append(spans, span{start: cs, end: e.End(), copy: true})
+		pos = e.End()
+	}
+	spans = append(spans, span{start: pos, end: p.Size})
+	spans = mergeShortStreams(spans)
+
+	var parts []Part
+	for i, s := range spans {
+		last := i == len(spans)-1
+		switch {
+		case s.copy:
+			parts = append(parts, p.copyParts(s)...)
+		case last:
+			parts = append(parts, p.tailParts(s, opts)...)
+		default:
+			parts = append(parts, uploadParts(s.start, s.end, opts)...)
+		}
+	}
+	if len(parts) > MaxParts {
+		return &LimitError{fmt.Sprintf("the %s plan needs %d parts; S3 allows %d in one multipart upload (archive of %d bytes, %d entries): raise the part size or use another strategy",
+			p.Strategy, len(parts), MaxParts, p.Size, len(p.Entries))}
+	}
+	for i := range parts {
+		parts[i].Number = i + 1
+		p.describe(&parts[i])
+	}
+	parts[len(parts)-1].Final = true
+	p.Parts = parts
+	return nil
+}
+
+// mergeShortStreams makes every streamed span but the last at least
+// MinPartSize long, by moving bytes from the copy that follows it into it,
+// or, when that copy would itself become too short, by streaming it whole.
+func mergeShortStreams(spans []span) []span {
+	// A copy too short to be a part is streamed instead.
+	for i := range spans {
+		if spans[i].copy && spans[i].end-spans[i].start < MinPartSize {
+			spans[i].copy = false
+		}
+	}
+	spans = joinStreams(spans)
+	var out []span
+	for i := 0; i < len(spans); i++ {
+		s := spans[i]
+		if s.copy || i == len(spans)-1 {
+			out = append(out, s)
+			continue
+		}
+		// s is a stream followed by a copy; the copy is followed by a stream.
+		for s.end-s.start < MinPartSize && i+1 < len(spans) {
+			next := spans[i+1]
+			need := MinPartSize - (s.end - s.start)
+			if next.copy && next.end-next.start-need >= MinPartSize {
+				s.end += need
+				spans[i+1].start += need
+				break
+			}
+			// Take the next span whole (a copy too short to keep, or a stream).
+			s.end = next.end
+			i++
+		}
+		out = append(out, s)
+	}
+	return joinStreams(out)
+}
+
+// joinStreams merges adjacent streamed spans.
+func joinStreams(spans []span) []span {
+	merged := spans[:0]
+	for _, s := range spans {
+		if n := len(merged); n > 0 && !s.copy && !merged[n-1].copy {
+			merged[n-1].end = s.end
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
+}
+
+// copyParts splits a copy span into ranges of at most MaxPartSize.
+func (p *Plan) copyParts(s span) []Part {
+	n := ceilDiv(s.end-s.start, MaxPartSize)
+	parts := make([]Part, 0, n)
+	for k := int64(0); k < n; k++ {
+		parts = append(parts, Part{Kind: PartCopy, Start: s.start + (s.end-s.start)*k/n, End: s.start + (s.end-s.start)*(k+1)/n})
+	}
+	return parts
+}
+
+// tailParts cuts the last span, which ends with the central directory: the
+// data before the directory is streamed in parts of the target size (when
+// there is enough of it to be a part), and the last part is the directory.
+func (p *Plan) tailParts(s span, opts Options) []Part {
+	if p.DirectoryOffset-s.start < MinPartSize {
+		return []Part{{Kind: PartUpload, Start: s.start, End: s.end}}
+	}
+	parts := uploadParts(s.start, p.DirectoryOffset, opts)
+	return append(parts, Part{Kind: PartUpload, Start: p.DirectoryOffset, End: s.end})
+}
+
+// uploadParts cuts [start, end) into equal parts near the target size, each
+// between MinPartSize and MaxPartSize, their count a multiple of the worker
+// count where the sizes allow it.
+func uploadParts(start, end int64, opts Options) []Part {
+	size := end - start
+	n := max(1, (size+opts.PartSize/2)/opts.PartSize)
+	maxN := max(1, size/MinPartSize)
+	minN := ceilDiv(size, MaxPartSize)
+	if w := int64(opts.Workers); w > 1 && n%w != 0 {
+		if up := (n/w + 1) * w; up <= maxN {
+			n = up
+		}
+	}
+	n = min(max(n, minN), maxN)
+	parts := make([]Part, 0, n)
+	for k := int64(0); k < n; k++ {
+		parts = append(parts, Part{Kind: PartUpload, Start: start + size*k/n, End: start + size*(k+1)/n})
+	}
+	return parts
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// describe fills in which entries a part touches and whose CRC it needs.
+func (p *Plan) describe(part *Part) {
+	first := sort.Search(len(p.Entries), func(i int) bool { return p.Entries[i].End() > part.Start })
+	last := sort.Search(len(p.Entries), func(i int) bool { return p.Entries[i].Offset >= part.End })
+	// Zero-byte entries at part.Start have End == Offset+HeaderLen > Start, so they are included.
+	part.First, part.Count = first, last-first
+	if part.Count == 0 {
+		part.First = 0
+	}
+	part.NeedCRC = nil
+	if part.Kind != PartUpload || part.Final {
+		return
+	}
+	for i := first; i < last; i++ {
+		e := &p.Entries[i]
+		headerIn := e.Offset < part.End && e.DataOffset() > part.Start
+		whole := e.Offset >= part.Start && e.End() <= part.End
+		if headerIn && !whole {
+			part.NeedCRC = append(part.NeedCRC, i)
+		}
+	}
+}
+
+// WorkerParts are the parts workers build: all but the final one.
+func (p *Plan) WorkerParts() []Part { return p.Parts[:len(p.Parts)-1] }
+
+// FinalPart is the part the finalizer builds.
+func (p *Plan) FinalPart() *Part { return &p.Parts[len(p.Parts)-1] }
+
+// CRCsNeeded lists the entries whose CRC-32 must be known before the workers
+// run and is not known yet.
+func (p *Plan) CRCsNeeded() []int {
+	var need []int
+	for _, part := range p.Parts {
+		for _, i := range part.NeedCRC {
+			if !p.Entries[i].CRC32.Known {
+				need = append(need, i)
+			}
+		}
+	}
+	return need
+}
+
+// UnknownCRCError names an entry whose CRC-32 is needed and not known.
+type UnknownCRCError struct{ Entry string }
+
+func (e *UnknownCRCError) Error() string {
+	return fmt.Sprintf("entry %q: CRC-32 not known (refusing to write a guess)", e.Entry)
+}
+
+// Directory returns the central directory followed by the end records. Every
+// entry's CRC-32 must be known.
+func (p *Plan) Directory() ([]byte, error) {
+	buf := make([]byte, 0, p.Size-p.DirectoryOffset)
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if !e.CRC32.Known {
+			return nil, &UnknownCRCError{e.Name}
+		}
+		buf = AppendCentralHeader(buf, e, e.CRC32.Sum)
+	}
+	buf = AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	if int64(len(buf)) != p.Size-p.DirectoryOffset {
+		return nil, fmt.Errorf("internal error: directory is %d bytes, planned %d", len(buf), p.Size-p.DirectoryOffset)
+	}
+	return buf, nil
+}
+
+// ArchiveCRC returns the CRC-32 of the whole archive, from the headers, the
+// entries' CRCs and the directory bytes, without reading any data.
+func (p *Plan) ArchiveCRC(directory []byte) (uint32, error) {
+	var crc uint32
+	hdr := make([]byte, 0, 512)
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if !e.CRC32.Known {
+			return 0, &UnknownCRCError{e.Name}
+		}
+		hdr = AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
+		crc = crc32.Update(crc, crc32.IEEETable, hdr)
+		crc = CombineCRC(crc, e.CRC32.Sum, e.Size)
+	}
+	return crc32.Update(crc, crc32.IEEETable, directory), nil
+}

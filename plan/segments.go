@@ -1,0 +1,47 @@
+package plan
+
+import "sort"
+
+// SegmentKind says where a segment's bytes come from.
+type SegmentKind uint8
+
+const (
+	// SegmentHeader bytes are (part of) an entry's local header.
+	SegmentHeader SegmentKind = iota
+	// SegmentData bytes are (a range of) an entry's source object.
+	SegmentData
+	// SegmentDirectory bytes are (part of) the central directory and end records.
+	SegmentDirectory
+)
+
+// Segment is a run of a part's bytes from one place. From and To are
+// offsets within the header, the source object or the directory.
+type Segment struct {
+	Kind     SegmentKind
+	Entry    int // position in the entries slice given to Segments
+	From, To int64
+}
+
+// Segments lists, in order, where the archive bytes [start, end) come from.
+// entries must be consecutive placed entries covering the range (a part's
+// First..First+Count-1 are enough); directoryOffset is where the central
+// directory starts.
+func Segments(entries []PlacedEntry, directoryOffset, start, end int64) []Segment {
+	var segs []Segment
+	clip := func(kind SegmentKind, entry int, base, from, to int64) {
+		from, to = max(from, start), min(to, end)
+		if from < to {
+			segs = append(segs, Segment{Kind: kind, Entry: entry, From: from - base, To: to - base})
+		}
+	}
+	k := sort.Search(len(entries), func(i int) bool { return entries[i].End() > start })
+	for ; k < len(entries) && entries[k].Offset < end; k++ {
+		e := &entries[k]
+		clip(SegmentHeader, k, e.Offset, e.Offset, e.DataOffset())
+		clip(SegmentData, k, e.DataOffset(), e.DataOffset(), e.End())
+	}
+	if end > directoryOffset {
+		clip(SegmentDirectory, -1, directoryOffset, directoryOffset, end)
+	}
+	return segs
+}

@@ -1,0 +1,104 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// InvalidPlanError lists every rule a plan breaks.
+type InvalidPlanError struct{ Problems []string }
+
+func (e *InvalidPlanError) Error() string {
+	return "invalid plan: " + strings.Join(e.Problems, "; ")
+}
+
+// Validate checks the S3 and ZIP rules every plan must keep: part numbers
+// dense from 1 and at most MaxParts; parts contiguous and covering the
+// archive; every part but the last between MinPartSize and MaxPartSize;
+// copies inside one entry's data; entries laid end to end; the last part
+// carrying the central directory; the CRCs each part needs listed.
+func (p *Plan) Validate() error {
+	var bad []string
+	add := func(format string, a ...any) {
+		if len(bad) < 50 {
+			bad = append(bad, fmt.Sprintf(format, a...))
+		}
+	}
+	off := int64(0)
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if e.Index != i {
+			add("entry %d has index %d", i, e.Index)
+		}
+		if e.Offset != off {
+			add("entry %d (%q) at offset %d, want %d", i, e.Name, e.Offset, off)
+		}
+		if e.HeaderLen != localHeaderSize(&e.Entry) {
+			add("entry %d (%q) header length %d, want %d", i, e.Name, e.HeaderLen, localHeaderSize(&e.Entry))
+		}
+		off = e.End()
+	}
+	if p.DirectoryOffset != off {
+		add("central directory at %d, want %d", p.DirectoryOffset, off)
+	}
+	if n := len(p.Parts); n == 0 {
+		add("no parts")
+	} else if n > MaxParts {
+		add("%d parts, over the S3 limit of %d", n, MaxParts)
+	}
+	pos := int64(0)
+	for i := range p.Parts {
+		part := &p.Parts[i]
+		last := i == len(p.Parts)-1
+		if part.Number != i+1 {
+			add("part %d numbered %d", i+1, part.Number)
+		}
+		if part.Start != pos {
+			add("part %d starts at %d, want %d", part.Number, part.Start, pos)
+		}
+		pos = part.End
+		size := part.Size()
+		if size <= 0 && !(last && size == 0) {
+			add("part %d is %d bytes", part.Number, size)
+		}
+		if size > MaxPartSize {
+			add("part %d is %d bytes, over the 5 GiB part limit", part.Number, size)
+		}
+		if !last && size < MinPartSize {
+			add("part %d is %d bytes, under the 5 MiB minimum for all but the last part", part.Number, size)
+		}
+		if part.Final != last {
+			add("part %d final=%v", part.Number, part.Final)
+		}
+		switch part.Kind {
+		case PartUpload:
+		case PartCopy:
+			if part.Count != 1 {
+				add("copy part %d spans %d entries", part.Number, part.Count)
+			} else if e := &p.Entries[part.First]; part.Start < e.DataOffset() || part.End > e.End() {
+				add("copy part %d [%d,%d) is outside the data of entry %q [%d,%d)", part.Number, part.Start, part.End, e.Name, e.DataOffset(), e.End())
+			}
+			if last {
+				add("the last part %d is a copy: the central directory must be written", part.Number)
+			}
+		default:
+			add("part %d has unknown kind %q", part.Number, part.Kind)
+		}
+		want := *part
+		p.describe(&want)
+		if want.First != part.First || want.Count != part.Count || !slices.Equal(want.NeedCRC, part.NeedCRC) {
+			add("part %d entries %d+%d needCRC %v, want %d+%d needCRC %v", part.Number, part.First, part.Count, part.NeedCRC, want.First, want.Count, want.NeedCRC)
+		}
+	}
+	if pos != p.Size {
+		add("parts end at %d, archive is %d bytes", pos, p.Size)
+	}
+	if n := len(p.Parts); n > 0 && p.Parts[n-1].Start > p.DirectoryOffset {
+		add("the last part starts at %d, after the central directory at %d", p.Parts[n-1].Start, p.DirectoryOffset)
+	}
+	if bad != nil {
+		return &InvalidPlanError{bad}
+	}
+	return nil
+}
