@@ -12,7 +12,10 @@ func TestCombineCRC(t *testing.T) {
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
-	cases := []struct{ name string; a, b int }{
+	cases := []struct {
+		name string
+		a, b int
+	}{
 		{"both-empty", 0, 0}, {"empty-b", 100, 0}, {"empty-a", 0, 100},
 		{"one-byte-each", 1, 1}, {"uneven", 1000, 7}, {"large-b", 3, 60000},
 	}

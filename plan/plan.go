@@ -167,8 +167,8 @@ func checkEntries(entries []Entry) error {
 // entry copied server-side, where the copy starts in its data (the bytes
 // before are streamed with the local header).
 type layout struct {
-	order    []int           // indices into the input entries
-	copyFrom map[int]int64   // input index → first data byte copied
+	order    []int         // indices into the input entries
+	copyFrom map[int]int64 // input index → first data byte copied
 }
 
 // place computes every entry's offset and the central directory's place.
