@@ -24,15 +24,17 @@ func (e *CRCMismatchError) Error() string {
 }
 
 // BuildPart assembles the bytes of an upload part. entries are the part's
-// entries (First..First+Count-1) with every CRC-32 known so far; directory
-// is the central directory and end records (only the final part needs it).
-// readAll fills every DataRead, in any order or concurrently.
+// entries (First..First+Count-1) with every CRC-32 known so far. directory
+// returns the central directory and end records; it is called only for the
+// final part, after the CRCs computed from the part's own data are known
+// (it receives them). readAll fills every DataRead, in any order or
+// concurrently.
 //
 // It computes the CRC-32 of every entry whose data lies wholly in the part,
 // checks it against a known one, and returns those it computed by entry
 // index. A header whose CRC is neither known nor computable is an error:
 // it never writes a guess.
-func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory []byte, readAll func([]DataRead) error) ([]byte, map[int]uint32, error) {
+func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[int]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[int]uint32, error) {
 	buf := make([]byte, part.Size())
 	segs := Segments(entries, directoryOffset, part.Start, part.End)
 	var reads []DataRead
@@ -65,10 +67,17 @@ func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directo
 				computed[e.Index] = got
 			}
 		case SegmentDirectory:
-			if int64(len(directory)) < s.To {
-				return nil, nil, fmt.Errorf("part %d: central directory is %d bytes, need %d", part.Number, len(directory), s.To)
+			if directory == nil {
+				return nil, nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
 			}
-			copy(buf[pos:pos+n], directory[s.From:s.To])
+			dir, err := directory(computed)
+			if err != nil {
+				return nil, nil, err
+			}
+			if int64(len(dir)) < s.To {
+				return nil, nil, fmt.Errorf("part %d: central directory is %d bytes, need %d", part.Number, len(dir), s.To)
+			}
+			copy(buf[pos:pos+n], dir[s.From:s.To])
 		}
 		pos += n
 	}

@@ -122,8 +122,7 @@ func TestBuildPartDetectsChangedSource(t *testing.T) {
 		}
 		return nil
 	}
-	dir, _ := p.Directory()
-	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, dir, fill)
+	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, func(map[int]uint32) ([]byte, error) { return p.Directory() }, fill)
 	var mismatch *CRCMismatchError
 	if !errors.As(err, &mismatch) {
 		t.Fatalf("err = %v, want CRCMismatchError", err)

@@ -1,0 +1,51 @@
+# s3zip — one command each: `make demo` shows it work, `make test` runs every test.
+SHELL := /bin/bash
+GO    ?= go
+# node_modules holds Go templates of the CDK CLI; they are not ours.
+GOPKGS = $(shell $(GO) list -e ./... | grep -v /node_modules/)
+FUNCTIONS := planner worker finalizer abort
+
+.PHONY: all test check vet gotest nodetest tools node lambdas plan demo clean
+
+all: test
+
+## tools: ZIP readers (7zz, bsdtar, unzip) and the local S3 server (versitygw), once
+tools:
+	@bash tools/install.sh
+
+## node: the CDK app's and the state machine tests' npm packages
+node: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## lambdas: the four Lambda binaries, linux/arm64, for `cdk synth`/`cdk deploy`
+lambdas:
+	@for f in $(FUNCTIONS); do \
+	  mkdir -p dist/functions/$$f; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	    -o dist/functions/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+vet:
+	$(GO) vet $(GOPKGS)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+gotest: tools
+	$(GO) test -race -timeout 30m $(GOPKGS)
+
+nodetest: node lambdas
+	npm test
+
+check: vet
+
+## test: everything CI runs
+test: vet gotest nodetest
+
+## plan: the cost of the challenge data set's plan, per strategy
+plan:
+	@for s in stream duo; do $(GO) run ./cmd/s3zip plan --strategy $$s --synthetic challenge --count 3000 --seed 1; echo; done
+
+clean:
+	rm -rf dist cdk.out

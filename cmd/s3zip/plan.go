@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/s3zip/s3zip/manifest"
+	"github.com/s3zip/s3zip/plan"
+)
+
+func init() {
+	register(command{"plan", "show what an archive's plan costs before anything runs", runPlan})
+}
+
+// planSummary is the --json output of `s3zip plan`.
+type planSummary struct {
+	Strategy         plan.Strategy `json:"strategy"`
+	Entries          int           `json:"entries"`
+	ArchiveBytes     int64         `json:"archiveBytes"`
+	StreamedBytes    int64         `json:"streamedBytes"`
+	CopiedBytes      int64         `json:"copiedBytes"`
+	StreamedFraction float64       `json:"streamedFraction"`
+	Parts            int           `json:"parts"`
+	UploadParts      int           `json:"uploadParts"`
+	CopyParts        int           `json:"copyParts"`
+	Requests         plan.Requests `json:"requests"`
+	Zip64            bool          `json:"zip64"`
+	PlanMillis       float64       `json:"planMillis"`
+}
+
+func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	strategy := fs.String("strategy", "duo", "stream or duo")
+	manifestPath := fs.String("manifest", "", "CSV or JSON Lines manifest with key, size and optionally crc32, name, etag")
+	synthetic := fs.String("synthetic", "", `synthetic data set instead of a manifest: "challenge"`)
+	count := fs.Int("count", 3000, "objects in the synthetic data set")
+	seed := fs.Uint64("seed", 1, "seed of the synthetic data set")
+	workers := fs.Int("workers", 1, "workers that will build parts at once")
+	partSize := fs.Int64("part-size", plan.DefaultPartSize, "target size of streamed parts, in bytes")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
+	}
+	s, err := plan.ParseStrategy(*strategy)
+	if err != nil {
+		return err
+	}
+	var entries []plan.Entry
+	switch {
+	case *synthetic == "challenge" && *manifestPath == "":
+		if *count < 0 {
+			return fmt.Errorf("plan: --count %d: want 0 or more", *count)
+		}
+		entries = plan.Challenge(*count, *seed)
+	case *synthetic != "" && *synthetic != "challenge":
+		return fmt.Errorf(`plan: --synthetic %q: the only data set is "challenge"`, *synthetic)
+	case *manifestPath != "" && *synthetic == "":
+		if entries, err = manifestEntries(*manifestPath); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("plan: give exactly one of --manifest FILE or --synthetic challenge")
+	}
+
+	start := time.Now()
+	p, err := plan.Make(entries, plan.Options{Strategy: s, PartSize: *partSize, Workers: *workers})
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	st := p.Stats()
+	sum := planSummary{
+		Strategy: s, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
+		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
+		UploadParts: st.UploadParts, CopyParts: st.CopyParts, Requests: st.Requests, Zip64: st.Zip64,
+		PlanMillis: float64(elapsed.Microseconds()) / 1000,
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	fmt.Fprintf(stdout, "strategy        %s\n", sum.Strategy)
+	fmt.Fprintf(stdout, "entries         %d\n", sum.Entries)
+	fmt.Fprintf(stdout, "archive         %s (%d bytes)%s\n", humanBytes(sum.ArchiveBytes), sum.ArchiveBytes, map[bool]string{true: ", ZIP64"}[sum.Zip64])
+	fmt.Fprintf(stdout, "streamed        %s (%.1f%%) through workers\n", humanBytes(sum.StreamedBytes), 100*sum.StreamedFraction)
+	fmt.Fprintf(stdout, "copied          %s server-side\n", humanBytes(sum.CopiedBytes))
+	fmt.Fprintf(stdout, "parts           %d (%d upload, %d copy)\n", sum.Parts, sum.UploadParts, sum.CopyParts)
+	r := sum.Requests
+	fmt.Fprintf(stdout, "requests        %d: %d GET, %d HEAD, %d UploadPart, %d UploadPartCopy, %d create, %d complete\n",
+		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
+	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
+	return nil
+}
+
+// manifestEntries reads a manifest whose every line has a size; names are
+// the manifest's, or the keys.
+func manifestEntries(path string) ([]plan.Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	defer f.Close()
+	lines, err := manifest.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %s: %w", path, err)
+	}
+	entries := make([]plan.Entry, 0, len(lines))
+	for _, l := range lines {
+		if l.Size < 0 {
+			return nil, fmt.Errorf("plan: %s: %w", path, &manifest.Error{Line: l.LineNum, Msg: "no size (s3zip plan needs every object's size)"})
+		}
+		name := l.Name
+		if name == "" {
+			name = l.Key
+		}
+		bucket := l.Bucket
+		if bucket == "" {
+			bucket = "manifest"
+		}
+		entries = append(entries, plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32, Dir: l.Size == 0 && len(name) > 0 && name[len(name)-1] == '/'})
+	}
+	return entries, nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
