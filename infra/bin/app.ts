@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+/**
+ * The s3zip CDK app: one stack, S3ZipStack, with the archive workflow.
+ *
+ * Context (all optional, so `cdk synth` works offline with no AWS account):
+ *   -c sourceBuckets=a,b  -c sourcePrefix=photos/  -c destinationBucket=d  -c destinationPrefix=archives/
+ *   -c partsPerBatch=8  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
+ *   -c functionsDir=/path/to/functions   (default dist/functions, built by `make lambdas`)
+ */
+import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps } from '../lib/archive-workflow';
+
+export class S3ZipStack extends Stack {
+  readonly workflow: ArchiveWorkflow;
+
+  constructor(scope: Construct, id: string, workflowProps: ArchiveWorkflowProps, props?: StackProps) {
+    super(scope, id, { description: 's3zip: many S3 objects into one ZIP in S3 (Step Functions)', ...props });
+    this.workflow = new ArchiveWorkflow(this, 'ArchiveWorkflow', workflowProps);
+    addArchiveWorkflowOutputs(this, this.workflow);
+  }
+}
+
+function contextString(app: App, key: string): string | undefined {
+  const v = app.node.tryGetContext(key);
+  return v === undefined || v === null || v === '' ? undefined : String(v);
+}
+
+function contextInt(app: App, key: string): number | undefined {
+  const v = contextString(app, key);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new Error(`context ${key} must be an integer, got "${v}"`);
+  return n;
+}
+
+const app = new App();
+const mapExecutionType = contextString(app, 'mapExecutionType');
+if (mapExecutionType !== undefined && mapExecutionType !== 'STANDARD' && mapExecutionType !== 'EXPRESS') {
+  throw new Error(`context mapExecutionType must be STANDARD or EXPRESS, got "${mapExecutionType}"`);
+}
+
+new S3ZipStack(
+  app,
+  'S3ZipStack',
+  {
+    sourceBuckets: (contextString(app, 'sourceBuckets') ?? 's3zip-example-source')
+      .split(',')
+      .map((b) => b.trim())
+      .filter((b) => b !== ''),
+    sourcePrefix: contextString(app, 'sourcePrefix'),
+    destinationBucket: contextString(app, 'destinationBucket') ?? 's3zip-example-destination',
+    destinationPrefix: contextString(app, 'destinationPrefix'),
+    functionsDir: contextString(app, 'functionsDir'),
+    partsPerBatch: contextInt(app, 'partsPerBatch'),
+    defaultMaxConcurrency: contextInt(app, 'defaultMaxConcurrency'),
+    mapExecutionType: mapExecutionType as ArchiveWorkflowProps['mapExecutionType'],
+  },
+  {
+    env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  },
+);
+
+Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));

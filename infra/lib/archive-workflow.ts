@@ -1,0 +1,568 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { ARCHIVE_ASL_PATH, type Placeholder } from './asl';
+
+/** Repository root (infra/lib -> ..). */
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Where `make lambdas` puts dist/functions/<name>/bootstrap. */
+export const DEFAULT_FUNCTIONS_DIR = path.join(REPO_ROOT, 'dist', 'functions');
+
+/** The four Go Lambda functions, by the directory name of their bootstrap binary. */
+export const FUNCTION_NAMES = ['planner', 'worker', 'finalizer', 'abort'] as const;
+export type FunctionName = (typeof FUNCTION_NAMES)[number];
+
+/** Prefix in the control bucket whose new objects start an execution. */
+export const REQUESTS_PREFIX = 'requests/';
+
+/**
+ * Express child executions end after 5 minutes *including* their retries, so a worker that may
+ * run longer than this cannot be used with EXPRESS children.
+ */
+const EXPRESS_CHILD_WORKER_LIMIT = Duration.seconds(240);
+
+export interface FunctionSizing {
+  readonly memorySize?: number;
+  readonly timeout?: Duration;
+}
+
+export interface ArchiveWorkflowProps {
+  /** Buckets the planner may list and the workers may read. At least one. */
+  readonly sourceBuckets: string[];
+  /** Only keys under this prefix of the source buckets are readable. @default '' (whole buckets) */
+  readonly sourcePrefix?: string;
+  /** Bucket archives are written to (imported by name; add an AbortIncompleteMultipartUpload lifecycle rule to it yourself). */
+  readonly destinationBucket: string;
+  /** Archives may only be written under this prefix. @default '' (whole bucket) */
+  readonly destinationPrefix?: string;
+
+  /** Prefix in the work bucket for plans, part lists and map results. Must end with '/'. @default 's3zip-work/' */
+  readonly workPrefix?: string;
+  /** Work objects are deleted by lifecycle after this many days (a safety net; the finalizer and abort clean up). @default 2 */
+  readonly workExpirationDays?: number;
+  /** Customer-managed key for the work and control buckets. @default S3-managed encryption */
+  readonly encryptionKey?: kms.IKey;
+  /** KMS keys that encrypt source objects (decrypt is granted on exactly these). @default none */
+  readonly sourceKmsKeyArns?: string[];
+  /** KMS key the destination archives are encrypted with. @default none */
+  readonly destinationKmsKeyArn?: string;
+
+  /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
+  readonly functionsDir?: string;
+  readonly planner?: FunctionSizing;
+  readonly worker?: FunctionSizing;
+  readonly finalizer?: FunctionSizing;
+  readonly abort?: FunctionSizing;
+
+  /** Part jobs per worker invocation (ItemBatcher MaxItemsPerBatch). @default 8 */
+  readonly partsPerBatch?: number;
+  /** Map concurrency when a request sets none (env DEFAULT_MAX_CONCURRENCY). @default 100 */
+  readonly defaultMaxConcurrency?: number;
+  /**
+   * Child execution type of the Distributed Map. EXPRESS children are cheaper but end after
+   * 5 minutes including retries, so EXPRESS requires a worker timeout of at most 4 minutes.
+   * @default STANDARD
+   */
+  readonly mapExecutionType?: 'STANDARD' | 'EXPRESS';
+
+  /** Name of the state machine; it is set explicitly so the role can name the map's child executions without a dependency cycle. @default '<stack name>-Archive' */
+  readonly stateMachineName?: string;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Retention of the state machine and function logs. @default one month */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
+  planner: { memorySize: 1024, timeout: Duration.minutes(15) },
+  // 1,769 MB is one full vCPU: workers hash and stream bytes.
+  worker: { memorySize: 1769, timeout: Duration.minutes(15) },
+  finalizer: { memorySize: 1024, timeout: Duration.minutes(15) },
+  abort: { memorySize: 512, timeout: Duration.minutes(5) },
+};
+
+/** `arn:<partition>:s3:::<bucket><suffix>` without importing the bucket (so no '*' sneaks in). */
+function s3Arn(bucket: string, suffix = ''): string {
+  return `arn:${Aws.PARTITION}:s3:::${bucket}${suffix}`;
+}
+
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+function normalizePrefix(prefix: string | undefined): string {
+  if (!prefix) return '';
+  const p = prefix.replace(/^\/+/, '');
+  return p === '' || p.endsWith('/') ? p : `${p}/`;
+}
+
+/**
+ * The s3zip workflow: planner -> Distributed Map of workers -> finalizer, abort on any failure,
+ * with the buckets it works in, least-privilege roles, and an EventBridge trigger on
+ * `requests/` objects in the control bucket.
+ *
+ * The ASL comes unchanged from statemachine/archive.asl.json; this construct only supplies
+ * its placeholders.
+ */
+export class ArchiveWorkflow extends Construct {
+  readonly stateMachine: sfn.StateMachine;
+  readonly workBucket: s3.Bucket;
+  readonly controlBucket: s3.Bucket;
+  readonly accessLogsBucket: s3.Bucket;
+  readonly functions: Record<FunctionName, lambda.Function>;
+  readonly requestRule: events.Rule;
+  readonly stateMachineName: string;
+  /** Every value substituted into the ASL, by placeholder name. */
+  readonly definitionSubstitutions: Record<Placeholder, string>;
+
+  constructor(scope: Construct, id: string, props: ArchiveWorkflowProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+
+    if (props.sourceBuckets.length === 0) {
+      throw new Error('ArchiveWorkflow: sourceBuckets must name at least one bucket');
+    }
+    const sourcePrefix = normalizePrefix(props.sourcePrefix);
+    const destinationPrefix = normalizePrefix(props.destinationPrefix);
+    const workPrefix = normalizePrefix(props.workPrefix ?? 's3zip-work/');
+    if (workPrefix === '') throw new Error('ArchiveWorkflow: workPrefix must not be empty');
+    const partsPerBatch = props.partsPerBatch ?? 8;
+    if (!Number.isInteger(partsPerBatch) || partsPerBatch < 1) {
+      throw new Error(`ArchiveWorkflow: partsPerBatch must be a positive integer, got ${partsPerBatch}`);
+    }
+    const defaultMaxConcurrency = props.defaultMaxConcurrency ?? 100;
+    const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const functionsDir = props.functionsDir ?? DEFAULT_FUNCTIONS_DIR;
+
+    const sizing = (name: FunctionName): Required<FunctionSizing> => ({
+      memorySize: props[name]?.memorySize ?? DEFAULT_SIZING[name].memorySize,
+      timeout: props[name]?.timeout ?? DEFAULT_SIZING[name].timeout,
+    });
+    if (mapExecutionType === 'EXPRESS' && sizing('worker').timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
+      throw new Error(
+        `ArchiveWorkflow: EXPRESS map children end after 5 minutes including retries; ` +
+          `set worker.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
+      );
+    }
+
+    // ---- buckets ---------------------------------------------------------------------------
+    const encryption = props.encryptionKey
+      ? { encryption: s3.BucketEncryption.KMS, encryptionKey: props.encryptionKey, bucketKeyEnabled: true }
+      : { encryption: s3.BucketEncryption.S3_MANAGED };
+
+    // Server access logs must go to an SSE-S3 bucket, so this one never uses the KMS key.
+    // Object ownership is left to CDK: with the feature flag
+    // @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy (set in cdk.json) delivery is granted by a
+    // bucket policy, without it by the LogDeliveryWrite ACL, which needs ObjectWriter.
+    this.accessLogsBucket = new s3.Bucket(this, 'AccessLogsBucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      removalPolicy,
+      lifecycleRules: [{ id: 'ExpireAccessLogs', expiration: Duration.days(90) }],
+    });
+
+    this.workBucket = new s3.Bucket(this, 'WorkBucket', {
+      ...encryption,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      serverAccessLogsPrefix: 'work/',
+      lifecycleRules: [
+        {
+          id: 'ExpireWorkObjects',
+          prefix: workPrefix,
+          expiration: Duration.days(props.workExpirationDays ?? 2),
+        },
+        { id: 'AbortIncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+
+    this.controlBucket = new s3.Bucket(this, 'ControlBucket', {
+      ...encryption,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      serverAccessLogsPrefix: 'control/',
+      lifecycleRules: [
+        { id: 'AbortIncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+    // Set EventBridge delivery on the CloudFormation bucket itself rather than through
+    // `eventBridgeEnabled`, which adds a custom-resource Lambda with a '*' s3 policy.
+    (this.controlBucket.node.defaultChild as s3.CfnBucket).notificationConfiguration = {
+      eventBridgeConfiguration: { eventBridgeEnabled: true },
+    };
+
+    // ---- functions -------------------------------------------------------------------------
+    const env: Record<string, string> = {
+      WORK_BUCKET: this.workBucket.bucketName,
+      WORK_PREFIX: workPrefix,
+      CONTROL_BUCKET: this.controlBucket.bucketName,
+      DEFAULT_MAX_CONCURRENCY: String(defaultMaxConcurrency),
+      ALLOWED_SOURCE_BUCKETS: props.sourceBuckets.join(','),
+      ALLOWED_DESTINATIONS: `${props.destinationBucket}/${destinationPrefix}`,
+    };
+    if (sourcePrefix !== '') env.ALLOWED_SOURCE_PREFIX = sourcePrefix;
+
+    const makeFunction = (name: FunctionName, logicalId: string, description: string): lambda.Function => {
+      const assetDir = path.join(functionsDir, name);
+      if (!fs.existsSync(path.join(assetDir, 'bootstrap'))) {
+        throw new Error(
+          `ArchiveWorkflow: ${path.join(assetDir, 'bootstrap')} not found; build the Go functions first (make lambdas) or pass functionsDir`,
+        );
+      }
+      const logGroup = new logs.LogGroup(this, `${logicalId}Logs`, { retention: logRetention, removalPolicy });
+      // Own role per function: no AWS managed policy, only the statements added below.
+      const role = new iam.Role(this, `${logicalId}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `s3zip ${name} function`,
+      });
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'WriteOwnLogs',
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [logGroup.logGroupArn],
+        }),
+      );
+      const { memorySize, timeout } = sizing(name);
+      return new lambda.Function(this, logicalId, {
+        description,
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        architecture: lambda.Architecture.ARM_64,
+        handler: 'bootstrap',
+        code: lambda.Code.fromAsset(assetDir),
+        memorySize,
+        timeout,
+        role,
+        logGroup,
+        environment: env,
+      });
+    };
+
+    this.functions = {
+      planner: makeFunction('planner', 'Planner', 's3zip: plan the ZIP layout and its multipart parts'),
+      worker: makeFunction('worker', 'Worker', 's3zip: build a batch of multipart parts'),
+      finalizer: makeFunction('finalizer', 'Finalizer', 's3zip: write the central directory and complete the archive'),
+      abort: makeFunction('abort', 'Abort', 's3zip: abort the upload and delete work objects'),
+    };
+    const { planner, worker, finalizer, abort } = this.functions;
+
+    // ---- function permissions (explicit statements, no wildcard actions) -------------------
+    const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
+    const workAccess = [
+      new iam.PolicyStatement({
+        sid: 'WorkPrefixObjects',
+        actions: [
+          's3:GetObject',
+          's3:GetObjectAttributes',
+          's3:PutObject',
+          's3:DeleteObject',
+          's3:AbortMultipartUpload',
+          's3:ListMultipartUploadParts',
+        ],
+        resources: [workObjects],
+      }),
+      new iam.PolicyStatement({
+        sid: 'WorkPrefixList',
+        actions: ['s3:ListBucket'],
+        resources: [this.workBucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': [`${workPrefix}*`] } },
+      }),
+    ];
+
+    const sourceRead = [
+      new iam.PolicyStatement({
+        sid: 'SourceObjectsRead',
+        actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:GetObjectAttributes'],
+        resources: props.sourceBuckets.map((b) => s3Arn(b, `/${sourcePrefix}*`)),
+      }),
+      new iam.PolicyStatement({
+        sid: 'SourceBucketsList',
+        actions: ['s3:ListBucket'],
+        resources: props.sourceBuckets.map((b) => s3Arn(b)),
+        ...(sourcePrefix !== '' ? { conditions: { StringLike: { 's3:prefix': [`${sourcePrefix}*`] } } } : {}),
+      }),
+    ];
+
+    const destinationObjects = s3Arn(props.destinationBucket, `/${destinationPrefix}*`);
+    const destinationWrite = [
+      new iam.PolicyStatement({
+        sid: 'DestinationObjectsWrite',
+        // PutObject covers Create/UploadPart/UploadPartCopy/CompleteMultipartUpload; GetObject verifies.
+        actions: [
+          's3:PutObject',
+          's3:AbortMultipartUpload',
+          's3:ListMultipartUploadParts',
+          's3:GetObject',
+          's3:PutObjectTagging',
+        ],
+        resources: [destinationObjects],
+      }),
+      new iam.PolicyStatement({
+        sid: 'DestinationPrefixList',
+        // Lets the planner tell "absent" from "forbidden" for the overwrite=false check.
+        actions: ['s3:ListBucket'],
+        resources: [s3Arn(props.destinationBucket)],
+        ...(destinationPrefix !== '' ? { conditions: { StringLike: { 's3:prefix': [`${destinationPrefix}*`] } } } : {}),
+      }),
+    ];
+    const destinationAbort = [
+      new iam.PolicyStatement({
+        sid: 'DestinationUploadsAbort',
+        actions: ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts'],
+        resources: [destinationObjects],
+      }),
+      new iam.PolicyStatement({
+        sid: 'DestinationUploadsList',
+        actions: ['s3:ListBucketMultipartUploads'],
+        resources: [s3Arn(props.destinationBucket)],
+      }),
+    ];
+
+    const controlRead = new iam.PolicyStatement({
+      sid: 'ControlObjectsRead',
+      // Request objects (requests/) and manifests the requests point to.
+      actions: ['s3:GetObject'],
+      resources: [this.controlBucket.arnForObjects('*')],
+    });
+
+    const add = (fn: lambda.Function, statements: iam.PolicyStatement[]) => {
+      for (const s of statements) fn.addToRolePolicy(s);
+    };
+    add(planner, [...workAccess, ...sourceRead, ...destinationWrite, controlRead]);
+    add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
+    add(finalizer, [...workAccess, ...destinationWrite]);
+    add(abort, [...workAccess, ...destinationAbort]);
+
+    // KMS only where a key is configured, and only on that key.
+    const kmsUse = (sid: string, keyArns: string[]) =>
+      new iam.PolicyStatement({
+        sid,
+        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+        resources: keyArns,
+      });
+    if (props.encryptionKey) {
+      const s = kmsUse('WorkAndControlKey', [props.encryptionKey.keyArn]);
+      for (const fn of [planner, worker, finalizer, abort]) fn.addToRolePolicy(s);
+    }
+    if (props.sourceKmsKeyArns && props.sourceKmsKeyArns.length > 0) {
+      const s = new iam.PolicyStatement({
+        sid: 'SourceKeysDecrypt',
+        actions: ['kms:Decrypt'],
+        resources: props.sourceKmsKeyArns,
+      });
+      planner.addToRolePolicy(s);
+      worker.addToRolePolicy(s);
+    }
+    if (props.destinationKmsKeyArn) {
+      const s = kmsUse('DestinationKey', [props.destinationKmsKeyArn]);
+      for (const fn of [planner, worker, finalizer, abort]) fn.addToRolePolicy(s);
+    }
+
+    // ---- state machine ---------------------------------------------------------------------
+    const stateMachineName = props.stateMachineName ?? `${stack.stackName}-Archive`.slice(0, 80);
+    this.stateMachineName = stateMachineName;
+    // Built from the name, not from the StateMachine's Ref/Arn: the role must exist before the
+    // state machine, so referencing the state machine here would be a cycle.
+    const stateMachineArn = stack.formatArn({
+      service: 'states',
+      resource: 'stateMachine',
+      resourceName: stateMachineName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const childExecutionsArn = stack.formatArn({
+      service: 'states',
+      resource: 'execution',
+      resourceName: `${stateMachineName}/*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+
+    const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
+      // Step Functions vended logs require the /aws/vendedlogs/ prefix to keep resource policies small.
+      logGroupName: `/aws/vendedlogs/states/${stateMachineName}`,
+      retention: logRetention,
+      removalPolicy,
+    });
+
+    this.definitionSubstitutions = {
+      PlannerFunctionArn: planner.functionArn,
+      WorkerFunctionArn: worker.functionArn,
+      FinalizerFunctionArn: finalizer.functionArn,
+      AbortFunctionArn: abort.functionArn,
+      PartsPerBatch: String(partsPerBatch),
+      MapExecutionType: mapExecutionType,
+    };
+
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      stateMachineName,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      definitionBody: sfn.DefinitionBody.fromFile(ARCHIVE_ASL_PATH),
+      definitionSubstitutions: this.definitionSubstitutions,
+      tracingEnabled: true,
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+    });
+
+    const fns = [planner, worker, finalizer, abort];
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'InvokeWorkflowFunctions',
+        actions: ['lambda:InvokeFunction'],
+        resources: fns.flatMap((fn) => [fn.functionArn, `${fn.functionArn}:*`]),
+      }),
+    );
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'MapItemReader',
+        actions: ['s3:GetObject'],
+        resources: [workObjects],
+      }),
+    );
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'MapResultWriter',
+        actions: ['s3:PutObject', 's3:GetObject', 's3:ListMultipartUploadParts', 's3:AbortMultipartUpload'],
+        resources: [workObjects],
+      }),
+    );
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'MapChildExecutionsStart',
+        actions: ['states:StartExecution'],
+        resources: [stateMachineArn],
+      }),
+    );
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'MapChildExecutionsControl',
+        actions: ['states:DescribeExecution', 'states:StopExecution'],
+        resources: [childExecutionsArn],
+      }),
+    );
+    if (props.encryptionKey) {
+      this.stateMachine.addToRolePolicy(kmsUse('WorkBucketKey', [props.encryptionKey.keyArn]));
+    }
+
+    // ---- trigger: a request object under requests/ starts an execution ----------------------
+    this.requestRule = new events.Rule(this, 'RequestObjectCreated', {
+      description: 's3zip: start an archive for each request object put under requests/',
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: {
+          bucket: { name: [this.controlBucket.bucketName] },
+          object: { key: [{ prefix: REQUESTS_PREFIX }] },
+        },
+      },
+    });
+    this.requestRule.addTarget(
+      new targets.SfnStateMachine(this.stateMachine, {
+        input: events.RuleTargetInput.fromObject({
+          requestObject: {
+            bucket: events.EventField.fromPath('$.detail.bucket.name'),
+            key: events.EventField.fromPath('$.detail.object.key'),
+          },
+        }),
+      }),
+    );
+
+    this.addNagSuppressions({ workPrefix, sourcePrefix, destinationPrefix, props });
+  }
+
+  /** Each suppression names the one finding it covers and why it is acceptable. */
+  private addNagSuppressions(ctx: {
+    workPrefix: string;
+    sourcePrefix: string;
+    destinationPrefix: string;
+    props: ArchiveWorkflowProps;
+  }): void {
+    const stack = Stack.of(this);
+    const workObjectsFinding = `Resource::<${stack.getLogicalId(this.workBucket.node.defaultChild as s3.CfnBucket)}.Arn>/${ctx.workPrefix}*`;
+    const perObjectReason =
+      'Object keys are per execution and unknown at deploy time; the wildcard is confined to one bucket prefix.';
+    for (const name of FUNCTION_NAMES) {
+      const fn = this.functions[name];
+      const appliesTo: (string | { regex: string })[] = [workObjectsFinding];
+      if (name === 'planner' || name === 'worker') {
+        appliesTo.push(...ctx.props.sourceBuckets.map((b) => `Resource::arn:<AWS::Partition>:s3:::${b}/${ctx.sourcePrefix}*`));
+      }
+      appliesTo.push(`Resource::arn:<AWS::Partition>:s3:::${ctx.props.destinationBucket}/${ctx.destinationPrefix}*`);
+      if (name === 'planner') {
+        appliesTo.push(`Resource::<${stack.getLogicalId(this.controlBucket.node.defaultChild as s3.CfnBucket)}.Arn>/*`);
+      }
+      NagSuppressions.addResourceSuppressions(
+        fn.role!,
+        [
+          {
+            id: 'AwsSolutions-IAM5',
+            reason: `${name}: ${perObjectReason} Sources are limited to the configured buckets/prefix, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', and the control bucket holds only request and manifest objects' : ''}.`,
+            appliesTo,
+          },
+        ],
+        true,
+      );
+    }
+
+    const fnArnFindings = FUNCTION_NAMES.map(
+      (n) => `Resource::<${stack.getLogicalId(this.functions[n].node.defaultChild as lambda.CfnFunction)}.Arn>:*`,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.stateMachine.role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: 'Lambda invoke on <function ARN>:* allows the versions and aliases of exactly the four workflow functions.',
+          appliesTo: fnArnFindings,
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'The Distributed Map ItemReader reads parts.jsonl and the ResultWriter writes results under the per-execution work prefix; keys are unknown at deploy time.',
+          appliesTo: [workObjectsFinding],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            "Distributed Map child executions are named '<state machine>/<map run>:<uuid>' at run time; the wildcard covers only this state machine's executions.",
+          // Region and account are tokens in an environment-agnostic stack and literals otherwise.
+          appliesTo: [
+            {
+              regex: `/^Resource::arn:<AWS::Partition>:states:[^/]+:execution:${escapeRegex(this.stateMachineName)}\\/\\*$/g`,
+            },
+          ],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling* and CloudWatch Logs delivery actions (CreateLogDelivery etc.) do not support resource-level permissions; AWS requires Resource "*" for them (added by CDK for tracing and logging).',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+  }
+}
+
+/** Adds the stack outputs a user needs to run the workflow. */
+export function addArchiveWorkflowOutputs(scope: Construct, workflow: ArchiveWorkflow): void {
+  new CfnOutput(scope, 'StateMachineArn', { value: workflow.stateMachine.stateMachineArn });
+  new CfnOutput(scope, 'ControlBucketName', { value: workflow.controlBucket.bucketName });
+  new CfnOutput(scope, 'WorkBucketName', { value: workflow.workBucket.bucketName });
+}

@@ -1,0 +1,87 @@
+/**
+ * infra/bin/app.ts as the CDK CLI runs it: `cdk synth` offline, with no AWS credentials,
+ * context from -c flags, cdk-nag applied to the whole app.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, test } from 'node:test';
+import { REPO_ROOT, functionsDir, identityStatements, list, render, resourcesOfType } from './helpers';
+
+/** The environment of a machine with no AWS account: every AWS_* variable removed. */
+function offlineEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AWS_') && !k.startsWith('CDK_')) env[k] = v;
+  return {
+    ...env,
+    CDK_DISABLE_VERSION_CHECK: '1',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    // Credential lookups must find nothing rather than a developer's own profile.
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_CONFIG_FILE: '/dev/null',
+  };
+}
+
+describe('cdk synth (CLI, offline)', () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 's3zip-cdk-synth-'));
+  const cli = path.join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
+  const run = spawnSync(
+    process.execPath,
+    [
+      cli,
+      'synth',
+      '--quiet',
+      '--no-notices',
+      '-o',
+      out,
+      '-c',
+      `functionsDir=${functionsDir()}`,
+      '-c',
+      'sourceBuckets=s3zip-cli-a, s3zip-cli-b',
+      '-c',
+      'sourcePrefix=in/',
+      '-c',
+      'destinationBucket=s3zip-cli-dst',
+      '-c',
+      'destinationPrefix=zips/',
+      '-c',
+      'partsPerBatch=5',
+    ],
+    { cwd: REPO_ROOT, env: offlineEnv(), encoding: 'utf8', timeout: 180_000 },
+  );
+
+  test('exits 0 with no nag errors', () => {
+    assert.equal(run.status, 0, `cdk synth failed:\n${run.stdout}\n${run.stderr}`);
+    assert.doesNotMatch(`${run.stdout}\n${run.stderr}`, /AwsSolutions-\S+.*(ERROR|Error)|\[Error at /);
+  });
+
+  test('S3ZipStack reflects the -c context', () => {
+    const template = JSON.parse(fs.readFileSync(path.join(out, 'S3ZipStack.template.json'), 'utf8'));
+    const fns = resourcesOfType(template, 'AWS::Lambda::Function');
+    assert.equal(fns.length, 4);
+    for (const [, fn] of fns) {
+      assert.equal(fn.Properties!.Environment.Variables.ALLOWED_SOURCE_BUCKETS, 's3zip-cli-a,s3zip-cli-b');
+      assert.equal(fn.Properties!.Environment.Variables.ALLOWED_DESTINATIONS, 's3zip-cli-dst/zips/');
+    }
+    const [, sm] = resourcesOfType(template, 'AWS::StepFunctions::StateMachine')[0];
+    assert.equal(sm.Properties!.DefinitionSubstitutions.PartsPerBatch, '5');
+    const s3Resources = identityStatements(template)
+      .filter(({ statement }) => list(statement.Action).some((a) => a.startsWith('s3:')))
+      .flatMap(({ statement }) => list(statement.Resource).map(render));
+    assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-b/in/*'));
+    assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-dst/zips/*'));
+    assert.deepEqual(Object.keys(template.Outputs).sort(), ['ControlBucketName', 'StateMachineArn', 'WorkBucketName']);
+  });
+
+  test('the nag report was written and every row is compliant or suppressed', () => {
+    const name = fs.readdirSync(out).find((f) => /^AwsSolutions-.*S3ZipStack-NagReport\.csv$/.test(f));
+    assert.ok(name, 'cdk-nag ran over the app and wrote its report');
+    const rows = fs.readFileSync(path.join(out, name), 'utf8').trim().split('\n').slice(1);
+    assert.ok(rows.length > 10, `${rows.length} rows`);
+    const compliance = (row: string) => row.split('","')[2];
+    assert.deepEqual(rows.filter((r) => !['Compliant', 'Suppressed'].includes(compliance(r))), []);
+    assert.ok(rows.some((r) => compliance(r) === 'Compliant'));
+  });
+});

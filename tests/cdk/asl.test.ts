@@ -1,0 +1,275 @@
+/**
+ * statemachine/archive.asl.json read directly: placeholders, JSON after substitution, schema
+ * (asl-validator), and the workflow contract of docs/contract.md.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import aslValidator from 'asl-validator';
+import {
+  ARCHIVE_ASL_PATH,
+  NUMBER_PLACEHOLDERS,
+  STRING_PLACEHOLDERS,
+  placeholdersIn,
+  readArchiveTemplate,
+  renderDefinition,
+} from '../../infra/lib/asl';
+import { REALISTIC_SUBSTITUTIONS } from './fixtures';
+
+const LAMBDA_SERVICE_ERRORS = [
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.TooManyRequestsException',
+];
+const WORKER_RETRYABLE = ['TransientError', 'DeadlineError', 'Sandbox.Timedout', 'States.Timeout'];
+const NEVER_RETRIED = ['RequestError', 'SourceChangedError', 'ChecksumMismatchError', 'DestinationExistsError', 'LimitError'];
+
+type Json = Record<string, any>;
+const template = readArchiveTemplate();
+const def = renderDefinition(REALISTIC_SUBSTITUTIONS, template) as Json;
+const states = def.States as Record<string, Json>;
+const buildParts = states.BuildParts;
+const buildBatch = buildParts.ItemProcessor.States.BuildBatch as Json;
+
+function retrierFor(state: Json, error: string): Json | undefined {
+  return (state.Retry as Json[] | undefined)?.find((r) => (r.ErrorEquals as string[]).includes(error));
+}
+
+describe('placeholders', () => {
+  test('the file uses exactly the known placeholders', () => {
+    assert.deepEqual(placeholdersIn(template), [...STRING_PLACEHOLDERS, ...NUMBER_PLACEHOLDERS].sort());
+  });
+
+  test('string placeholders sit inside JSON strings, number placeholders are bare values', () => {
+    for (const name of STRING_PLACEHOLDERS) {
+      const all = template.split(`\${${name}}`).length - 1;
+      const quoted = template.split(`"\${${name}}"`).length - 1;
+      assert.ok(all > 0, `${name} is used`);
+      assert.equal(quoted, all, `every \${${name}} is a whole quoted JSON string`);
+    }
+    for (const name of NUMBER_PLACEHOLDERS) {
+      const bare = new RegExp(`:\\s*\\$\\{${name}\\}\\s*[,}\\n]`, 'g');
+      const all = template.split(`\${${name}}`).length - 1;
+      assert.ok(all > 0, `${name} is used`);
+      assert.equal(template.match(bare)?.length ?? 0, all, `every \${${name}} is an unquoted JSON value`);
+    }
+  });
+
+  test('substituted numbers become JSON numbers', () => {
+    assert.equal(buildParts.ItemBatcher.MaxItemsPerBatch, 8);
+    const other = renderDefinition({ ...REALISTIC_SUBSTITUTIONS, PartsPerBatch: 25 }, template) as Json;
+    assert.equal(other.States.BuildParts.ItemBatcher.MaxItemsPerBatch, 25);
+  });
+
+  test('a missing substitution is an error, not a silent leftover', () => {
+    const { PartsPerBatch: _omitted, ...rest } = REALISTIC_SUBSTITUTIONS;
+    assert.throws(() => renderDefinition(rest, template), /PartsPerBatch/);
+  });
+
+  test('no placeholder survives rendering', () => {
+    assert.doesNotMatch(JSON.stringify(def), /\$\{/);
+  });
+
+  test('the file reads from the path CDK loads', () => {
+    assert.match(ARCHIVE_ASL_PATH, /statemachine[\\/]archive\.asl\.json$/);
+  });
+});
+
+describe('asl-validator', () => {
+  test('the rendered definition is valid ASL (schema, paths, ARNs, transitions)', () => {
+    const result = aslValidator(structuredClone(def), { checkPaths: true, checkArn: true });
+    assert.ok(result.isValid, result.errorsText('\n'));
+  });
+
+  test('the validator does catch a broken definition (guards against a vacuous check)', () => {
+    const broken = structuredClone(def);
+    broken.States.PlanArchive.Next = 'NoSuchState';
+    assert.equal(aslValidator(broken, { checkPaths: true, checkArn: true }).isValid, false);
+  });
+
+  test('EXPRESS children render valid ASL too', () => {
+    const express = renderDefinition({ ...REALISTIC_SUBSTITUTIONS, MapExecutionType: 'EXPRESS' }, template);
+    const result = aslValidator(express, { checkPaths: true, checkArn: true });
+    assert.ok(result.isValid, result.errorsText('\n'));
+  });
+});
+
+describe('standard JSONPath ASL only (aws-local-stepfunctions runs it)', () => {
+  test('no JSONata, variables or JSONata-only fields', () => {
+    assert.ok(def.QueryLanguage === undefined || def.QueryLanguage === 'JSONPath');
+    assert.doesNotMatch(JSON.stringify(def), /\{%/, 'no JSONata expressions');
+    const forbidden = new Set(['Assign', 'Arguments', 'Output', 'QueryLanguage']);
+    const found: string[] = [];
+    const walk = (x: unknown, where: string) => {
+      if (Array.isArray(x)) x.forEach((v, i) => walk(v, `${where}[${i}]`));
+      else if (x && typeof x === 'object') {
+        for (const [k, v] of Object.entries(x)) {
+          if (forbidden.has(k) && where !== '') found.push(`${where}.${k}`);
+          walk(v, `${where}.${k}`);
+        }
+      }
+    };
+    walk(def.States, 'States');
+    assert.deepEqual(found, []);
+  });
+
+  test('only Lambda invoke and the S3 item reader/writer integrations', () => {
+    const resources = new Set<string>();
+    const walk = (x: unknown) => {
+      if (Array.isArray(x)) x.forEach(walk);
+      else if (x && typeof x === 'object') {
+        for (const [k, v] of Object.entries(x)) {
+          if (k === 'Resource' && typeof v === 'string') resources.add(v);
+          walk(v);
+        }
+      }
+    };
+    walk(def);
+    assert.deepEqual([...resources].sort(), [
+      'arn:aws:states:::lambda:invoke',
+      'arn:aws:states:::s3:getObject',
+      'arn:aws:states:::s3:putObject',
+    ]);
+  });
+});
+
+describe('contract: flow', () => {
+  test('PlanArchive -> HasWorkerParts -> BuildParts | FinalizeArchive -> Succeed', () => {
+    assert.equal(def.StartAt, 'PlanArchive');
+    assert.equal(states.PlanArchive.Next, 'HasWorkerParts');
+    const choice = states.HasWorkerParts;
+    assert.equal(choice.Type, 'Choice');
+    assert.deepEqual(choice.Choices, [{ Variable: '$.workerParts', NumericGreaterThan: 0, Next: 'BuildParts' }]);
+    assert.equal(choice.Default, 'FinalizeArchive');
+    assert.equal(buildParts.Next, 'FinalizeArchive');
+    assert.equal(states[states.FinalizeArchive.Next].Type, 'Succeed');
+  });
+
+  test('every failure of a top-level task or the Map goes to Abort with the error at $.error', () => {
+    for (const name of ['PlanArchive', 'BuildParts', 'FinalizeArchive']) {
+      assert.deepEqual(states[name].Catch, [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abort' }], name);
+    }
+  });
+
+  test('Abort then fails the execution with the original error', () => {
+    const abort = states.Abort;
+    assert.equal(abort.Next, 'ArchiveFailed');
+    assert.equal(abort.ResultPath, null, 'abort output must not replace $.error');
+    assert.equal(abort.Catch.length, 1);
+    assert.deepEqual(abort.Catch[0].ErrorEquals, ['States.ALL']);
+    assert.equal(abort.Catch[0].Next, 'ArchiveFailed');
+    // Its own error must land beside $.error, never on it or on the whole state.
+    assert.ok(abort.Catch[0].ResultPath !== undefined && !['$', '$.error'].includes(abort.Catch[0].ResultPath));
+    assert.ok(abort.Retry.some((r: Json) => r.ErrorEquals.includes('States.ALL') && r.MaxAttempts >= 5), 'retried generously');
+    const fail = states.ArchiveFailed;
+    assert.equal(fail.Type, 'Fail');
+    assert.equal(fail.ErrorPath, '$.error.Error');
+    assert.equal(fail.CausePath, '$.error.Cause');
+  });
+});
+
+describe('contract: payloads', () => {
+  test('PlanArchive sends {request, execution} to the planner and keeps only its Payload', () => {
+    const s = states.PlanArchive;
+    assert.equal(s.Resource, 'arn:aws:states:::lambda:invoke');
+    assert.equal(s.Parameters.FunctionName, REALISTIC_SUBSTITUTIONS.PlannerFunctionArn);
+    assert.deepEqual(s.Parameters.Payload, { 'request.$': '$', 'execution.$': '$$.Execution.Name' });
+    assert.equal(s.OutputPath, '$.Payload');
+  });
+
+  test('BuildParts reads parts.jsonl, batches with the job, writes results under workPrefix + "map"', () => {
+    assert.deepEqual(buildParts.ItemReader, {
+      Resource: 'arn:aws:states:::s3:getObject',
+      ReaderConfig: { InputType: 'JSONL' },
+      Parameters: { 'Bucket.$': '$.workBucket', 'Key.$': '$.partsKey' },
+    });
+    const batcher = buildParts.ItemBatcher;
+    assert.deepEqual(batcher.BatchInput, { 'job.$': '$' });
+    assert.ok(Number.isInteger(batcher.MaxInputBytesPerBatch) && batcher.MaxInputBytesPerBatch <= 262144);
+    assert.ok(batcher.MaxInputBytesPerBatch >= 65536, 'room for a useful batch');
+    assert.equal(buildParts.MaxConcurrencyPath, '$.maxConcurrency');
+    assert.equal(buildParts.MaxConcurrency, undefined);
+    assert.equal(buildParts.ToleratedFailurePercentage, 0);
+    assert.deepEqual(buildParts.ItemProcessor.ProcessorConfig, { Mode: 'DISTRIBUTED', ExecutionType: 'STANDARD' });
+    assert.deepEqual(buildParts.ResultWriter, {
+      Resource: 'arn:aws:states:::s3:putObject',
+      Parameters: { 'Bucket.$': '$.workBucket', 'Prefix.$': "States.Format('{}map', $.workPrefix)" },
+    });
+    assert.equal(buildParts.ResultPath, '$.results');
+  });
+
+  test('BuildBatch hands the batch ({Items, BatchInput}) to the worker and returns its Payload', () => {
+    assert.equal(buildParts.ItemProcessor.StartAt, 'BuildBatch');
+    assert.equal(buildBatch.Resource, 'arn:aws:states:::lambda:invoke');
+    assert.deepEqual(buildBatch.Parameters, { FunctionName: REALISTIC_SUBSTITUTIONS.WorkerFunctionArn, 'Payload.$': '$' });
+    assert.equal(buildBatch.OutputPath, '$.Payload');
+    assert.equal(buildBatch.End, true);
+    assert.ok(buildBatch.TimeoutSeconds > 900, 'never cuts a 15-minute worker short');
+  });
+
+  test('FinalizeArchive gets the whole job (+ results) and keeps its Payload', () => {
+    const s = states.FinalizeArchive;
+    assert.deepEqual(s.Parameters, { FunctionName: REALISTIC_SUBSTITUTIONS.FinalizerFunctionArn, 'Payload.$': '$' });
+    assert.equal(s.OutputPath, '$.Payload');
+    assert.equal(s.ResultPath, undefined);
+  });
+
+  test('Abort sends {state, error, execution}', () => {
+    assert.deepEqual(states.Abort.Parameters, {
+      FunctionName: REALISTIC_SUBSTITUTIONS.AbortFunctionArn,
+      Payload: { 'state.$': '$', 'error.$': '$.error', 'execution.$': '$$.Execution.Name' },
+    });
+  });
+});
+
+describe('contract: retries', () => {
+  test('every Lambda task retries the Lambda service errors with backoff and full jitter', () => {
+    for (const [name, s] of [
+      ['PlanArchive', states.PlanArchive],
+      ['BuildBatch', buildBatch],
+      ['FinalizeArchive', states.FinalizeArchive],
+    ] as const) {
+      for (const err of LAMBDA_SERVICE_ERRORS) {
+        const r = retrierFor(s, err);
+        assert.ok(r, `${name} retries ${err}`);
+        assert.ok(r.BackoffRate > 1, `${name} backs off on ${err}`);
+        assert.equal(r.JitterStrategy, 'FULL', `${name} jitters ${err}`);
+        assert.ok(r.MaxAttempts >= 3, `${name} retries ${err} more than once`);
+      }
+    }
+    assert.ok(retrierFor(buildBatch, 'Lambda.TooManyRequestsException')!.MaxAttempts >= 6, 'worker throttling gets ~6 attempts');
+  });
+
+  test('the worker retries transient conditions 3 times', () => {
+    for (const err of WORKER_RETRYABLE) {
+      const r = retrierFor(buildBatch, err);
+      assert.ok(r, `BuildBatch retries ${err}`);
+      assert.equal(r.MaxAttempts, 3, err);
+      assert.ok(r.BackoffRate > 1, err);
+    }
+  });
+
+  test('the finalizer retries TransientError', () => {
+    assert.ok(retrierFor(states.FinalizeArchive, 'TransientError'));
+  });
+
+  test('conditions that cannot heal are never retried anywhere but Abort', () => {
+    for (const [name, s] of [
+      ['PlanArchive', states.PlanArchive],
+      ['BuildParts', buildParts],
+      ['BuildBatch', buildBatch],
+      ['FinalizeArchive', states.FinalizeArchive],
+    ] as const) {
+      for (const r of (s.Retry ?? []) as Json[]) {
+        for (const err of [...NEVER_RETRIED, 'States.ALL', 'States.TaskFailed']) {
+          assert.ok(!r.ErrorEquals.includes(err), `${name} must not retry ${err}`);
+        }
+      }
+    }
+  });
+
+  test('the planner is not retried on its own errors (a retry could leak a multipart upload)', () => {
+    const retried = (states.PlanArchive.Retry as Json[]).flatMap((r) => r.ErrorEquals as string[]);
+    assert.deepEqual(retried.sort(), [...LAMBDA_SERVICE_ERRORS].sort());
+  });
+});
