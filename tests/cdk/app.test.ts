@@ -5,10 +5,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
-import { REPO_ROOT, functionsDir, identityStatements, list, render, resourcesOfType } from './helpers';
+import { REPO_ROOT, functionsDir, tempDir, identityStatements, list, render, resourcesOfType } from './helpers';
 
 /** The environment of a machine with no AWS account: every AWS_* variable removed. */
 function offlineEnv(): NodeJS.ProcessEnv {
@@ -25,7 +24,7 @@ function offlineEnv(): NodeJS.ProcessEnv {
 }
 
 describe('cdk synth (CLI, offline)', () => {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), 's3zip-cdk-synth-'));
+  const out = tempDir('s3zip-cdk-synth-');
   const cli = path.join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
   const run = spawnSync(
     process.execPath,

@@ -20,6 +20,18 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 let fakeFunctionsDir: string | undefined;
 
+/** Temp folders made by this process (cloud assemblies, fake assets), removed at exit. */
+const tempDirs: string[] = [];
+process.on('exit', () => {
+  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+export function tempDir(prefix: string): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
 /**
  * Folder with <name>/bootstrap for the four functions. The real binaries (dist/functions, from
  * `make lambdas`) are used when all four exist. Otherwise -- e.g. `npm test` before the Go
@@ -32,7 +44,7 @@ export function functionsDir(): string {
     return DEFAULT_FUNCTIONS_DIR;
   }
   if (!fakeFunctionsDir) {
-    fakeFunctionsDir = fs.mkdtempSync(path.join(os.tmpdir(), 's3zip-cdk-functions-'));
+    fakeFunctionsDir = tempDir('s3zip-cdk-functions-');
     for (const name of FUNCTION_NAMES) {
       fs.mkdirSync(path.join(fakeFunctionsDir, name));
       fs.writeFileSync(path.join(fakeFunctionsDir, name, 'bootstrap'), `#!/bin/sh\n# placeholder for ${name}\n`, {
@@ -69,7 +81,7 @@ export function build(
   overrides: Partial<ArchiveWorkflowProps> | ((stack: Stack) => Partial<ArchiveWorkflowProps>) = {},
   opts: { nag?: boolean; extra?: (stack: Stack) => void } = {},
 ): Built {
-  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 's3zip-cdk-out-'));
+  const outdir = tempDir('s3zip-cdk-out-');
   const app = new App({
     outdir,
     context: { '@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy': true },
