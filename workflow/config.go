@@ -1,0 +1,135 @@
+package workflow
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is a deployment's settings. The Lambdas read it from the
+// environment; the local runner sets it directly.
+type Config struct {
+	WorkBucket            string   // where plans, Map results and temporary objects go
+	WorkPrefix            string   // under it, one folder per execution
+	DefaultMaxConcurrency int      // Distributed Map concurrency when the request gives none
+	AllowedSources        []string // "bucket" or "bucket/prefix"; empty allows any
+	AllowedDestinations   []string // "bucket" or "bucket/prefix"; empty allows any
+	HeadConcurrency       int      // HEADs in flight while planning
+	GetConcurrency        int      // ranged GETs in flight per part being assembled
+	PartConcurrency       int      // parts in flight per worker
+	MemoryBudget          int64    // bytes of part buffers in flight per worker
+	DeadlineMargin        time.Duration
+	MaxEntries            int   // 0: no limit
+	MaxArchiveBytes       int64 // 0: no limit
+}
+
+// Defaults fills in unset fields.
+func (c Config) Defaults() Config {
+	if c.WorkPrefix == "" {
+		c.WorkPrefix = "s3zip-work/"
+	}
+	if !strings.HasSuffix(c.WorkPrefix, "/") {
+		c.WorkPrefix += "/"
+	}
+	if c.DefaultMaxConcurrency <= 0 {
+		c.DefaultMaxConcurrency = 100
+	}
+	if c.HeadConcurrency <= 0 {
+		c.HeadConcurrency = 64
+	}
+	if c.GetConcurrency <= 0 {
+		c.GetConcurrency = 32
+	}
+	if c.PartConcurrency <= 0 {
+		c.PartConcurrency = 8
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 512 << 20
+	}
+	if c.DeadlineMargin <= 0 {
+		c.DeadlineMargin = 30 * time.Second
+	}
+	return c
+}
+
+// ConfigFromEnv reads the Lambda environment.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		WorkBucket:          getenv("WORK_BUCKET"),
+		WorkPrefix:          getenv("WORK_PREFIX"),
+		AllowedSources:      splitList(getenv("ALLOWED_SOURCE_BUCKETS")),
+		AllowedDestinations: splitList(getenv("ALLOWED_DESTINATIONS")),
+	}
+	if c.WorkBucket == "" {
+		return c, fmt.Errorf("WORK_BUCKET is not set: the deployment must name the work bucket")
+	}
+	ints := []struct {
+		name string
+		dst  *int
+	}{
+		{"DEFAULT_MAX_CONCURRENCY", &c.DefaultMaxConcurrency},
+		{"HEAD_CONCURRENCY", &c.HeadConcurrency},
+		{"GET_CONCURRENCY", &c.GetConcurrency},
+		{"PART_CONCURRENCY", &c.PartConcurrency},
+		{"MAX_ENTRIES", &c.MaxEntries},
+	}
+	for _, v := range ints {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return c, fmt.Errorf("%s=%q: want a whole number", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{"MEMORY_BUDGET_BYTES", &c.MemoryBudget}, {"MAX_ARCHIVE_BYTES", &c.MaxArchiveBytes}} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 0 {
+				return c, fmt.Errorf("%s=%q: want a whole number of bytes", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	return c.Defaults(), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" && f != "*" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// allowed reports whether s3://bucket/key lies inside one of the
+// "bucket" or "bucket/prefix" patterns (any, when there are none).
+func allowed(patterns []string, bucket, key string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		b, prefix, _ := strings.Cut(p, "/")
+		if b == bucket && strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// workPrefix is the folder of one execution's work objects.
+func (c Config) workPrefix(execution string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, execution)
+	return c.WorkPrefix + clean + "/"
+}

@@ -1,0 +1,138 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// Lambda reports a Go error's type name as the error type, so each condition
+// the state machine tells apart (retry or not) has a type of its own.
+
+// RequestError says the request is wrong; Problems say what to fix.
+type RequestError struct{ Problems []string }
+
+func (e *RequestError) Error() string {
+	if len(e.Problems) == 1 {
+		return "bad request: " + e.Problems[0]
+	}
+	s := fmt.Sprintf("bad request (%d problems):", len(e.Problems))
+	for _, p := range e.Problems {
+		s += " " + p + ";"
+	}
+	return s[:len(s)-1]
+}
+
+func requestError(format string, a ...any) *RequestError {
+	return &RequestError{[]string{fmt.Sprintf(format, a...)}}
+}
+
+// SourceChangedError says a source object changed or vanished after it was planned.
+type SourceChangedError struct {
+	Bucket, Key string
+	Err         error
+}
+
+func (e *SourceChangedError) Error() string {
+	return fmt.Sprintf("source s3://%s/%s changed or was deleted after planning (its ETag no longer matches); run again: %v", e.Bucket, e.Key, e.Err)
+}
+
+func (e *SourceChangedError) Unwrap() error { return e.Err }
+
+// ChecksumMismatchError says bytes do not have the checksum they must have.
+type ChecksumMismatchError struct{ Msg string }
+
+func (e *ChecksumMismatchError) Error() string { return e.Msg }
+
+// DestinationExistsError says the archive's key is taken and overwrite was not asked.
+type DestinationExistsError struct{ Bucket, Key string }
+
+func (e *DestinationExistsError) Error() string {
+	return fmt.Sprintf("destination s3://%s/%s already exists; set options.overwrite to replace it", e.Bucket, e.Key)
+}
+
+// LimitError says the archive does not fit a hard limit.
+type LimitError struct{ Msg string }
+
+func (e *LimitError) Error() string { return e.Msg }
+
+// TransientError is an S3 failure that may heal (5xx, throttling, network)
+// that the SDK's own retries did not overcome; the state machine retries it.
+type TransientError struct {
+	Op  string
+	Err error
+}
+
+func (e *TransientError) Error() string { return fmt.Sprintf("%s: %v (transient; retrying may help)", e.Op, e.Err) }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// DeadlineError says a worker stopped before its Lambda deadline with parts
+// left; a retry builds the batch again (parts are idempotent).
+type DeadlineError struct{ Done, Left int }
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("stopped before the deadline with %d of %d parts built; retry the batch", e.Done, e.Done+e.Left)
+}
+
+// Retryable reports whether err may heal on retry.
+func Retryable(err error) bool {
+	var t *TransientError
+	var d *DeadlineError
+	return errors.As(err, &t) || errors.As(err, &d)
+}
+
+// s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
+// vanished source becomes SourceChangedError (when source is true), server
+// errors and throttling TransientError, the rest keep their message with context.
+func s3Error(op, bucket, key string, source bool, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	code := ""
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	switch {
+	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" || status == http.StatusNotFound):
+		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
+	case status >= 500 || status == http.StatusTooManyRequests || code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || (status == 0 && code == ""):
+		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
+	}
+	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
+}
+
+// isCode reports whether err is an S3 API error with one of codes.
+func isCode(err error, codes ...string) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	for _, c := range codes {
+		if ae.ErrorCode() == c {
+			return true
+		}
+	}
+	return false
+}
+
+// isNotFound reports whether err says the object or upload does not exist.
+func isNotFound(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+		return true
+	}
+	return isCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
+}

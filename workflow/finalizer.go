@@ -1,0 +1,300 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// FinalizerS3 is what the finalizer needs of S3.
+type FinalizerS3 interface {
+	objectGetter
+	objectHeader
+	objectPutter
+	objectDeleter
+	partUploader
+	uploadCompleter
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+// Finalizer writes the central directory as the last part, completes the
+// upload with the whole archive's CRC-32 (so S3 checks every byte), checks
+// the result, writes a report and deletes the work prefix.
+type Finalizer struct {
+	S3     FinalizerS3
+	Config Config
+	Log    *slog.Logger
+}
+
+// FinalizeInput is the FinalizeArchive state's payload: the job, and the
+// Map's results when there were worker parts.
+type FinalizeInput struct {
+	Job
+	Results *MapResults `json:"results,omitempty"`
+}
+
+// Archive describes the finished archive.
+type Archive struct {
+	URI   string `json:"uri"`
+	Size  int64  `json:"size"`
+	ETag  string `json:"etag"`
+	CRC32 string `json:"crc32"`
+}
+
+// FinalizeOutput is the workflow's result.
+type FinalizeOutput struct {
+	Archive Archive     `json:"archive"`
+	Report  string      `json:"report"`
+	Stats   ReportStats `json:"stats"`
+}
+
+// ReportStats are the numbers of a finished run.
+type ReportStats struct {
+	plan.Stats
+	StreamedBytesActual int64 `json:"streamedBytesActual"`
+	CopiedBytesActual   int64 `json:"copiedBytesActual"`
+	FinalizeMillis      int64 `json:"finalizeMillis"`
+}
+
+// Report is the JSON document written beside the archive.
+type Report struct {
+	Archive   Archive       `json:"archive"`
+	Execution string        `json:"execution"`
+	Strategy  plan.Strategy `json:"strategy"`
+	Stats     ReportStats   `json:"stats"`
+	Finished  time.Time     `json:"finished"`
+	Entries   []ReportEntry `json:"entries"`
+}
+
+// ReportEntry is one archived object.
+type ReportEntry struct {
+	Name   string `json:"name"`
+	Source string `json:"source,omitempty"`
+	Size   int64  `json:"size"`
+	CRC32  string `json:"crc32"`
+	Offset int64  `json:"offset"`
+}
+
+// Finalize runs the finalizer. Run again after it completed the upload, it
+// finds the archive in place, checks it, and finishes the rest.
+func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOutput, error) {
+	started := time.Now()
+	cfg := f.Config.Defaults()
+	job := in.Job
+	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
+	p, err := f.readPlan(ctx, &job)
+	if err != nil {
+		return nil, err
+	}
+	var results []PartResult
+	if len(p.WorkerParts()) > 0 {
+		if in.Results == nil || in.Results.ResultWriterDetails == nil {
+			return nil, fmt.Errorf("no Map results for %d worker parts", len(p.WorkerParts()))
+		}
+		if results, err = readMapResults(ctx, f.S3, in.Results.ResultWriterDetails); err != nil {
+			return nil, err
+		}
+	}
+	byPart, stats, err := mergeResults(p, results)
+	if err != nil {
+		return nil, err
+	}
+
+	final := p.FinalPart()
+	var directory []byte
+	buildDirectory := func(computed map[int]uint32) ([]byte, error) {
+		for i, v := range computed {
+			p.Entries[i].CRC32 = plan.KnownCRC(v)
+		}
+		directory, err = p.Directory()
+		return directory, err
+	}
+	completed := false
+	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, buildDirectory)
+	if err != nil {
+		if !isCode(err, "NoSuchUpload") {
+			return nil, fmt.Errorf("final part %d: %w", final.Number, err)
+		}
+		completed = true // a previous run completed the upload
+	} else {
+		byPart[final.Number] = *last
+		stats.StreamedBytesActual += last.StreamedBytes
+	}
+	archiveCRC := uint32(0)
+	if directory == nil {
+		// The upload was completed before: the CRCs all came from the plan and the workers.
+		if directory, err = p.Directory(); err != nil {
+			return nil, err
+		}
+	}
+	if archiveCRC, err = p.ArchiveCRC(directory); err != nil {
+		return nil, err
+	}
+	if !completed {
+		if err := f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
+			if !isCode(err, "NoSuchUpload") {
+				return nil, err
+			}
+		}
+	}
+	archive, err := f.check(ctx, &job, p, archiveCRC)
+	if err != nil {
+		return nil, err
+	}
+	stats.FinalizeMillis = time.Since(started).Milliseconds()
+	reportKey := job.Destination.Key + ".report.json"
+	if err := f.writeReport(ctx, &job, p, archive, stats, reportKey); err != nil {
+		return nil, err
+	}
+	if _, err := deletePrefix(ctx, f.S3, job.WorkBucket, job.WorkPrefix); err != nil {
+		return nil, fmt.Errorf("delete work prefix: %w", err)
+	}
+	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
+	return &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}, nil
+}
+
+func (f *Finalizer) logger() *slog.Logger {
+	if f.Log != nil {
+		return f.Log
+	}
+	return slog.Default()
+}
+
+func (f *Finalizer) readPlan(ctx context.Context, job *Job) (*plan.Plan, error) {
+	header, err := getBytes(ctx, f.S3, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	entries, err := getBytes(ctx, f.S3, job.WorkBucket, job.EntriesKey, 4<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	parts, err := getBytes(ctx, f.S3, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
+}
+
+// mergeResults checks that every worker part was built exactly as planned
+// and takes the CRCs the workers computed into the plan.
+func mergeResults(p *plan.Plan, results []PartResult) (map[int]PartResult, ReportStats, error) {
+	stats := ReportStats{Stats: p.Stats()}
+	byPart := make(map[int]PartResult, len(results)+1)
+	for _, r := range results {
+		if r.Part < 1 || r.Part >= len(p.Parts) {
+			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(p.Parts)-1)
+		}
+		byPart[r.Part] = r // a retried batch reports the same part again: the last wins, it is the same bytes
+		for k, v := range r.CRCs {
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(p.Entries) {
+				return nil, stats, fmt.Errorf("part %d reports a CRC for entry %q, which is not in the plan", r.Part, k)
+			}
+			crc, err := plan.ParseHexCRC(v)
+			if err != nil {
+				return nil, stats, fmt.Errorf("part %d, entry %d: %w", r.Part, i, err)
+			}
+			e := &p.Entries[i]
+			if e.CRC32.Known && e.CRC32.Sum != crc {
+				return nil, stats, &ChecksumMismatchError{fmt.Sprintf("entry %q: part %d computed CRC-32 %08x, the plan has %08x", e.Name, r.Part, crc, e.CRC32.Sum)}
+			}
+			e.CRC32 = plan.KnownCRC(crc)
+		}
+	}
+	var missing []int
+	for _, part := range p.WorkerParts() {
+		r, ok := byPart[part.Number]
+		if !ok {
+			missing = append(missing, part.Number)
+			continue
+		}
+		stats.StreamedBytesActual += r.StreamedBytes
+		stats.CopiedBytesActual += r.CopiedBytes
+	}
+	if missing != nil {
+		return nil, stats, fmt.Errorf("%d parts have no result (first: %v); the Map did not build them", len(missing), missing[:min(len(missing), 10)])
+	}
+	return byPart, stats, nil
+}
+
+func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart map[int]PartResult, archiveCRC uint32) error {
+	parts := make([]types.CompletedPart, 0, len(byPart))
+	for n, r := range byPart {
+		cp := types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: aws.String(r.ETag)}
+		if r.ChecksumCRC32 != "" {
+			cp.ChecksumCRC32 = aws.String(r.ChecksumCRC32)
+		}
+		parts = append(parts, cp)
+	}
+	sort.Slice(parts, func(a, b int) bool { return *parts[a].PartNumber < *parts[b].PartNumber })
+	_, err := f.S3.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		ChecksumCRC32:   aws.String(crcBase64(archiveCRC)),
+		ChecksumType:    types.ChecksumTypeFullObject,
+		MpuObjectSize:   aws.Int64(p.Size),
+	})
+	if err != nil {
+		if isCode(err, "BadDigest", "InvalidPart") {
+			return &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
+		}
+		return s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
+	}
+	return nil
+}
+
+// check reads back the archive's size and checksum. A wrong archive is
+// deleted: no wrong bytes are left behind.
+func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCRC uint32) (*Archive, error) {
+	d := job.Destination
+	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		return nil, s3Error("HeadObject", d.Bucket, d.Key, false, err)
+	}
+	want := crcBase64(archiveCRC)
+	got := aws.ToString(h.ChecksumCRC32)
+	var problem string
+	switch {
+	case aws.ToInt64(h.ContentLength) != p.Size:
+		problem = fmt.Sprintf("is %d bytes, planned %d", aws.ToInt64(h.ContentLength), p.Size)
+	case got != "" && got != want:
+		problem = fmt.Sprintf("has CRC-32 %s, computed %s", got, want)
+	}
+	if problem != "" {
+		if _, derr := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &d.Key}); derr != nil {
+			problem += fmt.Sprintf(" (and deleting it failed: %v)", derr)
+		}
+		return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}
+	}
+	return &Archive{URI: d.URI(), Size: p.Size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
+}
+
+func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *Archive, stats ReportStats, key string) error {
+	r := Report{Archive: *a, Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		src := ""
+		if e.Source.Key != "" {
+			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
+		}
+		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset}
+	}
+	doc, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = f.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
+	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
+}

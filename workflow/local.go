@@ -1,0 +1,230 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// S3 is everything the workflow needs of S3; *s3.Client has it all.
+type S3 interface {
+	PlannerS3
+	WorkerS3
+	FinalizerS3
+	AborterS3
+}
+
+// BatchFunc builds one Distributed Map batch: in process (Worker.Build) or
+// elsewhere (another process, a Lambda).
+type BatchFunc func(ctx context.Context, in BatchInput) (*BatchResult, error)
+
+// Progress is reported as parts are built.
+type Progress struct {
+	PartsDone, Parts int
+	BytesDone, Bytes int64
+}
+
+// Runner runs the workflow outside Step Functions, the way the state machine
+// does: PlanArchive, BuildParts (batches of part jobs, at most
+// MaxConcurrency at once, retried like the Map's Retry policy, results
+// written in the ResultWriter's layout), FinalizeArchive, and Abort on any
+// failure.
+type Runner struct {
+	S3            S3
+	Config        Config
+	Log           *slog.Logger
+	PartsPerBatch int       // items per batch (default 10)
+	Batch         BatchFunc // nil: an in-process Worker
+	Attempts      int       // tries per batch for retryable errors (default 3)
+	OnProgress    func(Progress)
+}
+
+// RunResult is a finished run.
+type RunResult struct {
+	Job    *Job
+	Output *FinalizeOutput
+}
+
+// Run builds the archive the request asks for.
+func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution string) (*RunResult, error) {
+	cfg := r.Config.Defaults()
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
+	job, err := planner.Plan(ctx, PlanInput{Request: request, Execution: execution})
+	if err != nil {
+		return nil, r.abort(ctx, request, execution, err)
+	}
+	out, err := r.build(ctx, cfg, log, job)
+	if err != nil {
+		state, _ := json.Marshal(job)
+		return &RunResult{Job: job}, r.abort(ctx, state, execution, err)
+	}
+	return &RunResult{Job: job, Output: out}, nil
+}
+
+func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *Job) (*FinalizeOutput, error) {
+	in := FinalizeInput{Job: *job}
+	if job.WorkerParts > 0 {
+		results, err := r.buildParts(ctx, cfg, log, job)
+		if err != nil {
+			return nil, err
+		}
+		in.Results = results
+	}
+	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
+	return f.Finalize(ctx, in)
+}
+
+// buildParts is the Distributed Map: ItemReader over the part jobs,
+// ItemBatcher, MaxConcurrency, Retry, ResultWriter.
+func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job) (*MapResults, error) {
+	doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("ItemReader: %w", err)
+	}
+	items, err := plan.DecodeParts(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("ItemReader: %w", err)
+	}
+	per := r.PartsPerBatch
+	if per <= 0 {
+		per = 10
+	}
+	var batches [][]plan.PartJob
+	for i := 0; i < len(items); i += per {
+		batches = append(batches, items[i:min(i+per, len(items))])
+	}
+	batch := r.Batch
+	if batch == nil {
+		w := &Worker{S3: r.S3, Config: cfg, Log: log}
+		batch = w.Build
+	}
+	attempts := r.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	total := int64(0)
+	for _, it := range items {
+		total += it.Size()
+	}
+	var partsDone, bytesDone atomic.Int64
+	children := make([]ChildResult, len(batches))
+	err = forEach(ctx, job.MaxConcurrency, len(batches), func(ctx context.Context, b int) error {
+		var in BatchInput
+		in.Items = batches[b]
+		in.BatchInput.Job = *job
+		var out *BatchResult
+		var err error
+		for attempt := 1; attempt <= attempts; attempt++ {
+			out, err = batch(ctx, in)
+			if err == nil || !Retryable(err) || ctx.Err() != nil {
+				break
+			}
+			log.Warn("batch failed; retrying", "execution", job.Execution, "batch", b, "attempt", attempt, "error", err.Error())
+			select {
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("batch %d (parts %d-%d): %w", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
+		}
+		output, _ := json.Marshal(out)
+		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
+		var n int64
+		for _, it := range in.Items {
+			n += it.Size()
+		}
+		done := partsDone.Add(int64(len(in.Items)))
+		bytesIn := bytesDone.Add(n)
+		if r.OnProgress != nil {
+			r.OnProgress(Progress{PartsDone: int(done), Parts: len(items), BytesDone: bytesIn, Bytes: total})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return writeMapResults(ctx, r.S3, job, children)
+}
+
+// writeMapResults writes the ResultWriter's layout: result files and a manifest.
+func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []ChildResult) (*MapResults, error) {
+	run := fmt.Sprintf("local-%d", time.Now().UnixNano())
+	prefix := job.WorkPrefix + "map/" + run + "/"
+	put := func(key string, v any) (int64, error) {
+		doc, err := json.Marshal(v)
+		if err != nil {
+			return 0, err
+		}
+		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+		return int64(len(doc)), s3Error("PutObject", job.WorkBucket, key, false, err)
+	}
+	var m ResultManifest
+	m.DestinationBucket, m.MapRunArn = job.WorkBucket, run
+	const perFile = 1000
+	for i := 0; i < len(children); i += perFile {
+		key := fmt.Sprintf("%sSUCCEEDED_%d.json", prefix, i/perFile)
+		size, err := put(key, children[i:min(i+perFile, len(children))])
+		if err != nil {
+			return nil, err
+		}
+		m.ResultFiles.Succeeded = append(m.ResultFiles.Succeeded, ResultFile{Key: key, Size: size})
+	}
+	m.ResultFiles.Failed, m.ResultFiles.Pending = []ResultFile{}, []ResultFile{}
+	if _, err := put(prefix+"manifest.json", m); err != nil {
+		return nil, err
+	}
+	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}, nil
+}
+
+// abort runs the Abort state and returns the original error.
+func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution string, cause error) error {
+	cfg := r.Config.Defaults()
+	a := &Aborter{S3: r.S3, Config: cfg, Log: r.Log}
+	errDoc, _ := json.Marshal(map[string]string{"Error": errorType(cause), "Cause": cause.Error()})
+	// Clean up even when the run was cancelled.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if _, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution}); err != nil {
+		return errors.Join(cause, fmt.Errorf("abort: %w", err))
+	}
+	return cause
+}
+
+// errorType is the name Lambda would report for err.
+func errorType(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.(type) {
+		case *RequestError:
+			return "RequestError"
+		case *SourceChangedError:
+			return "SourceChangedError"
+		case *ChecksumMismatchError:
+			return "ChecksumMismatchError"
+		case *DestinationExistsError:
+			return "DestinationExistsError"
+		case *LimitError:
+			return "LimitError"
+		case *TransientError:
+			return "TransientError"
+		case *DeadlineError:
+			return "DeadlineError"
+		}
+	}
+	return "Error"
+}
+

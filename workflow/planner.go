@@ -1,0 +1,468 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/manifest"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// PlannerS3 is what the planner needs of S3.
+type PlannerS3 interface {
+	objectGetter
+	objectHeader
+	objectPutter
+	objectLister
+	uploadCreator
+}
+
+// Planner validates a request, lists or reads its sources, plans the
+// archive, writes the plan to the execution's work prefix and creates the
+// multipart upload.
+type Planner struct {
+	S3     PlannerS3
+	Config Config
+	Log    *slog.Logger
+}
+
+// PlanInput is the PlanArchive state's payload.
+type PlanInput struct {
+	Request   json.RawMessage `json:"request"`
+	Execution string          `json:"execution"`
+}
+
+// Job is what every later state needs: small, whatever the archive's size.
+type Job struct {
+	Execution      string      `json:"execution"`
+	WorkBucket     string      `json:"workBucket"`
+	WorkPrefix     string      `json:"workPrefix"`
+	PlanKey        string      `json:"planKey"`
+	EntriesKey     string      `json:"entriesKey"`
+	PartsKey       string      `json:"partsKey"`
+	Destination    Destination `json:"destination"`
+	UploadID       string      `json:"uploadId"`
+	WorkerParts    int         `json:"workerParts"`
+	MaxConcurrency int         `json:"maxConcurrency"`
+}
+
+// maxManifestBytes bounds a manifest object.
+const maxManifestBytes = 1 << 30
+
+// Plan runs the planner.
+func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
+	started := time.Now()
+	cfg := pl.Config.Defaults()
+	if in.Execution == "" {
+		return nil, requestError("execution name is missing (the state machine passes $$.Execution.Name)")
+	}
+	req, err := pl.readRequest(ctx, in.Request)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkAllowed(cfg, req); err != nil {
+		return nil, err
+	}
+	log := pl.logger().With("execution", in.Execution, "destination", req.Destination.URI())
+
+	if !req.Options.Overwrite {
+		if err := pl.checkDestinationFree(ctx, req.Destination); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := pl.entries(ctx, cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxEntries > 0 && len(entries) > cfg.MaxEntries {
+		return nil, &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", len(entries), cfg.MaxEntries)}
+	}
+	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
+	concurrency := req.Options.MaxConcurrency
+	if concurrency == 0 {
+		concurrency = cfg.DefaultMaxConcurrency
+	}
+	p, err := plan.Make(entries, plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency})
+	if err != nil {
+		return nil, planError(err)
+	}
+	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
+		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
+	}
+	if err := pl.resolveCRCs(ctx, cfg, p); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("internal error: %w", err)
+	}
+	enc, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	prefix := cfg.workPrefix(in.Execution)
+	job := &Job{
+		Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
+		Destination: req.Destination, WorkerParts: len(p.WorkerParts()), MaxConcurrency: concurrency,
+	}
+	for key, body := range map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts} {
+		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}); err != nil {
+			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
+		}
+	}
+	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
+		return nil, err
+	}
+	st := p.Stats()
+	log.Info("planned", "entries", st.Entries, "archiveBytes", st.ArchiveBytes, "streamedBytes", st.StreamedBytes,
+		"copiedBytes", st.CopiedBytes, "parts", st.Parts, "strategy", p.Strategy, "uploadId", job.UploadID, "millis", time.Since(started).Milliseconds())
+	return job, nil
+}
+
+func (pl *Planner) logger() *slog.Logger {
+	if pl.Log != nil {
+		return pl.Log
+	}
+	return slog.Default()
+}
+
+// readRequest decodes the request, following requestObject to the document
+// an EventBridge rule points to.
+func (pl *Planner) readRequest(ctx context.Context, raw json.RawMessage) (*Request, error) {
+	if len(raw) == 0 {
+		return nil, requestError("request is missing")
+	}
+	req, err := DecodeRequest(raw)
+	if err != nil {
+		return nil, err
+	}
+	if ref := req.RequestObject; ref != nil {
+		if req.Source != (Source{}) || req.Destination != (Destination{}) {
+			return nil, requestError("a request with requestObject must not also give source or destination")
+		}
+		if msg := checkBucket("requestObject.bucket", ref.Bucket) + checkKey("requestObject.key", ref.Key); msg != "" {
+			return nil, requestError("%s", msg)
+		}
+		doc, err := getBytes(ctx, pl.S3, ref.Bucket, ref.Key, MaxRequestBytes)
+		if err != nil {
+			return nil, fmt.Errorf("request object: %w", err)
+		}
+		if req, err = DecodeRequest(doc); err != nil {
+			return nil, fmt.Errorf("request object s3://%s/%s: %w", ref.Bucket, ref.Key, err)
+		}
+		if req.RequestObject != nil {
+			return nil, requestError("request object s3://%s/%s points to another request object", ref.Bucket, ref.Key)
+		}
+	}
+	return req, nil
+}
+
+func checkAllowed(cfg Config, req *Request) error {
+	var bad []string
+	if m := req.Source.Manifest; m != nil {
+		if !allowed(cfg.AllowedSources, m.Bucket, m.Key) {
+			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
+		}
+	} else if !allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
+		bad = append(bad, fmt.Sprintf("source s3://%s/%s is outside the sources this deployment allows", req.Source.Bucket, req.Source.Prefix))
+	}
+	if !allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
+		bad = append(bad, fmt.Sprintf("destination %s is outside the destinations this deployment allows", req.Destination.URI()))
+	}
+	if bad != nil {
+		return &RequestError{bad}
+	}
+	return nil
+}
+
+func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) error {
+	_, err := pl.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
+	switch {
+	case err == nil:
+		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
+	case isNotFound(err):
+		return nil
+	}
+	return s3Error("HeadObject", d.Bucket, d.Key, false, err)
+}
+
+// planError turns the planner core's input errors into request errors.
+func planError(err error) error {
+	var ne *plan.NameError
+	var de *plan.DuplicateError
+	var ie *plan.InputError
+	var le *plan.LimitError
+	switch {
+	case errors.As(err, &ne), errors.As(err, &de), errors.As(err, &ie):
+		return &RequestError{[]string{err.Error()}}
+	case errors.As(err, &le):
+		return &LimitError{le.Msg}
+	}
+	return err
+}
+
+// entries lists the source prefix or reads the manifest, and names the entries.
+func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]plan.Entry, error) {
+	names, _ := plan.ParseNamePolicy(req.Options.Names)
+	dups, _ := plan.ParseDuplicatePolicy(req.Options.Duplicates)
+	var entries []plan.Entry
+	var err error
+	if req.Source.Manifest != nil {
+		entries, err = pl.manifestEntries(ctx, cfg, req, names)
+	} else {
+		entries, err = pl.listEntries(ctx, req, names)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		where := "s3://" + req.Source.Bucket + "/" + req.Source.Prefix
+		if m := req.Source.Manifest; m != nil {
+			where = "manifest s3://" + m.Bucket + "/" + m.Key
+		}
+		return nil, requestError("%s has no objects to archive; check the bucket and prefix", where)
+	}
+	if req.Options.Directories {
+		entries = plan.AddDirectories(entries)
+	}
+	if err := plan.CheckNames(entries); err != nil {
+		return nil, planError(err)
+	}
+	if err := plan.ResolveDuplicates(entries, dups); err != nil {
+		return nil, planError(err)
+	}
+	return entries, nil
+}
+
+func (pl *Planner) listEntries(ctx context.Context, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+	b, prefix := req.Source.Bucket, req.Source.Prefix
+	var entries []plan.Entry
+	p := s3.NewListObjectsV2Paginator(pl.S3, &s3.ListObjectsV2Input{Bucket: &b, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s3Error("ListObjectsV2", b, prefix, false, err)
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			size := aws.ToInt64(o.Size)
+			if key == prefix && strings.HasSuffix(key, "/") && size == 0 {
+				continue // the folder marker of the prefix itself names nothing inside it
+			}
+			entries = append(entries, plan.Entry{
+				Name:    plan.NameFor(key, prefix, names),
+				Source:  plan.Source{Bucket: b, Key: key, ETag: aws.ToString(o.ETag)},
+				Size:    size,
+				ModTime: aws.ToTime(o.LastModified),
+				Dir:     strings.HasSuffix(key, "/") && size == 0,
+			})
+		}
+	}
+	return entries, nil
+}
+
+func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+	m := req.Source.Manifest
+	doc, err := getBytes(ctx, pl.S3, m.Bucket, m.Key, maxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	lines, err := manifest.Parse(bytes.NewReader(doc))
+	if err != nil {
+		return nil, &RequestError{[]string{fmt.Sprintf("manifest s3://%s/%s: %v", m.Bucket, m.Key, err)}}
+	}
+	var bad []string
+	entries := make([]plan.Entry, len(lines))
+	for i, l := range lines {
+		bucket := l.Bucket
+		if bucket == "" {
+			bucket = req.Source.Bucket
+		}
+		if bucket == "" {
+			bad = append(bad, fmt.Sprintf("manifest line %d: no bucket, and the request has no source.bucket", l.LineNum))
+			continue
+		}
+		if msg := checkBucket(fmt.Sprintf("manifest line %d bucket", l.LineNum), bucket); msg != "" {
+			bad = append(bad, msg)
+			continue
+		}
+		if !allowed(cfg.AllowedSources, bucket, l.Key) {
+			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is outside the sources this deployment allows", l.LineNum, bucket, l.Key))
+			continue
+		}
+		name := l.Name
+		if name == "" {
+			name = plan.NameFor(l.Key, "", names)
+		}
+		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32}
+	}
+	if bad != nil {
+		return nil, &RequestError{bad}
+	}
+	// Every manifest object is looked up: to pin it (ETag), to date it, to
+	// check the size and CRC the manifest gives, and to learn its CRC.
+	err = forEach(ctx, cfg.HeadConcurrency, len(entries), func(ctx context.Context, i int) error {
+		e := &entries[i]
+		in := &s3.HeadObjectInput{Bucket: &e.Source.Bucket, Key: &e.Source.Key, ChecksumMode: types.ChecksumModeEnabled}
+		if e.Source.ETag != "" {
+			in.IfMatch = &e.Source.ETag
+		}
+		h, err := pl.S3.HeadObject(ctx, in)
+		if err != nil {
+			if isNotFound(err) {
+				return requestError("manifest line %d: s3://%s/%s does not exist", lines[i].LineNum, e.Source.Bucket, e.Source.Key)
+			}
+			return s3Error("HeadObject", e.Source.Bucket, e.Source.Key, true, err)
+		}
+		size := aws.ToInt64(h.ContentLength)
+		if e.Size >= 0 && e.Size != size {
+			return requestError("manifest line %d: s3://%s/%s is %d bytes, the manifest says %d", lines[i].LineNum, e.Source.Bucket, e.Source.Key, size, e.Size)
+		}
+		e.Size, e.Source.ETag, e.ModTime = size, aws.ToString(h.ETag), aws.ToTime(h.LastModified)
+		e.Source.VersionID = aws.ToString(h.VersionId)
+		if crc, ok := fullObjectCRC(h); ok {
+			if e.CRC32.Known && e.CRC32.Sum != crc {
+				return requestError("manifest line %d: s3://%s/%s has CRC-32 %08x, the manifest says %08x", lines[i].LineNum, e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)
+			}
+			e.CRC32 = plan.KnownCRC(crc)
+		}
+		e.Dir = strings.HasSuffix(e.Name, "/") && size == 0
+		return nil
+	})
+	return entries, err
+}
+
+// resolveCRCs learns every CRC-32 the workers need before they run: from
+// HeadObject when S3 stores the whole object's CRC-32, otherwise by reading
+// the object. It never guesses.
+func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan) error {
+	need := p.CRCsNeeded()
+	return forEach(ctx, cfg.HeadConcurrency, len(need), func(ctx context.Context, k int) error {
+		e := &p.Entries[need[k]]
+		crc, err := objectCRC(ctx, pl.S3, e)
+		if err != nil {
+			return err
+		}
+		e.CRC32 = plan.KnownCRC(crc)
+		return nil
+	})
+}
+
+type crcSource interface {
+	objectHeader
+	objectGetter
+}
+
+// objectCRC returns a source object's CRC-32.
+func objectCRC(ctx context.Context, c crcSource, e *plan.PlacedEntry) (uint32, error) {
+	src := e.Source
+	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
+	if src.ETag != "" {
+		in.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		in.VersionId = &src.VersionID
+	}
+	h, err := c.HeadObject(ctx, in)
+	if err != nil {
+		return 0, s3Error("HeadObject", src.Bucket, src.Key, true, err)
+	}
+	if aws.ToInt64(h.ContentLength) != e.Size {
+		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
+	}
+	if crc, ok := fullObjectCRC(h); ok {
+		return crc, nil
+	}
+	// No whole-object CRC stored (none, another algorithm, or a composite of
+	// parts): read the object.
+	gin := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key}
+	if src.ETag != "" {
+		gin.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		gin.VersionId = &src.VersionID
+	}
+	out, err := c.GetObject(ctx, gin)
+	if err != nil {
+		return 0, s3Error("GetObject", src.Bucket, src.Key, true, err)
+	}
+	defer out.Body.Close()
+	h32 := crc32.NewIEEE()
+	n, err := io.Copy(h32, out.Body)
+	if err != nil {
+		return 0, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", src.Bucket, src.Key), Err: err}
+	}
+	if n != e.Size {
+		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("read %d bytes, planned %d", n, e.Size)}
+	}
+	return h32.Sum32(), nil
+}
+
+func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, error) {
+	d, o := req.Destination, req.Options
+	in := &s3.CreateMultipartUploadInput{
+		Bucket: &d.Bucket, Key: &d.Key,
+		ContentType:       aws.String("application/zip"),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		ChecksumType:      types.ChecksumTypeFullObject,
+		Metadata:          o.Metadata,
+	}
+	if o.StorageClass != "" {
+		in.StorageClass = types.StorageClass(o.StorageClass)
+	}
+	if o.SSE != nil {
+		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE.Type)
+		if o.SSE.KMSKeyID != "" {
+			in.SSEKMSKeyId = &o.SSE.KMSKeyID
+		}
+	}
+	if len(o.Tags) > 0 {
+		keys := make([]string, 0, len(o.Tags))
+		for k := range o.Tags {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		q := url.Values{}
+		for _, k := range keys {
+			q.Set(k, o.Tags[k])
+		}
+		in.Tagging = aws.String(q.Encode())
+	}
+	out, err := pl.S3.CreateMultipartUpload(ctx, in)
+	if err != nil {
+		return "", s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	}
+	return aws.ToString(out.UploadId), nil
+}
+
+// forEach runs fn for 0..n-1 with at most limit at once; the first error
+// cancels the rest and is returned.
+func forEach(ctx context.Context, limit, n int, fn func(context.Context, int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(limit, 1))
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,200 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// MaxRequestBytes bounds a request document.
+const MaxRequestBytes = 64 * 1024
+
+// Request is what a user asks for: the execution input, or the object an
+// EventBridge-started execution points to (RequestObject).
+type Request struct {
+	Source        Source      `json:"source"`
+	Destination   Destination `json:"destination"`
+	Options       Options     `json:"options"`
+	RequestObject *ObjectRef  `json:"requestObject,omitempty"`
+}
+
+// ObjectRef names an S3 object.
+type ObjectRef struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+}
+
+// Source is a bucket and prefix to list, or a manifest object.
+type Source struct {
+	Bucket   string     `json:"bucket,omitempty"`
+	Prefix   string     `json:"prefix,omitempty"`
+	Manifest *ObjectRef `json:"manifest,omitempty"`
+}
+
+// Destination is where the archive goes.
+type Destination struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+}
+
+// URI is the destination as s3://bucket/key.
+func (d Destination) URI() string { return "s3://" + d.Bucket + "/" + d.Key }
+
+// SSE is the archive's server-side encryption.
+type SSE struct {
+	Type     string `json:"type"` // AES256 or aws:kms
+	KMSKeyID string `json:"kmsKeyId,omitempty"`
+}
+
+// Options steer how the archive is built.
+type Options struct {
+	Strategy       string            `json:"strategy,omitempty"`
+	Names          string            `json:"names,omitempty"`
+	Duplicates     string            `json:"duplicates,omitempty"`
+	Directories    bool              `json:"directories,omitempty"`
+	StorageClass   string            `json:"storageClass,omitempty"`
+	SSE            *SSE              `json:"sse,omitempty"`
+	Tags           map[string]string `json:"tags,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Overwrite      bool              `json:"overwrite,omitempty"`
+	MaxConcurrency int               `json:"maxConcurrency,omitempty"`
+	PartSize       int64             `json:"partSize,omitempty"`
+}
+
+// DecodeRequest parses a request document strictly: unknown fields are errors.
+func DecodeRequest(data []byte) (*Request, error) {
+	if len(data) > MaxRequestBytes {
+		return nil, requestError("request is %d bytes; at most %d are accepted", len(data), MaxRequestBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Request
+	if err := dec.Decode(&r); err != nil {
+		return nil, requestError("request is not valid JSON of the documented shape: %v", err)
+	}
+	if dec.More() {
+		return nil, requestError("request has data after its JSON object")
+	}
+	return &r, nil
+}
+
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+var storageClasses = map[string]bool{"": true, "STANDARD": true, "STANDARD_IA": true, "ONEZONE_IA": true, "INTELLIGENT_TIERING": true, "GLACIER_IR": true, "GLACIER": true, "DEEP_ARCHIVE": true, "REDUCED_REDUNDANCY": true}
+
+func checkBucket(field, name string) string {
+	if name == "" {
+		return field + " is missing"
+	}
+	if !bucketName.MatchString(name) || strings.Contains(name, "..") {
+		return fmt.Sprintf("%s %q is not a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)", field, name)
+	}
+	return ""
+}
+
+func checkKey(field, key string) string {
+	switch {
+	case key == "":
+		return field + " is missing"
+	case len(key) > 1024:
+		return fmt.Sprintf("%s is %d bytes; S3 keys are at most 1024", field, len(key))
+	case !utf8.ValidString(key):
+		return field + " is not valid UTF-8"
+	}
+	return ""
+}
+
+// Validate checks everything that can be checked without S3, and reports
+// every problem at once.
+func (r *Request) Validate() error {
+	var bad []string
+	add := func(s string) {
+		if s != "" {
+			bad = append(bad, s)
+		}
+	}
+	src := r.Source
+	switch {
+	case src.Manifest != nil:
+		add(checkBucket("source.manifest.bucket", src.Manifest.Bucket))
+		add(checkKey("source.manifest.key", src.Manifest.Key))
+		if src.Bucket != "" {
+			add(checkBucket("source.bucket", src.Bucket))
+		}
+		if src.Prefix != "" {
+			add("source.prefix cannot be used with source.manifest (names come from the manifest's keys; use options.names)")
+		}
+	case src.Bucket != "":
+		add(checkBucket("source.bucket", src.Bucket))
+		if !utf8.ValidString(src.Prefix) {
+			add("source.prefix is not valid UTF-8")
+		}
+	default:
+		add("source is missing: give source.bucket (and source.prefix) or source.manifest")
+	}
+	add(checkBucket("destination.bucket", r.Destination.Bucket))
+	add(checkKey("destination.key", r.Destination.Key))
+	if strings.HasSuffix(r.Destination.Key, "/") {
+		add(fmt.Sprintf("destination.key %q ends in /: name the archive object, e.g. %sarchive.zip", r.Destination.Key, r.Destination.Key))
+	}
+	if src.Manifest == nil && src.Bucket != "" && src.Bucket == r.Destination.Bucket && strings.HasPrefix(r.Destination.Key, src.Prefix) {
+		add(fmt.Sprintf("destination s3://%s/%s is inside the source prefix s3://%s/%s: the archive would include itself on a later run; write it elsewhere", r.Destination.Bucket, r.Destination.Key, src.Bucket, src.Prefix))
+	}
+	o := r.Options
+	if _, err := plan.ParseStrategy(o.Strategy); err != nil {
+		add("options.strategy: " + err.Error())
+	}
+	if _, err := plan.ParseNamePolicy(o.Names); err != nil {
+		add("options.names: " + err.Error())
+	}
+	if _, err := plan.ParseDuplicatePolicy(o.Duplicates); err != nil {
+		add("options.duplicates: " + err.Error())
+	}
+	if !storageClasses[o.StorageClass] {
+		add(fmt.Sprintf("options.storageClass %q is not an S3 storage class", o.StorageClass))
+	}
+	if o.SSE != nil {
+		switch o.SSE.Type {
+		case "AES256":
+			if o.SSE.KMSKeyID != "" {
+				add("options.sse.kmsKeyId goes with type aws:kms, not AES256")
+			}
+		case "aws:kms":
+		default:
+			add(fmt.Sprintf("options.sse.type %q: want AES256 or aws:kms", o.SSE.Type))
+		}
+	}
+	if len(o.Tags) > 10 {
+		add(fmt.Sprintf("options.tags has %d tags; S3 allows 10", len(o.Tags)))
+	}
+	for k, v := range o.Tags {
+		if k == "" || len(k) > 128 || len(v) > 256 {
+			add(fmt.Sprintf("options.tags %q: keys are 1-128 characters, values at most 256", k))
+		}
+	}
+	metaBytes := 0
+	for k, v := range o.Metadata {
+		metaBytes += len(k) + len(v)
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			add(fmt.Sprintf("options.metadata key %q is not a valid header name", k))
+		}
+	}
+	if metaBytes > 2048 {
+		add(fmt.Sprintf("options.metadata is %d bytes; S3 allows 2 KB of user metadata", metaBytes))
+	}
+	if o.MaxConcurrency < 0 || o.MaxConcurrency > 10000 {
+		add(fmt.Sprintf("options.maxConcurrency %d: want 1 to 10000 (0 for the deployment's default)", o.MaxConcurrency))
+	}
+	if o.PartSize != 0 && (o.PartSize < plan.MinPartSize || o.PartSize > plan.MaxPartSize) {
+		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, plan.MinPartSize, plan.MaxPartSize))
+	}
+	if bad != nil {
+		return &RequestError{bad}
+	}
+	return nil
+}

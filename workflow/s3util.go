@@ -1,0 +1,157 @@
+package workflow
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// Narrow views of the S3 client, one per capability; each handler declares
+// the union it uses.
+type (
+	objectGetter interface {
+		GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	}
+	objectHeader interface {
+		HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	}
+	objectPutter interface {
+		PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	}
+	objectLister interface {
+		ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	}
+	objectDeleter interface {
+		objectLister
+		DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	}
+	partUploader interface {
+		UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
+	}
+	partCopier interface {
+		UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
+	}
+	uploadCreator interface {
+		CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	}
+	uploadCompleter interface {
+		CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	}
+	uploadAborter interface {
+		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+		ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
+	}
+)
+
+// crcBase64 is a CRC-32 as S3 writes it: base64 of 4 big-endian bytes.
+func crcBase64(crc uint32) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], crc)
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
+// whole object's (not a composite "…-N" of its parts).
+func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
+	v := aws.ToString(h.ChecksumCRC32)
+	if v == "" || strings.Contains(v, "-") || h.ChecksumType == types.ChecksumTypeComposite {
+		return 0, false
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(b) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b), true
+}
+
+// copySource is UploadPartCopy's x-amz-copy-source: bucket/key, URL-encoded, with the version.
+func copySource(bucket, key, version string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	src := bucket + "/" + strings.Join(segs, "/")
+	if version != "" {
+		src += "?versionId=" + url.QueryEscape(version)
+	}
+	return src
+}
+
+// getBytes reads a whole (small) object, refusing more than limit bytes.
+func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int64) ([]byte, error) {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return nil, s3Error("GetObject", bucket, key, false, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	if err != nil {
+		return nil, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", bucket, key), Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("s3://%s/%s is over %d bytes", bucket, key, limit)
+	}
+	return b, nil
+}
+
+// getRange reads source bytes [from, to) into dst, pinned by ETag.
+func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int64, dst []byte) error {
+	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
+	if src.ETag != "" {
+		in.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		in.VersionId = &src.VersionID
+	}
+	out, err := c.GetObject(ctx, in)
+	if err != nil {
+		return s3Error("GetObject", src.Bucket, src.Key, true, err)
+	}
+	defer out.Body.Close()
+	if _, err := io.ReadFull(out.Body, dst); err != nil {
+		return &TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}
+	}
+	return nil
+}
+
+type sourceRef struct{ Bucket, Key, ETag, VersionID string }
+
+// deletePrefix deletes every object under prefix.
+func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (int, error) {
+	if prefix == "" || prefix == "/" {
+		return 0, fmt.Errorf("refusing to delete the whole bucket %q", bucket)
+	}
+	deleted := 0
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return deleted, s3Error("ListObjectsV2", bucket, prefix, false, err)
+		}
+		if len(page.Contents) == 0 {
+			continue
+		}
+		ids := make([]types.ObjectIdentifier, len(page.Contents))
+		for i, o := range page.Contents {
+			ids[i] = types.ObjectIdentifier{Key: o.Key}
+		}
+		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return deleted, s3Error("DeleteObjects", bucket, prefix, false, err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return deleted, fmt.Errorf("DeleteObjects s3://%s/%s: %d failed, first %s: %s", bucket, aws.ToString(e.Key), len(out.Errors), aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+		deleted += len(ids)
+	}
+	return deleted, nil
+}

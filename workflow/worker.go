@@ -1,0 +1,290 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// WorkerS3 is what a worker needs of S3.
+type WorkerS3 interface {
+	objectGetter
+	partUploader
+	partCopier
+}
+
+// Worker builds a batch of parts: upload parts from generated headers and
+// ranged reads of sources, copy parts with ranged UploadPartCopy.
+type Worker struct {
+	S3     WorkerS3
+	Config Config
+	Log    *slog.Logger
+	// Now is the clock (tests set it); nil means time.Now.
+	Now func() time.Time
+}
+
+// BatchInput is a Distributed Map batch: the part jobs and the job.
+type BatchInput struct {
+	Items      []plan.PartJob `json:"Items"`
+	BatchInput struct {
+		Job Job `json:"job"`
+	} `json:"BatchInput"`
+}
+
+// PartResult is what the finalizer needs of one built part.
+type PartResult struct {
+	Part          int    `json:"part"`
+	ETag          string `json:"etag"`
+	ChecksumCRC32 string `json:"checksumCRC32"`
+	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex digits).
+	CRCs          map[string]string `json:"crcs,omitempty"`
+	StreamedBytes int64             `json:"streamedBytes"`
+	CopiedBytes   int64             `json:"copiedBytes"`
+}
+
+// BatchResult is the worker's output.
+type BatchResult struct {
+	Parts []PartResult `json:"parts"`
+}
+
+// Build builds every part of the batch, a bounded number at a time within a
+// memory budget. The first error stops the batch. Parts are idempotent: a
+// retried batch uploads the same bytes under the same part numbers. Near the
+// Lambda deadline it stops starting parts and returns DeadlineError.
+func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error) {
+	cfg := w.Config.Defaults()
+	job := in.BatchInput.Job
+	if job.UploadID == "" || job.WorkBucket == "" || job.EntriesKey == "" {
+		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")
+	}
+	log := w.logger().With("execution", job.Execution)
+	now := w.Now
+	if now == nil {
+		now = time.Now
+	}
+	deadline, hasDeadline := ctx.Deadline()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := semaphore.NewWeighted(cfg.MemoryBudget)
+	slots := make(chan struct{}, cfg.PartConcurrency)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		results  = make([]*PartResult, len(in.Items))
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	started := 0
+	for i := range in.Items {
+		item := &in.Items[i]
+		if hasDeadline && deadline.Sub(now()) < cfg.DeadlineMargin {
+			break
+		}
+		need := int64(0)
+		if item.Kind == plan.PartUpload {
+			need = min(item.Size(), cfg.MemoryBudget)
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if err := mem.Acquire(ctx, need); err != nil {
+			<-slots
+			break
+		}
+		started++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { mem.Release(need); <-slots }()
+			t0 := now()
+			r, err := w.buildPart(ctx, cfg, &job, item)
+			if err != nil {
+				fail(fmt.Errorf("part %d (%s, bytes %d-%d): %w", item.Number, item.Kind, item.Start, item.End-1, err))
+				return
+			}
+			results[i] = r
+			log.Debug("part built", "part", item.Number, "kind", item.Kind, "bytes", item.Size(), "millis", now().Sub(t0).Milliseconds())
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		log.Error("batch failed", "error", firstErr.Error())
+		return nil, firstErr
+	}
+	if started < len(in.Items) {
+		if err := ctx.Err(); err != nil && !hasDeadline {
+			return nil, err
+		}
+		return nil, &DeadlineError{Done: started, Left: len(in.Items) - started}
+	}
+	out := &BatchResult{Parts: make([]PartResult, len(results))}
+	for i, r := range results {
+		out.Parts[i] = *r
+	}
+	log.Info("batch built", "parts", len(out.Parts))
+	return out, nil
+}
+
+func (w *Worker) logger() *slog.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return slog.Default()
+}
+
+func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+	switch item.Kind {
+	case plan.PartCopy:
+		return w.copyPart(ctx, cfg, job, item)
+	case plan.PartUpload:
+		entries, err := readEntries(ctx, w.S3, job, item)
+		if err != nil {
+			return nil, err
+		}
+		return uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil) // worker parts end before the directory
+	}
+	return nil, fmt.Errorf("part kind %q is not built by this worker", item.Kind)
+}
+
+// readEntries reads the part's entries from the plan with one ranged GET.
+func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJob) ([]plan.PlacedEntry, error) {
+	if item.Count == 0 {
+		return nil, nil
+	}
+	from, to := item.EntriesRange[0], item.EntriesRange[1]
+	buf := make([]byte, to-from)
+	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey}, from, to, buf); err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	entries, err := plan.DecodeEntries(bytes.NewReader(buf))
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != item.Count || entries[0].Index != item.First {
+		return nil, fmt.Errorf("plan entries bytes %d-%d hold %d entries from %d, want %d from %d", from, to-1, len(entries), entries[0].Index, item.Count, item.First)
+	}
+	return entries, nil
+}
+
+type uploadS3 interface {
+	objectGetter
+	partUploader
+}
+
+// uploadPart assembles an upload part and sends it with its CRC-32, which S3
+// checks. directory is nil except for the final part.
+func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[int]uint32) ([]byte, error)) (*PartResult, error) {
+	buf, computed, err := plan.BuildPart(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
+		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
+			r := reads[k]
+			src := &sourceRef{Bucket: r.Entry.Source.Bucket, Key: r.Entry.Source.Key, ETag: r.Entry.Source.ETag, VersionID: r.Entry.Source.VersionID}
+			return getRange(ctx, c, src, r.From, r.To, r.Dst)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	crc := crc32.ChecksumIEEE(buf)
+	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber: aws.Int32(int32(part.Number)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
+		ChecksumCRC32: aws.String(crcBase64(crc)),
+	})
+	if err != nil {
+		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
+	}
+	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: aws.ToString(out.ChecksumCRC32), StreamedBytes: int64(len(buf))}
+	if r.ChecksumCRC32 == "" {
+		r.ChecksumCRC32 = crcBase64(crc)
+	}
+	if r.ChecksumCRC32 != crcBase64(crc) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, part.Number, crcBase64(crc))}
+	}
+	if len(computed) > 0 {
+		r.CRCs = make(map[string]string, len(computed))
+		for i, v := range computed {
+			r.CRCs[strconv.Itoa(i)] = fmt.Sprintf("%08x", v)
+		}
+	}
+	return r, nil
+}
+
+// copyPart copies a range of a source into the upload, pinned by ETag.
+func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+	src := item.Source
+	if src == nil {
+		return nil, fmt.Errorf("copy part has no source")
+	}
+	from, to := item.SourceRange[0], item.SourceRange[1]
+	in := &s3.UploadPartCopyInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber:      aws.Int32(int32(item.Number)),
+		CopySource:      aws.String(copySource(src.Bucket, src.Key, src.VersionID)),
+		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
+	}
+	if src.ETag != "" {
+		in.CopySourceIfMatch = &src.ETag
+	}
+	out, err := w.S3.UploadPartCopy(ctx, in)
+	if err != nil {
+		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+	}
+	if out.CopyPartResult == nil {
+		return nil, fmt.Errorf("UploadPartCopy s3://%s/%s: no CopyPartResult", src.Bucket, src.Key)
+	}
+	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
+	whole := from == 0 && to == item.SourceSize
+	if item.CRC32.Known && got != "" {
+		want := crcBase64(item.CRC32.Sum)
+		switch {
+		case whole && got != want:
+			return nil, &ChecksumMismatchError{fmt.Sprintf("copy of s3://%s/%s has CRC-32 %s, the plan says %s", src.Bucket, src.Key, got, want)}
+		case !whole && got == want:
+			// A server that reports the source's whole CRC-32 for a ranged
+			// copy (versitygw 1.8 does) would make the archive's checksum
+			// wrong at completion. Stream this range instead: correct bytes
+			// and a correct part checksum, at the cost of bandwidth.
+			w.logger().Warn("server reported the whole-object CRC-32 for a ranged copy; streaming the range instead",
+				"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key)
+			return w.streamCopyRange(ctx, cfg, job, item)
+		}
+	}
+	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
+}
+
+// streamCopyRange uploads a copy part's bytes through the worker.
+func (w *Worker) streamCopyRange(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+	// A copy part is all data: a header-less view of the entry makes
+	// Segments yield exactly the source range.
+	entry := plan.PlacedEntry{Entry: plan.Entry{Name: item.Source.Key, Source: *item.Source, Size: item.SourceSize}, Offset: item.Start - item.SourceRange[0]}
+	part := item.Part
+	r, err := uploadPart(ctx, w.S3, cfg, job, &part, []plan.PlacedEntry{entry}, item.End, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.CRCs = nil // a range's CRC is not the entry's
+	return r, nil
+}
