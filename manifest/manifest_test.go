@@ -47,7 +47,11 @@ func TestParseCRC(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
-	cases := []struct{ name, in string; line int; msg string }{
+	cases := []struct {
+		name, in string
+		line     int
+		msg      string
+	}{
 		{"negative-size", "a,10\nb,-3\n", 2, "negative size"},
 		{"non-numeric-size", "a,ten\n", 1, "not a whole number"},
 		{"bad-hex-crc", "a,1,xyz\n", 1, "crc32"},

@@ -67,7 +67,9 @@ type TransientError struct {
 	Err error
 }
 
-func (e *TransientError) Error() string { return fmt.Sprintf("%s: %v (transient; retrying may help)", e.Op, e.Err) }
+func (e *TransientError) Error() string {
+	return fmt.Sprintf("%s: %v (transient; retrying may help)", e.Op, e.Err)
+}
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // DeadlineError says a worker stopped before its Lambda deadline with parts

@@ -227,4 +227,3 @@ func errorType(err error) string {
 	}
 	return "Error"
 }
-

@@ -1,0 +1,21 @@
+// The abort Lambda: aborts the multipart upload and deletes the work
+// objects of a failed execution.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3zip/s3zip/internal/lambdaenv"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+func main() {
+	env, err := lambdaenv.Load(context.Background(), "abort")
+	if err != nil {
+		lambdaenv.Fatal(err)
+	}
+	a := &workflow.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambda.Start(a.Abort)
+}

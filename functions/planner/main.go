@@ -1,0 +1,21 @@
+// The planner Lambda: validates the request, lists or reads the sources,
+// plans the archive, writes the plan and creates the multipart upload.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3zip/s3zip/internal/lambdaenv"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+func main() {
+	env, err := lambdaenv.Load(context.Background(), "planner")
+	if err != nil {
+		lambdaenv.Fatal(err)
+	}
+	p := &workflow.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambda.Start(p.Plan)
+}

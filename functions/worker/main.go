@@ -1,0 +1,20 @@
+// The worker Lambda: builds one Distributed Map batch of parts.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3zip/s3zip/internal/lambdaenv"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+func main() {
+	env, err := lambdaenv.Load(context.Background(), "worker")
+	if err != nil {
+		lambdaenv.Fatal(err)
+	}
+	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambda.Start(w.Build)
+}

@@ -1,0 +1,52 @@
+// Package lambdaenv builds what every s3zip Lambda needs once per cold
+// start: the JSON logger, the workflow configuration and the S3 client.
+package lambdaenv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// Env is a Lambda's shared setup.
+type Env struct {
+	Log    *slog.Logger
+	Config workflow.Config
+	S3     *s3.Client
+}
+
+// Load reads the environment. It returns errors, never panics.
+func Load(ctx context.Context, function string) (*Env, error) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo})).With("function", function)
+	cfg, err := workflow.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", function, err)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(8))
+	if err != nil {
+		return nil, fmt.Errorf("%s: AWS configuration: %w", function, err)
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		// Checksums are set explicitly where they matter (UploadPart);
+		// elsewhere the SDK adds none a request does not require.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		if ep := os.Getenv("S3_ENDPOINT"); ep != "" { // local runs only
+			o.BaseEndpoint = aws.String(ep)
+			o.UsePathStyle = true
+		}
+	})
+	return &Env{Log: log, Config: cfg, S3: client}, nil
+}
+
+// Fatal reports a start-up error the way Lambda shows it, and exits.
+func Fatal(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
