@@ -15,6 +15,7 @@ type Config struct {
 	DefaultMaxConcurrency int      // Distributed Map concurrency when the request gives none
 	AllowedSources        []string // "bucket" or "bucket/prefix"; empty allows any
 	AllowedDestinations   []string // "bucket" or "bucket/prefix"; empty allows any
+	ControlBucket         string   // where request objects and manifests may also be read
 	HeadConcurrency       int      // HEADs in flight while planning
 	GetConcurrency        int      // ranged GETs in flight per part being assembled
 	PartConcurrency       int      // parts in flight per worker
@@ -60,6 +61,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WorkPrefix:          getenv("WORK_PREFIX"),
 		AllowedSources:      splitList(getenv("ALLOWED_SOURCE_BUCKETS")),
 		AllowedDestinations: splitList(getenv("ALLOWED_DESTINATIONS")),
+		ControlBucket:       getenv("CONTROL_BUCKET"),
+	}
+	if prefix := getenv("ALLOWED_SOURCE_PREFIX"); prefix != "" {
+		for i, b := range c.AllowedSources {
+			if !strings.Contains(b, "/") {
+				c.AllowedSources[i] = b + "/" + prefix
+			}
+		}
 	}
 	if c.WorkBucket == "" {
 		return c, fmt.Errorf("WORK_BUCKET is not set: the deployment must name the work bucket")

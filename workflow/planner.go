@@ -71,7 +71,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if in.Execution == "" {
 		return nil, requestError("execution name is missing (the state machine passes $$.Execution.Name)")
 	}
-	req, err := pl.readRequest(ctx, in.Request)
+	req, err := pl.readRequest(ctx, cfg, in.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (pl *Planner) logger() *slog.Logger {
 
 // readRequest decodes the request, following requestObject to the document
 // an EventBridge rule points to.
-func (pl *Planner) readRequest(ctx context.Context, raw json.RawMessage) (*Request, error) {
+func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMessage) (*Request, error) {
 	if len(raw) == 0 {
 		return nil, requestError("request is missing")
 	}
@@ -160,6 +160,9 @@ func (pl *Planner) readRequest(ctx context.Context, raw json.RawMessage) (*Reque
 		}
 		if msg := checkBucket("requestObject.bucket", ref.Bucket) + checkKey("requestObject.key", ref.Key); msg != "" {
 			return nil, requestError("%s", msg)
+		}
+		if cfg.ControlBucket != "" && ref.Bucket != cfg.ControlBucket {
+			return nil, requestError("requestObject s3://%s/%s: request objects are read only from the control bucket %s", ref.Bucket, ref.Key, cfg.ControlBucket)
 		}
 		doc, err := getBytes(ctx, pl.S3, ref.Bucket, ref.Key, MaxRequestBytes)
 		if err != nil {
@@ -178,7 +181,7 @@ func (pl *Planner) readRequest(ctx context.Context, raw json.RawMessage) (*Reque
 func checkAllowed(cfg Config, req *Request) error {
 	var bad []string
 	if m := req.Source.Manifest; m != nil {
-		if !allowed(cfg.AllowedSources, m.Bucket, m.Key) {
+		if m.Bucket != cfg.ControlBucket && !allowed(cfg.AllowedSources, m.Bucket, m.Key) {
 			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
 		}
 	} else if !allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
