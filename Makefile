@@ -49,3 +49,7 @@ plan:
 
 clean:
 	rm -rf dist cdk.out
+
+## demo: a real archive built here, against a local S3 server, in one command
+demo:
+	@bash scripts/demo.sh
