@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// duoLowerBound is the least any single-upload Duo layout can stream before
+// the central directory, headers not counted. With k copies there are k
+// runs of at least M; a run holding one fill object or none costs M, and
+// the fill objects not alone in a run (t+q of them, t ≥ e = m − k, sharing
+// q runs) cost at least their size minus M per run, so
+// S ≥ k·M + max(0, min over s ≥ e of (Σ s smallest sizes − M·min(s/2, s−e))).
+func duoLowerBound(entries []Entry) int64 {
+	var sizes []int64
+	bigs := 0
+	for _, e := range entries {
+		sizes = append(sizes, e.Size)
+		if copyable(e) {
+			bigs++
+		}
+	}
+	slices.Sort(sizes)
+	n := len(sizes)
+	G := make([]int64, n+1)
+	for i, s := range sizes {
+		G[i+1] = G[i] + s
+	}
+	best := G[n]
+	for k := 1; k <= bigs; k++ {
+		m := n - k // the smallest n−k objects give the least sums
+		e := m - k
+		lb := G[m]
+		for s := max(e, 0); s <= m; s++ {
+			lb = min(lb, G[s]-int64(min(s/2, s-e))*MinPartSize)
+		}
+		best = min(best, int64(k)*MinPartSize+max(lb, 0))
+	}
+	return best
+}
+
+// On the challenge set duo streams within 0.1% of the archive of the least
+// any Duo layout can stream (about 49%; the k·M bound alone says 46%).
+func TestDuoNearLowerBound(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		entries := Challenge(3000, seed)
+		p := mustPlan(t, entries, Options{Strategy: StrategyDuo})
+		st := p.Stats()
+		lb := duoLowerBound(entries)
+		t.Logf("seed %d: streamed %.3f%%, lower bound %.3f%%", seed, 100*st.StreamedFraction(), 100*float64(lb)/float64(st.ArchiveBytes))
+		if gap := float64(st.StreamedBytes-lb) / float64(st.ArchiveBytes); gap > 0.001 || gap < 0 {
+			t.Errorf("seed %d: %d bytes streamed, %.3f%% of the archive above the bound %d", seed, st.StreamedBytes, 100*gap, lb)
+		}
+	}
+}
+
+// On assorted size distributions duo plans are valid, stream no more than
+// the stream strategy and no less than the bound, and stream exactly what
+// the planner's model predicted (nothing was left for mergeShortStreams to
+// repair).
+func TestDuoAssorted(t *testing.T) {
+	gen := map[string]func(r *rand.Rand) int64{
+		"uniform-0-12MiB": func(r *rand.Rand) int64 { return r.Int64N(12 * MiB) },
+		"tiny-and-big":    func(r *rand.Rand) int64 { return []int64{r.Int64N(64 << 10), 6*MiB + r.Int64N(4*MiB)}[r.IntN(2)] },
+		"mostly-tiny": func(r *rand.Rand) int64 {
+			return []int64{r.Int64N(1 << 20), r.Int64N(1 << 20), r.Int64N(1 << 20), 5*MiB + r.Int64N(MiB)}[r.IntN(4)]
+		},
+		"big-10-30MiB":      func(r *rand.Rand) int64 { return 10*MiB + r.Int64N(20*MiB) },
+		"just-over-5MiB":    func(r *rand.Rand) int64 { return 5*MiB + r.Int64N(64<<10) },
+		"just-under-5MiB":   func(r *rand.Rand) int64 { return 5*MiB - 1 - r.Int64N(64<<10) },
+		"bimodal-3-and-7":   func(r *rand.Rand) int64 { return []int64{3 * MiB, 7 * MiB}[r.IntN(2)] + r.Int64N(MiB) },
+		"heavy-tail":        func(r *rand.Rand) int64 { return int64(r.ExpFloat64() * 4 * MiB) },
+		"some-huge-objects": func(r *rand.Rand) int64 { return []int64{r.Int64N(4 * MiB), 200 * MiB}[min(r.IntN(20), 1)] },
+	}
+	for name, size := range gen {
+		for _, n := range []int{1, 2, 3, 7, 40, 300} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(n), 1))
+				entries := make([]Entry, n)
+				for i := range entries {
+					entries[i] = obj(fmt.Sprintf("o%04d", i), size(r))
+				}
+				p := mustPlan(t, entries, Options{Strategy: StrategyDuo})
+				st := p.Stats()
+				if st.StreamedBytes > p.Size {
+					t.Fatalf("streams %d of %d bytes", st.StreamedBytes, p.Size)
+				}
+				if lb := duoLowerBound(entries); st.StreamedBytes < lb {
+					t.Fatalf("streams %d bytes, under the lower bound %d", st.StreamedBytes, lb)
+				}
+				d := newDuo(entries)
+				want, _ := d.eval(d.bestK())
+				if got := st.StreamedBytes - (p.Size - p.DirectoryOffset); got != want {
+					t.Errorf("streamed %d bytes before the directory, the model said %d", got, want)
+				}
+			})
+		}
+	}
+}
+
+// go test -run '^$' -bench Duo -benchtime 3x ./plan/
+func BenchmarkDuo(b *testing.B) {
+	small := make([]Entry, 1_000_000)
+	mixed := make([]Entry, 1_000_000)
+	for i := range small {
+		small[i] = obj(fmt.Sprintf("s/%07d", i), int64(i%4096))
+		mixed[i] = obj(fmt.Sprintf("m/%07d", i), int64(i%4096))
+		if i%500 == 0 {
+			mixed[i].Size = 5*MiB + int64(i)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		entries []Entry
+	}{{"challenge-3000", Challenge(3000, 1)}, {"1M-small", small}, {"1M-with-2000-big", mixed}} {
+		b.Run(c.name+"/layout", func(b *testing.B) {
+			for b.Loop() {
+				duoLayout(c.entries)
+			}
+		})
+		b.Run(c.name+"/make", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Make(c.entries, Options{Strategy: StrategyDuo}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
