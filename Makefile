@@ -5,7 +5,7 @@ GO    ?= go
 GOPKGS = $(shell $(GO) list -e ./... | grep -v /node_modules/)
 FUNCTIONS := planner worker finalizer abort
 
-.PHONY: all test check vet gotest nodetest tools node lambdas plan demo clean
+.PHONY: all test test-long check vet gotest nodetest tools node lambdas plan demo clean
 
 all: test
 
@@ -40,8 +40,12 @@ nodetest: node lambdas
 
 check: vet
 
-## test: everything CI runs
+## test: everything a newcomer runs; CI also runs test-long
 test: vet gotest nodetest
+
+## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries
+test-long: tools
+	S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|e2e_test'
 
 ## plan: the cost of the challenge data set's plan, per strategy
 plan:

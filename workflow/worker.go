@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,23 +257,36 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		return nil, fmt.Errorf("UploadPartCopy s3://%s/%s: no CopyPartResult", src.Bucket, src.Key)
 	}
 	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
-	whole := from == 0 && to == item.SourceSize
-	if item.CRC32.Known && got != "" {
-		want := crcBase64(item.CRC32.Sum)
-		switch {
-		case whole && got != want:
-			return nil, &ChecksumMismatchError{fmt.Sprintf("copy of s3://%s/%s has CRC-32 %s, the plan says %s", src.Bucket, src.Key, got, want)}
-		case !whole && got == want:
-			// A server that reports the source's whole CRC-32 for a ranged
-			// copy (versitygw 1.8 does) would make the archive's checksum
-			// wrong at completion. Stream this range instead: correct bytes
-			// and a correct part checksum, at the cost of bandwidth.
-			w.logger().Warn("server reported the whole-object CRC-32 for a ranged copy; streaming the range instead",
-				"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key)
-			return w.streamCopyRange(ctx, cfg, job, item)
-		}
+	if reason := implausiblePartCRC(item, got); reason != "" {
+		// The part's bytes are right (If-Match pinned them), but a part
+		// checksum that is not theirs would fail the completion, or worse,
+		// be stored as the archive's. Some servers (versitygw 1.8) report the
+		// source's stored checksum for a copy. Stream the range instead: the
+		// same bytes, with a checksum computed from them.
+		w.logger().Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
+			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason)
+		return w.streamCopyRange(ctx, cfg, job, item)
 	}
 	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
+}
+
+// implausiblePartCRC says why the CRC-32 S3 reported for a copied part
+// cannot be the CRC of the bytes copied, or "" when it can be.
+func implausiblePartCRC(item *plan.PartJob, got string) string {
+	whole := item.SourceRange[0] == 0 && item.SourceRange[1] == item.SourceSize
+	switch {
+	case got == "":
+		return ""
+	case strings.Contains(got, "-"):
+		return "a composite checksum of the source's parts"
+	case !item.CRC32.Known:
+		return ""
+	case whole && got != crcBase64(item.CRC32.Sum):
+		return "not the source's CRC-32 for a copy of the whole source"
+	case !whole && got == crcBase64(item.CRC32.Sum):
+		return "the whole source's CRC-32 for a copy of a range"
+	}
+	return ""
 }
 
 // streamCopyRange uploads a copy part's bytes through the worker.
