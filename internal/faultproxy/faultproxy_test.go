@@ -1,0 +1,152 @@
+package faultproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/s3zip/s3zip/internal/s3test"
+)
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		method, target string
+		copy           bool
+		want           Op
+	}{
+		{"GET", "/", false, ListBuckets},
+		{"GET", "/bkt?list-type=2&prefix=p%2F", false, ListObjectsV2},
+		{"GET", "/bkt", false, ListObjects},
+		{"GET", "/bkt?uploads", false, ListMultipartUploads},
+		{"POST", "/bkt?delete", false, DeleteObjects},
+		{"PUT", "/bkt", false, CreateBucket},
+		{"HEAD", "/bkt", false, HeadBucket},
+		{"GET", "/bkt/k/x.txt", false, GetObject},
+		{"GET", "/bkt/k?attributes", false, GetObjectAttributes},
+		{"GET", "/bkt/k?uploadId=u", false, ListParts},
+		{"HEAD", "/bkt/k", false, HeadObject},
+		{"PUT", "/bkt/k", false, PutObject},
+		{"PUT", "/bkt/k", true, CopyObject},
+		{"PUT", "/bkt/k?partNumber=2&uploadId=u", false, UploadPart},
+		{"PUT", "/bkt/k?partNumber=2&uploadId=u", true, UploadPartCopy},
+		{"POST", "/bkt/k?uploads", false, CreateMultipartUpload},
+		{"POST", "/bkt/k?uploadId=u", false, CompleteMultipartUpload},
+		{"DELETE", "/bkt/k?uploadId=u", false, AbortMultipartUpload},
+		{"DELETE", "/bkt/k", false, DeleteObject},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		if c.copy {
+			r.Header.Set("X-Amz-Copy-Source", "src/key")
+		}
+		if got := Classify(r); got != c.want {
+			t.Errorf("%s %s (copy %v) = %s, want %s", c.method, c.target, c.copy, got, c.want)
+		}
+	}
+}
+
+// TestDecisionsAreDeterministic: the same requests get the same faults,
+// whatever their order.
+func TestDecisionsAreDeterministic(t *testing.T) {
+	decide := func(seed uint64, order []int) map[int]Fault {
+		p := &Proxy{cfg: Config{Seed: seed}, seen: map[string]int{}, counts: map[Op]*OpCount{}}
+		p.setRules([]Rule{{Faults: AllFaults, Rate: 0.3}})
+		out := map[int]Fault{}
+		for _, i := range order {
+			r := httptest.NewRequest("PUT", "/b/k?partNumber="+string(rune('0'+i%10))+"&uploadId=x", nil)
+			r.Header.Set("Range", string(rune('a'+i/10)))
+			out[i] = p.decide(Classify(r), r)
+		}
+		return out
+	}
+	var fwd, rev []int
+	for i := 0; i < 100; i++ {
+		fwd = append(fwd, i)
+		rev = append([]int{i}, rev...)
+	}
+	a, b, c := decide(1, fwd), decide(1, rev), decide(2, fwd)
+	faults, differ := 0, 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("request %d: %q forwards, %q backwards", i, a[i], b[i])
+		}
+		if a[i] != "" {
+			faults++
+		}
+		if a[i] != c[i] {
+			differ++
+		}
+	}
+	if faults < 15 || faults > 45 || differ == 0 {
+		t.Errorf("rate 0.3 over 100 requests injected %d faults; seeds 1 and 2 differ on %d", faults, differ)
+	}
+}
+
+// TestAgainstVersitygw: signatures verify through the proxy, and each fault
+// reaches the client as S3 would deliver it.
+func TestAgainstVersitygw(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, "bkt")
+	p, err := Start(Config{Target: srv.Endpoint(), Hold: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := s3.New(srv.Options(), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(p.URL())
+		o.RetryMaxAttempts = 1
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(time.Second)
+	})
+	ctx := context.Background()
+	put := func() error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"), Body: bytes.NewReader([]byte("hello"))})
+		return err
+	}
+	if err := put(); err != nil {
+		t.Fatalf("through the proxy without faults: %v", err)
+	}
+	for _, c := range []struct {
+		fault Fault
+		check func(error) bool
+	}{
+		{InternalError, func(err error) bool { var ae smithy.APIError; return errors.As(err, &ae) && ae.ErrorCode() == "InternalError" }},
+		{SlowDown, func(err error) bool { var ae smithy.APIError; return errors.As(err, &ae) && ae.ErrorCode() == "SlowDown" }},
+		{Timeout, func(err error) bool { return err != nil }},
+		{Reset, func(err error) bool { return err != nil }},
+		{ResetAfter, func(err error) bool { return err != nil }},
+	} {
+		p.SetRules([]Rule{{Ops: []Op{PutObject}, Faults: []Fault{c.fault}, Rate: 1}})
+		start := time.Now()
+		err := put()
+		if !c.check(err) {
+			t.Errorf("%s: err = %v", c.fault, err)
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Errorf("%s: took %v; a held request must end when the client gives up", c.fault, time.Since(start))
+		}
+	}
+	p.SetRules(nil)
+	// ResetAfter let the server act: the object is there.
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(b) != "hello" {
+		t.Errorf("object = %q", b)
+	}
+	if n, _ := p.Injected(); n != 5 {
+		t.Errorf("injected %d faults, want 5: %s", n, p.Summary())
+	}
+	_ = http.StatusOK
+}
