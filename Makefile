@@ -57,3 +57,12 @@ clean:
 ## demo: a real archive built here, against a local S3 server, in one command
 demo:
 	@bash scripts/demo.sh
+
+.PHONY: bench bench-quick
+## bench: every strategy side by side, each worker a process in its own network namespace capped at 600 Mbit/s (needs root; bench/README.md)
+bench: tools
+	@bash bench/run.sh full
+
+## bench-quick: the same at a fifth of the size, in under 3 minutes
+bench-quick: tools
+	@bash bench/run.sh quick
