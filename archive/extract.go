@@ -1,0 +1,238 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ExtractOptions tune Extract; zero values take the defaults.
+type ExtractOptions struct {
+	Concurrency  int   // ranged GETs at once (DefaultConcurrency)
+	ChunkSize    int64 // STORED entries above this are downloaded in parallel chunks (DefaultChunkSize)
+	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
+	Overwrite    bool  // replace existing files instead of refusing
+}
+
+// ExtractResult counts what Extract wrote.
+type ExtractResult struct {
+	Entries int
+	Files   int
+	Dirs    int
+	Bytes   int64 // of file content written
+}
+
+// Extract writes every entry under dir (created if missing). Before anything
+// is downloaded it refuses names that could leave dir (see CheckName),
+// duplicate names, symbolic links, encrypted entries and methods other than
+// STORED and deflate, and — unless opts.Overwrite — files that already exist.
+// All writes go through an os.Root, so a symbolic link already in dir cannot
+// redirect them outside it. Entries are downloaded with parallel ranged GETs:
+// neighbouring entries share one GET, large STORED entries are split into
+// chunks written in place. Every entry's CRC-32 is checked as it is written; a
+// file whose CRC-32 or local header disagrees is removed and Extract fails.
+// Modification times of files and directories are set from the archive.
+func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) (*ExtractResult, error) {
+	fail := func(err error) (*ExtractResult, error) {
+		return nil, fmt.Errorf("extract s3://%s/%s to %s: %w", a.Bucket, a.Key, dir, err)
+	}
+	seen := make(map[string]bool, len(a.Entries))
+	res := &ExtractResult{Entries: len(a.Entries)}
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		if err := CheckName(e.Name); err != nil {
+			return fail(err)
+		}
+		clean := strings.TrimSuffix(e.Name, "/")
+		switch {
+		case seen[clean]:
+			return fail(fmt.Errorf("entry %q: duplicate name", e.Name))
+		case e.Mode&fs.ModeSymlink != 0:
+			return fail(fmt.Errorf("entry %q: symbolic links are not extracted", e.Name))
+		case !e.IsDir() && readable(e) != "":
+			return fail(fmt.Errorf("entry %q %s", e.Name, readable(e)))
+		}
+		seen[clean] = true
+		if e.IsDir() {
+			res.Dirs++
+		} else {
+			res.Files++
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fail(err)
+	}
+	defer root.Close()
+
+	x := &extractor{a: a, root: root, overwrite: opts.Overwrite, files: make([]extractFile, len(a.Entries))}
+	// Directories first, so entries can be written in any order; then refuse
+	// to overwrite before a byte is downloaded.
+	made := make(map[string]bool)
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		d := path.Dir(strings.TrimSuffix(e.Name, "/"))
+		if e.IsDir() {
+			d = strings.TrimSuffix(e.Name, "/")
+		}
+		if d != "." && !made[d] {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return fail(fmt.Errorf("entry %q: %w", e.Name, err))
+			}
+			made[d] = true
+		}
+		if !e.IsDir() && !opts.Overwrite {
+			if _, err := root.Lstat(e.Name); err == nil {
+				return fail(fmt.Errorf("entry %q: %w (use overwrite to replace it)", e.Name, fs.ErrExist))
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return fail(fmt.Errorf("entry %q: %w", e.Name, err))
+			}
+		}
+	}
+
+	s := newScan(a, x, opts.Concurrency, opts.ChunkSize, opts.CoalesceSize)
+	if err := s.run(ctx); err != nil {
+		x.closeAll()
+		return fail(err)
+	}
+	res.Bytes = x.bytes.Load()
+
+	// Writing files changes their directories' times: set those last,
+	// deepest first.
+	var dirs []int
+	for i := range a.Entries {
+		if a.Entries[i].IsDir() {
+			dirs = append(dirs, i)
+		}
+	}
+	sort.Slice(dirs, func(p, q int) bool {
+		return strings.Count(a.Entries[dirs[p]].Name, "/") > strings.Count(a.Entries[dirs[q]].Name, "/")
+	})
+	for _, i := range dirs {
+		e := &a.Entries[i]
+		if err := root.Chtimes(strings.TrimSuffix(e.Name, "/"), e.Modified, e.Modified); err != nil {
+			return fail(fmt.Errorf("entry %q: %w", e.Name, err))
+		}
+	}
+	return res, nil
+}
+
+type extractFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+type extractor struct {
+	a         *Archive
+	root      *os.Root
+	overwrite bool
+	files     []extractFile
+	bytes     atomic.Int64
+}
+
+func (x *extractor) header(i int, h *localHeader, problem string) error {
+	e := &x.a.Entries[i]
+	if problem != "" {
+		return fmt.Errorf("entry %q: %s", e.Name, problem)
+	}
+	for _, d := range compareLocal(e, h) {
+		if !d.descriptor {
+			return fmt.Errorf("entry %q: %s", e.Name, d.what)
+		}
+	}
+	return nil
+}
+
+// content opens entry i's file on first use; chunks write at their offsets.
+func (x *extractor) content(i int, at int64) (io.Writer, error) {
+	e := &x.a.Entries[i]
+	if e.IsDir() {
+		return io.Discard, nil
+	}
+	xf := &x.files[i]
+	xf.mu.Lock()
+	defer xf.mu.Unlock()
+	if xf.f == nil {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if x.overwrite {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		}
+		perm := e.Mode.Perm()
+		if perm == 0 {
+			perm = 0o644
+		}
+		f, err := x.root.OpenFile(e.Name, flags, perm)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: %w", e.Name, err)
+		}
+		xf.f = f
+	}
+	return &countingWriter{io.NewOffsetWriter(xf.f, at), &x.bytes}, nil
+}
+
+func (x *extractor) finished(i int, crc uint32, n int64) error {
+	e := &x.a.Entries[i]
+	if e.IsDir() {
+		return nil
+	}
+	xf := &x.files[i]
+	xf.mu.Lock()
+	f := xf.f
+	xf.f = nil
+	xf.mu.Unlock()
+	var err error
+	if f != nil {
+		err = f.Close()
+	}
+	switch {
+	case err != nil:
+		err = fmt.Errorf("entry %q: %w", e.Name, err)
+	case crc != e.CRC32:
+		err = fmt.Errorf("entry %q: data has CRC-32 %08x, the central directory says %08x", e.Name, crc, e.CRC32)
+	case n != e.UncompressedSize:
+		err = fmt.Errorf("entry %q: data decodes to %d bytes, the central directory says %d", e.Name, n, e.UncompressedSize)
+	}
+	if err != nil {
+		_ = x.root.Remove(e.Name)
+		return err
+	}
+	if err := x.root.Chtimes(e.Name, e.Modified, e.Modified); err != nil {
+		return fmt.Errorf("entry %q: %w", e.Name, err)
+	}
+	return nil
+}
+
+func (x *extractor) unread(i int, why string) error {
+	return fmt.Errorf("entry %q: %s", x.a.Entries[i].Name, why)
+}
+
+// closeAll closes files left open by a failed extraction.
+func (x *extractor) closeAll() {
+	for i := range x.files {
+		if f := x.files[i].f; f != nil {
+			f.Close()
+		}
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,341 @@
+package archive
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Client is the part of the S3 API an Archive reads with; *s3.Client has it.
+type Client interface {
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// FormatError says the object is not a ZIP archive s3zip can read: its end
+// records or central directory are missing, truncated or inconsistent.
+type FormatError struct {
+	Bucket, Key string
+	Offset      int64 // where in the object the problem was found
+	What        string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("s3://%s/%s: not a readable ZIP archive: %s (at offset %d)", e.Bucket, e.Key, e.What, e.Offset)
+}
+
+// Entry is one central directory header.
+type Entry struct {
+	Name             string
+	Method           uint16 // MethodStore or MethodDeflate for entries s3zip can read
+	Flags            uint16 // general purpose bit flags
+	CRC32            uint32
+	CompressedSize   int64
+	UncompressedSize int64
+	Offset           int64 // of the entry's local header
+	Modified         time.Time
+	Mode             fs.FileMode
+	ReaderVersion    uint16 // "version needed to extract"
+	Zip64            bool   // the central header carries a ZIP64 extra field
+}
+
+// IsDir reports whether the entry is a directory (its name ends in "/").
+func (e *Entry) IsDir() bool { return len(e.Name) > 0 && e.Name[len(e.Name)-1] == '/' }
+
+// Archive is a ZIP archive stored as an S3 object, read as far as its
+// central directory. Entry data is read by Verify and Extract.
+type Archive struct {
+	Bucket, Key string
+	Size        int64  // of the object
+	ETag        string // every read is made with If-Match on it
+	Entries     []Entry
+
+	Zip64           bool  // the end records include a ZIP64 end record
+	CentralDirStart int64 // offset of the central directory
+	CentralDirSize  int64
+
+	client      Client
+	endProblems []string // inconsistencies in the end records that did not stop reading
+}
+
+// Open reads the end records and the central directory of s3://bucket/key.
+// Structures it cannot read give a *FormatError; S3 failures are wrapped.
+func Open(ctx context.Context, client Client, bucket, key string) (*Archive, error) {
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("head s3://%s/%s: %w", bucket, key, err)
+	}
+	a := &Archive{Bucket: bucket, Key: key, Size: aws.ToInt64(head.ContentLength), ETag: aws.ToString(head.ETag), client: client}
+	if err := a.readEnd(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.readCentralDirectory(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Archive) formatErr(off int64, format string, args ...any) error {
+	return &FormatError{Bucket: a.Bucket, Key: a.Key, Offset: off, What: fmt.Sprintf(format, args...)}
+}
+
+// get opens a ranged GET of [start, end).
+func (a *Archive) get(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{
+		Bucket: aws.String(a.Bucket), Key: aws.String(a.Key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", start, end-1)),
+	}
+	if a.ETag != "" {
+		in.IfMatch = aws.String(a.ETag)
+	}
+	out, err := a.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("get s3://%s/%s bytes %d-%d: %w", a.Bucket, a.Key, start, end-1, err)
+	}
+	return out.Body, nil
+}
+
+// readRange returns the bytes [start, end) of the object.
+func (a *Archive) readRange(ctx context.Context, start, end int64) ([]byte, error) {
+	body, err := a.get(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b := make([]byte, end-start)
+	if _, err := io.ReadFull(body, b); err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s bytes %d-%d: %w", a.Bucket, a.Key, start, end-1, err)
+	}
+	return b, nil
+}
+
+// readEnd finds the end of central directory record in the object's last
+// 64 KiB (the longest comment), follows a ZIP64 locator to the ZIP64 end
+// record, and checks that they agree (APPNOTE 4.3.14–4.3.16, 4.4.1.4).
+func (a *Archive) readEnd(ctx context.Context) error {
+	if a.Size < endLen {
+		return a.formatErr(0, "object is %d bytes, shorter than an end of central directory record (%d)", a.Size, endLen)
+	}
+	tailStart := max(0, a.Size-(endLen+maxCommentLen+zip64LocatorLen+zip64EndLen))
+	tail, err := a.readRange(ctx, tailStart, a.Size)
+	if err != nil {
+		return err
+	}
+	// Last record first: an archive without a comment ends with it, and a
+	// signature inside a comment must not be taken for the record.
+	pos := -1
+	for i := len(tail) - endLen; i >= 0 && len(tail)-endLen-i <= maxCommentLen; i-- {
+		if binary.LittleEndian.Uint32(tail[i:]) == endSignature &&
+			int(binary.LittleEndian.Uint16(tail[i+20:])) == len(tail)-endLen-i {
+			pos = i
+			break
+		}
+	}
+	if pos < 0 {
+		return a.formatErr(a.Size, "no end of central directory record (signature 0x%08x) in the last %d bytes; truncated or not a ZIP archive", endSignature, len(tail))
+	}
+	endOff := tailStart + int64(pos)
+	b := readBuf(tail[pos+4:])
+	disk, cdDisk := b.u16(), b.u16()
+	diskCount, count := b.u16(), b.u16()
+	cdSize32, cdOff32 := b.u32(), b.u32()
+	if disk != 0 && disk != uint16max || cdDisk != 0 && cdDisk != uint16max {
+		return a.formatErr(endOff, "end of central directory names disk %d and central directory disk %d; multi-disk archives are not supported", disk, cdDisk)
+	}
+	sentinel := diskCount == uint16max || count == uint16max || cdSize32 == uint32max || cdOff32 == uint32max
+	locOff := endOff - zip64LocatorLen
+	hasLocator := locOff >= 0 && binary.LittleEndian.Uint32(a.tailAt(tail, tailStart, locOff, 4)) == zip64LocatorSignature
+
+	entries, cdSize, cdOff := uint64(count), uint64(cdSize32), uint64(cdOff32)
+	endRecordsStart := endOff
+	if !hasLocator && sentinel {
+		return a.formatErr(endOff, "end of central directory uses ZIP64 sentinels (entries %d, size 0x%x, offset 0x%x) but no ZIP64 end of central directory locator precedes it", count, cdSize32, cdOff32)
+	}
+	if hasLocator {
+		a.Zip64 = true
+		lb := readBuf(a.tailAt(tail, tailStart, locOff, zip64LocatorLen)[4:])
+		z64Disk, z64Off, disks := lb.u32(), lb.u64(), lb.u32()
+		if z64Disk != 0 || disks > 1 {
+			return a.formatErr(locOff, "ZIP64 locator names disk %d of %d; multi-disk archives are not supported", z64Disk, disks)
+		}
+		if locOff < zip64EndLen || z64Off > uint64(locOff-zip64EndLen) {
+			return a.formatErr(locOff, "ZIP64 locator points to offset %d, but the ZIP64 end record must end by the locator at %d", z64Off, locOff)
+		}
+		var rec []byte
+		if int64(z64Off) >= tailStart {
+			rec = a.tailAt(tail, tailStart, int64(z64Off), zip64EndLen)
+		} else if rec, err = a.readRange(ctx, int64(z64Off), int64(z64Off)+zip64EndLen); err != nil {
+			return err
+		}
+		zb := readBuf(rec)
+		if zb.u32() != zip64EndSignature {
+			return a.formatErr(int64(z64Off), "ZIP64 locator points to offset %d, where there is no ZIP64 end of central directory record (signature 0x%08x)", z64Off, zip64EndSignature)
+		}
+		recSize := zb.u64()
+		zb.u16() // version made by
+		zb.u16() // version needed
+		zDisk, zcdDisk := zb.u32(), zb.u32()
+		zDiskCount, zCount := zb.u64(), zb.u64()
+		zcdSize, zcdOff := zb.u64(), zb.u64()
+		if zDisk != 0 || zcdDisk != 0 {
+			return a.formatErr(int64(z64Off), "ZIP64 end record names disk %d and central directory disk %d; multi-disk archives are not supported", zDisk, zcdDisk)
+		}
+		if end := z64Off + 12 + recSize; end != uint64(locOff) {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("ZIP64 end record at %d declares %d bytes, ending at %d, but the locator is at %d", z64Off, recSize, end, locOff))
+		}
+		if zDiskCount != zCount {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("ZIP64 end record: %d entries on this disk but %d in total", zDiskCount, zCount))
+		}
+		// A field that is not a sentinel must agree with the ZIP64 record.
+		if count != uint16max && uint64(count) != zCount {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says %d entries, the ZIP64 end record %d", count, zCount))
+		}
+		if cdSize32 != uint32max && uint64(cdSize32) != zcdSize {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says central directory size %d, the ZIP64 end record %d", cdSize32, zcdSize))
+		}
+		if cdOff32 != uint32max && uint64(cdOff32) != zcdOff {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says central directory offset %d, the ZIP64 end record %d", cdOff32, zcdOff))
+		}
+		entries, cdSize, cdOff = zCount, zcdSize, zcdOff
+		endRecordsStart = int64(z64Off)
+	} else if diskCount != count {
+		a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory: %d entries on this disk but %d in total", diskCount, count))
+	}
+	if cdOff > uint64(endRecordsStart) || cdSize > uint64(endRecordsStart) || cdOff+cdSize != uint64(endRecordsStart) {
+		return a.formatErr(endRecordsStart, "central directory at offset %d with size %d would end at %d, but the end records start at %d", cdOff, cdSize, cdOff+cdSize, endRecordsStart)
+	}
+	if entries > cdSize/centralHeaderLen {
+		return a.formatErr(endRecordsStart, "%d entries cannot fit in a central directory of %d bytes", entries, cdSize)
+	}
+	a.CentralDirStart, a.CentralDirSize = int64(cdOff), int64(cdSize)
+	a.Entries = make([]Entry, 0, entries)
+	return nil
+}
+
+// tailAt returns n bytes at object offset off from the tail buffer, or nil
+// (reads as no signature) when they are not all in it.
+func (a *Archive) tailAt(tail []byte, tailStart, off int64, n int) []byte {
+	i := off - tailStart
+	if i < 0 || i+int64(n) > int64(len(tail)) {
+		return make([]byte, n)
+	}
+	return tail[i : i+int64(n)]
+}
+
+// readCentralDirectory streams the central directory with one ranged GET, so
+// that a directory of millions of entries needs no more memory than its entries.
+func (a *Archive) readCentralDirectory(ctx context.Context) error {
+	want := cap(a.Entries)
+	if a.CentralDirSize == 0 {
+		return nil
+	}
+	body, err := a.get(ctx, a.CentralDirStart, a.CentralDirStart+a.CentralDirSize)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	r := bufio.NewReaderSize(body, 64<<10)
+	off := a.CentralDirStart
+	var fixed [centralHeaderLen]byte
+	var variable []byte
+	for i := 0; i < want; i++ {
+		if _, err := io.ReadFull(r, fixed[:]); err != nil {
+			return a.cdReadErr(off, i, err)
+		}
+		b := readBuf(fixed[:])
+		if sig := b.u32(); sig != centralHeaderSig {
+			return a.formatErr(off, "central directory header %d of %d: signature 0x%08x, want 0x%08x", i+1, want, sig, centralHeaderSig)
+		}
+		madeBy := b.u16()
+		e := Entry{ReaderVersion: b.u16(), Flags: b.u16(), Method: b.u16()}
+		clock, date := b.u16(), b.u16()
+		e.CRC32 = b.u32()
+		csize32, usize32 := b.u32(), b.u32()
+		nameLen, extraLen, commentLen := int(b.u16()), int(b.u16()), int(b.u16())
+		disk := b.u16()
+		b.u16() // internal attributes
+		external := b.u32()
+		off32 := b.u32()
+		n := nameLen + extraLen + commentLen
+		if cap(variable) < n {
+			variable = make([]byte, n)
+		}
+		variable = variable[:n]
+		if _, err := io.ReadFull(r, variable); err != nil {
+			return a.cdReadErr(off, i, err)
+		}
+		e.Name = string(variable[:nameLen])
+		e.CompressedSize, e.UncompressedSize, e.Offset = int64(csize32), int64(usize32), int64(off32)
+		e.Modified = msDosTime(date, clock)
+		e.Mode = fileMode(madeBy, external, e.Name)
+		var zipErr string
+		extraOK := extraFields(variable[nameLen:nameLen+extraLen], func(id uint16, d readBuf) {
+			switch id {
+			case zip64ExtraID:
+				e.Zip64 = true
+				// APPNOTE 4.5.3: only the fields whose 32-bit value is the
+				// sentinel, in this order.
+				for _, f := range []struct {
+					is32 bool
+					dst  *int64
+					what string
+				}{
+					{usize32 == uint32max, &e.UncompressedSize, "uncompressed size"},
+					{csize32 == uint32max, &e.CompressedSize, "compressed size"},
+					{off32 == uint32max, &e.Offset, "local header offset"},
+				} {
+					if !f.is32 {
+						continue
+					}
+					if len(d) < 8 {
+						zipErr = "its ZIP64 extra field lacks the " + f.what
+						return
+					}
+					v := d.u64()
+					if v > 1<<63-1 {
+						zipErr = fmt.Sprintf("its ZIP64 %s %d is out of range", f.what, v)
+						return
+					}
+					*f.dst = int64(v)
+				}
+			case extTimeExtraID:
+				if len(d) >= 5 && d.u8()&1 != 0 {
+					e.Modified = time.Unix(int64(d.u32()), 0).UTC()
+				}
+			}
+		})
+		if zipErr == "" && !e.Zip64 && (usize32 == uint32max || csize32 == uint32max || off32 == uint32max) {
+			zipErr = "a size or offset is 0xFFFFFFFF but there is no ZIP64 extra field"
+		}
+		if zipErr != "" {
+			return a.formatErr(off, "central directory header %d (%q): %s", i+1, e.Name, zipErr)
+		}
+		if !extraOK {
+			a.endProblems = append(a.endProblems, fmt.Sprintf("central directory header of %q: malformed extra field", e.Name))
+		}
+		if disk != 0 && disk != uint16max {
+			return a.formatErr(off, "central directory header %d (%q) is on disk %d; multi-disk archives are not supported", i+1, e.Name, disk)
+		}
+		a.Entries = append(a.Entries, e)
+		off += int64(centralHeaderLen + n)
+	}
+	if rest, _ := io.Copy(io.Discard, r); rest != 0 || off != a.CentralDirStart+a.CentralDirSize {
+		a.endProblems = append(a.endProblems, fmt.Sprintf("central directory is %d bytes but its %d headers take %d", a.CentralDirSize, want, off-a.CentralDirStart))
+	}
+	return nil
+}
+
+func (a *Archive) cdReadErr(off int64, i int, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return a.formatErr(off, "central directory ends inside header %d of %d", i+1, cap(a.Entries))
+	}
+	return fmt.Errorf("read central directory of s3://%s/%s at offset %d: %w", a.Bucket, a.Key, off, err)
+}

@@ -1,0 +1,200 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// VerifyOptions tune Verify; zero values take the defaults.
+type VerifyOptions struct {
+	Concurrency  int   // ranged GETs at once (DefaultConcurrency)
+	ChunkSize    int64 // STORED entries above this are read in parallel chunks (DefaultChunkSize)
+	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
+}
+
+// Problem is one thing wrong with an archive.
+type Problem struct {
+	Entry  string `json:"entry,omitempty"` // empty for the end records and the layout as a whole
+	Offset int64  `json:"offset"`          // of the entry's local header, or of the record at fault
+	What   string `json:"what"`
+}
+
+func (p Problem) String() string {
+	if p.Entry == "" {
+		return p.What
+	}
+	return fmt.Sprintf("entry %q: %s", p.Entry, p.What)
+}
+
+// Report is what Verify found.
+type Report struct {
+	Bucket       string        `json:"bucket"`
+	Key          string        `json:"key"`
+	Size         int64         `json:"size"`
+	Entries      int           `json:"entries"`
+	Files        int           `json:"files"`
+	Dirs         int           `json:"dirs"`
+	Deflated     int           `json:"deflated"`     // entries whose content was decompressed to check it
+	Zip64        bool          `json:"zip64"`        // the end records include a ZIP64 end record
+	Zip64Entries int           `json:"zip64Entries"` // central headers with a ZIP64 extra field
+	BytesChecked int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
+	Elapsed      time.Duration `json:"elapsedNanos"`
+	Problems     []Problem     `json:"problems"`
+}
+
+// OK reports whether Verify found no problem.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// Verify reads the whole archive and checks it the way the strictest ZIP
+// readers would: the end records agree with each other, every local header
+// agrees with its central directory header (name, flags, method, CRC-32,
+// sizes and ZIP64 fields), no data descriptors, entries follow each other
+// without gaps or overlaps from the first byte to the central directory, and
+// every entry's data has the CRC-32 the central directory gives (deflated
+// entries are decompressed to check it). It returns an error only when S3
+// fails; everything wrong with the archive is a Problem in the report.
+func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
+	start := time.Now()
+	v := &verifier{a: a}
+	r := &Report{Bucket: a.Bucket, Key: a.Key, Size: a.Size, Entries: len(a.Entries), Zip64: a.Zip64}
+	for _, p := range a.endProblems {
+		v.add(-1, a.CentralDirStart+a.CentralDirSize, "%s", p)
+	}
+	seen := make(map[string]int, len(a.Entries))
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		if e.IsDir() {
+			r.Dirs++
+		} else {
+			r.Files++
+		}
+		if e.Method == MethodDeflate {
+			r.Deflated++
+		}
+		if e.Zip64 {
+			r.Zip64Entries++
+			if e.ReaderVersion&0xff < versionZip64 {
+				v.add(i, e.Offset, "central header has a ZIP64 extra field but version needed %d < 45", e.ReaderVersion&0xff)
+			}
+		}
+		if err := CheckName(e.Name); err != nil {
+			v.add(i, e.Offset, "name %s", err.(*UnsafeNameError).Why)
+		}
+		if e.Flags&0x0800 != 0 && !utf8.ValidString(e.Name) {
+			v.add(i, e.Offset, "name is flagged UTF-8 (bit 11) but is not valid UTF-8")
+		}
+		if e.Method == MethodStore && e.CompressedSize != e.UncompressedSize {
+			v.add(i, e.Offset, "STORED but compressed size %d differs from uncompressed size %d", e.CompressedSize, e.UncompressedSize)
+		}
+		if j, dup := seen[e.Name]; dup {
+			v.add(i, e.Offset, "duplicate name (also the entry at offset %d)", a.Entries[j].Offset)
+		} else {
+			seen[e.Name] = i
+		}
+	}
+
+	s := newScan(a, v, opts.Concurrency, opts.ChunkSize, opts.CoalesceSize)
+	v.localFlags = make([]uint16, len(a.Entries))
+	if err := s.run(ctx); err != nil {
+		return nil, fmt.Errorf("verify s3://%s/%s: %w", a.Bucket, a.Key, err)
+	}
+	v.checkLayout(s)
+
+	r.BytesChecked = s.dataBytes.Load()
+	sort.SliceStable(v.problems, func(x, y int) bool { return v.problems[x].Offset < v.problems[y].Offset })
+	r.Problems = v.problems
+	if r.Problems == nil {
+		r.Problems = []Problem{}
+	}
+	r.Elapsed = time.Since(start)
+	return r, nil
+}
+
+type verifier struct {
+	a          *Archive
+	mu         sync.Mutex
+	problems   []Problem
+	localFlags []uint16 // per entry, from its local header
+}
+
+func (v *verifier) add(i int, off int64, format string, args ...any) {
+	p := Problem{Offset: off, What: fmt.Sprintf(format, args...)}
+	if i >= 0 {
+		p.Entry = v.a.Entries[i].Name
+	}
+	v.mu.Lock()
+	v.problems = append(v.problems, p)
+	v.mu.Unlock()
+}
+
+func (v *verifier) header(i int, h *localHeader, problem string) error {
+	e := &v.a.Entries[i]
+	if problem != "" {
+		v.add(i, e.Offset, "%s", problem)
+		return nil
+	}
+	v.localFlags[i] = h.flags
+	for _, d := range compareLocal(e, h) {
+		v.add(i, e.Offset, "%s", d.what)
+	}
+	return nil
+}
+
+func (v *verifier) content(int, int64) (io.Writer, error) { return io.Discard, nil }
+
+func (v *verifier) finished(i int, crc uint32, n int64) error {
+	e := &v.a.Entries[i]
+	if crc != e.CRC32 {
+		v.add(i, e.Offset, "data has CRC-32 %08x, the central directory says %08x", crc, e.CRC32)
+	}
+	if n != e.UncompressedSize {
+		v.add(i, e.Offset, "data decodes to %d bytes, the central directory says %d", n, e.UncompressedSize)
+	}
+	return nil
+}
+
+func (v *verifier) unread(i int, why string) error {
+	v.add(i, v.a.Entries[i].Offset, "content not verified: %s", why)
+	return nil
+}
+
+// checkLayout walks the entries in offset order: each local header must start
+// where the previous entry's data ends, the first at 0, and the central
+// directory right after the last.
+func (v *verifier) checkLayout(s *scan) {
+	a := v.a
+	expected, known := int64(0), true
+	slack := int64(0) // a data descriptor may follow the previous entry's data
+	for _, i := range s.order {
+		e := &a.Entries[i]
+		if known {
+			switch gap := e.Offset - expected; {
+			case gap < 0:
+				v.add(i, e.Offset, "local header at %d overlaps the previous entry, whose data ends at %d", e.Offset, expected)
+			case gap > slack:
+				v.add(i, e.Offset, "%d bytes from %d to %d, before this entry's local header, belong to no entry", gap, expected, e.Offset)
+			}
+		}
+		known = s.dataStart[i] >= 0
+		if known {
+			expected = s.dataStart[i] + e.CompressedSize
+		}
+		slack = 0
+		if v.localFlags[i]&flagDataDescriptor != 0 {
+			slack = dataDescriptorMaxLen
+		}
+	}
+	if known {
+		switch gap := a.CentralDirStart - expected; {
+		case gap < 0:
+			v.add(-1, a.CentralDirStart, "the last entry's data ends at %d, inside the central directory at %d", expected, a.CentralDirStart)
+		case gap > slack:
+			v.add(-1, expected, "%d bytes from %d to the central directory at %d belong to no entry", gap, expected, a.CentralDirStart)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/s3zip/s3zip/archive"
+)
+
+func init() {
+	register(command{"verify", "check every record and CRC-32 of an archive in S3", runVerify})
+}
+
+func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	endpoint := fs.String("endpoint", "", "S3-compatible endpoint URL (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
+	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("verify", pos, "s3://bucket/archive.zip"); err != nil {
+		return err
+	}
+	if *concurrency < 1 {
+		return fmt.Errorf("verify: --concurrency %d: want 1 or more", *concurrency)
+	}
+	bucket, key, err := parseS3URI(pos[0])
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	client, err := newS3Client(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	a, err := archive.Open(ctx, client, bucket, key)
+	var fe *archive.FormatError
+	if errors.As(err, &fe) {
+		// An archive too broken to list is a verification result, not a
+		// failure to verify: report it the same way.
+		r := &archive.Report{Bucket: bucket, Key: key, Problems: []archive.Problem{{Offset: fe.Offset, What: fe.What}}}
+		if err := printReport(stdout, r, *asJSON); err != nil {
+			return err
+		}
+		return fmt.Errorf("verify s3://%s/%s: not a readable ZIP archive: %s", bucket, key, fe.What)
+	}
+	if err != nil {
+		return err
+	}
+	r, err := a.Verify(ctx, archive.VerifyOptions{Concurrency: *concurrency})
+	if err != nil {
+		return err
+	}
+	if err := printReport(stdout, r, *asJSON); err != nil {
+		return err
+	}
+	if !r.OK() {
+		return fmt.Errorf("verify s3://%s/%s: %d problem(s)", bucket, key, len(r.Problems))
+	}
+	return nil
+}
+
+func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "problem: %v (offset %d)\n", p, p.Offset)
+	}
+	zip64 := "no"
+	if r.Zip64 {
+		zip64 = "yes"
+	}
+	secs := r.Elapsed.Seconds()
+	_, err := fmt.Fprintf(w, "s3://%s/%s: %d entries (%d files, %d directories, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s (%.1f MB/s): ",
+		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, zip64, r.BytesChecked, secs, mbPerSec(r.BytesChecked, secs))
+	if err != nil {
+		return err
+	}
+	if r.OK() {
+		_, err = fmt.Fprintln(w, "OK")
+	} else {
+		_, err = fmt.Fprintf(w, "%d problem(s)\n", len(r.Problems))
+	}
+	return err
+}
+
+func mbPerSec(bytes int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(bytes) / 1e6 / secs
+}

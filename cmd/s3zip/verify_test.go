@@ -1,0 +1,155 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3test"
+)
+
+// storedZip builds a ZIP of STORED entries with CRC-32s in the local headers.
+func storedZip(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for name, data := range files {
+		fw, err := w.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Date(2024, 1, 2, 3, 4, 6, 0, time.UTC),
+			CRC32: crc32.ChecksumIEEE([]byte(data)), CompressedSize64: uint64(len(data)), UncompressedSize64: uint64(len(data))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write([]byte(data))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// cliServer starts versitygw with archives in bucket "cli" and points the
+// default AWS credential chain at it.
+func cliServer(t *testing.T) *s3test.Server {
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, "cli")
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey())
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey())
+	t.Setenv("AWS_REGION", s3test.Region)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("S3_ENDPOINT", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	files := map[string]string{"a.txt": "alpha", "d/b.txt": "bravo", "d/c.txt": ""}
+	good := storedZip(t, files)
+	srv.PutObject(t, "cli", "good.zip", good)
+	bad := bytes.Clone(good)
+	i := bytes.Index(bad, []byte("alpha"))
+	bad[i] = 'A'
+	srv.PutObject(t, "cli", "bad.zip", bad)
+	srv.PutObject(t, "cli", "truncated.zip", good[:len(good)-30])
+	return srv
+}
+
+func TestVerifyCommand(t *testing.T) {
+	srv := cliServer(t)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string // "" for success
+		wantOut string
+	}{
+		{"good-archive", []string{"s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "", "3 entries (3 files, 0 directories"},
+		{"flags-first", []string{"--concurrency", "2", "--endpoint", srv.Endpoint(), "s3://cli/good.zip"}, "", ": OK"},
+		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "a.txt": data has CRC-32`},
+		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
+		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "head s3://cli/nope.zip", ""},
+		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
+		{"no-argument", []string{"--endpoint", srv.Endpoint()}, "missing s3://bucket/archive.zip", ""},
+		{"env-endpoint", []string{"s3://cli/good.zip"}, "", ": OK"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "env-endpoint" {
+				t.Setenv("S3_ENDPOINT", srv.Endpoint())
+			}
+			var out bytes.Buffer
+			err := run(t.Context(), append([]string{"verify"}, tc.args...), &out)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("verify: error %v, want %q\n%s", err, tc.wantErr, out.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("verify printed %q, want it to contain %q", out.String(), tc.wantOut)
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"verify", "--json", "--endpoint", srv.Endpoint(), "s3://cli/bad.zip"}, &out)
+		var r archive.Report
+		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err == nil {
+			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
+		}
+		if r.Entries != 3 || len(r.Problems) != 1 || r.Problems[0].Entry != "a.txt" {
+			t.Errorf("report %+v", r)
+		}
+	})
+}
+
+func TestGetCommand(t *testing.T) {
+	srv := cliServer(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint(), "--concurrency", "4"}, &out); err != nil {
+		t.Fatalf("get: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "extracted 3 entries (3 files, 0 directories), 10 bytes") || !strings.Contains(out.String(), "MB/s") {
+		t.Errorf("get printed %q", out.String())
+	}
+	for name, want := range map[string]string{"a.txt": "alpha", "d/b.txt": "bravo", "d/c.txt": ""} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"existing-files", []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, "file already exists"},
+		{"overwrite", []string{"get", "--overwrite", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, ""},
+		{"corrupt-archive", []string{"get", "s3://cli/bad.zip", t.TempDir(), "--endpoint", srv.Endpoint()}, "data has CRC-32"},
+		{"missing-dir-argument", []string{"get", "s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "missing DIR"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(t.Context(), tc.args, &out)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("get: error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseS3URI(t *testing.T) {
+	for _, tc := range []struct {
+		in, bucket, key, err string
+	}{
+		{"s3://b/k.zip", "b", "k.zip", ""},
+		{"s3://b/dir/k.zip", "b", "dir/k.zip", ""},
+		{"s3://b/", "", "", "has no key"},
+		{"s3://b", "", "", "has no key"},
+		{"s3:///k", "", "", "has no bucket"},
+		{"https://b/k", "", "", "not an S3 URI"},
+	} {
+		b, k, err := parseS3URI(tc.in)
+		if b != tc.bucket || k != tc.key || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("parseS3URI(%q) = %q, %q, %v; want %q, %q, %q", tc.in, b, k, err, tc.bucket, tc.key, tc.err)
+		}
+	}
+}
