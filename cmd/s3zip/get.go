@@ -33,7 +33,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if *concurrency < 1 {
 		return fmt.Errorf("get: --concurrency %d: want 1 or more", *concurrency)
 	}
-	bucket, key, err := parseS3URI(pos[0])
+	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
 		return fmt.Errorf("get: %w", err)
 	}

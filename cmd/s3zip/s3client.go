@@ -53,20 +53,28 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	}), nil
 }
 
-// parseS3URI splits s3://bucket/key.
+// parseS3URI splits s3://bucket/key. The key may be empty ("s3://bucket" or
+// "s3://bucket/"), as a prefix naming a whole bucket is; commands that need
+// an object use parseS3ObjectURI.
 func parseS3URI(s string) (bucket, key string, err error) {
 	rest, ok := strings.CutPrefix(s, "s3://")
 	if !ok {
 		return "", "", fmt.Errorf("%q is not an S3 URI: want s3://bucket/key", s)
 	}
 	bucket, key, _ = strings.Cut(rest, "/")
-	switch {
-	case bucket == "":
+	if bucket == "" {
 		return "", "", fmt.Errorf("S3 URI %q has no bucket: want s3://bucket/key", s)
-	case key == "":
-		return "", "", fmt.Errorf("S3 URI %q has no key: want s3://bucket/key", s)
 	}
 	return bucket, key, nil
+}
+
+// parseS3ObjectURI is parseS3URI for a URI that must name an object.
+func parseS3ObjectURI(s string) (bucket, key string, err error) {
+	bucket, key, err = parseS3URI(s)
+	if err == nil && (key == "" || strings.HasSuffix(key, "/")) {
+		err = fmt.Errorf("S3 URI %q names no object: want s3://bucket/key", s)
+	}
+	return bucket, key, err
 }
 
 // parseArgs parses flags that may come before, between or after the

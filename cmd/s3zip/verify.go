@@ -34,7 +34,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *concurrency < 1 {
 		return fmt.Errorf("verify: --concurrency %d: want 1 or more", *concurrency)
 	}
-	bucket, key, err := parseS3URI(pos[0])
+	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

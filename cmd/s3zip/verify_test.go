@@ -138,18 +138,23 @@ func TestGetCommand(t *testing.T) {
 
 func TestParseS3URI(t *testing.T) {
 	for _, tc := range []struct {
-		in, bucket, key, err string
+		in, bucket, key, err, objectErr string
 	}{
-		{"s3://b/k.zip", "b", "k.zip", ""},
-		{"s3://b/dir/k.zip", "b", "dir/k.zip", ""},
-		{"s3://b/", "", "", "has no key"},
-		{"s3://b", "", "", "has no key"},
-		{"s3:///k", "", "", "has no bucket"},
-		{"https://b/k", "", "", "not an S3 URI"},
+		{"s3://b/k.zip", "b", "k.zip", "", ""},
+		{"s3://b/dir/k.zip", "b", "dir/k.zip", "", ""},
+		{"s3://b/prefix/", "b", "prefix/", "", "names no object"},
+		{"s3://b/", "b", "", "", "names no object"},
+		{"s3://b", "b", "", "", "names no object"},
+		{"s3:///k", "", "", "has no bucket", "has no bucket"},
+		{"https://b/k", "", "", "not an S3 URI", "not an S3 URI"},
 	} {
 		b, k, err := parseS3URI(tc.in)
 		if b != tc.bucket || k != tc.key || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("parseS3URI(%q) = %q, %q, %v; want %q, %q, %q", tc.in, b, k, err, tc.bucket, tc.key, tc.err)
+		}
+		_, _, err = parseS3ObjectURI(tc.in)
+		if (err == nil) != (tc.objectErr == "") || err != nil && !strings.Contains(err.Error(), tc.objectErr) {
+			t.Errorf("parseS3ObjectURI(%q): %v, want %q", tc.in, err, tc.objectErr)
 		}
 	}
 }
