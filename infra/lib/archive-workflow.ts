@@ -302,6 +302,14 @@ export class ArchiveWorkflow extends Construct {
       }),
     ];
 
+    // The final part may carry the archive's tail (small objects after the last copied one),
+    // which the finalizer reads from the sources: read-only, objects only, no listing.
+    const sourceTailRead = new iam.PolicyStatement({
+      sid: 'SourceObjectsReadTail',
+      actions: ['s3:GetObject', 's3:GetObjectVersion'],
+      resources: props.sourceBuckets.map((b) => s3Arn(b, `/${sourcePrefix}*`)),
+    });
+
     const destinationObjects = s3Arn(props.destinationBucket, `/${destinationPrefix}*`);
     const destinationWrite = [
       new iam.PolicyStatement({
@@ -349,7 +357,7 @@ export class ArchiveWorkflow extends Construct {
     };
     add(planner, [...workAccess, ...sourceRead, ...destinationWrite, controlRead]);
     add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
-    add(finalizer, [...workAccess, ...destinationWrite]);
+    add(finalizer, [...workAccess, sourceTailRead, ...destinationWrite]);
     add(abort, [...workAccess, ...destinationAbort]);
 
     // KMS only where a key is configured, and only on that key.
@@ -371,6 +379,7 @@ export class ArchiveWorkflow extends Construct {
       });
       planner.addToRolePolicy(s);
       worker.addToRolePolicy(s);
+      finalizer.addToRolePolicy(s);
     }
     if (props.destinationKmsKeyArn) {
       const s = kmsUse('DestinationKey', [props.destinationKmsKeyArn]);
@@ -500,7 +509,7 @@ export class ArchiveWorkflow extends Construct {
     for (const name of FUNCTION_NAMES) {
       const fn = this.functions[name];
       const appliesTo: (string | { regex: string })[] = [workObjectsFinding];
-      if (name === 'planner' || name === 'worker') {
+      if (name === 'planner' || name === 'worker' || name === 'finalizer') {
         appliesTo.push(...ctx.props.sourceBuckets.map((b) => `Resource::arn:<AWS::Partition>:s3:::${b}/${ctx.sourcePrefix}*`));
       }
       appliesTo.push(`Resource::arn:<AWS::Partition>:s3:::${ctx.props.destinationBucket}/${ctx.destinationPrefix}*`);
