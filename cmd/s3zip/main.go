@@ -54,6 +54,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: s3zip <command> [flags]\n\ncommands:")
 	for _, c := range commands {
+		if c.usage == "" { // plumbing (batch)
+			continue
+		}
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.usage)
 	}
 }

@@ -1,0 +1,406 @@
+// Command netbench runs s3zip's strategies side by side the way they run on
+// AWS, scaled to one machine: versitygw on the host, and every worker a
+// separate `s3zip batch` process in its own network namespace whose link is
+// capped with tc at 600 Mbit/s each way, as a Lambda's network is. The
+// planner and finalizer run in this process. See bench/README.md.
+//
+// It needs root (network namespaces, veth pairs, qdiscs) and removes all of
+// them on exit, also on failure or interrupt; `netbench -cleanup` removes
+// what a killed run left.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// runSpec is one line of the comparison. Adding a strategy is one line here.
+type runSpec struct {
+	Name     string // label in the table
+	Strategy string // plan.ParseStrategy name
+	Workers  int    // emulated Lambdas; 0 means -workers
+	// PartsPerBatch is the Map's MaxItemsPerBatch; 0 puts every part in one
+	// batch, so a single worker builds the whole archive in one invocation,
+	// as the single-Lambda designs do.
+	PartsPerBatch int
+	Stands        string // the design it reproduces
+}
+
+var runs = []runSpec{
+	{"stream-1", "stream", 1, 0, "one Lambda streams every byte (Gen1)"},
+	{"duo-1", "duo", 1, 0, "one Lambda, server-side copies (Duo)"},
+	{"duo-N", "duo", 0, 4, "duo fanned out over N Lambdas"},
+	{"chain-N", "chain", 0, 4, "server-side append chains over N Lambdas"},
+	{"auto-N", "auto", 0, 4, "cost model picks per object, N Lambdas"},
+}
+
+const (
+	bucket    = "bench"
+	srcPrefix = "src/"
+	region    = "us-east-1"
+)
+
+type options struct {
+	count, workers, repeats int
+	seed                    uint64
+	s3zip, versitygw        string
+	out, readme, chart      string
+	python, label           string
+	sh                      shaping
+}
+
+func main() {
+	var o options
+	cleanupOnly := flag.Bool("cleanup", false, "only remove namespaces and links a killed run left, then exit")
+	flag.IntVar(&o.count, "count", 300, "objects of the challenge distribution (5 MiB on average)")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the data set")
+	flag.IntVar(&o.workers, "workers", 8, "N: emulated Lambdas (namespaces) for the fanned-out runs")
+	flag.IntVar(&o.repeats, "repeats", 3, "repetitions of every run (median, min, max)")
+	flag.StringVar(&o.s3zip, "s3zip", ".tools/bin/s3zip", "s3zip binary the workers run")
+	flag.StringVar(&o.versitygw, "versitygw", ".tools/bin/versitygw", "versitygw binary")
+	flag.StringVar(&o.out, "out", "dist/bench", "directory for results.json and table.md")
+	flag.StringVar(&o.readme, "readme", "", "README to write the table into, between <!-- bench:start --> and <!-- bench:end -->")
+	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (needs -python with matplotlib)")
+	flag.StringVar(&o.python, "python", "python3", "Python with matplotlib, for -chart")
+	flag.StringVar(&o.label, "label", "", "name of this invocation in the report (e.g. the make target)")
+	flag.StringVar(&o.sh.Rate, "rate", "600mbit", "tc rate of each worker's link, each way")
+	flag.StringVar(&o.sh.Burst, "burst", "256kb", "tc tbf burst")
+	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
+	flag.Parse()
+	if *cleanupOnly {
+		if err := tearDownNetworks(); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := benchmark(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netbench:", err)
+		os.Exit(1)
+	}
+}
+
+func benchmark(ctx context.Context, o options) (err error) {
+	if err := mustBeRoot(); err != nil {
+		return err
+	}
+	for _, p := range []*string{&o.s3zip, &o.versitygw} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+		if _, err := os.Stat(*p); err != nil {
+			return fmt.Errorf("binary: %w", err)
+		}
+	}
+	lock, err := os.OpenFile("/run/s3zip-netbench.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another netbench is running (lock /run/s3zip-netbench.lock): %w", err)
+	}
+
+	// Which runs exist: a strategy plan.ParseStrategy rejects is skipped
+	// with a note, not silently.
+	var active []runSpec
+	var notes []string
+	for _, r := range runs {
+		if r.Workers == 0 {
+			r.Workers = o.workers
+			r.Name = strings.Replace(r.Name, "-N", fmt.Sprintf("-%d", o.workers), 1)
+		}
+		if _, err := plan.ParseStrategy(r.Strategy); err != nil {
+			note := fmt.Sprintf("skipped %s: plan.ParseStrategy rejects %q (%v)", r.Name, r.Strategy, err)
+			fmt.Println("note:", note)
+			notes = append(notes, note)
+			continue
+		}
+		active = append(active, r)
+	}
+
+	if err := tearDownNetworks(); err != nil { // a killed earlier run's leftovers
+		return err
+	}
+	defer func() {
+		if cerr := tearDownNetworks(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	nets, serverIP, err := setUpNetworks(o.workers, o.sh)
+	if err != nil {
+		return fmt.Errorf("set up network namespaces: %w", err)
+	}
+	fmt.Printf("network: %d namespaces %s0…%d, each veth shaped with tbf rate %s burst %s latency %s on both ends\n",
+		len(nets), nsPrefix, len(nets)-1, o.sh.Rate, o.sh.Burst, o.sh.Latency)
+
+	dataDir, err := os.MkdirTemp("", "s3zip-netbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	srv, err := startVersitygw(ctx, o.versitygw, serverIP, dataDir)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	fmt.Printf("versitygw: %s (bound to the host end of %s)\n", srv.endpoint, nets[0].HostLink)
+
+	base := s3.New(s3.Options{
+		Region:                     region,
+		BaseEndpoint:               aws.String(srv.endpoint),
+		UsePathStyle:               true,
+		Credentials:                credentials.NewStaticCredentialsProvider(srv.accessKey, srv.secretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		RetryMaxAttempts:           8,
+	})
+	env := workerEnv(srv.accessKey, srv.secretKey, region)
+
+	// Sources are uploaded without a stored checksum: versitygw 1.8 reports a
+	// checksummed source's whole CRC-32 for ranged copies, which would make
+	// workers stream those ranges (docs/versitygw.md). s3zip's client sends
+	// checksums only when an operation requires one.
+	t0 := time.Now()
+	sample := exec.CommandContext(ctx, o.s3zip, "sample", "--create-bucket", "--dest", "s3://"+bucket+"/"+srcPrefix,
+		"--count", fmt.Sprint(o.count), "--seed", fmt.Sprint(o.seed), "--endpoint", srv.endpoint, "--concurrency", "4")
+	sample.Env = env
+	sample.Stdout, sample.Stderr = os.Stdout, os.Stderr
+	if err := sample.Run(); err != nil {
+		return fmt.Errorf("upload the data set: %w", err)
+	}
+	fmt.Printf("data: %d objects uploaded in %.1f s\n", o.count, time.Since(t0).Seconds())
+
+	results := make([][]repResult, len(active))
+	for rep := 1; rep <= o.repeats; rep++ {
+		// Interleaved, so drift on a shared machine hits every run alike.
+		for i, r := range active {
+			pool := newLambdaPool(nets, r.Workers, o.s3zip, "http://"+serverIP+srv.port, env)
+			res := runOnce(ctx, base, pool, nets[:r.Workers], r, rep)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			results[i] = append(results[i], res)
+			if res.Err != "" {
+				fmt.Printf("%-10s rep %d  FAILED: %s\n", r.Name, rep, res.Err)
+			} else {
+				fmt.Printf("%-10s rep %d  %6.2f s  %s through workers  %d requests  peak worker %s\n", r.Name, rep, res.WallSeconds,
+					mib(res.LinkToWorkers+res.LinkFromWorkers), sum(res.Requests), mib(res.PeakWorkerRSS))
+			}
+		}
+	}
+
+	rep := &report{
+		Label: o.label, When: time.Now().UTC(), Machine: machine(), Count: o.count, Seed: o.seed,
+		Workers: o.workers, Repeats: o.repeats, Shaping: o.sh, Notes: notes, Command: strings.Join(os.Args, " "),
+	}
+	for i, r := range active {
+		rep.Runs = append(rep.Runs, summarize(r, results[i]))
+	}
+	return rep.write(o)
+}
+
+// repResult is one repetition of one run.
+type repResult struct {
+	WallSeconds     float64          `json:"wallSeconds"`
+	ArchiveBytes    int64            `json:"archiveBytes"`
+	Parts           int              `json:"parts"`
+	Batches         int              `json:"batches"`
+	StreamedBytes   int64            `json:"streamedBytes"` // archive bytes sent with UploadPart (workers and finalizer)
+	CopiedBytes     int64            `json:"copiedBytes"`   // archive bytes copied server-side
+	LinkToWorkers   int64            `json:"linkToWorkers"` // bytes that crossed the shaped links into the namespaces
+	LinkFromWorkers int64            `json:"linkFromWorkers"`
+	Requests        map[string]int64 `json:"requests"` // parent (planner, map, finalizer) plus workers
+	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
+	Err             string           `json:"error,omitempty"`
+}
+
+func runOnce(ctx context.Context, base *s3.Client, pool *lambdaPool, nets []lambdaNet, r runSpec, rep int) repResult {
+	var res repResult
+	counter := s3metrics.New()
+	client := s3.New(base.Options(), counter.Option())
+	per := r.PartsPerBatch
+	if per == 0 {
+		per = plan.MaxParts
+	}
+	runner := &workflow.Runner{
+		S3:            client,
+		Config:        workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers},
+		PartsPerBatch: per,
+		Batch:         pool.build,
+		Log:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	dest := fmt.Sprintf("out/%s-%d.zip", r.Name, rep)
+	req, _ := json.Marshal(workflow.Request{
+		Source:      workflow.Source{Bucket: bucket, Prefix: srcPrefix},
+		Destination: workflow.Destination{Bucket: bucket, Key: dest},
+		Options:     workflow.Options{Strategy: r.Strategy, MaxConcurrency: r.Workers, Overwrite: true},
+	})
+	before, err := readLinkBytes(nets)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	start := time.Now()
+	out, err := runner.Run(ctx, req, fmt.Sprintf("bench-%s-%d", r.Name, rep))
+	res.WallSeconds = time.Since(start).Seconds()
+	after, lerr := readLinkBytes(nets)
+	if err == nil {
+		err = lerr
+	}
+	res.LinkToWorkers, res.LinkFromWorkers = after.toWorkers-before.toWorkers, after.fromWorkers-before.fromWorkers
+	workerReqs, rss, batches := pool.snapshot()
+	res.Requests = counter.Snapshot()
+	for op, n := range workerReqs {
+		res.Requests[op] += n
+	}
+	res.PeakWorkerRSS, res.Batches = rss, batches
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	st := out.Output.Stats
+	res.ArchiveBytes, res.Parts = out.Output.Archive.Size, st.Parts
+	res.StreamedBytes, res.CopiedBytes = st.StreamedBytesActual, st.CopiedBytesActual
+	// The archives are not kept: 5 strategies × 3 repetitions would fill the disk.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if _, err := base.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(dest)}); err != nil {
+		res.Err = "delete archive: " + err.Error()
+	}
+	return res
+}
+
+// server is the versitygw process.
+type server struct {
+	cmd                  *exec.Cmd
+	endpoint, port       string
+	accessKey, secretKey string
+}
+
+func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, error) {
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		return nil, fmt.Errorf("find a free port on %s: %w", ip, err)
+	}
+	port := fmt.Sprintf(":%d", l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	s := &server{endpoint: "http://" + ip + port, port: port, accessKey: "bench" + randHex(), secretKey: randHex() + randHex()}
+	s.cmd = exec.Command(bin, "--port", ip+port, "--quiet", "posix", dataDir)
+	s.cmd.Env = []string{"ROOT_ACCESS_KEY=" + s.accessKey, "ROOT_SECRET_KEY=" + s.secretKey, "VGW_REGION=" + region, "PATH=" + os.Getenv("PATH")}
+	logf, err := os.Create(filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log"))
+	if err != nil {
+		return nil, err
+	}
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start versitygw: %w", err)
+	}
+	hc := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		resp, err := hc.Get(s.endpoint + "/")
+		if err == nil {
+			resp.Body.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.stop()
+			return nil, fmt.Errorf("versitygw at %s did not answer: %v (log: %s)", s.endpoint, err, logf.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func randHex() string {
+	b := make([]byte, 8)
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		_, _ = f.Read(b)
+		f.Close()
+	}
+	return fmt.Sprintf("%x", b)
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := "?"
+	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(raw))
+	}
+	mem := ""
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.SplitN(string(raw), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+	}
+	return fmt.Sprintf("%d × %s%s, Linux %s, %s", runtime.NumCPU(), cpu, mem, kernel, runtime.Version())
+}
+
+func sum(m map[string]int64) int64 {
+	var t int64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+func sortedOps(m map[string]int64) []string {
+	ops := make([]string, 0, len(m))
+	for op := range m {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(a, b int) bool {
+		if m[ops[a]] != m[ops[b]] {
+			return m[ops[a]] > m[ops[b]]
+		}
+		return ops[a] < ops[b]
+	})
+	return ops
+}

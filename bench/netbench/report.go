@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// runSummary is one run over its repetitions: wall time as median, min and
+// max; the other numbers are those of the median repetition, except peak
+// memory, the largest seen.
+type runSummary struct {
+	runSpec
+	Reps            int              `json:"reps"`
+	Failed          int              `json:"failed"`
+	FirstError      string           `json:"firstError,omitempty"`
+	MedianSeconds   float64          `json:"medianSeconds"`
+	MinSeconds      float64          `json:"minSeconds"`
+	MaxSeconds      float64          `json:"maxSeconds"`
+	ArchiveBytes    int64            `json:"archiveBytes"`
+	Parts           int              `json:"parts"`
+	Batches         int              `json:"batches"`
+	StreamedBytes   int64            `json:"streamedBytes"`
+	CopiedBytes     int64            `json:"copiedBytes"`
+	LinkToWorkers   int64            `json:"linkToWorkers"`
+	LinkFromWorkers int64            `json:"linkFromWorkers"`
+	Requests        map[string]int64 `json:"requests"`
+	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
+	All             []repResult      `json:"repetitions"`
+}
+
+func summarize(r runSpec, reps []repResult) runSummary {
+	s := runSummary{runSpec: r, Reps: len(reps), All: reps}
+	var ok []repResult
+	for _, x := range reps {
+		s.PeakWorkerRSS = max(s.PeakWorkerRSS, x.PeakWorkerRSS)
+		if x.Err != "" {
+			s.Failed++
+			if s.FirstError == "" {
+				s.FirstError = x.Err
+			}
+			continue
+		}
+		ok = append(ok, x)
+	}
+	if len(ok) == 0 {
+		return s
+	}
+	sort.Slice(ok, func(a, b int) bool { return ok[a].WallSeconds < ok[b].WallSeconds })
+	m := ok[len(ok)/2]
+	s.MinSeconds, s.MaxSeconds = ok[0].WallSeconds, ok[len(ok)-1].WallSeconds
+	if len(ok)%2 == 0 {
+		s.MedianSeconds = (ok[len(ok)/2-1].WallSeconds + m.WallSeconds) / 2
+	} else {
+		s.MedianSeconds = m.WallSeconds
+	}
+	s.ArchiveBytes, s.Parts, s.Batches = m.ArchiveBytes, m.Parts, m.Batches
+	s.StreamedBytes, s.CopiedBytes = m.StreamedBytes, m.CopiedBytes
+	s.LinkToWorkers, s.LinkFromWorkers = m.LinkToWorkers, m.LinkFromWorkers
+	s.Requests = m.Requests
+	return s
+}
+
+type report struct {
+	Label   string       `json:"label"`
+	When    time.Time    `json:"when"`
+	Machine string       `json:"machine"`
+	Command string       `json:"command"`
+	Count   int          `json:"count"`
+	Seed    uint64       `json:"seed"`
+	Workers int          `json:"workers"`
+	Repeats int          `json:"repeats"`
+	Shaping shaping      `json:"shaping"`
+	Notes   []string     `json:"notes,omitempty"`
+	Runs    []runSummary `json:"runs"`
+}
+
+func (r *report) find(name string) *runSummary {
+	for i := range r.Runs {
+		if r.Runs[i].Strategy+"-"+fmt.Sprint(r.Runs[i].Workers) == name && r.Runs[i].Failed < r.Runs[i].Reps {
+			return &r.Runs[i]
+		}
+	}
+	return nil
+}
+
+// table is the report as Markdown.
+func (r *report) table() string {
+	var b strings.Builder
+	archive := int64(0)
+	for _, s := range r.Runs {
+		archive = max(archive, s.ArchiveBytes)
+	}
+	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d), archive %s; N = %d workers, each its own network namespace capped at %s each way; %d repetitions per run.\n\n",
+		r.Count, r.Seed, mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
+	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links) | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
+	for _, s := range r.Runs {
+		if s.Failed == s.Reps {
+			fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | %s | |\n", s.Name, s.Stands, mdEscape(tail(s.FirstError, 300)))
+			continue
+		}
+		var ops []string
+		for _, op := range sortedOps(s.Requests) {
+			ops = append(ops, fmt.Sprintf("%s %d", op, s.Requests[op]))
+		}
+		failed := ""
+		if s.Failed > 0 {
+			failed = fmt.Sprintf(" (%d of %d failed)", s.Failed, s.Reps)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f | %.2f | %s (%s in, %s out) | %s (%.1f%%) | %s | %d | %s | %s |\n",
+			s.Name, s.Stands, s.MedianSeconds, failed, s.MinSeconds, s.MaxSeconds,
+			mib(s.LinkToWorkers+s.LinkFromWorkers), mib(s.LinkToWorkers), mib(s.LinkFromWorkers),
+			mib(s.StreamedBytes), 100*float64(s.StreamedBytes)/float64(max(s.ArchiveBytes, 1)), mib(s.CopiedBytes),
+			sum(s.Requests), strings.Join(ops, ", "), mib(s.PeakWorkerRSS))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nNote: %s.\n", n)
+	}
+	return b.String()
+}
+
+func (r *report) write(o options) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	doc, _ := json.MarshalIndent(r, "", "  ")
+	results := filepath.Join(o.out, "results.json")
+	if err := os.WriteFile(results, doc, 0o644); err != nil {
+		return err
+	}
+	table := r.table()
+	if err := os.WriteFile(filepath.Join(o.out, "table.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\n%s\nmachine: %s\ncommand: %s\nresults: %s\n", table, r.Machine, r.Command, results)
+	if o.chart != "" {
+		cmd := exec.Command(o.python, "bench/chart.py", results, o.chart)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("chart: %w", err)
+		}
+		fmt.Printf("chart: %s\n", o.chart)
+	}
+	if o.readme != "" {
+		if err := r.updateReadme(o.readme, o.chart); err != nil {
+			return err
+		}
+		fmt.Printf("README: %s Performance section updated\n", o.readme)
+	}
+	r.printVerdict()
+	return nil
+}
+
+const (
+	startMarker = "<!-- bench:start -->"
+	endMarker   = "<!-- bench:end -->"
+)
+
+// updateReadme replaces what lies between the markers, or adds a Performance
+// section with them at the end.
+func (r *report) updateReadme(path, chart string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n<!-- written by `make bench` (bench/netbench); edits here are overwritten -->\n", startMarker)
+	fmt.Fprintf(&b, "Measured %s on %s with `%s` (bench/README.md says how).\n\n", r.When.Format("2006-01-02"), r.Machine, map[bool]string{true: "make " + r.Label, false: r.Command}[r.Label != ""])
+	b.WriteString(r.table())
+	if chart != "" {
+		rel, err := filepath.Rel(filepath.Dir(path), chart)
+		if err != nil {
+			rel = chart
+		}
+		fmt.Fprintf(&b, "\n![wall time per run](%s)\n", rel)
+	}
+	b.WriteString(endMarker)
+	section := b.String()
+	s := string(raw)
+	i, j := strings.Index(s, startMarker), strings.Index(s, endMarker)
+	switch {
+	case i >= 0 && j > i:
+		s = s[:i] + section + s[j+len(endMarker):]
+	case i < 0 && j < 0:
+		s = strings.TrimRight(s, "\n") + "\n\n## Performance\n\n" + section + "\n"
+	default:
+		return fmt.Errorf("%s: one of %s and %s is missing or they are out of order", path, startMarker, endMarker)
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// printVerdict prints the issue's two target numbers as the last two lines,
+// with the reason on the line before when one cannot be measured yet.
+func (r *report) printVerdict() {
+	var lines, why []string
+	duo1, auto := r.find("duo-1"), r.find(fmt.Sprintf("auto-%d", r.Workers))
+	switch {
+	case duo1 != nil && auto != nil && auto.MedianSeconds > 0:
+		lines = append(lines, fmt.Sprintf("speedup_auto_vs_duo1=%.2f", duo1.MedianSeconds/auto.MedianSeconds))
+	default:
+		why = append(why, "speedup_auto_vs_duo1 is na: "+r.missing("duo-1", duo1, "auto", auto))
+		lines = append(lines, "speedup_auto_vs_duo1=na")
+	}
+	chain := r.find(fmt.Sprintf("chain-%d", r.Workers))
+	if chain != nil && chain.ArchiveBytes > 0 {
+		lines = append(lines, fmt.Sprintf("chain_streamed_fraction=%.4f", float64(chain.StreamedBytes)/float64(chain.ArchiveBytes)))
+	} else {
+		why = append(why, "chain_streamed_fraction is na: "+r.missing("", nil, "chain", chain))
+		lines = append(lines, "chain_streamed_fraction=na")
+	}
+	if len(why) > 0 {
+		fmt.Println("note: " + strings.Join(why, "; "))
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+}
+
+func (r *report) missing(aName string, a *runSummary, bName string, b *runSummary) string {
+	var why []string
+	if aName != "" && a == nil {
+		why = append(why, "the "+aName+" run did not succeed")
+	}
+	if b == nil {
+		reason := "the " + bName + " run did not succeed"
+		for _, n := range r.Notes {
+			if strings.Contains(n, fmt.Sprintf("%q", bName)) {
+				reason = "strategy " + bName + " does not exist yet (" + n + ")"
+			}
+		}
+		why = append(why, reason)
+	}
+	return strings.Join(why, ", ")
+}
+
+func mib(n int64) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%.0f GiB", float64(n)/(1<<30))
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// batch is the worker Lambda as a process: the benchmark runs one per
+// Distributed Map batch, each in its own bandwidth-capped network namespace
+// (bench/README.md). It has no usage line: it is plumbing, not a user command.
+func init() {
+	register(command{"batch", "", runBatch})
+}
+
+// BatchStats is what `s3zip batch --stats` prints on stderr as one JSON line
+// when the batch succeeded.
+type BatchStats struct {
+	Requests     map[string]int64 `json:"requests"`
+	PeakRSSBytes int64            `json:"peakRSSBytes"`
+}
+
+// BatchError is what `s3zip batch` prints on stderr as one JSON line when the
+// batch failed, in the shape of a Lambda function error, so the caller can
+// retry the same error types the state machine retries.
+type BatchError struct {
+	ErrorType    string `json:"errorType"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
+	stats := fs.Bool("stats", false, "print requests by API and peak memory as a JSON line on stderr")
+	verbose := fs.Bool("v", false, "log every part")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	err := buildBatch(ctx, os.Stdin, stdout, *endpoint, *stats, *verbose)
+	if err != nil {
+		line, _ := json.Marshal(BatchError{ErrorType: batchErrorType(err), ErrorMessage: err.Error()})
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+		os.Exit(1)
+	}
+	return nil
+}
+
+func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, endpoint string, stats, verbose bool) error {
+	var in workflow.BatchInput
+	dec := json.NewDecoder(stdin)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return fmt.Errorf("batch: stdin is not a workflow.BatchInput JSON document: %w", err)
+	}
+	client, err := newS3Client(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	counter := s3metrics.New()
+	client = s3.New(client.Options(), counter.Option())
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	w := &workflow.Worker{
+		S3:     client,
+		Config: workflow.Config{WorkBucket: in.BatchInput.Job.WorkBucket},
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	out, err := w.Build(ctx, in)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		return fmt.Errorf("batch: write result: %w", err)
+	}
+	if stats {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		line, _ := json.Marshal(BatchStats{Requests: counter.Snapshot(), PeakRSSBytes: ru.Maxrss * 1024}) // Linux: KiB
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+	}
+	return nil
+}
+
+// batchErrorType is the name the worker Lambda would report for err.
+func batchErrorType(err error) string {
+	var (
+		request  *workflow.RequestError
+		changed  *workflow.SourceChangedError
+		checksum *workflow.ChecksumMismatchError
+		exists   *workflow.DestinationExistsError
+		limit    *workflow.LimitError
+		trans    *workflow.TransientError
+		deadline *workflow.DeadlineError
+	)
+	switch {
+	case errors.As(err, &request):
+		return "RequestError"
+	case errors.As(err, &changed):
+		return "SourceChangedError"
+	case errors.As(err, &checksum):
+		return "ChecksumMismatchError"
+	case errors.As(err, &exists):
+		return "DestinationExistsError"
+	case errors.As(err, &limit):
+		return "LimitError"
+	case errors.As(err, &trans):
+		return "TransientError"
+	case errors.As(err, &deadline):
+		return "DeadlineError"
+	}
+	return "Error"
+}
