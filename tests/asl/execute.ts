@@ -1,0 +1,126 @@
+/**
+ * Runs the real statemachine/archive.asl.json with aws-local-stepfunctions, its Lambda Task
+ * states served over HTTP (by the Go test in this directory), and prints the outcome as one
+ * JSON line on stdout. See README.md for the adapter that stands in for the Distributed Map
+ * features the engine lacks (ItemReader, ItemBatcher, ResultWriter, tolerated failures).
+ *
+ * Environment:
+ *   ASL_INVOKE_URL      base URL of the handler server (required), e.g. http://127.0.0.1:41234
+ *   ASL_INPUT           execution input, JSON (required)
+ *   ASL_EXECUTION_NAME  $$.Execution.Name (default "local-execution")
+ *   ASL_PARTS_PER_BATCH value of ${PartsPerBatch} (default 2)
+ *   ASL_RETRY_MS        pause before every Retry, in ms; "" or "asl" keeps the ASL's own
+ *                       IntervalSeconds/BackoffRate/jitter (default 50)
+ *   ASL_FILE            template to run (default: statemachine/archive.asl.json)
+ *
+ * Output: {"status":"SUCCEEDED","output":...,"events":[...]} or
+ *         {"status":"FAILED","error":"...","cause":"...","events":[...]}.
+ * Exit status 0 whenever the execution ran to an end; non-zero for harness failures.
+ */
+import { readArchiveTemplate, renderDefinition } from '../../infra/lib/asl';
+import { adaptDefinition, type AdapterDeps, type Json } from './adapter';
+
+// aws-local-stepfunctions 3 calls Promise.withResolvers (Node >= 22); Node 20 lacks it.
+const P = Promise as unknown as { withResolvers?: () => unknown };
+if (typeof P.withResolvers !== 'function') {
+  P.withResolvers = function withResolvers<T>() {
+    let resolve!: (v: T | PromiseLike<T>) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<T>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+function env(name: string, fallback?: string): string {
+  const v = process.env[name];
+  if (v !== undefined && v !== '') return v;
+  if (fallback !== undefined) return fallback;
+  throw new Error(`${name} is not set`);
+}
+
+/** The fake function ARNs the placeholders render to, and the handler each one names. */
+const FUNCTIONS: Record<string, string> = {
+  PlannerFunctionArn: 'planner',
+  WorkerFunctionArn: 'worker',
+  FinalizerFunctionArn: 'finalizer',
+  AbortFunctionArn: 'abort',
+};
+const arnOf = (fn: string) => `arn:aws:lambda:us-east-1:123456789012:function:s3zip-local-${fn}`;
+
+async function post(url: string, body: unknown): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/**
+ * An error the engine's Retry/Catch match by `name`, as Step Functions matches a Lambda
+ * function error by its errorType. The message is the Cause: for the lambda:invoke
+ * integration, AWS puts the function's error payload there as a JSON string.
+ */
+function taskError(name: string, cause: string): Error {
+  const err = new Error(cause);
+  err.name = name;
+  return err;
+}
+
+async function main() {
+  const base = env('ASL_INVOKE_URL').replace(/\/+$/, '');
+  const input = JSON.parse(env('ASL_INPUT')) as Json;
+  const executionName = env('ASL_EXECUTION_NAME', 'local-execution');
+  const retry = env('ASL_RETRY_MS', '50');
+  const template = process.env.ASL_FILE ? readArchiveTemplate(process.env.ASL_FILE) : readArchiveTemplate();
+
+  const substitutions: Record<string, string | number> = {
+    MapExecutionType: 'STANDARD',
+    PartsPerBatch: Number(env('ASL_PARTS_PER_BATCH', '2')),
+  };
+  const byArn = new Map<string, string>();
+  for (const [placeholder, fn] of Object.entries(FUNCTIONS)) {
+    substitutions[placeholder] = arnOf(fn);
+    byArn.set(arnOf(fn), fn);
+  }
+  const definition = renderDefinition(substitutions, template) as Json;
+
+  /** Invokes a function the way the lambda:invoke integration does (RequestResponse). */
+  async function invoke(functionName: string, payload: Json): Promise<Json> {
+    const fn = byArn.get(functionName) ?? functionName;
+    const res = await post(`${base}/invoke/${encodeURIComponent(fn)}`, payload);
+    if (res.status >= 200 && res.status < 300) return JSON.parse(res.text) as Json;
+    let errorType = 'Lambda.ServiceException';
+    try {
+      const doc = JSON.parse(res.text) as { errorType?: string };
+      if (doc.errorType) errorType = doc.errorType;
+    } catch {
+      // not a function error document: a service error
+    }
+    throw taskError(errorType, res.text);
+  }
+
+  const deps: AdapterDeps = {
+    invoke,
+    adapter: async (what, body) => {
+      const res = await post(`${base}/adapter/${what}`, body);
+      if (res.status >= 200 && res.status < 300) return JSON.parse(res.text) as Json;
+      // S3 errors of the ItemReader / ResultWriter fail the Map state as States.* errors do.
+      const doc = JSON.parse(res.text) as { errorType?: string };
+      throw taskError(doc.errorType ?? 'States.Runtime', res.text);
+    },
+    retryMs: retry === 'asl' ? undefined : Number(retry),
+    executionName,
+  };
+  const adapted = adaptDefinition(definition, deps);
+  const outcome = await adapted.run(input);
+  process.stdout.write(JSON.stringify(outcome) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`execute.ts: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(2);
+});

@@ -1,0 +1,427 @@
+package asl_test
+
+// The harness: the Go handlers behind an HTTP server on loopback, the S3 side of
+// the Distributed Map adapter, and a runner for execute.ts (README.md).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// LambdaErrorType is the errorType the Lambda Go runtime (aws-lambda-go's
+// lambdaErrorResponse) reports for an error a handler returns: the name of the
+// error value's own type, pointer stripped. It does not unwrap, so an error
+// wrapped with fmt.Errorf("...: %w") is reported as "wrapError" whatever it wraps.
+func LambdaErrorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		return t.Elem().Name()
+	}
+	return t.Name()
+}
+
+// ContractErrorType is the errorType docs/contract.md promises for err: the
+// first s3zip error type in its chain (what workflow.Runner uses locally).
+func ContractErrorType(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.(type) {
+		case *workflow.RequestError, *workflow.SourceChangedError, *workflow.ChecksumMismatchError,
+			*workflow.DestinationExistsError, *workflow.LimitError, *workflow.TransientError, *workflow.DeadlineError:
+			return LambdaErrorType(e)
+		}
+	}
+	return LambdaErrorType(err)
+}
+
+// Fault lets a test fail or delay an invocation: called before the handler
+// with the function's invocation count (1 for the first); a non-nil error is
+// returned as the function's error instead of running the handler.
+type Fault func(ctx context.Context, attempt int, payload json.RawMessage) error
+
+// Invocation is one recorded call of a function.
+type Invocation struct {
+	Function  string
+	Attempt   int
+	Err       error  // nil when it succeeded
+	ErrorType string // what the function reported (Lambda semantics)
+}
+
+// Functions serves the four handlers over HTTP the way Lambda would run them.
+type Functions struct {
+	S3     workflow.S3
+	Config workflow.Config
+	Log    *slog.Logger
+	// ErrorType names a returned error as Lambda reports it (default LambdaErrorType).
+	ErrorType func(error) string
+
+	mu     sync.Mutex
+	faults map[string]Fault
+	calls  []Invocation
+	count  map[string]int
+}
+
+// SetFault installs (nil: removes) the fault hook of function fn.
+func (f *Functions) SetFault(fn string, fault Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.faults == nil {
+		f.faults = map[string]Fault{}
+	}
+	f.faults[fn] = fault
+}
+
+// Calls returns the invocations of fn so far ("" for all).
+func (f *Functions) Calls(fn string) []Invocation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Invocation
+	for _, c := range f.calls {
+		if fn == "" || c.Function == fn {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *Functions) handler(name string) (func(context.Context, json.RawMessage) (any, error), bool) {
+	cfg := f.Config
+	switch name {
+	case "planner":
+		h := &workflow.Planner{S3: f.S3, Config: cfg, Log: f.Log}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var in workflow.PlanInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, err
+			}
+			return h.Plan(ctx, in)
+		}, true
+	case "worker":
+		h := &workflow.Worker{S3: f.S3, Config: cfg, Log: f.Log}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var in workflow.BatchInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, err
+			}
+			return h.Build(ctx, in)
+		}, true
+	case "finalizer":
+		h := &workflow.Finalizer{S3: f.S3, Config: cfg, Log: f.Log}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var in workflow.FinalizeInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, err
+			}
+			return h.Finalize(ctx, in)
+		}, true
+	case "abort":
+		h := &workflow.Aborter{S3: f.S3, Config: cfg, Log: f.Log, Sleep: func(time.Duration) { time.Sleep(20 * time.Millisecond) }}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var in workflow.AbortInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, err
+			}
+			return h.Abort(ctx, in)
+		}, true
+	}
+	return nil, false
+}
+
+// ServeHTTP: POST /invoke/{planner|worker|finalizer|abort} and /adapter/{read-items|write-results}.
+func (f *Functions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil || r.Method != http.MethodPost {
+		http.Error(w, "POST a JSON body", http.StatusBadRequest)
+		return
+	}
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/invoke/"):
+		f.invoke(w, r.Context(), strings.TrimPrefix(r.URL.Path, "/invoke/"), body)
+	case r.URL.Path == "/adapter/read-items":
+		out, err := readItems(r.Context(), f.S3, body)
+		reply(w, out, err, "States.ItemReaderFailed")
+	case r.URL.Path == "/adapter/write-results":
+		out, err := writeResults(r.Context(), f.S3, body)
+		reply(w, out, err, "States.ResultWriterFailed")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *Functions) invoke(w http.ResponseWriter, ctx context.Context, name string, payload []byte) {
+	h, ok := f.handler(name)
+	if !ok {
+		// What the lambda:invoke integration reports for a function that does not exist.
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]string{"errorType": "Lambda.ResourceNotFoundException", "errorMessage": "no function " + name})
+		return
+	}
+	f.mu.Lock()
+	if f.count == nil {
+		f.count = map[string]int{}
+	}
+	f.count[name]++
+	attempt := f.count[name]
+	fault := f.faults[name]
+	f.mu.Unlock()
+
+	var out any
+	var err error
+	if fault != nil {
+		err = fault(ctx, attempt, payload)
+	}
+	if err == nil {
+		out, err = h(ctx, payload)
+	}
+	inv := Invocation{Function: name, Attempt: attempt, Err: err}
+	if err != nil {
+		errorType := f.ErrorType
+		if errorType == nil {
+			errorType = LambdaErrorType
+		}
+		inv.ErrorType = errorType(err)
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, inv)
+	f.mu.Unlock()
+	if err != nil {
+		// The Lambda runtime's error document; Step Functions matches Retry/Catch on errorType.
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(map[string]string{"errorType": inv.ErrorType, "errorMessage": err.Error()})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func reply(w http.ResponseWriter, out any, err error, errorType string) {
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(map[string]string{"errorType": errorType, "errorMessage": err.Error()})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// readItems is the ItemReader: arn:aws:states:::s3:getObject of a JSONL or
+// JSON-array object, with the resolved ReaderConfig and Parameters.
+func readItems(ctx context.Context, c workflow.S3, body []byte) (any, error) {
+	var in struct {
+		Resource     string
+		ReaderConfig struct{ InputType string }
+		Parameters   struct{ Bucket, Key string }
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, err
+	}
+	if in.Resource != "arn:aws:states:::s3:getObject" {
+		return nil, fmt.Errorf("ItemReader resource %q: the adapter reads only arn:aws:states:::s3:getObject", in.Resource)
+	}
+	obj, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &in.Parameters.Bucket, Key: &in.Parameters.Key})
+	if err != nil {
+		return nil, fmt.Errorf("ItemReader s3://%s/%s: %w", in.Parameters.Bucket, in.Parameters.Key, err)
+	}
+	defer obj.Body.Close()
+	doc, err := io.ReadAll(obj.Body)
+	if err != nil {
+		return nil, err
+	}
+	items := []json.RawMessage{}
+	switch in.ReaderConfig.InputType {
+	case "JSONL":
+		for i, line := range bytes.Split(doc, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if !json.Valid(line) {
+				return nil, fmt.Errorf("ItemReader s3://%s/%s line %d is not JSON", in.Parameters.Bucket, in.Parameters.Key, i+1)
+			}
+			items = append(items, json.RawMessage(line))
+		}
+	case "JSON", "":
+		if err := json.Unmarshal(doc, &items); err != nil {
+			return nil, fmt.Errorf("ItemReader s3://%s/%s: %w", in.Parameters.Bucket, in.Parameters.Key, err)
+		}
+	default:
+		return nil, fmt.Errorf("ItemReader InputType %q: the adapter reads JSON and JSONL", in.ReaderConfig.InputType)
+	}
+	return map[string]any{"Items": items}, nil
+}
+
+// writeResults is the ResultWriter: <Prefix>/<map run id>/SUCCEEDED_n.json,
+// FAILED_n.json and manifest.json (the layout workflow.ResultManifest reads).
+func writeResults(ctx context.Context, c workflow.S3, body []byte) (any, error) {
+	var in struct {
+		Resource          string
+		Parameters        struct{ Bucket, Prefix string }
+		MapRunArn         string
+		Succeeded, Failed []json.RawMessage
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, err
+	}
+	if in.Resource != "arn:aws:states:::s3:putObject" {
+		return nil, fmt.Errorf("ResultWriter resource %q: the adapter writes only arn:aws:states:::s3:putObject", in.Resource)
+	}
+	bucket := in.Parameters.Bucket
+	prefix := ""
+	if in.Parameters.Prefix != "" {
+		prefix = strings.TrimSuffix(in.Parameters.Prefix, "/") + "/"
+	}
+	run := in.MapRunArn[strings.LastIndex(in.MapRunArn, ":")+1:]
+	prefix += run + "/"
+	put := func(key string, v any) (int64, error) {
+		doc, err := json.Marshal(v)
+		if err != nil {
+			return 0, err
+		}
+		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+		if err != nil {
+			return 0, fmt.Errorf("ResultWriter s3://%s/%s: %w", bucket, key, err)
+		}
+		return int64(len(doc)), nil
+	}
+	var m workflow.ResultManifest
+	m.DestinationBucket, m.MapRunArn = bucket, in.MapRunArn
+	m.ResultFiles.Succeeded, m.ResultFiles.Failed, m.ResultFiles.Pending = []workflow.ResultFile{}, []workflow.ResultFile{}, []workflow.ResultFile{}
+	const perFile = 1000
+	for _, set := range []struct {
+		status  string
+		records []json.RawMessage
+		files   *[]workflow.ResultFile
+	}{{"SUCCEEDED", in.Succeeded, &m.ResultFiles.Succeeded}, {"FAILED", in.Failed, &m.ResultFiles.Failed}} {
+		for i := 0; i < len(set.records); i += perFile {
+			key := fmt.Sprintf("%s%s_%d.json", prefix, set.status, i/perFile)
+			size, err := put(key, set.records[i:min(i+perFile, len(set.records))])
+			if err != nil {
+				return nil, err
+			}
+			*set.files = append(*set.files, workflow.ResultFile{Key: key, Size: size})
+		}
+	}
+	if _, err := put(prefix+"manifest.json", m); err != nil {
+		return nil, err
+	}
+	return workflow.ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}, nil
+}
+
+// Serve starts the functions on 127.0.0.1 and returns the base URL.
+func (f *Functions) Serve(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// Outcome is what execute.ts prints.
+type Outcome struct {
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Error  string          `json:"error"`
+	Cause  string          `json:"cause"`
+	Events []Event         `json:"events"`
+}
+
+// Event is one engine event (adapter.ts SimpleEvent).
+type Event struct {
+	Type        string   `json:"type"`
+	State       string   `json:"state"`
+	Child       string   `json:"child"`
+	Error       string   `json:"error"`
+	Attempt     int      `json:"attempt"`
+	ErrorEquals []string `json:"errorEquals"`
+}
+
+// repoRoot is the module root (this package is tests/asl).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root not found from %s: %v", root, err)
+	}
+	return root
+}
+
+// requireNode fails (never skips) when node or the npm packages are missing.
+func requireNode(t *testing.T, root string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node not found on PATH: these tests run statemachine/archive.asl.json with aws-local-stepfunctions (Node >= 20)")
+	}
+	for _, pkg := range []string{"aws-local-stepfunctions", "tsx"} {
+		if _, err := os.Stat(filepath.Join(root, "node_modules", pkg, "package.json")); err != nil {
+			t.Fatalf("node_modules/%s is missing: run `npm ci` (or `make node`) in %s first", pkg, root)
+		}
+	}
+	return node
+}
+
+// RunOptions configure one execution.
+type RunOptions struct {
+	Execution     string
+	PartsPerBatch int
+	RetryMillis   string // "" → execute.ts default; "asl" keeps the ASL's intervals
+}
+
+// Execute runs statemachine/archive.asl.json once with input against the
+// functions at url and returns the outcome.
+func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
+	t.Helper()
+	root := repoRoot(t)
+	node := requireNode(t, root)
+	in, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PartsPerBatch == 0 {
+		o.PartsPerBatch = 2
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--import", "tsx", filepath.Join("tests", "asl", "execute.ts"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"ASL_INVOKE_URL="+url,
+		"ASL_INPUT="+string(in),
+		"ASL_EXECUTION_NAME="+o.Execution,
+		fmt.Sprintf("ASL_PARTS_PER_BATCH=%d", o.PartsPerBatch),
+		"ASL_RETRY_MS="+o.RetryMillis,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node execute.ts: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
+	}
+	var out Outcome
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("execute.ts output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return &out
+}
