@@ -53,6 +53,8 @@ func execute(t testing.TB, p *Plan) []byte {
 			buf := make([]byte, part.Size())
 			content(e.Source.Key, part.Start-e.DataOffset(), part.End-e.DataOffset(), buf)
 			out = append(out, buf...)
+		case PartChain:
+			out = append(out, buildChain(t, part, ents)...)
 		case PartUpload:
 			buf, crcs, err := BuildPart(part, ents, p.DirectoryOffset, nil, readAll)
 			if err != nil {
@@ -153,4 +155,33 @@ func mustPlan(t testing.TB, entries []Entry, opts Options) *Plan {
 		t.Fatalf("Validate: %v", err)
 	}
 	return p
+}
+
+// buildChain assembles a chain part the way the rounds do server-side:
+// generated headers need their CRCs known up front.
+func buildChain(t testing.TB, part *Part, ents []PlacedEntry) []byte {
+	t.Helper()
+	var out []byte
+	for _, r := range ChainRounds(ents, part.Start, part.End) {
+		for _, pc := range append(r.Middle, r.Last) {
+			for _, seg := range pc.Segments {
+				e := &ents[seg.Entry]
+				switch seg.Kind {
+				case SegmentHeader:
+					if !e.CRC32.Known {
+						t.Fatalf("chain part %d writes the header of %q without its CRC", part.Number, e.Name)
+					}
+					out = append(out, AppendLocalHeader(nil, e, e.CRC32.Sum)[seg.From:seg.To]...)
+				case SegmentData:
+					buf := make([]byte, seg.To-seg.From)
+					content(e.Source.Key, seg.From, seg.To, buf)
+					out = append(out, buf...)
+				}
+			}
+		}
+	}
+	if int64(len(out)) != part.Size() {
+		t.Fatalf("chain part %d built %d bytes, want %d", part.Number, len(out), part.Size())
+	}
+	return out
 }

@@ -24,20 +24,26 @@ type Strategy string
 const (
 	// StrategyStream sends every byte through workers (UploadPart only).
 	StrategyStream Strategy = "stream"
+	// StrategyChain lays out like duo, then builds each run between copies
+	// server-side (chain parts) so that no object bytes pass through workers.
+	StrategyChain Strategy = "chain"
+	// StrategyAuto chooses per run between streaming and chaining with the
+	// cost model (model.go): fastest under a cost cap.
+	StrategyAuto Strategy = "auto"
 	// StrategyDuo copies every object it can server-side (UploadPartCopy) and
 	// streams small objects, headers and short prefixes in the parts between.
 	StrategyDuo Strategy = "duo"
 )
 
-// ParseStrategy accepts "" (the default, duo) and the strategy names.
+// ParseStrategy accepts "" (the default, auto) and the strategy names.
 func ParseStrategy(s string) (Strategy, error) {
 	switch Strategy(s) {
-	case "", StrategyDuo:
-		return StrategyDuo, nil
-	case StrategyStream:
-		return StrategyStream, nil
+	case "", StrategyAuto:
+		return StrategyAuto, nil
+	case StrategyStream, StrategyDuo, StrategyChain:
+		return Strategy(s), nil
 	}
-	return "", fmt.Errorf("strategy %q: want stream or duo", s)
+	return "", fmt.Errorf("strategy %q: want auto, stream, duo or chain", s)
 }
 
 // PartKind says how a worker produces a part.
@@ -82,6 +88,11 @@ type Options struct {
 	// Workers is how many workers will build parts at once; streamed parts
 	// are cut so that their count is a multiple of it where sizes allow.
 	Workers int
+	// Model prices and times plans for auto (default DefaultModel).
+	Model *Model
+	// CostCap bounds auto's choice: at most this many times the cheapest
+	// plan's predicted cost (default 2).
+	CostCap float64
 }
 
 // Plan is the byte-exact layout of an archive and its parts.
@@ -124,19 +135,32 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 	if err := checkEntries(entries); err != nil {
 		return nil, err
 	}
+	switch opts.Strategy {
+	case StrategyStream, StrategyDuo, StrategyChain:
+	case StrategyAuto, "":
+		return makeAuto(entries, opts)
+	default:
+		return nil, fmt.Errorf("strategy %q: want auto, stream, duo or chain", opts.Strategy)
+	}
 	var l layout
 	switch opts.Strategy {
 	case StrategyStream:
 		l = streamLayout(entries)
-	case StrategyDuo, "":
-		opts.Strategy = StrategyDuo
+	case StrategyDuo:
 		l = duoLayout(entries)
-	default:
-		return nil, fmt.Errorf("strategy %q: want stream or duo", opts.Strategy)
+	case StrategyChain:
+		l = chainLayout(entries)
 	}
+	chain := func(span) bool { return opts.Strategy == StrategyChain }
+	return planWith(entries, l, opts, chain)
+}
+
+// planWith places entries in the layout's order and cuts parts, building
+// the runs between copies server-side where chain says so.
+func planWith(entries []Entry, l layout, opts Options, chain func(span) bool) (*Plan, error) {
 	p := place(entries, l)
 	p.Strategy = opts.Strategy
-	if err := p.cut(l, opts); err != nil {
+	if err := p.cut(l, opts, chain); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -207,7 +231,7 @@ type span struct {
 
 // cut turns the layout's copies into parts, streams what lies between them,
 // and repairs any streamed run too short to be a part.
-func (p *Plan) cut(l layout, opts Options) error {
+func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 	var spans []span
 	pos := int64(0)
 	for i, src := range l.order {
@@ -232,14 +256,21 @@ func (p *Plan) cut(l layout, opts Options) error {
 		switch {
 		case s.copy:
 			parts = append(parts, p.copyParts(s)...)
+		case last && chain(s):
+			parts = p.chainTail(parts, s, opts)
 		case last:
 			parts = append(parts, p.tailParts(s, opts)...)
+		case chain(s):
+			parts = append(parts, cutParts(PartChain, s.start, s.end, opts)...)
 		default:
-			parts = append(parts, uploadParts(s.start, s.end, opts)...)
+			parts = append(parts, cutParts(PartUpload, s.start, s.end, opts)...)
 		}
 	}
+	if len(parts) > MaxParts && p.Strategy != StrategyStream && p.Strategy != StrategyDuo {
+		parts = coalesce(parts)
+	}
 	if len(parts) > MaxParts {
-		return &LimitError{fmt.Sprintf("the %s plan needs %d parts; S3 allows %d in one multipart upload (archive of %d bytes, %d entries): raise the part size or use another strategy",
+		return &LimitError{fmt.Sprintf("the %s plan needs %d parts; S3 allows %d in one multipart upload (archive of %d bytes, %d entries): raise the part size or use the chain or auto strategy, which assemble in two levels",
 			p.Strategy, len(parts), MaxParts, p.Size, len(p.Entries))}
 	}
 	for i := range parts {
@@ -317,14 +348,14 @@ func (p *Plan) tailParts(s span, opts Options) []Part {
 	if p.DirectoryOffset-s.start < MinPartSize {
 		return []Part{{Kind: PartUpload, Start: s.start, End: s.end}}
 	}
-	parts := uploadParts(s.start, p.DirectoryOffset, opts)
+	parts := cutParts(PartUpload, s.start, p.DirectoryOffset, opts)
 	return append(parts, Part{Kind: PartUpload, Start: p.DirectoryOffset, End: s.end})
 }
 
-// uploadParts cuts [start, end) into equal parts near the target size, each
-// between MinPartSize and MaxPartSize, their count a multiple of the worker
-// count where the sizes allow it.
-func uploadParts(start, end int64, opts Options) []Part {
+// cutParts cuts [start, end) into equal parts of a kind near the target
+// size, each between MinPartSize and MaxPartSize, their count a multiple of
+// the worker count where the sizes allow it.
+func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 	size := end - start
 	n := max(1, (size+opts.PartSize/2)/opts.PartSize)
 	maxN := max(1, size/MinPartSize)
@@ -337,7 +368,7 @@ func uploadParts(start, end int64, opts Options) []Part {
 	n = min(max(n, minN), maxN)
 	parts := make([]Part, 0, n)
 	for k := int64(0); k < n; k++ {
-		parts = append(parts, Part{Kind: PartUpload, Start: start + size*k/n, End: start + size*(k+1)/n})
+		parts = append(parts, Part{Kind: kind, Start: start + size*k/n, End: start + size*(k+1)/n})
 	}
 	return parts
 }
@@ -354,14 +385,15 @@ func (p *Plan) describe(part *Part) {
 		part.First = 0
 	}
 	part.NeedCRC = nil
-	if part.Kind != PartUpload || part.Final {
+	if part.Kind == PartCopy || part.Final {
 		return
 	}
 	for i := first; i < last; i++ {
 		e := &p.Entries[i]
 		headerIn := e.Offset < part.End && e.DataOffset() > part.Start
 		whole := e.Offset >= part.Start && e.End() <= part.End
-		if headerIn && !whole {
+		// A chain part reads no data, so it needs every CRC it writes.
+		if headerIn && (!whole || part.Kind == PartChain) {
 			part.NeedCRC = append(part.NeedCRC, i)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-var strategies = []Strategy{StrategyStream, StrategyDuo}
+var strategies = []Strategy{StrategyStream, StrategyDuo, StrategyChain, StrategyAuto}
 
 var t0 = time.Date(2024, 5, 17, 13, 45, 30, 0, time.UTC)
 

@@ -8,11 +8,12 @@ type Requests struct {
 	UploadPartCopy int `json:"uploadPartCopy"`
 	Create         int `json:"create"`
 	Complete       int `json:"complete"`
+	Delete         int `json:"delete"`
 }
 
 // Total is the number of requests.
 func (r Requests) Total() int {
-	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete
+	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
 }
 
 // Stats says what a plan costs before anything runs.
@@ -24,6 +25,10 @@ type Stats struct {
 	Parts         int      `json:"parts"`
 	UploadParts   int      `json:"uploadParts"`
 	CopyParts     int      `json:"copyParts"`
+	ChainParts    int      `json:"chainParts"`
+	ChainRounds   int      `json:"chainRounds"`
+	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
+	ServerCopiedBytes int64 `json:"serverCopiedBytes"`
 	Requests      Requests `json:"requests"`
 	Zip64         bool     `json:"zip64"`
 }
@@ -46,20 +51,40 @@ func (p *Plan) Stats() Stats {
 	s.Requests.Head = len(p.CRCsNeeded())
 	for i := range p.Parts {
 		part := &p.Parts[i]
+		entries := p.Entries[part.First : part.First+part.Count]
 		switch part.Kind {
 		case PartCopy:
 			s.CopyParts++
 			s.CopiedBytes += part.Size()
+			s.ServerCopiedBytes += part.Size()
+			s.Requests.UploadPartCopy++
+		case PartChain:
+			c := CostOfChain(ChainRounds(entries, part.Start, part.End))
+			s.ChainParts++
+			s.ChainRounds += c.Rounds
+			s.StreamedBytes += c.Uploaded
+			s.CopiedBytes += part.Size() - c.Uploaded
+			s.ServerCopiedBytes += c.ServerCopied
+			s.Requests.Create += c.Requests.Create
+			s.Requests.Complete += c.Requests.Complete
+			s.Requests.UploadPart += c.Requests.UploadPart
+			s.Requests.UploadPartCopy += c.Requests.UploadPartCopy
+			s.Requests.Delete += c.Requests.Delete
 		default:
 			s.UploadParts++
 			s.StreamedBytes += part.Size()
-			for _, seg := range Segments(p.Entries[part.First:part.First+part.Count], p.DirectoryOffset, part.Start, part.End) {
+			s.Requests.UploadPart++
+			for _, seg := range Segments(entries, p.DirectoryOffset, part.Start, part.End) {
 				if seg.Kind == SegmentData {
 					s.Requests.Get++
 				}
 			}
 		}
 	}
-	s.Requests.UploadPart, s.Requests.UploadPartCopy = s.UploadParts, s.CopyParts
+	if s.ChainParts > 0 {
+		s.Requests.UploadPart++ // the pad
+		// Round objects are deleted with the work prefix, 1,000 a request.
+		s.Requests.Delete += int(ceilDiv(int64(s.ChainRounds), 1000))
+	}
 	return s
 }

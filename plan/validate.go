@@ -73,6 +73,10 @@ func (p *Plan) Validate() error {
 		}
 		switch part.Kind {
 		case PartUpload:
+		case PartChain:
+			if last {
+				add("the last part %d is a chain: the central directory must be written", part.Number)
+			}
 		case PartCopy:
 			if part.Count != 1 {
 				add("copy part %d spans %d entries", part.Number, part.Count)

@@ -28,14 +28,21 @@ type planSummary struct {
 	Parts            int           `json:"parts"`
 	UploadParts      int           `json:"uploadParts"`
 	CopyParts        int           `json:"copyParts"`
+	ChainParts       int           `json:"chainParts"`
+	ChainRounds      int           `json:"chainRounds"`
+	ServerCopied     int64         `json:"serverCopiedBytes"`
 	Requests         plan.Requests `json:"requests"`
 	Zip64            bool          `json:"zip64"`
 	PlanMillis       float64       `json:"planMillis"`
+	// Predicted on AWS by plan.DefaultModel for Workers.
+	Workers          int     `json:"workers"`
+	PredictedSeconds float64 `json:"predictedSeconds"`
+	PredictedDollars float64 `json:"predictedDollars"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	strategy := fs.String("strategy", "duo", "stream or duo")
+	strategy := fs.String("strategy", "auto", "auto, stream, duo or chain")
 	manifestPath := fs.String("manifest", "", "CSV or JSON Lines manifest with key, size and optionally crc32, name, etag")
 	synthetic := fs.String("synthetic", "", `synthetic data set instead of a manifest: "challenge"`)
 	count := fs.Int("count", 3000, "objects in the synthetic data set")
@@ -83,9 +90,12 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	sum := planSummary{
 		Strategy: s, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
 		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
-		UploadParts: st.UploadParts, CopyParts: st.CopyParts, Requests: st.Requests, Zip64: st.Zip64,
+		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
+		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: *workers,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
+	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: *workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
+	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -96,11 +106,13 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "archive         %s (%d bytes)%s\n", humanBytes(sum.ArchiveBytes), sum.ArchiveBytes, map[bool]string{true: ", ZIP64"}[sum.Zip64])
 	fmt.Fprintf(stdout, "streamed        %s (%.1f%%) through workers\n", humanBytes(sum.StreamedBytes), 100*sum.StreamedFraction)
 	fmt.Fprintf(stdout, "copied          %s server-side\n", humanBytes(sum.CopiedBytes))
-	fmt.Fprintf(stdout, "parts           %d (%d upload, %d copy)\n", sum.Parts, sum.UploadParts, sum.CopyParts)
+	fmt.Fprintf(stdout, "parts           %d (%d upload, %d copy, %d chain in %d rounds)\n", sum.Parts, sum.UploadParts, sum.CopyParts, sum.ChainParts, sum.ChainRounds)
+	fmt.Fprintf(stdout, "server copies   %s (%.2f× the archive)\n", humanBytes(sum.ServerCopied), float64(sum.ServerCopied)/float64(max(sum.ArchiveBytes, 1)))
 	r := sum.Requests
 	fmt.Fprintf(stdout, "requests        %d: %d GET, %d HEAD, %d UploadPart, %d UploadPartCopy, %d create, %d complete\n",
 		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
 	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
+	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
 	return nil
 }
 

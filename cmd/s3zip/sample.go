@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+func init() {
+	register(command{"sample", "upload a synthetic data set (for demos and benchmarks)", runSample})
+}
+
+func runSample(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	dest := fs.String("dest", "", "s3://bucket/prefix/ to upload to")
+	count := fs.Int("count", 200, "objects (sizes follow the challenge distribution, 5 MiB on average)")
+	seed := fs.Uint64("seed", 1, "seed of the data set")
+	scale := fs.Float64("scale", 1, "multiply every size by this (e.g. 0.1 for a quick run)")
+	endpoint := fs.String("endpoint", "", "S3 endpoint URL")
+	concurrency := fs.Int("concurrency", 16, "uploads at once")
+	createBucket := fs.Bool("create-bucket", false, "create the bucket first")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	bucket, prefix, err := parseS3URI(*dest)
+	if err != nil {
+		return fmt.Errorf("sample: --dest: %w", err)
+	}
+	if *scale <= 0 {
+		return fmt.Errorf("sample: --scale %v: want more than 0", *scale)
+	}
+	client, err := newS3Client(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	if *createBucket {
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+			return fmt.Errorf("sample: create bucket %s: %w", bucket, err)
+		}
+	}
+	entries := plan.Challenge(*count, *seed)
+	start := time.Now()
+	var total int64
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(*concurrency)
+	for i, e := range entries {
+		size := int64(float64(e.Size) * *scale)
+		total += size
+		g.Go(func() error {
+			body := make([]byte, size)
+			rng := rand.New(rand.NewPCG(*seed, uint64(i)))
+			for k := 0; k+8 <= len(body); k += 8 {
+				v := rng.Uint64()
+				for b := 0; b < 8; b++ {
+					body[k+b] = byte(v >> (8 * b))
+				}
+			}
+			key := prefix + e.Source.Key[:2] + "/" + e.Source.Key
+			_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(size)})
+			if err != nil {
+				return fmt.Errorf("sample: put s3://%s/%s: %w", bucket, key, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "uploaded %d objects, %s, to s3://%s/%s in %.1f s\n", len(entries), humanBytes(total), bucket, prefix, time.Since(start).Seconds())
+	return nil
+}

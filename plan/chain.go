@@ -1,0 +1,230 @@
+package plan
+
+import "sort"
+
+// Chains: a part built server-side. S3 lets the last part of a multipart
+// upload be of any size, so a small piece can be appended to an object of at
+// least 5 MiB without downloading it: a two-part upload [copy of what is
+// built so far][piece]. A chain starts from a 5 MiB pad object (so that it can
+// start with a local header), appends the part's pieces round by round —
+// generated header bytes, ranged copies of sources; pieces of 5 MiB or more
+// ride along as middle parts of a round — and the finished object, without
+// the pad, is copied into the archive's upload as one part. No object bytes
+// pass through the worker: it sends only local headers.
+
+// PadSize is the size of the zero pad a chain starts from.
+const PadSize = MinPartSize
+
+// ChainPiece is appended in a chain round: generated header bytes (one or
+// more header segments back to back) or a copy of one source range.
+type ChainPiece struct {
+	Copy     bool
+	Segments []Segment
+	Size     int64
+}
+
+// ChainRound appends Middle (copies of at least 5 MiB) and Last to what is
+// built so far.
+type ChainRound struct {
+	Middle []ChainPiece
+	Last   ChainPiece
+}
+
+// ChainRounds lists the rounds that build the archive bytes [start, end)
+// from entries (consecutive placed entries covering the range).
+func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
+	var pieces []ChainPiece
+	for _, s := range Segments(entries, end, start, end) {
+		n := s.To - s.From
+		if s.Kind == SegmentHeader {
+			if k := len(pieces) - 1; k >= 0 && !pieces[k].Copy {
+				pieces[k].Segments = append(pieces[k].Segments, s)
+				pieces[k].Size += n
+				continue
+			}
+			pieces = append(pieces, ChainPiece{Segments: []Segment{s}, Size: n})
+			continue
+		}
+		// A source range over 5 GiB is copied in ranges of at most 5 GiB.
+		k := ceilDiv(n, MaxPartSize)
+		for i := int64(0); i < k; i++ {
+			from, to := s.From+n*i/k, s.From+n*(i+1)/k
+			pieces = append(pieces, ChainPiece{Copy: true, Segments: []Segment{{Kind: SegmentData, Entry: s.Entry, From: from, To: to}}, Size: to - from})
+		}
+	}
+	var rounds []ChainRound
+	var middle []ChainPiece
+	for _, pc := range pieces {
+		if pc.Copy && pc.Size >= MinPartSize {
+			middle = append(middle, pc)
+			continue
+		}
+		rounds = append(rounds, ChainRound{Middle: middle, Last: pc})
+		middle = nil
+	}
+	if n := len(middle); n > 0 {
+		rounds = append(rounds, ChainRound{Middle: middle[:n-1], Last: middle[n-1]})
+	}
+	return rounds
+}
+
+// ChainCost is what building one chain part takes.
+type ChainCost struct {
+	Rounds       int
+	Uploaded     int64 // header bytes sent by the worker
+	ServerCopied int64 // bytes S3 copies, rounds included
+	Requests     Requests
+}
+
+// ChainBase is the range of what is built so far that a round copies: all
+// of it once it is a part's length, before that the last MinPartSize bytes
+// (the end of the pad, then the content), so that no round copies more pad
+// than it needs.
+func ChainBase(built int64) (from, n int64) {
+	if built >= MinPartSize {
+		return PadSize, built
+	}
+	return built, MinPartSize
+}
+
+// CostOfChain prices a chain part's rounds.
+func CostOfChain(rounds []ChainRound) ChainCost {
+	var c ChainCost
+	built := int64(0)
+	for _, r := range rounds {
+		c.Rounds++
+		_, n := ChainBase(built)
+		c.ServerCopied += n
+		c.Requests.Create++
+		c.Requests.Complete++
+		c.Requests.UploadPartCopy++ // what is built so far
+		for _, pc := range append(r.Middle, r.Last) {
+			built += pc.Size
+			if pc.Copy {
+				c.Requests.UploadPartCopy++
+				c.ServerCopied += pc.Size
+			} else {
+				c.Requests.UploadPart++
+				c.Uploaded += pc.Size
+			}
+		}
+	}
+	c.Requests.UploadPartCopy++ // into the archive; round objects go with the work prefix
+	c.ServerCopied += built
+	return c
+}
+
+// chainTail cuts the last span when runs are chained: the data before the
+// central directory becomes chain parts, and the final part holds only the
+// directory. Data too short to be a part joins the part before it.
+func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
+	data := p.DirectoryOffset - s.start
+	final := Part{Kind: PartUpload, Start: p.DirectoryOffset, End: s.end}
+	switch {
+	case data == 0:
+		return append(parts, final)
+	case data >= MinPartSize:
+		return append(append(parts, cutParts(PartChain, s.start, p.DirectoryOffset, opts)...), final)
+	case len(parts) == 0:
+		// The whole archive's data is under 5 MiB: one part, built by the finalizer.
+		return append(parts, Part{Kind: PartUpload, Start: s.start, End: s.end})
+	}
+	last := &parts[len(parts)-1]
+	if last.Size()+data > MaxPartSize {
+		// Keep the copy, shortened, and chain its last 5 MiB with the tail.
+		cut := last.End - MinPartSize
+		last.End = cut
+		return append(parts, Part{Kind: PartChain, Start: cut, End: p.DirectoryOffset}, final)
+	}
+	last.Kind, last.End = PartChain, p.DirectoryOffset
+	return append(parts, final)
+}
+
+// coalesce merges neighbouring parts into chain parts until the upload has
+// at most MaxParts: the second level of a two-level assembly.
+func coalesce(parts []Part) []Part {
+	final := parts[len(parts)-1]
+	body := parts[:len(parts)-1]
+	for g := ceilDiv(int64(len(body)), MaxParts-1); g <= int64(len(body)); g++ {
+		var out []Part
+		for i := 0; i < len(body); {
+			group := body[i]
+			n := int64(1)
+			for i+int(n) < len(body) && n < g && body[i+int(n)].End-group.Start <= MaxPartSize {
+				group.End = body[i+int(n)].End
+				n++
+			}
+			if n > 1 {
+				group.Kind = PartChain
+			}
+			out = append(out, group)
+			i += int(n)
+		}
+		if len(out) < MaxParts {
+			return append(out, final)
+		}
+	}
+	return parts
+}
+
+// chainLayout orders entries for chained runs. Every local header and every
+// object under 5 MiB costs a round, whatever the order; prefixes of copied
+// objects would cost more rounds, so there are none: each run between two
+// copied objects is covered to 5 MiB by whole small objects (largest first,
+// then smallest until covered), and when small objects run out the big ones
+// pair up — one rides in the run as a middle part, the next is copied.
+// Small objects that cover no run are chained after the last copy.
+func chainLayout(entries []Entry) layout {
+	var bigs, smalls []int
+	for i := range entries {
+		if copyable(entries[i]) {
+			bigs = append(bigs, i)
+		} else {
+			smalls = append(smalls, i)
+		}
+	}
+	weight := func(i int) int64 { return localHeaderSize(&entries[i]) + entries[i].Size }
+	sort.SliceStable(smalls, func(a, b int) bool { return weight(smalls[a]) > weight(smalls[b]) })
+	sort.SliceStable(bigs, func(a, b int) bool { return entries[bigs[a]].Size > entries[bigs[b]].Size })
+
+	var runs [][]int
+	lo, hi := 0, len(smalls)-1
+	for lo <= hi && len(runs) < len(bigs) {
+		run := []int{smalls[lo]}
+		sum := weight(smalls[lo])
+		lo++
+		for sum < MinPartSize && lo <= hi {
+			run = append(run, smalls[hi])
+			sum += weight(smalls[hi])
+			hi--
+		}
+		if sum < MinPartSize {
+			lo -= len(run) // not enough left to cover a run: they go to the tail
+			break
+		}
+		runs = append(runs, run)
+	}
+	l := layout{order: make([]int, 0, len(entries)), copyFrom: map[int]int64{}}
+	b := 0
+	for _, run := range runs {
+		l.order = append(l.order, run...)
+		l.order = append(l.order, bigs[b])
+		l.copyFrom[bigs[b]] = 0
+		b++
+	}
+	// Big objects left: pairs of (ridden, copied).
+	for ; b+1 < len(bigs); b += 2 {
+		l.order = append(l.order, bigs[b], bigs[b+1])
+		l.copyFrom[bigs[b+1]] = 0
+	}
+	var tail []int
+	if b < len(bigs) {
+		tail = append(tail, bigs[b])
+	}
+	if lo <= hi {
+		tail = append(tail, smalls[lo:hi+1]...)
+	}
+	sort.Ints(tail)
+	l.order = append(l.order, tail...)
+	return l
+}
