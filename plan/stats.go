@@ -18,19 +18,19 @@ func (r Requests) Total() int {
 
 // Stats says what a plan costs before anything runs.
 type Stats struct {
-	Entries       int      `json:"entries"`
-	ArchiveBytes  int64    `json:"archiveBytes"`
-	StreamedBytes int64    `json:"streamedBytes"`
-	CopiedBytes   int64    `json:"copiedBytes"`
-	Parts         int      `json:"parts"`
-	UploadParts   int      `json:"uploadParts"`
-	CopyParts     int      `json:"copyParts"`
-	ChainParts    int      `json:"chainParts"`
-	ChainRounds   int      `json:"chainRounds"`
+	Entries       int   `json:"entries"`
+	ArchiveBytes  int64 `json:"archiveBytes"`
+	StreamedBytes int64 `json:"streamedBytes"`
+	CopiedBytes   int64 `json:"copiedBytes"`
+	Parts         int   `json:"parts"`
+	UploadParts   int   `json:"uploadParts"`
+	CopyParts     int   `json:"copyParts"`
+	ChainParts    int   `json:"chainParts"`
+	ChainRounds   int   `json:"chainRounds"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
-	ServerCopiedBytes int64 `json:"serverCopiedBytes"`
-	Requests      Requests `json:"requests"`
-	Zip64         bool     `json:"zip64"`
+	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
+	Requests          Requests `json:"requests"`
+	Zip64             bool     `json:"zip64"`
 }
 
 // StreamedFraction is the share of archive bytes that pass through workers.

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -14,6 +17,7 @@ import (
 type AborterS3 interface {
 	uploadAborter
 	objectDeleter
+	objectGetter
 }
 
 // Aborter cleans up after a failed execution: the multipart upload (aborted
@@ -34,10 +38,18 @@ type AbortInput struct {
 	Execution string          `json:"execution"`
 }
 
-// AbortOutput says what was cleaned.
+// AbortOutput is the root cause the execution fails with, and what was cleaned.
 type AbortOutput struct {
-	UploadAborted bool `json:"uploadAborted"`
-	WorkDeleted   int  `json:"workObjectsDeleted"`
+	Error         string `json:"error"`
+	Cause         string `json:"cause"`
+	UploadAborted bool   `json:"uploadAborted"`
+	WorkDeleted   int    `json:"workObjectsDeleted"`
+}
+
+// caught is a Step Functions error as a Catch records it.
+type caught struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
 }
 
 // Abort cleans up. It is safe to run more than once.
@@ -50,7 +62,12 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		execution = job.Execution
 	}
 	log := a.logger().With("execution", execution)
-	out := &AbortOutput{}
+	var cause caught
+	_ = json.Unmarshal(in.Error, &cause)
+	out := &AbortOutput{Error: cause.Error, Cause: cause.Cause}
+	if out.Error == "" {
+		out.Error = "Error"
+	}
 	if job.UploadID != "" && job.Destination.Bucket != "" {
 		if err := a.abortUpload(ctx, &job); err != nil {
 			return out, err
@@ -65,14 +82,50 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		prefix = cfg.workPrefix(execution)
 	}
 	if workBucket != "" && prefix != "" {
+		if strings.HasPrefix(out.Error, "States.") {
+			// A failed Distributed Map reports only that too many batches
+			// failed; the batches' own errors are in its results.
+			if e, ok := a.firstFailedBatch(ctx, workBucket, prefix+"map/"); ok {
+				out.Error, out.Cause = e.Error, e.Cause
+			}
+		}
 		n, err := deletePrefix(ctx, a.S3, workBucket, prefix)
 		if err != nil {
 			return out, err
 		}
 		out.WorkDeleted = n
 	}
-	log.Info("aborted", "uploadAborted", out.UploadAborted, "workObjectsDeleted", out.WorkDeleted, "error", string(in.Error))
+	log.Info("aborted", "uploadAborted", out.UploadAborted, "workObjectsDeleted", out.WorkDeleted, "error", out.Error, "cause", out.Cause)
 	return out, nil
+}
+
+// firstFailedBatch reads the first failed child execution's error from the
+// ResultWriter's FAILED_*.json files under prefix.
+func (a *Aborter) firstFailedBatch(ctx context.Context, bucket, prefix string) (caught, bool) {
+	out, err := a.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		return caught{}, false
+	}
+	for _, o := range out.Contents {
+		key := aws.ToString(o.Key)
+		if !strings.Contains(path.Base(key), "FAILED_") {
+			continue
+		}
+		doc, err := getBytes(ctx, a.S3, bucket, key, 64<<20)
+		if err != nil {
+			continue
+		}
+		var children []ChildResult
+		if json.Unmarshal(doc, &children) != nil {
+			continue
+		}
+		for _, ch := range children {
+			if ch.Error != "" {
+				return caught{Error: ch.Error, Cause: ch.Cause}, true
+			}
+		}
+	}
+	return caught{}, false
 }
 
 func (a *Aborter) logger() *slog.Logger {

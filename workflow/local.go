@@ -84,8 +84,39 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 		}
 		in.Results = results
 	}
+	// FinalizeArchive's Retry: a finalizer run again after a transient
+	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
-	return f.Finalize(ctx, in)
+	var out *FinalizeOutput
+	err := r.retry(ctx, func() error {
+		var err error
+		out, err = f.Finalize(ctx, in)
+		return err
+	}, Retryable, "finalize", job.Execution)
+	return out, err
+}
+
+// retry runs fn up to Attempts times while should(err) says the state
+// machine's Retry would run it again.
+func (r *Runner) retry(ctx context.Context, fn func() error, should func(error) bool, what, execution string) error {
+	attempts := r.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var err error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		if err = fn(); err == nil || !should(err) || ctx.Err() != nil {
+			return err
+		}
+		if r.Log != nil {
+			r.Log.Warn(what+" failed; retrying", "execution", execution, "attempt", attempt, "error", err.Error())
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return err
 }
 
 // buildParts is the Distributed Map: ItemReader over the part jobs,
@@ -195,35 +226,49 @@ func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []C
 func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution string, cause error) error {
 	cfg := r.Config.Defaults()
 	a := &Aborter{S3: r.S3, Config: cfg, Log: r.Log}
-	errDoc, _ := json.Marshal(map[string]string{"Error": errorType(cause), "Cause": cause.Error()})
+	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
 	// Clean up even when the run was cancelled.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	if _, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution}); err != nil {
+	// The Abort state retries every error.
+	abort := func() error {
+		_, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution})
+		return err
+	}
+	if err := r.retry(cctx, abort, func(error) bool { return true }, "abort", execution); err != nil {
 		return errors.Join(cause, fmt.Errorf("abort: %w", err))
 	}
 	return cause
 }
 
-// errorType is the name Lambda would report for err.
-func errorType(err error) string {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch e.(type) {
-		case *RequestError:
-			return "RequestError"
-		case *SourceChangedError:
-			return "SourceChangedError"
-		case *ChecksumMismatchError:
-			return "ChecksumMismatchError"
-		case *DestinationExistsError:
-			return "DestinationExistsError"
-		case *LimitError:
-			return "LimitError"
-		case *TransientError:
-			return "TransientError"
-		case *DeadlineError:
-			return "DeadlineError"
-		}
+// ErrorType is the error type the state machine sees for err: the first of
+// the workflow's error types in its chain, or "Error". The Lambdas report it
+// (Lambda itself would report the outermost wrapper's type).
+func ErrorType(err error) string {
+	var (
+		re  *RequestError
+		sce *SourceChangedError
+		cme *ChecksumMismatchError
+		dee *DestinationExistsError
+		le  *LimitError
+		te  *TransientError
+		de  *DeadlineError
+	)
+	switch {
+	case errors.As(err, &re):
+		return "RequestError"
+	case errors.As(err, &sce):
+		return "SourceChangedError"
+	case errors.As(err, &cme):
+		return "ChecksumMismatchError"
+	case errors.As(err, &dee):
+		return "DestinationExistsError"
+	case errors.As(err, &le):
+		return "LimitError"
+	case errors.As(err, &de):
+		return "DeadlineError"
+	case errors.As(err, &te):
+		return "TransientError"
 	}
 	return "Error"
 }

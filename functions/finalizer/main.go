@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/s3zip/s3zip/internal/lambdaenv"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -17,5 +15,5 @@ func main() {
 		lambdaenv.Fatal(err)
 	}
 	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambda.Start(f.Finalize)
+	lambdaenv.Start(f.Finalize)
 }

@@ -4,8 +4,6 @@ package main
 import (
 	"context"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/s3zip/s3zip/internal/lambdaenv"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -16,5 +14,5 @@ func main() {
 		lambdaenv.Fatal(err)
 	}
 	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambda.Start(w.Build)
+	lambdaenv.Start(w.Build)
 }

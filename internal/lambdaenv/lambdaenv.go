@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,6 +45,19 @@ func Load(ctx context.Context, function string) (*Env, error) {
 		}
 	})
 	return &Env{Log: log, Config: cfg, S3: client}, nil
+}
+
+// Start runs handler as the Lambda's handler. Errors are reported with the
+// workflow's error type (RequestError, TransientError, …) however deeply
+// they are wrapped, so that the state machine's Retry and Catch see them.
+func Start[In, Out any](handler func(context.Context, In) (Out, error)) {
+	lambda.Start(func(ctx context.Context, in In) (Out, error) {
+		out, err := handler(ctx, in)
+		if err != nil {
+			return out, messages.InvokeResponse_Error{Type: workflow.ErrorType(err), Message: err.Error()}
+		}
+		return out, nil
+	})
 }
 
 // Fatal reports a start-up error the way Lambda shows it, and exits.

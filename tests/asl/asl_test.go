@@ -213,9 +213,10 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 		t.Fatalf("execution %s, want FAILED", out.Status)
 	}
 	// A Distributed Map whose failed children exceed ToleratedFailurePercentage fails
-	// with States.ExceedToleratedFailureThreshold, not with the child's error.
-	if out.Error != "States.ExceedToleratedFailureThreshold" {
-		t.Errorf("execution error %q, want States.ExceedToleratedFailureThreshold", out.Error)
+	// with States.ExceedToleratedFailureThreshold; Abort finds the failed batch's
+	// own error in the Map's results and the execution fails with it.
+	if out.Error != "SourceChangedError" {
+		t.Errorf("execution error %q, want SourceChangedError (the failed batch's error, recovered by Abort)", out.Error)
 	}
 	if !strings.Contains(out.Cause, "changed or was deleted after planning") {
 		t.Errorf("execution cause does not carry the worker's error: %s", out.Cause)
@@ -230,7 +231,7 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 	if len(changed) != 1 {
 		t.Errorf("%d worker invocations failed with SourceChangedError; want exactly 1 (it must not be retried)", len(changed))
 	} else if changed[0].ErrorType != "SourceChangedError" {
-		t.Logf("NOTE: Lambda would report the worker's SourceChangedError as errorType %q (aws-lambda-go names the returned error's own type; the worker wraps it)", changed[0].ErrorType)
+		t.Errorf("the worker's SourceChangedError is reported as errorType %q", changed[0].ErrorType)
 	}
 	if caught := events(out, "StateCaught", "BuildParts"); len(caught) != 1 {
 		t.Errorf("BuildParts Catch events: %+v", caught)

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -28,30 +26,10 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-// LambdaErrorType is the errorType the Lambda Go runtime (aws-lambda-go's
-// lambdaErrorResponse) reports for an error a handler returns: the name of the
-// error value's own type, pointer stripped. It does not unwrap, so an error
-// wrapped with fmt.Errorf("...: %w") is reported as "wrapError" whatever it wraps.
-func LambdaErrorType(err error) string {
-	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Pointer {
-		return t.Elem().Name()
-	}
-	return t.Name()
-}
-
-// ContractErrorType is the errorType docs/contract.md promises for err: the
-// first s3zip error type in its chain (what workflow.Runner uses locally).
-func ContractErrorType(err error) string {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch e.(type) {
-		case *workflow.RequestError, *workflow.SourceChangedError, *workflow.ChecksumMismatchError,
-			*workflow.DestinationExistsError, *workflow.LimitError, *workflow.TransientError, *workflow.DeadlineError:
-			return LambdaErrorType(e)
-		}
-	}
-	return LambdaErrorType(err)
-}
+// LambdaErrorType is the errorType the s3zip Lambdas report for an error:
+// functions/*/main.go start their handlers with lambdaenv.Start, which
+// reports workflow.ErrorType (the first s3zip error type in the chain).
+func LambdaErrorType(err error) string { return workflow.ErrorType(err) }
 
 // Fault lets a test fail or delay an invocation: called before the handler
 // with the function's invocation count (1 for the first); a non-nil error is

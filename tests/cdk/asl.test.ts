@@ -154,7 +154,9 @@ describe('contract: flow', () => {
   test('Abort then fails the execution with the original error', () => {
     const abort = states.Abort;
     assert.equal(abort.Next, 'ArchiveFailed');
-    assert.equal(abort.ResultPath, null, 'abort output must not replace $.error');
+    // Abort reports the root cause (the caught error, or a failed Map's first batch error) into $.error.
+    assert.equal(abort.ResultPath, '$.error');
+    assert.deepEqual(abort.ResultSelector, { 'Error.$': '$.Payload.error', 'Cause.$': '$.Payload.cause' });
     assert.equal(abort.Catch.length, 1);
     assert.deepEqual(abort.Catch[0].ErrorEquals, ['States.ALL']);
     assert.equal(abort.Catch[0].Next, 'ArchiveFailed');
