@@ -32,7 +32,7 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
-gotest: tools
+gotest: tools node
 	$(GO) test -race -timeout 30m $(GOPKGS)
 
 nodetest: node lambdas
@@ -43,9 +43,11 @@ check: vet
 ## test: everything a newcomer runs; CI also runs test-long
 test: vet gotest nodetest test-faults
 
-## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries
+## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries, and the load tests
 test-long: tools
 	S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|e2e_test'
+	@# load: a 100,000-entry archive end to end, a 1,000,000-entry plan; each handler's peak memory vs its Lambda
+	S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Load' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
 
 ## plan: the cost of the challenge data set's plan, per strategy
 plan:
