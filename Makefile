@@ -45,13 +45,13 @@ test: vet gotest nodetest test-faults
 
 ## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries, and the load tests
 test-long: tools
-	S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|e2e_test'
+	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|e2e_test'
 	@# load: a 100,000-entry archive end to end, a 1,000,000-entry plan; each handler's peak memory vs its Lambda
-	S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Load' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
+	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Load' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
 
 ## plan: the cost of the challenge data set's plan, per strategy
 plan:
-	@for s in stream duo; do $(GO) run ./cmd/s3zip plan --strategy $$s --synthetic challenge --count 3000 --seed 1; echo; done
+	@for s in stream duo chain auto; do $(GO) run ./cmd/s3zip plan --strategy $$s --synthetic challenge --count 3000 --seed 1; echo; done
 
 clean:
 	rm -rf dist cdk.out
