@@ -94,7 +94,10 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	// Cancelled by the caller: not S3's doing. A deadline is different: an
+	// HTTP client's response timeout also matches context.DeadlineExceeded,
+	// and a request that timed out may well succeed when tried again.
+	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 	}
 	status := 0

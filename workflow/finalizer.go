@@ -95,6 +95,11 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
 	p, err := f.readPlan(ctx, &job)
 	if err != nil {
+		if isNotFound(err) {
+			if out, ok := f.finishedBefore(ctx, &job); ok {
+				return out, nil
+			}
+		}
 		return nil, err
 	}
 	var results []PartResult
@@ -162,6 +167,30 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	}
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
 	return &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}, nil
+}
+
+// finishedBefore recognises a run again after an earlier run finished all
+// but returning: the plan is gone with the work prefix, and the report
+// beside the archive describes the archive that is there.
+func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutput, bool) {
+	d := job.Destination
+	reportKey := d.Key + ".report.json"
+	doc, err := getBytes(ctx, f.S3, d.Bucket, reportKey, 4<<30)
+	if err != nil {
+		return nil, false
+	}
+	var r Report
+	if json.Unmarshal(doc, &r) != nil || r.Execution != job.Execution {
+		return nil, false
+	}
+	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
+	if err != nil || aws.ToInt64(h.ContentLength) != r.Archive.Size || aws.ToString(h.ETag) != r.Archive.ETag {
+		return nil, false
+	}
+	if _, err := deletePrefix(ctx, f.S3, job.WorkBucket, job.WorkPrefix); err != nil {
+		return nil, false
+	}
+	return &FinalizeOutput{Archive: r.Archive, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}, true
 }
 
 func (f *Finalizer) logger() *slog.Logger {

@@ -32,6 +32,12 @@ type PlannerS3 interface {
 	uploadCreator
 }
 
+// uploadOnlyAborter is what a re-run planner uses, when its client has it
+// (*s3.Client does), to abort the upload an earlier attempt created.
+type uploadOnlyAborter interface {
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+}
+
 // Planner validates a request, lists or reads its sources, plans the
 // archive, writes the plan to the execution's work prefix and creates the
 // multipart upload.
@@ -128,8 +134,32 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
+	// A planner run again for the same execution (its Lambda retried after
+	// it had created an upload) aborts the earlier attempt's upload, which
+	// nothing else would ever complete or abort.
+	uploadKey := prefix + "upload.json"
+	if doc, err := getBytes(ctx, pl.S3, job.WorkBucket, uploadKey, 1<<20); err == nil {
+		var earlier Job
+		if ab, ok := pl.S3.(uploadOnlyAborter); ok && json.Unmarshal(doc, &earlier) == nil && earlier.UploadID != "" {
+			d := earlier.Destination
+			if _, err := ab.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
+				return nil, s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+			}
+		}
+	} else if !isNotFound(err) {
+		return nil, err
+	}
 	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
 		return nil, err
+	}
+	doc, _ := json.Marshal(job)
+	if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &uploadKey, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
+		// Nothing records the upload yet: abort it here, or it is lost.
+		if ab, ok := pl.S3.(uploadOnlyAborter); ok {
+			d := job.Destination
+			_, _ = ab.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
+		}
+		return nil, s3Error("PutObject", job.WorkBucket, uploadKey, false, err)
 	}
 	st := p.Stats()
 	log.Info("planned", "entries", st.Entries, "archiveBytes", st.ArchiveBytes, "streamedBytes", st.StreamedBytes,

@@ -107,7 +107,8 @@ func FuzzPlannerManifest(f *testing.F) {
 			}
 			return
 		}
-		if len(s.writes) != 4 || job.UploadID == "" {
+		// plan.json, entries.jsonl, parts.jsonl, the upload, upload.json
+		if len(s.writes) != 5 || job.UploadID == "" {
 			t.Fatalf("accepted, but wrote %q", s.writes)
 		}
 	})

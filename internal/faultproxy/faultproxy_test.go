@@ -118,8 +118,14 @@ func TestAgainstVersitygw(t *testing.T) {
 		fault Fault
 		check func(error) bool
 	}{
-		{InternalError, func(err error) bool { var ae smithy.APIError; return errors.As(err, &ae) && ae.ErrorCode() == "InternalError" }},
-		{SlowDown, func(err error) bool { var ae smithy.APIError; return errors.As(err, &ae) && ae.ErrorCode() == "SlowDown" }},
+		{InternalError, func(err error) bool {
+			var ae smithy.APIError
+			return errors.As(err, &ae) && ae.ErrorCode() == "InternalError"
+		}},
+		{SlowDown, func(err error) bool {
+			var ae smithy.APIError
+			return errors.As(err, &ae) && ae.ErrorCode() == "SlowDown"
+		}},
 		{Timeout, func(err error) bool { return err != nil }},
 		{Reset, func(err error) bool { return err != nil }},
 		{ResetAfter, func(err error) bool { return err != nil }},
