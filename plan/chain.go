@@ -76,25 +76,15 @@ type ChainCost struct {
 	Requests     Requests
 }
 
-// ChainBase is the range of what is built so far that a round copies: all
-// of it once it is a part's length, before that the last MinPartSize bytes
-// (the end of the pad, then the content), so that no round copies more pad
-// than it needs.
-func ChainBase(built int64) (from, n int64) {
-	if built >= MinPartSize {
-		return PadSize, built
-	}
-	return built, MinPartSize
-}
-
 // CostOfChain prices a chain part's rounds.
 func CostOfChain(rounds []ChainRound) ChainCost {
 	var c ChainCost
 	built := int64(0)
 	for _, r := range rounds {
 		c.Rounds++
-		_, n := ChainBase(built)
-		c.ServerCopied += n
+		// Each round copies what is built, or while that is shorter than a
+		// part, its last MinPartSize bytes: the end of the pad and all of it.
+		c.ServerCopied += max(built, MinPartSize)
 		c.Requests.Create++
 		c.Requests.Complete++
 		c.Requests.UploadPartCopy++ // what is built so far
@@ -199,7 +189,8 @@ func chainLayout(entries []Entry) layout {
 			hi--
 		}
 		if sum < MinPartSize {
-			lo -= len(run) // not enough left to cover a run: they go to the tail
+			// Not enough left to cover a run: put them back for the tail.
+			lo, hi = lo-1, hi+len(run)-1
 			break
 		}
 		runs = append(runs, run)

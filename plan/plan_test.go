@@ -41,6 +41,8 @@ func TestRoundTrip(t *testing.T) {
 		{"data-just-under-a-part", sized("u", 5*MiB-200), Options{}},
 		{"workers-balance", sized("w", 4*MiB, 4*MiB, 4*MiB, 4*MiB, 4*MiB, 4*MiB, 4*MiB, 4*MiB), Options{PartSize: 5 * MiB, Workers: 3}},
 		{"challenge-scaled", Challenge(24, 7), Options{}},
+		{"small-fill-short-of-a-run", sized("f", 100, 200, 6*MiB, 1, 50, 3*MiB), Options{}},
+		{"many-bigs-few-smalls", sized("g", 6*MiB, 7*MiB, 5*MiB, 8*MiB, 100, 9*MiB, 5*MiB+3), Options{}},
 	}
 	for _, c := range cases {
 		for _, s := range strategies {

@@ -16,6 +16,7 @@ import (
 // AborterS3 is what the abort handler needs of S3.
 type AborterS3 interface {
 	uploadAborter
+	uploadLister
 	objectDeleter
 	objectGetter
 }
@@ -88,6 +89,9 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 			if e, ok := a.firstFailedBatch(ctx, workBucket, prefix+"map/"); ok {
 				out.Error, out.Cause = e.Error, e.Cause
 			}
+		}
+		if _, err := abortUploadsUnder(ctx, a.S3, workBucket, prefix); err != nil {
+			return out, err
 		}
 		n, err := deletePrefix(ctx, a.S3, workBucket, prefix)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 
 // FinalizerS3 is what the finalizer needs of S3.
 type FinalizerS3 interface {
+	uploadLister
 	objectGetter
 	objectHeader
 	objectPutter
@@ -162,7 +163,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	if err := f.writeReport(ctx, &job, p, archive, stats, reportKey); err != nil {
 		return nil, err
 	}
-	if _, err := deletePrefix(ctx, f.S3, job.WorkBucket, job.WorkPrefix); err != nil {
+	if err := cleanWork(ctx, f.S3, &job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
@@ -187,7 +188,7 @@ func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutp
 	if err != nil || aws.ToInt64(h.ContentLength) != r.Archive.Size || aws.ToString(h.ETag) != r.Archive.ETag {
 		return nil, false
 	}
-	if _, err := deletePrefix(ctx, f.S3, job.WorkBucket, job.WorkPrefix); err != nil {
+	if err := cleanWork(ctx, f.S3, job); err != nil {
 		return nil, false
 	}
 	return &FinalizeOutput{Archive: r.Archive, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}, true
@@ -326,4 +327,19 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	}
 	_, err = f.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
+}
+
+type workCleaner interface {
+	uploadLister
+	objectDeleter
+}
+
+// cleanWork aborts the chain rounds a failed worker may have left and
+// deletes every work object of the job.
+func cleanWork(ctx context.Context, c workCleaner, job *Job) error {
+	if _, err := abortUploadsUnder(ctx, c, job.WorkBucket, job.WorkPrefix); err != nil {
+		return err
+	}
+	_, err := deletePrefix(ctx, c, job.WorkBucket, job.WorkPrefix)
+	return err
 }

@@ -61,6 +61,7 @@ type Job struct {
 	PlanKey        string      `json:"planKey"`
 	EntriesKey     string      `json:"entriesKey"`
 	PartsKey       string      `json:"partsKey"`
+	PadKey         string      `json:"padKey,omitempty"` // the zero pad chains start from
 	Destination    Destination `json:"destination"`
 	UploadID       string      `json:"uploadId"`
 	WorkerParts    int         `json:"workerParts"`
@@ -129,7 +130,12 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
 		Destination: req.Destination, WorkerParts: len(p.WorkerParts()), MaxConcurrency: concurrency,
 	}
-	for key, body := range map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts} {
+	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
+	if p.Stats().ChainParts > 0 {
+		job.PadKey = prefix + "pad"
+		objects[job.PadKey] = make([]byte, plan.PadSize)
+	}
+	for key, body := range objects {
 		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}); err != nil {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}

@@ -45,6 +45,10 @@ type (
 	uploadCompleter interface {
 		CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
 	}
+	uploadLister interface {
+		ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	}
 	uploadAborter interface {
 		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 		ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
@@ -154,4 +158,27 @@ func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (
 		deleted += len(ids)
 	}
 	return deleted, nil
+}
+
+// abortUploadsUnder aborts every multipart upload under prefix (chain
+// rounds a failed worker left behind).
+func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix string) (int, error) {
+	n := 0
+	in := &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix}
+	for {
+		out, err := c.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return n, s3Error("ListMultipartUploads", bucket, prefix, false, err)
+		}
+		for _, u := range out.Uploads {
+			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+				return n, s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
+			}
+			n++
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return n, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
 }

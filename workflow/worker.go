@@ -20,9 +20,7 @@ import (
 
 // WorkerS3 is what a worker needs of S3.
 type WorkerS3 interface {
-	objectGetter
-	partUploader
-	partCopier
+	ChainS3
 }
 
 // Worker builds a batch of parts: upload parts from generated headers and
@@ -160,6 +158,8 @@ func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan
 	switch item.Kind {
 	case plan.PartCopy:
 		return w.copyPart(ctx, cfg, job, item)
+	case plan.PartChain:
+		return w.chainPart(ctx, cfg, job, item)
 	case plan.PartUpload:
 		entries, err := readEntries(ctx, w.S3, job, item)
 		if err != nil {

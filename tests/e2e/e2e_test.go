@@ -30,7 +30,7 @@ import (
 
 const mib = 1 << 20
 
-var strategies = []string{"stream", "duo"}
+var strategies = []string{"stream", "duo", "chain", "auto"}
 
 func long(t *testing.T) {
 	t.Helper()
@@ -128,12 +128,14 @@ func (w *world) clean(t *testing.T) {
 	for _, o := range objs.Contents {
 		t.Errorf("work object left: %s", aws.ToString(o.Key))
 	}
-	ups, err := w.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range ups.Uploads {
-		t.Errorf("multipart upload left: %s", aws.ToString(u.Key))
+	for _, b := range []string{"dst", "work"} {
+		ups, err := w.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range ups.Uploads {
+			t.Errorf("multipart upload left in %s: %s", b, aws.ToString(u.Key))
+		}
 	}
 }
 
