@@ -16,6 +16,7 @@ type Config struct {
 	AllowedSources        []string // "bucket" or "bucket/prefix"; empty allows any
 	AllowedDestinations   []string // "bucket" or "bucket/prefix"; empty allows any
 	ControlBucket         string   // where request objects and manifests may also be read
+	DestinationKMSKeyID   string   // default SSE-KMS key of archives (a request's options.sse wins)
 	HeadConcurrency       int      // HEADs in flight while planning
 	GetConcurrency        int      // ranged GETs in flight per part being assembled
 	PartConcurrency       int      // parts in flight per worker
@@ -62,6 +63,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		AllowedSources:      splitList(getenv("ALLOWED_SOURCE_BUCKETS")),
 		AllowedDestinations: splitList(getenv("ALLOWED_DESTINATIONS")),
 		ControlBucket:       getenv("CONTROL_BUCKET"),
+		DestinationKMSKeyID: getenv("DESTINATION_KMS_KEY_ARN"),
 	}
 	if prefix := getenv("ALLOWED_SOURCE_PREFIX"); prefix != "" {
 		for i, b := range c.AllowedSources {

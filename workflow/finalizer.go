@@ -269,14 +269,22 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 		parts = append(parts, cp)
 	}
 	sort.Slice(parts, func(a, b int) bool { return *parts[a].PartNumber < *parts[b].PartNumber })
-	_, err := f.S3.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 		ChecksumCRC32:   aws.String(crcBase64(archiveCRC)),
 		ChecksumType:    types.ChecksumTypeFullObject,
 		MpuObjectSize:   aws.Int64(p.Size),
-	})
+	}
+	if !job.Overwrite {
+		// Another run may have written the key since planning: never replace it.
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
+		if isCode(err, "PreconditionFailed") {
+			return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key}
+		}
 		if isCode(err, "BadDigest", "InvalidPart") {
 			return &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
 		}

@@ -259,7 +259,7 @@ func ErrorType(err error) string {
 		return "RequestError"
 	case errors.As(err, &sce):
 		return "SourceChangedError"
-	case errors.As(err, &cme):
+	case errors.As(err, &cme), errors.As(err, new(*plan.CRCMismatchError)):
 		return "ChecksumMismatchError"
 	case errors.As(err, &dee):
 		return "DestinationExistsError"

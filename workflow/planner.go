@@ -66,6 +66,9 @@ type Job struct {
 	UploadID       string      `json:"uploadId"`
 	WorkerParts    int         `json:"workerParts"`
 	MaxConcurrency int         `json:"maxConcurrency"`
+	// Overwrite allows replacing an existing archive; without it the upload
+	// completes only if the key is still free (If-None-Match).
+	Overwrite bool `json:"overwrite,omitempty"`
 }
 
 // maxManifestBytes bounds a manifest object.
@@ -128,7 +131,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	job := &Job{
 		Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: len(p.WorkerParts()), MaxConcurrency: concurrency,
+		Destination: req.Destination, WorkerParts: len(p.WorkerParts()), MaxConcurrency: concurrency, Overwrite: req.Options.Overwrite,
 	}
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {
@@ -154,6 +157,9 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 		}
 	} else if !isNotFound(err) {
 		return nil, err
+	}
+	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
+		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
 	}
 	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
 		return nil, err
@@ -202,7 +208,7 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 		}
 		doc, err := getBytes(ctx, pl.S3, ref.Bucket, ref.Key, MaxRequestBytes)
 		if err != nil {
-			return nil, fmt.Errorf("request object: %w", err)
+			return nil, refError("request object", ref.Bucket, ref.Key, err)
 		}
 		if req, err = DecodeRequest(doc); err != nil {
 			return nil, fmt.Errorf("request object s3://%s/%s: %w", ref.Bucket, ref.Key, err)
@@ -241,6 +247,19 @@ func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) erro
 		return nil
 	}
 	return s3Error("HeadObject", d.Bucket, d.Key, false, err)
+}
+
+// refError makes a missing or oversized request object or manifest a
+// request error: the request names something it cannot be read from.
+func refError(what, bucket, key string, err error) error {
+	var tooBig *objectTooLargeError
+	switch {
+	case errors.As(err, &tooBig):
+		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
+	case isNotFound(err):
+		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // planError turns the planner core's input errors into request errors.
@@ -322,7 +341,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 	m := req.Source.Manifest
 	doc, err := getBytes(ctx, pl.S3, m.Bucket, m.Key, maxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, refError("manifest", m.Bucket, m.Key, err)
 	}
 	lines, err := manifest.Parse(bytes.NewReader(doc))
 	if err != nil {

@@ -101,7 +101,7 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 		return nil, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", bucket, key), Err: err}
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("s3://%s/%s is over %d bytes", bucket, key, limit)
+		return nil, &objectTooLargeError{bucket: bucket, key: key, limit: limit}
 	}
 	return b, nil
 }
@@ -181,4 +181,14 @@ func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix strin
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
+}
+
+// objectTooLargeError says an object read whole is over its limit.
+type objectTooLargeError struct {
+	bucket, key string
+	limit       int64
+}
+
+func (e *objectTooLargeError) Error() string {
+	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
 }

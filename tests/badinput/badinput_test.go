@@ -64,9 +64,6 @@ const (
 	requestErr kind = "RequestError"
 	limitErr   kind = "LimitError"
 	existsErr  kind = "DestinationExistsError"
-	// plainErr: refused with a message but no type of its own (see the report
-	// in the package's issue); it must at least not be retried.
-	plainErr kind = "non-retryable error"
 )
 
 func (k kind) matches(err error) bool {
@@ -80,8 +77,6 @@ func (k kind) matches(err error) bool {
 		return errors.As(err, &le)
 	case existsErr:
 		return errors.As(err, &de)
-	case plainErr:
-		return err != nil && !workflow.Retryable(err)
 	}
 	return false
 }
@@ -184,8 +179,8 @@ func cases() []badCase {
 		{name: "request-object-points-to-request-object", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/nested.json"}}, want: requestErr, msg: "points to another request object"},
 		{name: "request-object-unknown-field", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/unknown-field.json"}}, want: requestErr, msg: `request object s3://ctl/requests/unknown-field.json: bad request: request is not valid JSON of the documented shape: json: unknown field "sourc"`},
 		{name: "request-object-invalid-inside", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/escape.json"}}, want: requestErr, msg: "outside the sources this deployment allows"},
-		{name: "request-object-oversized", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/big.json"}}, want: plainErr, msg: "s3://ctl/requests/big.json is over 65536 bytes"},
-		{name: "request-object-absent", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/none.json"}}, want: plainErr, msg: "s3://ctl/requests/none.json"},
+		{name: "request-object-oversized", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/big.json"}}, want: requestErr, msg: "request object s3://ctl/requests/big.json is over 65536 bytes"},
+		{name: "request-object-absent", req: request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/none.json"}}, want: requestErr, msg: "request object s3://ctl/requests/none.json does not exist"},
 
 		// --- allow-lists -------------------------------------------------------------------------
 		{name: "source-bucket-not-allowed", req: listReq("other", "", "out/a.zip", nil), want: requestErr, msg: "source s3://other/ is outside the sources this deployment allows"},
@@ -212,7 +207,7 @@ func cases() []badCase {
 		{name: "manifest-size-disagrees", manifest: "key,size\np/a.txt,11\n", want: requestErr, msg: "s3://src/p/a.txt is 10 bytes, the manifest says 11"},
 		{name: "manifest-crc-disagrees", manifest: "key,size,crc32\np/a.txt,10,00000000\n", want: requestErr, msg: "s3://src/p/a.txt has CRC-32 "},
 		{name: "manifest-crc-disagrees-base64", manifest: "key,crc32\np/b.txt,AAAAAQ==\n", want: requestErr, msg: "the manifest says 00000001"},
-		{name: "manifest-absent", req: manifestReq("manifests/does-not-exist.csv", nil), want: plainErr, msg: "manifest: GetObject s3://ctl/manifests/does-not-exist.csv"},
+		{name: "manifest-absent", req: manifestReq("manifests/does-not-exist.csv", nil), want: requestErr, msg: "manifest s3://ctl/manifests/does-not-exist.csv does not exist"},
 
 		// --- names --------------------------------------------------------------------------------
 		{name: "name-dot-dot", manifest: "key,name\np/a.txt,../../etc/cron.d/x\n", want: requestErr, msg: `(name "../../etc/cron.d/x"): ".." path segment`},

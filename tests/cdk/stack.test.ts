@@ -122,9 +122,9 @@ describe('state machine definition', () => {
 
 describe('functions', () => {
   const expected: Record<string, { memory: number; timeout: number }> = {
-    planner: { memory: 1024, timeout: 900 },
+    planner: { memory: 2048, timeout: 900 },
     worker: { memory: 1769, timeout: 900 },
-    finalizer: { memory: 1024, timeout: 900 },
+    finalizer: { memory: 2048, timeout: 900 },
     abort: { memory: 512, timeout: 300 },
   };
   for (const name of FUNCTION_NAMES) {
