@@ -43,7 +43,7 @@ type Model struct {
 
 // DefaultModel is the model with its stated assumptions.
 var DefaultModel = Model{
-	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 64,
+	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100,
 	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
 	PriceTransition: 0.000025, WorkerMemoryGB: 1.769,

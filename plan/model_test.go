@@ -1,0 +1,61 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The model, fed the published designs' plans for the challenge set,
+// reproduces their published wall times within 25% (reference article
+// 000 and the challenge's results): one Lambda streaming everything
+// (~212 s), one Lambda with server-side copies (Duo, 106 s), one Lambda with
+// server-side append chains (~11 s), ~1,500 Lambdas streaming (~6 s).
+func TestModelReproducesPublishedRecords(t *testing.T) {
+	set := Challenge(3000, 1)
+	mk := func(s Strategy, o Options) *Plan {
+		o.Strategy = s
+		return mustPlan(t, set, o)
+	}
+	stream1 := mk(StrategyStream, Options{})
+	duo1 := mk(StrategyDuo, Options{})
+	chain1 := mk(StrategyChain, Options{})
+	stream1500 := mk(StrategyStream, Options{PartSize: 10 * MiB, Workers: 1500})
+	cases := []struct {
+		name      string
+		p         *Plan
+		run       Run
+		published float64
+	}{
+		{"one-lambda-streaming", stream1, Run{Workers: 1}, 212},
+		{"one-lambda-duo", duo1, Run{Workers: 1, HeadsUpFront: len(duo1.CRCsNeeded())}, 106},
+		{"one-lambda-chains", chain1, Run{Workers: 1, HeadsUpFront: len(chain1.CRCsNeeded())}, 11},
+		{"1500-lambdas-streaming", stream1500, Run{Workers: 1500, Orchestrated: true}, 6},
+	}
+	for _, c := range cases {
+		pr := DefaultModel.Predict(c.p.Stats(), c.run)
+		off := pr.Seconds/c.published - 1
+		t.Logf("%-24s predicted %6.1f s (worker %.1f, overhead %.1f), published %5.0f s: %+.0f%%, $%.4f", c.name, pr.Seconds, pr.WorkerSecs, pr.OverheadSecs, c.published, 100*off, pr.Dollars)
+		if math.Abs(off) > 0.25 {
+			t.Errorf("%s: predicted %.1f s, published %.0f s: off by %.0f%%", c.name, pr.Seconds, c.published, 100*off)
+		}
+	}
+}
+
+// Predictions for s3zip on the challenge set (printed; the numbers are in
+// the README): auto at 1, 10, 100 and 1,000 workers.
+func TestModelPredictsOurs(t *testing.T) {
+	set := Challenge(3000, 1)
+	for _, w := range []int{1, 10, 100, 1000} {
+		for _, s := range []Strategy{StrategyAuto, StrategyDuo, StrategyChain} {
+			p := mustPlan(t, set, Options{Strategy: s, Workers: w})
+			st := p.Stats()
+			pr := DefaultModel.Predict(st, Run{Workers: w, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
+			t.Logf("%5d workers %-6s %7.1f s  $%.4f  streamed %5.1f%%  chain parts %4d  requests %d", w, s, pr.Seconds, pr.Dollars, 100*st.StreamedFraction(), st.ChainParts, st.Requests.Total())
+			if pr.Seconds <= 0 || pr.Dollars <= 0 {
+				t.Fatalf("%s at %d workers: prediction %+v", s, w, pr)
+			}
+		}
+	}
+	fmt.Print()
+}
