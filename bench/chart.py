@@ -18,17 +18,20 @@ def main(results_path, png_path):
     lo = [x["medianSeconds"] - x["minSeconds"] for x in runs]
     hi = [x["maxSeconds"] - x["medianSeconds"] for x in runs]
     link = [(x["linkToWorkers"] + x["linkFromWorkers"]) / 2**20 for x in runs]
+    control = [(x["linkToControl"] + x["linkFromControl"]) / 2**20 for x in runs]
     colors = ["#c0504d" if x["Workers"] == 1 else "#4f81bd" for x in runs]
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     a.bar(names, med, yerr=[lo, hi], capsize=4, color=colors)
     for i, v in enumerate(med):
-        a.text(i, v, f"{v:.1f} s", ha="center", va="bottom", fontsize=9)
+        a.text(i, v + hi[i], f"{v:.1f} s", ha="center", va="bottom", fontsize=9)
     a.set_ylabel("wall time, s (median; whiskers min-max)")
     a.set_title("Wall time")
-    b.bar(names, link, color=colors)
-    b.set_ylabel("MiB through the workers' capped links")
-    b.set_title("Bytes through workers")
+    b.bar(names, link, color=colors, label="workers")
+    b.bar(names, control, bottom=link, color="#a5a5a5", label="planner + finalizer")
+    b.set_ylabel("MiB through the capped links")
+    b.set_title("Bytes through Lambdas' networks")
+    b.legend(fontsize=8)
     for ax in (a, b):
         ax.tick_params(axis="x", rotation=20)
     archive = max(x["archiveBytes"] for x in runs) / 2**20 if runs else 0

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -153,12 +154,12 @@ func benchmark(ctx context.Context, o options) (err error) {
 			err = errors.Join(err, cerr)
 		}
 	}()
-	nets, serverIP, err := setUpNetworks(o.workers, o.sh)
+	nets, control, serverIP, err := setUpNetworks(o.workers, o.sh)
 	if err != nil {
 		return fmt.Errorf("set up network namespaces: %w", err)
 	}
-	fmt.Printf("network: %d namespaces %s0…%d, each veth shaped with tbf rate %s burst %s latency %s on both ends\n",
-		len(nets), nsPrefix, len(nets)-1, o.sh.Rate, o.sh.Burst, o.sh.Latency)
+	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each veth shaped with tbf rate %s burst %s latency %s on both ends\n",
+		len(nets), nsPrefix, len(nets)-1, control.NS, o.sh.Rate, o.sh.Burst, o.sh.Latency)
 
 	dataDir, err := os.MkdirTemp("", "s3zip-netbench-")
 	if err != nil {
@@ -182,27 +183,27 @@ func benchmark(ctx context.Context, o options) (err error) {
 		RetryMaxAttempts:           8,
 	})
 	env := workerEnv(srv.accessKey, srv.secretKey, region)
+	// The planner and finalizer run in this process, but their sockets are
+	// opened in the control namespace, so their S3 traffic is capped too.
+	shapedOptions := base.Options()
+	shapedOptions.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.DialContext = dialIn(control.NS)
+	})
+	shaped := s3.New(shapedOptions)
 
-	// Sources are uploaded without a stored checksum: versitygw 1.8 reports a
-	// checksummed source's whole CRC-32 for ranged copies, which would make
-	// workers stream those ranges (docs/versitygw.md). s3zip's client sends
-	// checksums only when an operation requires one.
 	t0 := time.Now()
-	sample := exec.CommandContext(ctx, o.s3zip, "sample", "--create-bucket", "--dest", "s3://"+bucket+"/"+srcPrefix,
-		"--count", fmt.Sprint(o.count), "--seed", fmt.Sprint(o.seed), "--endpoint", srv.endpoint, "--concurrency", "4")
-	sample.Env = env
-	sample.Stdout, sample.Stderr = os.Stdout, os.Stderr
-	if err := sample.Run(); err != nil {
+	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed)
+	if err != nil {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
-	fmt.Printf("data: %d objects uploaded in %.1f s\n", o.count, time.Since(t0).Seconds())
+	fmt.Printf("data: %d objects, %s, uploaded without checksums in %.1f s\n", o.count, mib(total), time.Since(t0).Seconds())
 
 	results := make([][]repResult, len(active))
 	for rep := 1; rep <= o.repeats; rep++ {
 		// Interleaved, so drift on a shared machine hits every run alike.
 		for i, r := range active {
 			pool := newLambdaPool(nets, r.Workers, o.s3zip, "http://"+serverIP+srv.port, env)
-			res := runOnce(ctx, base, pool, nets[:r.Workers], r, rep)
+			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -236,15 +237,17 @@ type repResult struct {
 	CopiedBytes     int64            `json:"copiedBytes"`   // archive bytes copied server-side
 	LinkToWorkers   int64            `json:"linkToWorkers"` // bytes that crossed the shaped links into the namespaces
 	LinkFromWorkers int64            `json:"linkFromWorkers"`
+	LinkToControl   int64            `json:"linkToControl"` // the same for the planner and finalizer's link
+	LinkFromControl int64            `json:"linkFromControl"`
 	Requests        map[string]int64 `json:"requests"` // parent (planner, map, finalizer) plus workers
 	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
 	Err             string           `json:"error,omitempty"`
 }
 
-func runOnce(ctx context.Context, base *s3.Client, pool *lambdaPool, nets []lambdaNet, r runSpec, rep int) repResult {
+func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int) repResult {
 	var res repResult
 	counter := s3metrics.New()
-	client := s3.New(base.Options(), counter.Option())
+	client := s3.New(shaped.Options(), counter.Option())
 	per := r.PartsPerBatch
 	if per == 0 {
 		per = plan.MaxParts
@@ -267,6 +270,11 @@ func runOnce(ctx context.Context, base *s3.Client, pool *lambdaPool, nets []lamb
 		res.Err = err.Error()
 		return res
 	}
+	ctlBefore, err := readLinkBytes([]lambdaNet{control})
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
 	start := time.Now()
 	out, err := runner.Run(ctx, req, fmt.Sprintf("bench-%s-%d", r.Name, rep))
 	res.WallSeconds = time.Since(start).Seconds()
@@ -274,6 +282,11 @@ func runOnce(ctx context.Context, base *s3.Client, pool *lambdaPool, nets []lamb
 	if err == nil {
 		err = lerr
 	}
+	ctlAfter, lerr := readLinkBytes([]lambdaNet{control})
+	if err == nil {
+		err = lerr
+	}
+	res.LinkToControl, res.LinkFromControl = ctlAfter.toWorkers-ctlBefore.toWorkers, ctlAfter.fromWorkers-ctlBefore.fromWorkers
 	res.LinkToWorkers, res.LinkFromWorkers = after.toWorkers-before.toWorkers, after.fromWorkers-before.fromWorkers
 	workerReqs, rss, batches := pool.snapshot()
 	res.Requests = counter.Snapshot()
@@ -300,6 +313,7 @@ func runOnce(ctx context.Context, base *s3.Client, pool *lambdaPool, nets []lamb
 // server is the versitygw process.
 type server struct {
 	cmd                  *exec.Cmd
+	exited               chan struct{}
 	endpoint, port       string
 	accessKey, secretKey string
 }
@@ -320,7 +334,21 @@ func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, erro
 	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	// Pdeathsig fires when the thread that started the server exits, and
+	// dialIn ends threads: start it from a thread locked until the server exits.
+	started := make(chan error, 1)
+	s.exited = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start versitygw: %w", err)
 	}
 	hc := &http.Client{Timeout: time.Second}
@@ -329,6 +357,11 @@ func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, erro
 		if err == nil {
 			resp.Body.Close()
 			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("versitygw exited during start-up: %v (log: %s)", s.cmd.ProcessState, logf.Name())
+		default:
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			s.stop()
@@ -340,13 +373,11 @@ func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, erro
 
 func (s *server) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(5 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 }
 

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Every name the benchmark gives the kernel starts with these prefixes, so a
@@ -49,46 +53,97 @@ func (s shaping) tbf(dev string) []string {
 	return []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}
 }
 
-// setUpNetworks makes n shaped namespaces. serverIP is the host address every
-// namespace routes to (the S3 server binds it); it is the host end of the
-// first pair, so nothing outside the test's own links is touched.
-func setUpNetworks(n int, sh shaping) (nets []lambdaNet, serverIP string, err error) {
+// controlNet is the namespace of the planner and finalizer: on AWS they are
+// Lambdas too, with the same network cap, and the planner reads every source
+// whose CRC-32 S3 does not store.
+func controlNet() lambdaNet {
+	return lambdaNet{NS: nsPrefix + "ctl", HostLink: linkPrefix + "ch", NSLink: linkPrefix + "cn", HostIP: "10.77.0.1", NSIP: "10.77.0.2"}
+}
+
+// setUpNetworks makes n shaped worker namespaces and the control namespace.
+// serverIP is the host address every namespace routes to (the S3 server binds
+// it); it is the host end of the first worker's pair, so nothing outside the
+// test's own links is touched.
+func setUpNetworks(n int, sh shaping) (workers []lambdaNet, control lambdaNet, serverIP string, err error) {
 	if n < 1 || n > 250 {
-		return nil, "", fmt.Errorf("workers %d: want 1 to 250 (one 10.77.k.0/30 per worker)", n)
+		return nil, control, "", fmt.Errorf("workers %d: want 1 to 250 (one 10.77.k.0/30 per worker)", n)
 	}
 	if err := mustBeRoot(); err != nil {
-		return nil, "", err
+		return nil, control, "", err
 	}
 	serverIP = lambdaNetFor(0).HostIP
 	for k := 0; k < n; k++ {
 		l := lambdaNetFor(k)
-		steps := [][]string{
-			{"netns", "add", l.NS},
-			{"link", "add", l.HostLink, "type", "veth", "peer", "name", l.NSLink},
-			{"link", "set", l.NSLink, "netns", l.NS},
-			{"addr", "add", l.HostIP + "/30", "dev", l.HostLink},
-			{"link", "set", l.HostLink, "up"},
-			{"-n", l.NS, "addr", "add", l.NSIP + "/30", "dev", l.NSLink},
-			{"-n", l.NS, "link", "set", "lo", "up"},
-			{"-n", l.NS, "link", "set", l.NSLink, "up"},
+		if err := setUpNetwork(l, serverIP, sh); err != nil {
+			return nil, control, "", fmt.Errorf("network for worker %d: %w", k, err)
 		}
-		if k > 0 {
-			steps = append(steps, []string{"-n", l.NS, "route", "add", serverIP + "/32", "via", l.HostIP})
-		}
-		for _, s := range steps {
-			if err := run("ip", s...); err != nil {
-				return nets, "", fmt.Errorf("network for worker %d: %w", k, err)
-			}
-		}
-		nets = append(nets, l)
-		if err := run("tc", sh.tbf(l.HostLink)...); err != nil {
-			return nets, "", fmt.Errorf("shape %s: %w", l.HostLink, err)
-		}
-		if err := run("ip", append([]string{"netns", "exec", l.NS, "tc"}, sh.tbf(l.NSLink)...)...); err != nil {
-			return nets, "", fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
+		workers = append(workers, l)
+	}
+	control = controlNet()
+	if err := setUpNetwork(control, serverIP, sh); err != nil {
+		return nil, control, "", fmt.Errorf("network for the planner and finalizer: %w", err)
+	}
+	return workers, control, serverIP, nil
+}
+
+func setUpNetwork(l lambdaNet, serverIP string, sh shaping) error {
+	steps := [][]string{
+		{"netns", "add", l.NS},
+		{"link", "add", l.HostLink, "type", "veth", "peer", "name", l.NSLink},
+		{"link", "set", l.NSLink, "netns", l.NS},
+		{"addr", "add", l.HostIP + "/30", "dev", l.HostLink},
+		{"link", "set", l.HostLink, "up"},
+		{"-n", l.NS, "addr", "add", l.NSIP + "/30", "dev", l.NSLink},
+		{"-n", l.NS, "link", "set", "lo", "up"},
+		{"-n", l.NS, "link", "set", l.NSLink, "up"},
+	}
+	if l.HostIP != serverIP {
+		steps = append(steps, []string{"-n", l.NS, "route", "add", serverIP + "/32", "via", l.HostIP})
+	}
+	for _, s := range steps {
+		if err := run("ip", s...); err != nil {
+			return err
 		}
 	}
-	return nets, serverIP, nil
+	if err := run("tc", sh.tbf(l.HostLink)...); err != nil {
+		return fmt.Errorf("shape %s: %w", l.HostLink, err)
+	}
+	if err := run("ip", append([]string{"netns", "exec", l.NS, "tc"}, sh.tbf(l.NSLink)...)...); err != nil {
+		return fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
+	}
+	return nil
+}
+
+// dialIn returns a DialContext that opens its sockets inside namespace ns: a
+// socket belongs to the namespace of the thread that creates it, so the dial
+// runs on a locked thread switched into ns. The thread is never switched
+// back; it ends with its goroutine (a locked goroutine's thread exits with it).
+func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			runtime.LockOSThread()
+			f, err := os.Open("/run/netns/" + ns)
+			if err != nil {
+				done <- result{nil, fmt.Errorf("open namespace %s: %w", ns, err)}
+				return
+			}
+			defer f.Close()
+			if _, _, errno := syscall.RawSyscall(sysSetns(), f.Fd(), syscall.CLONE_NEWNET, 0); errno != 0 {
+				done <- result{nil, fmt.Errorf("setns %s: %w", ns, errno)}
+				return
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			done <- result{c, err}
+		}()
+		r := <-done
+		return r.c, r.err
+	}
 }
 
 // tearDownNetworks removes every namespace and host link the benchmark names,
@@ -115,7 +170,8 @@ func tearDownNetworks() error {
 		}
 		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
 		if strings.HasPrefix(name, linkPrefix) {
-			if err := run("ip", "link", "del", name); err != nil {
+			// The pair may be going away with its namespace already.
+			if err := run("ip", "link", "del", name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 				failed = append(failed, err.Error())
 			}
 		}
@@ -170,4 +226,15 @@ func run(name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// sysSetns is setns(2)'s number; package syscall predates it.
+func sysSetns() uintptr {
+	switch runtime.GOARCH {
+	case "arm64":
+		return 268
+	case "386":
+		return 346
+	}
+	return 308 // amd64
 }

@@ -29,6 +29,8 @@ type runSummary struct {
 	CopiedBytes     int64            `json:"copiedBytes"`
 	LinkToWorkers   int64            `json:"linkToWorkers"`
 	LinkFromWorkers int64            `json:"linkFromWorkers"`
+	LinkToControl   int64            `json:"linkToControl"`
+	LinkFromControl int64            `json:"linkFromControl"`
 	Requests        map[string]int64 `json:"requests"`
 	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
 	All             []repResult      `json:"repetitions"`
@@ -62,6 +64,7 @@ func summarize(r runSpec, reps []repResult) runSummary {
 	s.ArchiveBytes, s.Parts, s.Batches = m.ArchiveBytes, m.Parts, m.Batches
 	s.StreamedBytes, s.CopiedBytes = m.StreamedBytes, m.CopiedBytes
 	s.LinkToWorkers, s.LinkFromWorkers = m.LinkToWorkers, m.LinkFromWorkers
+	s.LinkToControl, s.LinkFromControl = m.LinkToControl, m.LinkFromControl
 	s.Requests = m.Requests
 	return s
 }
@@ -98,11 +101,11 @@ func (r *report) table() string {
 	}
 	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d), archive %s; N = %d workers, each its own network namespace capped at %s each way; %d repetitions per run.\n\n",
 		r.Count, r.Seed, mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
-	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links) | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
+	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links, in/out) | through planner + finalizer | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
 	for _, s := range r.Runs {
 		if s.Failed == s.Reps {
-			fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | %s | |\n", s.Name, s.Stands, mdEscape(tail(s.FirstError, 300)))
+			fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | | %s | |\n", s.Name, s.Stands, mdEscape(tail(s.FirstError, 300)))
 			continue
 		}
 		var ops []string
@@ -113,9 +116,9 @@ func (r *report) table() string {
 		if s.Failed > 0 {
 			failed = fmt.Sprintf(" (%d of %d failed)", s.Failed, s.Reps)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f | %.2f | %s (%s in, %s out) | %s (%.1f%%) | %s | %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f | %.2f | %s (%s / %s) | %s | %s (%.1f%%) | %s | %d | %s | %s |\n",
 			s.Name, s.Stands, s.MedianSeconds, failed, s.MinSeconds, s.MaxSeconds,
-			mib(s.LinkToWorkers+s.LinkFromWorkers), mib(s.LinkToWorkers), mib(s.LinkFromWorkers),
+			mib(s.LinkToWorkers+s.LinkFromWorkers), mib(s.LinkToWorkers), mib(s.LinkFromWorkers), mib(s.LinkToControl+s.LinkFromControl),
 			mib(s.StreamedBytes), 100*float64(s.StreamedBytes)/float64(max(s.ArchiveBytes, 1)), mib(s.CopiedBytes),
 			sum(s.Requests), strings.Join(ops, ", "), mib(s.PeakWorkerRSS))
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// uploadDataSet puts count objects of the challenge distribution (plan.Challenge:
+// 5 MiB on average, 0.5–8 MiB) under prefix, filled with seeded random bytes.
+// The client must send no checksum: versitygw 1.8 reports a checksummed
+// source's whole CRC-32 for ranged copies, which would make workers stream
+// those ranges (docs/versitygw.md).
+func uploadDataSet(ctx context.Context, c *s3.Client, bucket, prefix string, count int, seed uint64) (int64, error) {
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		return 0, fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	entries := plan.Challenge(count, seed)
+	var total int64
+	for _, e := range entries {
+		total += e.Size
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, e := range entries {
+		g.Go(func() error {
+			body := make([]byte, e.Size)
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			for k := 0; k+8 <= len(body); k += 8 {
+				v := rng.Uint64()
+				for b := 0; b < 8; b++ {
+					body[k+b] = byte(v >> (8 * b))
+				}
+			}
+			key := prefix + e.Source.Key[:2] + "/" + e.Source.Key
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(e.Size)})
+			if err != nil {
+				return fmt.Errorf("put s3://%s/%s: %w", bucket, key, err)
+			}
+			return nil
+		})
+	}
+	return total, g.Wait()
+}
