@@ -1,6 +1,10 @@
 package plan
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // Chains: a part built server-side. S3 lets the last part of a multipart
 // upload be of any size, so a small piece can be appended to an object of at
@@ -173,9 +177,19 @@ func chainLayout(entries []Entry) layout {
 			smalls = append(smalls, i)
 		}
 	}
-	weight := func(i int) int64 { return localHeaderSize(&entries[i]) + entries[i].Size }
-	sort.SliceStable(smalls, func(a, b int) bool { return weight(smalls[a]) > weight(smalls[b]) })
-	sort.SliceStable(bigs, func(a, b int) bool { return entries[bigs[a]].Size > entries[bigs[b]].Size })
+	w := make([]int64, len(entries))
+	for i := range entries {
+		w[i] = localHeaderSize(&entries[i]) + entries[i].Size
+	}
+	weight := func(i int) int64 { return w[i] }
+	heaviestFirst := func(a, b int) int {
+		if c := cmp.Compare(w[b], w[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	}
+	slices.SortFunc(smalls, heaviestFirst)
+	slices.SortFunc(bigs, heaviestFirst)
 
 	var runs [][]int
 	lo, hi := 0, len(smalls)-1

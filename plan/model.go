@@ -128,43 +128,64 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 		capRatio = 2
 	}
 	run := Run{Workers: opts.Workers, Orchestrated: true}
-	type candidate struct {
-		p    *Plan
-		pred Prediction
-	}
-	var cands []candidate
-	try := func(p *Plan, err error) error {
-		if err != nil {
-			var le *LimitError
-			if isLimit(err, &le) {
-				return nil // this candidate does not fit; others may
-			}
-			return err
-		}
-		pr := model.Predict(p.Stats(), Run{Workers: run.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
-		cands = append(cands, candidate{p, pr})
-		return nil
-	}
-	sub := opts
-	sub.Strategy = StrategyStream
-	if err := try(planWith(entries, streamLayout(entries), sub, func(span) bool { return false })); err != nil {
-		return nil, err
-	}
+	// Candidates: stream everything, or the duo layout with a share of its
+	// runs chained (0, 1/8, …, all). Only predictions are kept; the chosen
+	// plan is built again, so that one plan at a time is in memory.
 	duo := duoLayout(entries)
-	for eighths := 0; eighths <= 8; eighths++ {
+	build := func(k int) (*Plan, error) {
+		sub := opts
+		if k < 0 {
+			sub.Strategy = StrategyStream
+			return planWith(entries, streamLayout(entries), sub, func(span) bool { return false })
+		}
 		acc := 0.0
-		chain := func(span) bool {
-			acc += float64(eighths) / 8
+		sub.Strategy = StrategyAuto
+		return planWith(entries, duo, sub, func(span) bool {
+			acc += float64(k) / 8
 			if acc >= 1-1e-9 {
 				acc--
 				return true
 			}
 			return false
-		}
-		sub.Strategy = StrategyAuto
-		if err := try(planWith(entries, duo, sub, chain)); err != nil {
+		})
+	}
+	// Stats of a share of chained runs are interpolated between none and all.
+	type candidate struct {
+		k    int
+		pred Prediction
+	}
+	var cands []candidate
+	stats := map[int]Stats{}
+	heads := map[int]int{}
+	for _, k := range []int{-1, 0, 8} {
+		p, err := build(k)
+		if err != nil {
+			var le *LimitError
+			if isLimit(err, &le) {
+				continue // this candidate does not fit; others may
+			}
 			return nil, err
 		}
+		stats[k], heads[k] = p.Stats(), len(p.CRCsNeeded())
+	}
+	for k := -1; k <= 8; k++ {
+		st, ok := stats[k]
+		h := heads[k]
+		if !ok && k > 0 && k < 8 {
+			s0, ok0 := stats[0]
+			s8, ok8 := stats[8]
+			if !ok0 || !ok8 {
+				continue
+			}
+			f := float64(k) / 8
+			st, h, ok = mixStats(s0, s8, f), int(float64(heads[0])*(1-f)+float64(heads[8])*f), true
+		}
+		if !ok {
+			continue
+		}
+		r := run
+		r.HeadsUpFront = h
+		cands = append(cands, candidate{k, model.Predict(st, r)})
 	}
 	if len(cands) == 0 {
 		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}
@@ -179,9 +200,30 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			best = i
 		}
 	}
-	p := cands[best].p
+	p, err := build(cands[best].k)
+	if err != nil {
+		return nil, err
+	}
 	p.Strategy = StrategyAuto
 	return p, nil
+}
+
+// mixStats is (1-f)·a + f·b, field by field.
+func mixStats(a, b Stats, f float64) Stats {
+	mi := func(x, y int) int { return int(math.Round(float64(x)*(1-f) + float64(y)*f)) }
+	m64 := func(x, y int64) int64 { return int64(math.Round(float64(x)*(1-f) + float64(y)*f)) }
+	return Stats{
+		Entries: a.Entries, ArchiveBytes: a.ArchiveBytes, Zip64: a.Zip64,
+		StreamedBytes: m64(a.StreamedBytes, b.StreamedBytes), CopiedBytes: m64(a.CopiedBytes, b.CopiedBytes),
+		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
+		Parts: mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
+		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
+		Requests: Requests{
+			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
+			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),
+			Create: mi(a.Requests.Create, b.Requests.Create), Complete: mi(a.Requests.Complete, b.Requests.Complete), Delete: mi(a.Requests.Delete, b.Requests.Delete),
+		},
+	}
 }
 
 func isLimit(err error, target **LimitError) bool {

@@ -218,6 +218,31 @@ func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 	return nil
 }
 
+// checkDuplicates refuses entries with equal names, listing them.
+func checkDuplicates(entries []Entry) error {
+	seen := make(map[string]int, len(entries))
+	var dups map[string][]string
+	for i := range entries {
+		first, ok := seen[entries[i].Name]
+		if !ok {
+			seen[entries[i].Name] = i
+			continue
+		}
+		if dups == nil {
+			dups = make(map[string][]string)
+		}
+		name := entries[i].Name
+		if len(dups[name]) == 0 {
+			dups[name] = append(dups[name], entries[first].Source.Key)
+		}
+		dups[name] = append(dups[name], entries[i].Source.Key)
+	}
+	if dups != nil {
+		return &DuplicateError{Names: dups}
+	}
+	return nil
+}
+
 // suffixName puts " (n)" before the extension of the base name.
 func suffixName(name string, n int) string {
 	dir := strings.HasSuffix(name, "/")

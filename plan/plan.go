@@ -146,6 +146,7 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 	switch opts.Strategy {
 	case StrategyStream:
 		l = streamLayout(entries)
+		opts.PartSize = fitPartSize(entries, opts.PartSize, opts.Workers)
 	case StrategyDuo:
 		l = duoLayout(entries)
 	case StrategyChain:
@@ -153,6 +154,22 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 	}
 	chain := func(span) bool { return opts.Strategy == StrategyChain }
 	return planWith(entries, l, opts, chain)
+}
+
+// fitPartSize raises the streamed part size, up to MaxPartSize, so that
+// streaming everything fits S3's part limit.
+func fitPartSize(entries []Entry, size int64, workers int) int64 {
+	total := int64(0)
+	for i := range entries {
+		total += localHeaderSize(&entries[i]) + entries[i].Size
+	}
+	// Room for the final part and for rounding the count up to a multiple
+	// of the workers.
+	budget := max(int64(MaxParts-2-workers), MaxParts/2)
+	if need := ceilDiv(total, budget); need > size {
+		return min(need, MaxPartSize)
+	}
+	return size
 }
 
 // planWith places entries in the layout's order and cuts parts, building
@@ -170,7 +187,7 @@ func checkEntries(entries []Entry) error {
 	if err := CheckNames(entries); err != nil {
 		return err
 	}
-	if err := ResolveDuplicates(append([]Entry(nil), entries...), DuplicatesError); err != nil {
+	if err := checkDuplicates(entries); err != nil {
 		return err
 	}
 	for i := range entries {
