@@ -216,7 +216,7 @@ func mixStats(a, b Stats, f float64) Stats {
 		Entries: a.Entries, ArchiveBytes: a.ArchiveBytes, Zip64: a.Zip64,
 		StreamedBytes: m64(a.StreamedBytes, b.StreamedBytes), CopiedBytes: m64(a.CopiedBytes, b.CopiedBytes),
 		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
-		Parts: mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
+		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
 		Requests: Requests{
 			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
