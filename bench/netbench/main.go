@@ -70,12 +70,14 @@ type options struct {
 	s3zip, versitygw        string
 	out, readme, chart      string
 	python, label           string
+	sourceCRC               bool
 	sh                      shaping
 }
 
 func main() {
 	var o options
 	cleanupOnly := flag.Bool("cleanup", false, "only remove namespaces and links a killed run left, then exit")
+	render := flag.String("render", "", "only write the table, chart and README from this results.json, then exit")
 	flag.IntVar(&o.count, "count", 300, "objects of the challenge distribution (5 MiB on average)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the data set")
 	flag.IntVar(&o.workers, "workers", 8, "N: emulated Lambdas (namespaces) for the fanned-out runs")
@@ -87,12 +89,20 @@ func main() {
 	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (needs -python with matplotlib)")
 	flag.StringVar(&o.python, "python", "python3", "Python with matplotlib, for -chart")
 	flag.StringVar(&o.label, "label", "", "name of this invocation in the report (e.g. the make target)")
+	flag.BoolVar(&o.sourceCRC, "source-crc", false, "store each source's CRC-32 (as AWS SDKs do by default); versitygw 1.8 then misreports ranged copies, see docs/versitygw.md")
 	flag.StringVar(&o.sh.Rate, "rate", "600mbit", "tc rate of each worker's link, each way")
 	flag.StringVar(&o.sh.Burst, "burst", "256kb", "tc tbf burst")
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
 	flag.Parse()
 	if *cleanupOnly {
 		if err := tearDownNetworks(); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *render != "" {
+		if err := renderResults(*render, o); err != nil {
 			fmt.Fprintln(os.Stderr, "netbench:", err)
 			os.Exit(1)
 		}
@@ -192,11 +202,11 @@ func benchmark(ctx context.Context, o options) (err error) {
 	shaped := s3.New(shapedOptions)
 
 	t0 := time.Now()
-	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed)
+	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed, o.sourceCRC)
 	if err != nil {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
-	fmt.Printf("data: %d objects, %s, uploaded without checksums in %.1f s\n", o.count, mib(total), time.Since(t0).Seconds())
+	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
 
 	results := make([][]repResult, len(active))
 	for rep := 1; rep <= o.repeats; rep++ {
@@ -219,7 +229,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 
 	rep := &report{
 		Label: o.label, When: time.Now().UTC(), Machine: machine(), Count: o.count, Seed: o.seed,
-		Workers: o.workers, Repeats: o.repeats, Shaping: o.sh, Notes: notes, Command: strings.Join(os.Args, " "),
+		Workers: o.workers, Repeats: o.repeats, Shaping: o.sh, SourceCRC: o.sourceCRC, Notes: notes, Command: strings.Join(os.Args, " "),
 	}
 	for i, r := range active {
 		rep.Runs = append(rep.Runs, summarize(r, results[i]))
@@ -434,4 +444,17 @@ func sortedOps(m map[string]int64) []string {
 		return ops[a] < ops[b]
 	})
 	return ops
+}
+
+// renderResults writes the outputs of an earlier run again.
+func renderResults(path string, o options) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return r.write(o)
 }

@@ -70,17 +70,18 @@ func summarize(r runSpec, reps []repResult) runSummary {
 }
 
 type report struct {
-	Label   string       `json:"label"`
-	When    time.Time    `json:"when"`
-	Machine string       `json:"machine"`
-	Command string       `json:"command"`
-	Count   int          `json:"count"`
-	Seed    uint64       `json:"seed"`
-	Workers int          `json:"workers"`
-	Repeats int          `json:"repeats"`
-	Shaping shaping      `json:"shaping"`
-	Notes   []string     `json:"notes,omitempty"`
-	Runs    []runSummary `json:"runs"`
+	Label     string       `json:"label"`
+	When      time.Time    `json:"when"`
+	Machine   string       `json:"machine"`
+	Command   string       `json:"command"`
+	Count     int          `json:"count"`
+	Seed      uint64       `json:"seed"`
+	Workers   int          `json:"workers"`
+	Repeats   int          `json:"repeats"`
+	Shaping   shaping      `json:"shaping"`
+	SourceCRC bool         `json:"sourceCRC"`
+	Notes     []string     `json:"notes,omitempty"`
+	Runs      []runSummary `json:"runs"`
 }
 
 func (r *report) find(name string) *runSummary {
@@ -99,8 +100,9 @@ func (r *report) table() string {
 	for _, s := range r.Runs {
 		archive = max(archive, s.ArchiveBytes)
 	}
-	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d), archive %s; N = %d workers, each its own network namespace capped at %s each way; %d repetitions per run.\n\n",
-		r.Count, r.Seed, mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
+	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d, %s), archive %s; N = %d workers, each its own network namespace capped at %s each way, as are the planner and finalizer; %d repetitions per run.\n\n",
+		r.Count, r.Seed, map[bool]string{true: "CRC-32 stored with each source", false: "no checksum stored with the sources, so the planner reads what it must know the CRC-32 of"}[r.SourceCRC],
+		mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
 	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links, in/out) | through planner + finalizer | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
 	for _, s := range r.Runs {
