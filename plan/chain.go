@@ -118,7 +118,10 @@ func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
 	case data == 0:
 		return append(parts, final)
 	case data >= MinPartSize:
-		return append(append(parts, cutParts(PartChain, s.start, p.DirectoryOffset, opts)...), final)
+		// Every round recopies what its chain has built: short chains copy least.
+		short := opts
+		short.PartSize = MinPartSize
+		return append(append(parts, cutParts(PartChain, s.start, p.DirectoryOffset, short)...), final)
 	case len(parts) == 0:
 		// The whole archive's data is under 5 MiB: one part, built by the finalizer.
 		return append(parts, Part{Kind: PartUpload, Start: s.start, End: s.end})
