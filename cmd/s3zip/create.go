@@ -116,7 +116,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(out.Archive.Size), out.Archive.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], out.Archive.CRC32)
 	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
 	fmt.Fprintf(stdout, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
-	fmt.Fprintf(stdout, "parts       %d (%d upload, %d copy)\n", st.Parts, st.UploadParts, st.CopyParts)
+	fmt.Fprintf(stdout, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
 	var reqs []string
 	for _, c := range counter.Sorted() {
 		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))

@@ -1,0 +1,241 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// fakeS3 is a small hand-written S3 for the worker's error paths: objects
+// in memory (ranged, If-Match), uploads recorded, failures injected per
+// operation.
+type fakeS3 struct {
+	mu      sync.Mutex
+	objects map[string][]byte // bucket/key → bytes
+	etags   map[string]string
+	parts   map[int32][]byte // part number → bytes uploaded (last wins)
+	calls   map[string]int
+	fail    func(op string, call int) error
+}
+
+func newFakeS3() *fakeS3 {
+	return &fakeS3{objects: map[string][]byte{}, etags: map[string]string{}, parts: map[int32][]byte{}, calls: map[string]int{}}
+}
+
+func (f *fakeS3) put(bucket, key string, b []byte) {
+	f.objects[bucket+"/"+key] = b
+	f.etags[bucket+"/"+key] = fmt.Sprintf(`"%x"`, len(b))
+}
+
+func (f *fakeS3) call(op string) error {
+	f.mu.Lock()
+	f.calls[op]++
+	n := f.calls[op]
+	f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail(op, n)
+	}
+	return nil
+}
+
+func apiError(code string) error { return &smithy.GenericAPIError{Code: code, Message: code} }
+
+func parseRange(r string, size int) (int, int) {
+	a, b, _ := strings.Cut(strings.TrimPrefix(r, "bytes="), "-")
+	from, _ := strconv.Atoi(a)
+	to, _ := strconv.Atoi(b)
+	return from, min(to+1, size)
+}
+
+func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if err := f.call("GetObject"); err != nil {
+		return nil, err
+	}
+	k := *in.Bucket + "/" + *in.Key
+	b, ok := f.objects[k]
+	if !ok {
+		return nil, apiError("NoSuchKey")
+	}
+	if in.IfMatch != nil && *in.IfMatch != f.etags[k] {
+		return nil, apiError("PreconditionFailed")
+	}
+	if in.Range != nil {
+		from, to := parseRange(*in.Range, len(b))
+		b = b[from:to]
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
+}
+
+func (f *fakeS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	if err := f.call("UploadPart"); err != nil {
+		return nil, err
+	}
+	b, _ := io.ReadAll(in.Body)
+	f.mu.Lock()
+	f.parts[*in.PartNumber] = b
+	f.mu.Unlock()
+	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"p%d"`, *in.PartNumber)), ChecksumCRC32: in.ChecksumCRC32}, nil
+}
+
+func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _ ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
+	if err := f.call("UploadPartCopy"); err != nil {
+		return nil, err
+	}
+	k := *in.CopySource
+	if in.CopySourceIfMatch != nil && *in.CopySourceIfMatch != f.etags[k] {
+		return nil, apiError("PreconditionFailed")
+	}
+	from, to := parseRange(*in.CopySourceRange, len(f.objects[k]))
+	f.mu.Lock()
+	f.parts[*in.PartNumber] = f.objects[k][from:to]
+	f.mu.Unlock()
+	return &s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"c"`)}}, nil
+}
+
+func (f *fakeS3) CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	return nil, errors.New("fakeS3: chains are not faked")
+}
+func (f *fakeS3) CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	return nil, errors.New("fakeS3: chains are not faked")
+}
+func (f *fakeS3) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+// batch plans entries with duo and returns the fake holding the sources and
+// the plan, and the batch of every worker part.
+func batch(t *testing.T, sizes ...int64) (*fakeS3, BatchInput) {
+	t.Helper()
+	f := newFakeS3()
+	var entries []plan.Entry
+	for i, size := range sizes {
+		key := fmt.Sprintf("in/%d", i)
+		b := bytes.Repeat([]byte{byte(i + 1)}, int(size))
+		f.put("src", key, b)
+		entries = append(entries, plan.Entry{Name: key, Source: plan.Source{Bucket: "src", Key: key, ETag: f.etags["src/"+key]}, Size: size, CRC32: plan.KnownCRC(crcOf(b)), ModTime: time.Unix(1700000000, 0)})
+	}
+	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyDuo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.put("work", "w/entries.jsonl", enc.Entries)
+	jobs, err := plan.DecodeParts(bytes.NewReader(enc.Parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in BatchInput
+	in.Items = jobs
+	in.BatchInput.Job = Job{Execution: "x", WorkBucket: "work", WorkPrefix: "w/", EntriesKey: "w/entries.jsonl", UploadID: "u", Destination: Destination{Bucket: "dst", Key: "a.zip"}}
+	return f, in
+}
+
+func crcOf(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+func TestWorkerThrottledIsTransient(t *testing.T) {
+	f, in := batch(t, 6*plan.MiB, 2*plan.MiB, 7*plan.MiB)
+	f.fail = func(op string, _ int) error {
+		if op == "UploadPart" {
+			return apiError("SlowDown")
+		}
+		return nil
+	}
+	_, err := (&Worker{S3: f}).Build(context.Background(), in)
+	if !Retryable(err) || ErrorType(err) != "TransientError" {
+		t.Fatalf("err = %v (type %s), want a retryable TransientError", err, ErrorType(err))
+	}
+}
+
+// A part that fails twice then succeeds: the batch is retried (as the
+// Map's Retry does) and the parts uploaded are the same bytes every time.
+func TestWorkerPartFailsTwiceThenSucceeds(t *testing.T) {
+	f, in := batch(t, 6*plan.MiB, 2*plan.MiB, 7*plan.MiB, 1000)
+	f.fail = func(op string, n int) error {
+		if op == "UploadPartCopy" && n <= 2 {
+			return apiError("InternalError")
+		}
+		return nil
+	}
+	w := &Worker{S3: f}
+	var first map[int32][]byte
+	for attempt := 1; attempt <= 3; attempt++ {
+		out, err := w.Build(context.Background(), in)
+		if attempt < 3 {
+			if !Retryable(err) {
+				t.Fatalf("attempt %d: err = %v, want retryable", attempt, err)
+			}
+			if first == nil {
+				first = map[int32][]byte{}
+				for k, v := range f.parts {
+					first[k] = v
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("attempt 3: %v", err)
+		}
+		if len(out.Parts) != len(in.Items) {
+			t.Fatalf("%d results for %d parts", len(out.Parts), len(in.Items))
+		}
+	}
+	for k, v := range first {
+		if !bytes.Equal(f.parts[k], v) {
+			t.Errorf("part %d differs between attempts", k)
+		}
+	}
+}
+
+func TestWorkerStopsBeforeTheDeadline(t *testing.T) {
+	f, in := batch(t, 6*plan.MiB, 2*plan.MiB, 7*plan.MiB, 3*plan.MiB)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+	defer cancel()
+	// The clock: the first part starts with time to spare, then the
+	// deadline is 10 s away, inside the 30 s margin.
+	var mu sync.Mutex
+	calls := 0
+	deadline, _ := ctx.Deadline()
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			return deadline.Add(-time.Hour)
+		}
+		return deadline.Add(-10 * time.Second)
+	}
+	w := &Worker{S3: f, Now: now, Config: Config{PartConcurrency: 1}}
+	_, err := w.Build(ctx, in)
+	var de *DeadlineError
+	if !errors.As(err, &de) || de.Done != 1 || de.Left != len(in.Items)-1 || !Retryable(err) {
+		t.Fatalf("err = %v, want DeadlineError with 1 part done and %d left", err, len(in.Items)-1)
+	}
+}
+
+func TestWorkerSourceChangedIsNotRetried(t *testing.T) {
+	f, in := batch(t, 6*plan.MiB, 2*plan.MiB)
+	f.put("src", "in/0", bytes.Repeat([]byte{9}, 6*plan.MiB+1)) // new ETag
+	_, err := (&Worker{S3: f}).Build(context.Background(), in)
+	var sc *SourceChangedError
+	if !errors.As(err, &sc) || Retryable(err) || ErrorType(err) != "SourceChangedError" {
+		t.Fatalf("err = %v, want a SourceChangedError, not retried", err)
+	}
+}
