@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -117,7 +119,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
 	}
-	if err := pl.resolveCRCs(ctx, cfg, p); err != nil {
+	if err := pl.resolveCRCs(ctx, cfg, p, cfg.workPrefix(in.Execution)); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -411,11 +413,16 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 // resolveCRCs learns every CRC-32 the workers need before they run: from
 // HeadObject when S3 stores the whole object's CRC-32, otherwise by reading
 // the object. It never guesses.
-func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan) error {
+func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan, workPrefix string) error {
 	need := p.CRCsNeeded()
+	var probe *crcProbe
+	if c, ok := pl.S3.(probeS3); ok && len(need) > 0 {
+		probe = &crcProbe{c: c, bucket: cfg.WorkBucket, key: workPrefix + "crc-probe"}
+		defer probe.close(ctx)
+	}
 	return forEach(ctx, cfg.HeadConcurrency, len(need), func(ctx context.Context, k int) error {
 		e := &p.Entries[need[k]]
-		crc, err := objectCRC(ctx, pl.S3, e)
+		crc, err := objectCRC(ctx, pl.S3, probe, e)
 		if err != nil {
 			return err
 		}
@@ -424,13 +431,80 @@ func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan) er
 	})
 }
 
+type probeS3 interface {
+	uploadCreator
+	partCopier
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+}
+
+// crcProbe has S3 compute objects' CRC-32s without downloading them: a copy
+// of an object into a multipart upload created with CRC-32 answers with the
+// copied bytes' CRC. The upload is never completed (so parts of any size
+// will do) and is aborted when planning ends.
+type crcProbe struct {
+	c           probeS3
+	bucket, key string
+	once        sync.Once
+	uploadID    string
+	err         error
+	next        atomic.Int32
+}
+
+func (p *crcProbe) start(ctx context.Context) error {
+	p.once.Do(func() {
+		out, err := p.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &p.bucket, Key: &p.key,
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, ChecksumType: types.ChecksumTypeFullObject})
+		if err != nil {
+			p.err = s3Error("CreateMultipartUpload", p.bucket, p.key, false, err)
+			return
+		}
+		p.uploadID = aws.ToString(out.UploadId)
+	})
+	return p.err
+}
+
+// crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
+// report a usable one (then the caller reads the object).
+func (p *crcProbe) crc(ctx context.Context, src plan.Source, size int64) (uint32, bool, error) {
+	if err := p.start(ctx); err != nil {
+		return 0, false, err
+	}
+	var crc uint32
+	for from := int64(0); from < size; from += plan.MaxPartSize {
+		to := min(from+plan.MaxPartSize, size)
+		n := p.next.Add(1)%plan.MaxParts + 1
+		in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
+			CopySource: aws.String(copySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
+		if src.ETag != "" {
+			in.CopySourceIfMatch = &src.ETag
+		}
+		out, err := p.c.UploadPartCopy(ctx, in)
+		if err != nil {
+			return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+		}
+		v, ok := decodeCRC(aws.ToString(out.CopyPartResult.ChecksumCRC32))
+		if !ok {
+			return 0, false, nil
+		}
+		crc = plan.CombineCRC(crc, v, to-from)
+	}
+	return crc, true, nil
+}
+
+func (p *crcProbe) close(ctx context.Context) {
+	if p.uploadID != "" {
+		p.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID})
+	}
+}
+
 type crcSource interface {
 	objectHeader
 	objectGetter
 }
 
-// objectCRC returns a source object's CRC-32.
-func objectCRC(ctx context.Context, c crcSource, e *plan.PlacedEntry) (uint32, error) {
+// objectCRC returns a source object's CRC-32: the one S3 stores for the
+// whole object, else one S3 computes (probe, when given), else read.
+func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
 	src := e.Source
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	if src.ETag != "" {
@@ -449,8 +523,14 @@ func objectCRC(ctx context.Context, c crcSource, e *plan.PlacedEntry) (uint32, e
 	if crc, ok := fullObjectCRC(h); ok {
 		return crc, nil
 	}
+	if probe != nil {
+		crc, ok, err := probe.crc(ctx, src, e.Size)
+		if err != nil || ok {
+			return crc, err
+		}
+	}
 	// No whole-object CRC stored (none, another algorithm, or a composite of
-	// parts): read the object.
+	// parts) and none computed by S3: read the object.
 	gin := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key}
 	if src.ETag != "" {
 		gin.IfMatch = &src.ETag

@@ -62,11 +62,9 @@ func crcBase64(crc uint32) string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-// fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
-// whole object's (not a composite "…-N" of its parts).
-func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
-	v := aws.ToString(h.ChecksumCRC32)
-	if v == "" || strings.Contains(v, "-") || h.ChecksumType == types.ChecksumTypeComposite {
+// decodeCRC reads a CRC-32 as S3 writes it; a composite ("…-N") is not one.
+func decodeCRC(v string) (uint32, bool) {
+	if v == "" || strings.Contains(v, "-") {
 		return 0, false
 	}
 	b, err := base64.StdEncoding.DecodeString(v)
@@ -74,6 +72,15 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 		return 0, false
 	}
 	return binary.BigEndian.Uint32(b), true
+}
+
+// fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
+// whole object's (not a composite "…-N" of its parts).
+func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
+	if h.ChecksumType == types.ChecksumTypeComposite {
+		return 0, false
+	}
+	return decodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
 // copySource is UploadPartCopy's x-amz-copy-source: bucket/key, URL-encoded, with the version.
