@@ -179,41 +179,35 @@ func (e *DuplicateError) Error() string {
 
 // ResolveDuplicates applies policy to entries with equal names. With
 // DuplicatesSuffix the first keeps its name and later ones become
-// "a (2).jpg", "a (3).jpg", … skipping names already taken.
+// "a (2).jpg", "a (3).jpg", … skipping every name an entry already has, so
+// no entry loses its own name to a suffixed one.
 func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
-	seen := make(map[string]int, len(entries))
-	var dups map[string][]string
+	if policy != DuplicatesSuffix {
+		return checkDuplicates(entries)
+	}
+	taken := make(map[string]bool, len(entries))
+	for i := range entries {
+		taken[entries[i].Name] = true
+	}
+	kept := make(map[string]bool, len(entries))
 	for i := range entries {
 		name := entries[i].Name
-		first, ok := seen[name]
-		if !ok {
-			seen[name] = i
-			continue
-		}
-		if policy != DuplicatesSuffix {
-			if dups == nil {
-				dups = make(map[string][]string)
-			}
-			if len(dups[name]) == 0 {
-				dups[name] = append(dups[name], entries[first].Source.Key)
-			}
-			dups[name] = append(dups[name], entries[i].Source.Key)
+		if !kept[name] {
+			kept[name] = true
 			continue
 		}
 		for n := 2; ; n++ {
 			candidate := suffixName(name, n)
-			if _, taken := seen[candidate]; !taken {
-				if reason := CheckName(candidate); reason != "" {
-					return &NameError{Problems: []NameProblem{{Key: entries[i].Source.Key, Name: candidate, Reason: reason}}}
-				}
-				entries[i].Name = candidate
-				seen[candidate] = i
-				break
+			if taken[candidate] {
+				continue
 			}
+			if reason := CheckName(candidate); reason != "" {
+				return &NameError{Problems: []NameProblem{{Key: entries[i].Source.Key, Name: candidate, Reason: reason}}}
+			}
+			entries[i].Name = candidate
+			taken[candidate], kept[candidate] = true, true
+			break
 		}
-	}
-	if dups != nil {
-		return &DuplicateError{Names: dups}
 	}
 	return nil
 }
