@@ -241,3 +241,9 @@ func (s *syntheticS3) AbortMultipartUpload(context.Context, *s3.AbortMultipartUp
 func (s *syntheticS3) ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
 	return nil, &types.NoSuchUpload{}
 }
+
+// ListMultipartUploads: the fake keeps no uploads in the work bucket (it
+// makes no chain rounds), so there are none to list.
+func (s *syntheticS3) ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	return &s3.ListMultipartUploadsOutput{}, nil
+}
