@@ -165,7 +165,7 @@ func fitPartSize(entries []Entry, size int64, workers int) int64 {
 	}
 	// Room for the final part and for rounding the count up to a multiple
 	// of the workers.
-	budget := max(int64(MaxParts-2-workers), MaxParts/2)
+	budget := max(int64(MaxParts-2)-min(int64(workers), MaxParts/4), MaxParts/2)
 	if need := ceilDiv(total, budget); need > size {
 		return min(need, MaxPartSize)
 	}
@@ -377,7 +377,8 @@ func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 	n := max(1, (size+opts.PartSize/2)/opts.PartSize)
 	maxN := max(1, size/MinPartSize)
 	minN := ceilDiv(size, MaxPartSize)
-	if w := int64(opts.Workers); w > 1 && n%w != 0 {
+	// Round the count up to a multiple of the workers, within the part limit.
+	if w := min(int64(opts.Workers), MaxParts/4); w > 1 && n%w != 0 {
 		if up := (n/w + 1) * w; up <= maxN {
 			n = up
 		}
@@ -426,9 +427,12 @@ func (p *Plan) FinalPart() *Part { return &p.Parts[len(p.Parts)-1] }
 // run and is not known yet.
 func (p *Plan) CRCsNeeded() []int {
 	var need []int
+	seen := map[int]bool{}
 	for _, part := range p.Parts {
 		for _, i := range part.NeedCRC {
-			if !p.Entries[i].CRC32.Known {
+			// A header split between two parts is needed by both: ask once.
+			if !p.Entries[i].CRC32.Known && !seen[i] {
+				seen[i] = true
 				need = append(need, i)
 			}
 		}

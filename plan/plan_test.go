@@ -207,3 +207,26 @@ func TestEncodeDecode(t *testing.T) {
 		}
 	}
 }
+
+// A header split between two parts is needed by both, and asked for once.
+func TestCRCsNeededOnce(t *testing.T) {
+	p := mustPlan(t, sized("x", 16*MiB, 16*MiB+10), Options{Strategy: StrategyStream, PartSize: 16 * MiB})
+	seen := map[int]bool{}
+	for _, i := range p.CRCsNeeded() {
+		if seen[i] {
+			t.Fatalf("entry %d asked for twice: %v", i, p.CRCsNeeded())
+		}
+		seen[i] = true
+	}
+}
+
+// Rounding the part count up to the workers never breaks the part limit.
+func TestManyWorkersStayWithinThePartLimit(t *testing.T) {
+	entries := make([]Entry, 60)
+	for i := range entries {
+		entries[i] = obj(fmt.Sprintf("g%02d", i), GiB)
+	}
+	for _, s := range strategies {
+		mustPlan(t, entries, Options{Strategy: s, Workers: 10000})
+	}
+}

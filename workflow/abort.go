@@ -56,48 +56,48 @@ type caught struct {
 // Abort cleans up. It is safe to run more than once.
 func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
-	var job Job
-	_ = json.Unmarshal(in.State, &job) // the state is a job only when planning finished
-	execution := in.Execution
-	if execution == "" {
-		execution = job.Execution
-	}
-	log := a.logger().With("execution", execution)
+	log := a.logger().With("execution", in.Execution)
 	var cause caught
 	_ = json.Unmarshal(in.Error, &cause)
 	out := &AbortOutput{Error: cause.Error, Cause: cause.Cause}
 	if out.Error == "" {
 		out.Error = "Error"
 	}
-	if job.UploadID != "" && job.Destination.Bucket != "" {
-		if err := a.abortUpload(ctx, &job); err != nil {
-			return out, err
+	if in.Execution == "" || cfg.WorkBucket == "" {
+		return out, fmt.Errorf("abort needs the execution name and the work bucket to find what to clean")
+	}
+	// What to clean comes from the deployment and from what the planner
+	// recorded, never from the failed state: when planning fails, that is
+	// the user's request, and it may name anything.
+	bucket, prefix := cfg.WorkBucket, cfg.workPrefix(in.Execution)
+	doc, err := getBytes(ctx, a.S3, bucket, prefix+"upload.json", 1<<20)
+	switch {
+	case err == nil:
+		var job Job
+		if err := json.Unmarshal(doc, &job); err != nil {
+			return out, fmt.Errorf("upload record s3://%s/%supload.json: %w", bucket, prefix, err)
 		}
-		out.UploadAborted = true
-	}
-	workBucket, prefix := job.WorkBucket, job.WorkPrefix
-	if workBucket == "" {
-		workBucket = cfg.WorkBucket
-	}
-	if prefix == "" && execution != "" {
-		prefix = cfg.workPrefix(execution)
-	}
-	if workBucket != "" && prefix != "" {
-		if strings.HasPrefix(out.Error, "States.") {
-			// A failed Distributed Map reports only that too many batches
-			// failed; the batches' own errors are in its results.
-			if e, ok := a.firstFailedBatch(ctx, workBucket, prefix+"map/"); ok {
-				out.Error, out.Cause = e.Error, e.Cause
+		if job.UploadID != "" && job.Destination.Bucket != "" {
+			if err := a.abortUpload(ctx, &job); err != nil {
+				return out, err
 			}
+			out.UploadAborted = true
 		}
-		if _, err := abortUploadsUnder(ctx, a.S3, workBucket, prefix); err != nil {
-			return out, err
+	case !isNotFound(err):
+		return out, err
+	}
+	if strings.HasPrefix(out.Error, "States.") {
+		// A failed Distributed Map reports only that too many batches
+		// failed; the batches' own errors are in its results.
+		if e, ok := a.firstFailedBatch(ctx, bucket, prefix+"map/"); ok {
+			out.Error, out.Cause = e.Error, e.Cause
 		}
-		n, err := deletePrefix(ctx, a.S3, workBucket, prefix)
-		if err != nil {
-			return out, err
-		}
-		out.WorkDeleted = n
+	}
+	if _, err := abortUploadsUnder(ctx, a.S3, bucket, prefix); err != nil {
+		return out, err
+	}
+	if out.WorkDeleted, err = deletePrefix(ctx, a.S3, bucket, prefix); err != nil {
+		return out, err
 	}
 	log.Info("aborted", "uploadAborted", out.UploadAborted, "workObjectsDeleted", out.WorkDeleted, "error", out.Error, "cause", out.Cause)
 	return out, nil

@@ -98,6 +98,16 @@ func chainRound(ctx context.Context, c ChainS3, job *Job, entries []plan.PlacedE
 		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
 	}
 	pieces := append(append([]plan.ChainPiece{}, round.Middle...), round.Last)
+	// Header bytes first: a missing CRC stops the round before anything is in flight.
+	bodies := make([][]byte, len(pieces))
+	for i, pc := range pieces {
+		if !pc.Copy {
+			if bodies[i], err = headerBytes(entries, pc); err != nil {
+				abort()
+				return x, 0, err
+			}
+		}
+	}
 	etags := make([]string, len(pieces)+1)
 	var uploaded int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -115,11 +125,7 @@ func chainRound(ctx context.Context, c ChainS3, job *Job, entries []plan.PlacedE
 		added += pc.Size
 		n := int32(i + 2)
 		if !pc.Copy {
-			body, err := headerBytes(entries, pc)
-			if err != nil {
-				abort()
-				return x, 0, err
-			}
+			body := bodies[i]
 			uploaded += int64(len(body))
 			g.Go(func() error {
 				out, err := c.UploadPart(gctx, &s3.UploadPartInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId, PartNumber: &n,

@@ -48,10 +48,17 @@ type ChecksumMismatchError struct{ Msg string }
 
 func (e *ChecksumMismatchError) Error() string { return e.Msg }
 
-// DestinationExistsError says the archive's key is taken and overwrite was not asked.
-type DestinationExistsError struct{ Bucket, Key string }
+// DestinationExistsError says another object holds the archive's key: it
+// existed and overwrite was not asked, or another writer took the key.
+type DestinationExistsError struct {
+	Bucket, Key string
+	Msg         string // what happened, when it is not the plain case
+}
 
 func (e *DestinationExistsError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("destination s3://%s/%s: %s", e.Bucket, e.Key, e.Msg)
+	}
 	return fmt.Sprintf("destination s3://%s/%s already exists; set options.overwrite to replace it", e.Bucket, e.Key)
 }
 
@@ -111,7 +118,8 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 		code = ae.ErrorCode()
 	}
 	switch {
-	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" || status == http.StatusNotFound):
+	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
+		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
 	case status >= 500 || status == http.StatusTooManyRequests || code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || (status == 0 && code == ""):
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}

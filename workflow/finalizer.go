@@ -132,7 +132,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		if !isCode(err, "NoSuchUpload") {
 			return nil, fmt.Errorf("final part %d: %w", final.Number, err)
 		}
-		completed = true // a previous run completed the upload
+		completed = true // a previous run completed the upload (check makes sure)
 	} else {
 		byPart[final.Number] = *last
 		stats.StreamedBytesActual += last.StreamedBytes
@@ -147,14 +147,15 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	if archiveCRC, err = p.ArchiveCRC(directory); err != nil {
 		return nil, err
 	}
+	etag := "" // of the object this run's completion made, when it knows it
 	if !completed {
-		if err := f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
+		if etag, err = f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
 			if !isCode(err, "NoSuchUpload") {
 				return nil, err
 			}
 		}
 	}
-	archive, err := f.check(ctx, &job, p, archiveCRC)
+	archive, err := f.check(ctx, &job, p, archiveCRC, etag)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +260,7 @@ func mergeResults(p *plan.Plan, results []PartResult) (map[int]PartResult, Repor
 	return byPart, stats, nil
 }
 
-func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart map[int]PartResult, archiveCRC uint32) error {
+func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart map[int]PartResult, archiveCRC uint32) (string, error) {
 	parts := make([]types.CompletedPart, 0, len(byPart))
 	for n, r := range byPart {
 		cp := types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: aws.String(r.ETag)}
@@ -280,25 +281,36 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 		// Another run may have written the key since planning: never replace it.
 		in.IfNoneMatch = aws.String("*")
 	}
-	_, err := f.S3.CompleteMultipartUpload(ctx, in)
+	out, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
 		if isCode(err, "PreconditionFailed") {
-			return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key}
+			// A retried Complete whose first attempt succeeded meets its own
+			// archive: same size and CRC-32 means done.
+			d := job.Destination
+			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
+			if herr == nil && aws.ToInt64(h.ContentLength) == p.Size && aws.ToString(h.ChecksumCRC32) == crcBase64(archiveCRC) {
+				return aws.ToString(h.ETag), nil
+			}
+			return "", &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
 		}
 		if isCode(err, "BadDigest", "InvalidPart") {
-			return &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
+			return "", &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
 		}
-		return s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
+		return "", s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
-	return nil
+	return aws.ToString(out.ETag), nil
 }
 
-// check reads back the archive's size and checksum. A wrong archive is
-// deleted: no wrong bytes are left behind.
-func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCRC uint32) (*Archive, error) {
+// check reads back the archive's size and checksum. A wrong archive that
+// this run's completion made (its ETag) is deleted: no wrong bytes are left
+// behind. An object another writer put at the key since is left alone.
+func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCRC uint32, etag string) (*Archive, error) {
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
+		if isNotFound(err) {
+			return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: "the archive was removed from the key by another writer right after completion"}
+		}
 		return nil, s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
 	want := crcBase64(archiveCRC)
@@ -310,7 +322,11 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 	case got != "" && got != want:
 		problem = fmt.Sprintf("has CRC-32 %s, computed %s", got, want)
 	}
-	if problem != "" {
+	switch {
+	case problem == "":
+	case etag == "" || aws.ToString(h.ETag) != etag:
+		return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: fmt.Sprintf("%s %s: another writer replaced this run's archive (left as it is)", d.URI(), problem)}
+	default:
 		if _, derr := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &d.Key}); derr != nil {
 			problem += fmt.Sprintf(" (and deleting it failed: %v)", derr)
 		}

@@ -83,17 +83,29 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	return decodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
-// copySource is UploadPartCopy's x-amz-copy-source: bucket/key, URL-encoded, with the version.
+// copySource is UploadPartCopy's x-amz-copy-source: bucket/key with the
+// key percent-encoded byte by byte except unreserved characters and "/"
+// (S3 would read a bare "+" as a space), and the version.
 func copySource(bucket, key, version string) string {
-	segs := strings.Split(key, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.WriteString(bucket)
+	b.WriteByte('/')
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
 	}
-	src := bucket + "/" + strings.Join(segs, "/")
 	if version != "" {
-		src += "?versionId=" + url.QueryEscape(version)
+		b.WriteString("?versionId=" + url.QueryEscape(version))
 	}
-	return src
+	return b.String()
 }
 
 // getBytes reads a whole (small) object, refusing more than limit bytes.
@@ -113,8 +125,9 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 	return b, nil
 }
 
-// getRange reads source bytes [from, to) into dst, pinned by ETag.
-func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int64, dst []byte) error {
+// getRange reads bytes [from, to) of an object into dst, pinned by ETag.
+// source says whether a missing or changed object is a changed source.
+func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int64, dst []byte, source bool) error {
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
 	if src.ETag != "" {
 		in.IfMatch = &src.ETag
@@ -124,9 +137,13 @@ func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int6
 	}
 	out, err := c.GetObject(ctx, in)
 	if err != nil {
-		return s3Error("GetObject", src.Bucket, src.Key, true, err)
+		return s3Error("GetObject", src.Bucket, src.Key, source, err)
 	}
 	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n != to-from {
+		// A server that ignored the range would hand over the wrong bytes.
+		return fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", src.Bucket, src.Key, from, to-1, n)
+	}
 	if _, err := io.ReadFull(out.Body, dst); err != nil {
 		return &TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}
 	}

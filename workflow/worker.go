@@ -177,7 +177,7 @@ func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJ
 	}
 	from, to := item.EntriesRange[0], item.EntriesRange[1]
 	buf := make([]byte, to-from)
-	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey}, from, to, buf); err != nil {
+	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey}, from, to, buf, false); err != nil {
 		return nil, fmt.Errorf("plan entries: %w", err)
 	}
 	entries, err := plan.DecodeEntries(bytes.NewReader(buf))
@@ -185,7 +185,11 @@ func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJ
 		return nil, err
 	}
 	if len(entries) != item.Count || entries[0].Index != item.First {
-		return nil, fmt.Errorf("plan entries bytes %d-%d hold %d entries from %d, want %d from %d", from, to-1, len(entries), entries[0].Index, item.Count, item.First)
+		first := -1
+		if len(entries) > 0 {
+			first = entries[0].Index
+		}
+		return nil, fmt.Errorf("plan entries bytes %d-%d hold %d entries from %d, want %d from %d", from, to-1, len(entries), first, item.Count, item.First)
 	}
 	return entries, nil
 }
@@ -202,7 +206,7 @@ func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *pla
 		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
 			src := &sourceRef{Bucket: r.Entry.Source.Bucket, Key: r.Entry.Source.Key, ETag: r.Entry.Source.ETag, VersionID: r.Entry.Source.VersionID}
-			return getRange(ctx, c, src, r.From, r.To, r.Dst)
+			return getRange(ctx, c, src, r.From, r.To, r.Dst, true)
 		})
 	})
 	if err != nil {
