@@ -267,6 +267,10 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		// be stored as the archive's. Some servers (versitygw 1.8) report the
 		// source's stored checksum for a copy. Stream the range instead: the
 		// same bytes, with a checksum computed from them.
+		if item.Size() > cfg.MemoryBudget {
+			return nil, &ChecksumMismatchError{fmt.Sprintf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s), and the %d-byte range is over the worker's memory budget to stream instead",
+				src.Bucket, src.Key, from, to-1, got, reason, item.Size())}
+		}
 		w.logger().Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason)
 		return w.streamCopyRange(ctx, cfg, job, item)
