@@ -584,11 +584,74 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 		}
 		in.Tagging = aws.String(q.Encode())
 	}
-	out, err := pl.S3.CreateMultipartUpload(ctx, in)
-	if err != nil {
-		return "", s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	// A create whose answer is lost may still have made an upload, which
+	// nothing would know to abort. So the planner retries it itself, one
+	// attempt at a time, and aborts the uploads of this key begun since its
+	// first attempt (other than the one it keeps), when its client can list
+	// them: before each retry, and after a success or a final failure if a
+	// clean-up did not go through.
+	started := time.Now().Add(-createSkew)
+	lister, canList := pl.S3.(strayLister)
+	strays := false // a failed attempt may have left an upload
+	clean := func(keep string) {
+		for try := 0; try < 3 && strays; try++ {
+			if abortStrays(context.WithoutCancel(ctx), lister, d, started, keep) == nil {
+				strays = false
+			}
+		}
 	}
-	return aws.ToString(out.UploadId), nil
+	for attempt := 1; ; attempt++ {
+		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		if err == nil {
+			id := aws.ToString(out.UploadId)
+			if canList {
+				clean(id)
+			}
+			return id, nil
+		}
+		err = s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+		strays = canList
+		if canList {
+			clean("")
+		}
+		if !Retryable(err) || attempt == createAttempts || ctx.Err() != nil {
+			return "", err
+		}
+		select {
+		case <-time.After(time.Duration(attempt*attempt) * 100 * time.Millisecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+const (
+	createAttempts = 5
+	// createSkew allows for the server's clock being behind ours.
+	createSkew = 5 * time.Second
+)
+
+type strayLister interface {
+	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+}
+
+// abortStrays aborts the uploads of exactly d's key initiated since t,
+// except keep.
+func abortStrays(ctx context.Context, c strayLister, d Destination, since time.Time, keep string) error {
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &d.Bucket, Prefix: &d.Key})
+	if err != nil {
+		return s3Error("ListMultipartUploads", d.Bucket, d.Key, false, err)
+	}
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
+			continue
+		}
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+		}
+	}
+	return nil
 }
 
 // forEach runs fn for 0..n-1 with at most limit at once; the first error

@@ -359,7 +359,8 @@ export class ArchiveWorkflow extends Construct {
     const add = (fn: lambda.Function, statements: iam.PolicyStatement[]) => {
       for (const s of statements) fn.addToRolePolicy(s);
     };
-    add(planner, [...workAccess, ...sourceRead, ...destinationWrite, controlRead]);
+    // The planner lists the destination's uploads to abort one whose create answer was lost.
+    add(planner, [...workAccess, ...sourceRead, ...destinationWrite, destinationAbort[1], controlRead]);
     add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
     add(finalizer, [...workAccess, sourceTailRead, ...destinationWrite]);
     add(abort, [...workAccess, ...destinationAbort]);

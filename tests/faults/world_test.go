@@ -342,11 +342,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 		}
 	}
 	if left := w.leftovers(t); len(left) > 0 {
-		if known := knownLeak(p, left); known != "" {
-			obs = append(obs, "KNOWN GAP: "+known)
-		} else {
-			bad("left behind: %s", strings.Join(left, ", "))
-		}
+		bad("left behind: %s", strings.Join(left, ", "))
 	} else {
 		obs = append(obs, "clean")
 	}
@@ -390,21 +386,4 @@ func record(t *testing.T, started time.Time, expected, observed string, pass boo
 	if !pass {
 		t.Errorf("scenario failed: expected %s; observed %s", expected, observed)
 	}
-}
-
-// knownLeak names the one leak the workflow cannot prevent by itself, when
-// that is all that was left: CreateMultipartUpload's response lost after S3
-// created the upload. The SDK retries and creates another; the first one's id
-// never reached the planner, so nothing can abort it. The deployment's
-// AbortIncompleteMultipartUpload lifecycle rule (infra, 1 day) removes it.
-func knownLeak(p *faultproxy.Proxy, left []string) string {
-	if p == nil || p.Counts()[faultproxy.CreateMultipartUpload].Injected[faultproxy.ResetAfter] == 0 {
-		return ""
-	}
-	for _, l := range left {
-		if !strings.HasPrefix(l, "multipart upload of ") {
-			return ""
-		}
-	}
-	return fmt.Sprintf("%d orphan upload(s) after CreateMultipartUpload's response was lost (lifecycle rule cleans up)", len(left))
 }
