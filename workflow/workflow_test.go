@@ -77,20 +77,8 @@ func (e *env) checkArchive(t *testing.T, key, prefix string) {
 // multipart uploads.
 func (e *env) assertClean(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	objs, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("work")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs.Contents {
-		t.Errorf("work object left: %s", aws.ToString(o.Key))
-	}
-	ups, err := e.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range ups.Uploads {
-		t.Errorf("multipart upload left: %s %s", aws.ToString(u.Key), aws.ToString(u.UploadId))
+	for _, l := range e.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
 	}
 }
 

@@ -97,19 +97,8 @@ func (e *env) checkArchive(t *testing.T, key string) {
 func (e *env) assertClean(t *testing.T, archive string) {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("work")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs.Contents {
-		t.Errorf("work object left: %s", aws.ToString(o.Key))
-	}
-	ups, err := e.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range ups.Uploads {
-		t.Errorf("multipart upload left: %s %s", aws.ToString(u.Key), aws.ToString(u.UploadId))
+	for _, l := range e.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
 	}
 	if archive != "" {
 		if _, err := e.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String(archive)}); err == nil {

@@ -57,17 +57,7 @@ func newWorld(t *testing.T, buckets ...string) *world {
 	return w
 }
 
-func body(seed uint64, size int) []byte {
-	b := make([]byte, size)
-	rng := rand.New(rand.NewPCG(seed, uint64(size)))
-	for i := 0; i+8 <= len(b); i += 8 {
-		v := rng.Uint64()
-		for k := 0; k < 8; k++ {
-			b[i+k] = byte(v >> (8 * k))
-		}
-	}
-	return b
-}
+func body(seed uint64, size int) []byte { return s3test.Bytes(seed, size) }
 
 // put uploads objects concurrently and returns what the archive should hold.
 func (w *world) put(t *testing.T, bucket string, objects map[string][]byte, opts ...s3test.PutOption) {
@@ -120,22 +110,8 @@ func (w *world) check(t *testing.T, key string, want []zipcheck.Want) {
 // clean asserts that no work object and no multipart upload is left.
 func (w *world) clean(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	objs, err := w.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("work")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs.Contents {
-		t.Errorf("work object left: %s", aws.ToString(o.Key))
-	}
-	for _, b := range []string{"dst", "work"} {
-		ups, err := w.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(b)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range ups.Uploads {
-			t.Errorf("multipart upload left in %s: %s", b, aws.ToString(u.Key))
-		}
+	for _, l := range w.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -128,17 +127,7 @@ func (w *world) faults(t *testing.T, seed uint64, rules ...faultproxy.Rule) (*fa
 	return p, c
 }
 
-func body(seed uint64, size int) []byte {
-	b := make([]byte, size)
-	rng := rand.New(rand.NewPCG(seed, uint64(size)))
-	for i := 0; i+8 <= len(b); i += 8 {
-		v := rng.Uint64()
-		for k := 0; k < 8; k++ {
-			b[i+k] = byte(v >> (8 * k))
-		}
-	}
-	return b
-}
+func body(seed uint64, size int) []byte { return s3test.Bytes(seed, size) }
 
 // putSources writes a data set under prefix: small objects the workers
 // stream, and objects over 5 MiB the duo strategy copies, with and without a
@@ -221,23 +210,7 @@ func (w *world) verify(t *testing.T, key string, want []zipcheck.Want) (string, 
 // leftovers lists work objects and multipart uploads that outlived the run.
 func (w *world) leftovers(t *testing.T) []string {
 	t.Helper()
-	ctx := context.Background()
-	var left []string
-	objs, err := w.direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("work")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs.Contents {
-		left = append(left, "work object "+aws.ToString(o.Key))
-	}
-	ups, err := w.direct.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range ups.Uploads {
-		left = append(left, "multipart upload of "+aws.ToString(u.Key))
-	}
-	return left
+	return w.srv.Leftovers(t, "work", "dst")
 }
 
 // object returns the destination object's bytes, or nil when there is none.
