@@ -72,17 +72,6 @@ func buildZip(t testing.TB, entries []testEntry) []byte {
 	return buf.Bytes()
 }
 
-// pattern is deterministic data that does not repeat over short spans.
-func pattern(n int, seed byte) []byte {
-	b := make([]byte, n)
-	x := uint32(seed) + 1
-	for i := range b {
-		x = x*1664525 + 1013904223
-		b[i] = byte(x >> 24)
-	}
-	return b
-}
-
 type testEnv struct {
 	srv    *s3test.Server
 	client *s3.Client
@@ -152,8 +141,8 @@ func TestVerifyAndExtractGoodArchives(t *testing.T) {
 	}{
 		{name: "plain", extract: true, entries: []testEntry{
 			{name: "a.txt", data: []byte("hello, s3zip\n")},
-			{name: "b/c.bin", data: pattern(100_000, 1)},
-			{name: "b/d.bin", data: pattern(3, 2)},
+			{name: "b/c.bin", data: s3test.Bytes(uint64(1), 100_000)},
+			{name: "b/d.bin", data: s3test.Bytes(uint64(2), 3)},
 		}},
 		{name: "empty-entries", extract: true, entries: []testEntry{
 			{name: "empty1"}, {name: "x/empty2"}, {name: "full", data: []byte("x")}, {name: "empty3"},
@@ -162,16 +151,16 @@ func TestVerifyAndExtractGoodArchives(t *testing.T) {
 			{name: "d/"}, {name: "d/e/"}, {name: "d/e/f.txt", data: []byte("f")}, {name: "g/"},
 		}},
 		{name: "unicode-names", extract: true, entries: []testEntry{
-			{name: "ünïcødé/日本語.txt", data: []byte("こんにちは")}, {name: "emoji-🗜️.bin", data: pattern(10, 3)},
+			{name: "ünïcødé/日本語.txt", data: []byte("こんにちは")}, {name: "emoji-🗜️.bin", data: s3test.Bytes(uint64(3), 10)},
 		}},
 		{name: "deflated-entry", extract: true, entries: []testEntry{
-			{name: "z.txt", data: bytes.Repeat([]byte("compress me "), 10_000), deflate: true}, {name: "s.bin", data: pattern(5000, 4)},
+			{name: "z.txt", data: bytes.Repeat([]byte("compress me "), 10_000), deflate: true}, {name: "s.bin", data: s3test.Bytes(uint64(4), 5000)},
 		}},
 		{name: "chunks-and-runs", extract: true, opts: VerifyOptions{ChunkSize: 64 << 10, CoalesceSize: 100 << 10, Concurrency: 4},
 			entries: []testEntry{
-				{name: "big1", data: pattern(300_000, 5)}, {name: "s1", data: pattern(50_000, 6)},
-				{name: "s2", data: pattern(60_000, 7)}, {name: "big2", data: pattern(64<<10+1, 8)},
-				{name: "s3", data: pattern(1, 9)}, {name: "big3", data: pattern(200_000, 10)},
+				{name: "big1", data: s3test.Bytes(uint64(5), 300_000)}, {name: "s1", data: s3test.Bytes(uint64(6), 50_000)},
+				{name: "s2", data: s3test.Bytes(uint64(7), 60_000)}, {name: "big2", data: s3test.Bytes(uint64(8), 64<<10+1)},
+				{name: "s3", data: s3test.Bytes(uint64(9), 1)}, {name: "big3", data: s3test.Bytes(uint64(10), 200_000)},
 			}},
 		{name: "zip64-many-entries", entries: many, zip64: true, extract: true},
 		{name: "no-entries", extract: true},
@@ -246,7 +235,7 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 	env := newEnv(t)
 	good := []testEntry{
 		{name: "first.txt", data: []byte("the first entry")},
-		{name: "second.bin", data: pattern(20_000, 11)},
+		{name: "second.bin", data: s3test.Bytes(uint64(11), 20_000)},
 		{name: "third.txt", data: []byte("the third entry")},
 	}
 	for _, tc := range []struct {

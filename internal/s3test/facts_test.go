@@ -52,17 +52,6 @@ func crc32b64(b []byte) string {
 	return base64.StdEncoding.EncodeToString(s[:])
 }
 
-// pattern is deterministic, non-repeating-looking test data.
-func pattern(n int, seed byte) []byte {
-	b := make([]byte, n)
-	x := uint32(seed) + 1
-	for i := range b {
-		x = x*1664525 + 1013904223
-		b[i] = byte(x >> 24)
-	}
-	return b
-}
-
 const bucket = "facts"
 
 type factEnv struct {
@@ -124,7 +113,7 @@ func checksumTypeIf(full *string) types.ChecksumType {
 // (a) What CRC32 does a ranged UploadPartCopy report for its part?
 func TestVersitygwFactsRangedCopyChecksum(t *testing.T) {
 	e := newFactEnv(t)
-	src := pattern(6<<20, 1)
+	src := Bytes(uint64(1), 6<<20)
 	e.srv.PutObject(t, bucket, "src-crc32", src, WithChecksum(ChecksumCRC32))
 	e.srv.PutObject(t, bucket, "src-none", src)
 	const rng = "bytes=0-5242879" // first 5 MiB
@@ -165,11 +154,11 @@ func TestVersitygwFactsRangedCopyChecksum(t *testing.T) {
 // (b) CRC32 FULL_OBJECT uploads: does Complete verify the whole-object CRC?
 func TestVersitygwFactsFullObjectComplete(t *testing.T) {
 	e := newFactEnv(t)
-	p1, p2 := pattern(5<<20, 2), []byte("the last part may be small")
+	p1, p2 := Bytes(uint64(2), 5<<20), []byte("the last part may be small")
 	whole := append(append([]byte{}, p1...), p2...)
 	good, bad := aws.String(crc32b64(whole)), aws.String(crc32b64([]byte("wrong")))
 	e.srv.PutObject(t, bucket, "src-none", p1)
-	srcCRC := append(append([]byte{}, p1...), pattern(1<<20, 9)...)
+	srcCRC := append(append([]byte{}, p1...), Bytes(uint64(9), 1<<20)...)
 	e.srv.PutObject(t, bucket, "src-crc32", srcCRC, WithChecksum(ChecksumCRC32))
 
 	type partKind string
@@ -261,7 +250,7 @@ func TestVersitygwFactsMinPartSize(t *testing.T) {
 // (d) Conditional requests.
 func TestVersitygwFactsConditional(t *testing.T) {
 	e := newFactEnv(t)
-	put := e.srv.PutObject(t, bucket, "src", pattern(1024, 3))
+	put := e.srv.PutObject(t, bucket, "src", Bytes(uint64(3), 1024))
 	id := e.create(t, "dst", "", "")
 	copyIf := func(etag string) error {
 		_, err := e.c.UploadPartCopy(t.Context(), &s3.UploadPartCopyInput{
@@ -291,7 +280,7 @@ func TestVersitygwFactsHeadChecksum(t *testing.T) {
 	small := []byte("simple put")
 	e.srv.PutObject(t, bucket, "put-crc32", small, WithChecksum(ChecksumCRC32))
 	e.srv.PutObject(t, bucket, "put-none", small)
-	p1, p2 := pattern(5<<20, 4), []byte("tail")
+	p1, p2 := Bytes(uint64(4), 5<<20), []byte("tail")
 	whole := append(append([]byte{}, p1...), p2...)
 	e.srv.PutMultipartObject(t, bucket, "mpu-composite", [][]byte{p1, p2}, WithChecksum(ChecksumCRC32), WithChecksumType(types.ChecksumTypeComposite))
 	e.srv.PutMultipartObject(t, bucket, "mpu-full", [][]byte{p1, p2}, WithChecksum(ChecksumCRC32), WithChecksumType(types.ChecksumTypeFullObject))
@@ -323,7 +312,7 @@ func TestVersitygwFactsHeadChecksum(t *testing.T) {
 // (f) GetObjectAttributes with ObjectParts.
 func TestVersitygwFactsObjectAttributes(t *testing.T) {
 	e := newFactEnv(t)
-	p1, p2 := pattern(5<<20, 5), []byte("tail")
+	p1, p2 := Bytes(uint64(5), 5<<20), []byte("tail")
 	e.srv.PutMultipartObject(t, bucket, "mpu", [][]byte{p1, p2}, WithChecksum(ChecksumCRC32), WithChecksumType(types.ChecksumTypeComposite))
 	out, err := e.c.GetObjectAttributes(t.Context(), &s3.GetObjectAttributesInput{
 		Bucket: aws.String(bucket), Key: aws.String("mpu"),
@@ -370,7 +359,7 @@ func TestVersitygwFactsListPagination(t *testing.T) {
 // (h) The SDK's default request checksums against an upload created without an algorithm.
 func TestVersitygwFactsSDKDefaultChecksum(t *testing.T) {
 	e := newFactEnv(t)
-	p1, p2 := pattern(5<<20, 6), []byte("tail")
+	p1, p2 := Bytes(uint64(6), 5<<20), []byte("tail")
 	var sent []string // part CRC32s the server echoed
 	try := func(c *s3.Client) (string, string) {
 		sent = nil

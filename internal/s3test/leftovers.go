@@ -43,9 +43,9 @@ func (s *Server) Leftovers(tb testing.TB, workBucket string, uploadBuckets ...st
 func Bytes(seed uint64, size int) []byte {
 	b := make([]byte, size)
 	rng := rand.New(rand.NewPCG(seed, uint64(size)))
-	for i := 0; i+8 <= len(b); i += 8 {
+	for i := 0; i < len(b); i += 8 {
 		v := rng.Uint64()
-		for k := 0; k < 8; k++ {
+		for k := 0; k < 8 && i+k < len(b); k++ {
 			b[i+k] = byte(v >> (8 * k))
 		}
 	}
