@@ -72,6 +72,42 @@ func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
 	return rounds
 }
 
+// ChainChecksums says which rounds' uploads are created with CRC-32 and
+// which entries (positions in entries) the chain learns the CRC-32 of: a
+// round that copies a whole object into an upload created with CRC-32 gets
+// that object's CRC in S3's answer, so the worker copies those pieces before
+// it writes any header and needs no HEAD for them. The last round never
+// carries a checksum, nor does a round right after one that does: what a
+// round copies from must have no stored checksum, because some S3 servers
+// answer a ranged copy of a checksummed object with the whole object's
+// checksum (docs/versitygw.md, fact a) — the chain copies ranges of what it
+// has built, and its product is copied in a range into the archive.
+func ChainChecksums(entries []PlacedEntry, rounds []ChainRound) (crc []bool, learned []bool) {
+	crc = make([]bool, len(rounds))
+	learned = make([]bool, len(entries))
+	for r := 0; r+1 < len(rounds); r++ {
+		if r > 0 && crc[r-1] {
+			continue
+		}
+		for _, pc := range append(rounds[r].Middle[:len(rounds[r].Middle):len(rounds[r].Middle)], rounds[r].Last) {
+			if k, ok := WholeCopy(entries, pc); ok {
+				crc[r], learned[k] = true, true
+			}
+		}
+	}
+	return crc, learned
+}
+
+// WholeCopy says whether a piece copies an entry's whole object, and which.
+func WholeCopy(entries []PlacedEntry, pc ChainPiece) (int, bool) {
+	if !pc.Copy || len(pc.Segments) != 1 {
+		return 0, false
+	}
+	s := pc.Segments[0]
+	e := &entries[s.Entry]
+	return s.Entry, s.Kind == SegmentData && s.From == 0 && s.To == e.Size && e.Size > 0
+}
+
 // ChainCost is what building one chain part takes.
 type ChainCost struct {
 	Rounds       int

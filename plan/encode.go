@@ -9,7 +9,7 @@ import (
 )
 
 // FormatVersion is the version of the serialized plan.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Header is the small document beside the entries and part jobs: what the
 // finalizer needs besides them, and what a reader of the plan wants first.
@@ -41,6 +41,9 @@ type PartJob struct {
 	SourceRange [2]int64 `json:"sourceRange,omitzero"`
 	SourceSize  int64    `json:"sourceSize,omitempty"`
 	CRC32       CRC      `json:"crc32,omitzero"`
+	// Carried are the jobs of the parts this one carries (Part.Carry): the
+	// worker builds them first and they have no line of their own.
+	Carried []PartJob `json:"carried,omitempty"`
 }
 
 // Encoded is a serialized plan.
@@ -48,6 +51,7 @@ type Encoded struct {
 	Header  []byte // JSON
 	Entries []byte // JSON Lines, one PlacedEntry per line, in archive order
 	Parts   []byte // JSON Lines, one PartJob per line, for the workers
+	Jobs    int    // lines in Parts: worker parts less the carried ones
 }
 
 // Encode serializes the plan.
@@ -77,10 +81,19 @@ func (p *Plan) Encode() (*Encoded, error) {
 	}
 	var parts bytes.Buffer
 	enc = json.NewEncoder(&parts)
+	jobs := 0
 	for i := range p.WorkerParts() {
-		if err := enc.Encode(job(&p.Parts[i])); err != nil {
+		if p.Carried(i) {
+			continue
+		}
+		j := job(&p.Parts[i])
+		for k := 1; k <= p.Parts[i].Carry; k++ {
+			j.Carried = append(j.Carried, job(&p.Parts[i+k]))
+		}
+		if err := enc.Encode(j); err != nil {
 			return nil, fmt.Errorf("encode part %d: %w", p.Parts[i].Number, err)
 		}
+		jobs++
 	}
 	h := Header{
 		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
@@ -91,7 +104,7 @@ func (p *Plan) Encode() (*Encoded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode plan header: %w", err)
 	}
-	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes()}, nil
+	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes(), Jobs: jobs}, nil
 }
 
 // DecodeEntries reads placed entries, one JSON line each.
@@ -151,6 +164,9 @@ func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
 	}
 	for _, j := range jobs {
 		p.Parts = append(p.Parts, j.Part)
+		for _, c := range j.Carried {
+			p.Parts = append(p.Parts, c.Part)
+		}
 	}
 	p.Parts = append(p.Parts, h.Final.Part)
 	if len(p.Entries) != h.Entries || len(p.Parts) != h.Parts {

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,10 @@ func contentCRC(e *Entry) uint32 {
 
 // execute runs a plan in memory the way the workflow does: workers build
 // their parts knowing only the plan's CRCs (after the planner filled in the
-// ones CRCsNeeded asks for), copies are taken from the sources, the
-// finalizer merges the CRCs the workers computed and builds the last part.
+// ones CRCsNeeded asks for) and those S3's answers to their copies give them
+// (a carried copy, the whole-object copies of a chain's checksummed rounds);
+// copies are taken from the sources; the finalizer merges the CRCs the
+// workers computed or learned and builds the last part.
 func execute(t testing.TB, p *Plan) []byte {
 	t.Helper()
 	for _, i := range p.CRCsNeeded() {
@@ -42,19 +45,41 @@ func execute(t testing.TB, p *Plan) []byte {
 		}
 		return nil
 	}
-	out := make([]byte, 0, p.Size)
+	parts := make([][]byte, len(p.Parts))
 	computed := map[int]uint32{}
+	// learn is what S3 answers a copy of a whole object into an upload created with CRC-32.
+	learn := func(ents []PlacedEntry, k int) {
+		crc := contentCRC(&ents[k].Entry)
+		ents[k].CRC32 = KnownCRC(crc)
+		computed[ents[k].Index] = crc
+	}
 	for i := range p.WorkerParts() {
 		part := &p.Parts[i]
-		ents := p.Entries[part.First : part.First+part.Count]
+		// A part's worker sees only its own entries and what it learns.
+		ents := slices.Clone(p.Entries[part.First : part.First+part.Count])
+		if part.Carry > 0 {
+			next := &p.Parts[i+1]
+			if k := next.First - part.First; k >= 0 && k < len(ents) {
+				learn(ents, k)
+			}
+		}
 		switch part.Kind {
 		case PartCopy:
+			if p.Carried(i) != (i > 0 && p.Parts[i-1].Carry > 0) {
+				t.Fatalf("part %d: Carried disagrees with the part before", part.Number)
+			}
 			e := &p.Entries[part.First]
 			buf := make([]byte, part.Size())
 			content(e.Source.Key, part.Start-e.DataOffset(), part.End-e.DataOffset(), buf)
-			out = append(out, buf...)
+			parts[i] = buf
 		case PartChain:
-			out = append(out, buildChain(t, part, ents)...)
+			_, learned := ChainChecksums(ents, ChainRounds(ents, part.Start, part.End))
+			for k, ok := range learned {
+				if ok {
+					learn(ents, k)
+				}
+			}
+			parts[i] = buildChain(t, part, ents)
 		case PartUpload:
 			buf, crcs, err := BuildPart(part, ents, p.DirectoryOffset, nil, readAll)
 			if err != nil {
@@ -63,8 +88,12 @@ func execute(t testing.TB, p *Plan) []byte {
 			for k, v := range crcs {
 				computed[k] = v
 			}
-			out = append(out, buf...)
+			parts[i] = buf
 		}
+	}
+	out := make([]byte, 0, p.Size)
+	for _, b := range parts {
+		out = append(out, b...)
 	}
 	for k, v := range computed {
 		p.Entries[k].CRC32 = KnownCRC(v)

@@ -72,6 +72,12 @@ type Part struct {
 	// NeedCRC lists the entries whose CRC-32 the worker must know before it
 	// sends the part: it writes their local header but not all of their data.
 	NeedCRC []int `json:"needCRC,omitempty"`
+	// Carry is how many of the parts right after this one (0 or 1) its
+	// worker copies first: a copy of a whole object whose local header this
+	// part ends with. S3's answer to the copy gives the CRC-32 the header
+	// needs, so nothing asks for it beforehand (no HEAD). The carried part's
+	// job rides in this part's job.
+	Carry int `json:"carry,omitempty"`
 	// Final marks the last part, built by the finalizer: it carries the
 	// central directory and end records.
 	Final bool `json:"final,omitempty"`
@@ -292,9 +298,9 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 	}
 	for i := range parts {
 		parts[i].Number = i + 1
-		p.describe(&parts[i])
 	}
 	parts[len(parts)-1].Final = true
+	p.describeAll(parts)
 	p.Parts = parts
 	return nil
 }
@@ -393,6 +399,15 @@ func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
+// describeAll fills in, for every part, which entries it touches, whose CRC
+// it needs and which copy it carries.
+func (p *Plan) describeAll(parts []Part) {
+	for i := range parts {
+		p.describe(&parts[i])
+	}
+	p.carryCopies(parts)
+}
+
 // describe fills in which entries a part touches and whose CRC it needs.
 func (p *Plan) describe(part *Part) {
 	first := sort.Search(len(p.Entries), func(i int) bool { return p.Entries[i].End() > part.Start })
@@ -402,23 +417,57 @@ func (p *Plan) describe(part *Part) {
 	if part.Count == 0 {
 		part.First = 0
 	}
-	part.NeedCRC = nil
+	part.NeedCRC, part.Carry = nil, 0
 	if part.Kind == PartCopy || part.Final {
 		return
+	}
+	var learned []bool
+	if part.Kind == PartChain {
+		// A chain part reads no data: it learns the CRCs of the objects its
+		// rounds copy whole (ChainChecksums) and needs every other one it writes.
+		_, learned = ChainChecksums(p.Entries[first:last], ChainRounds(p.Entries[first:last], part.Start, part.End))
 	}
 	for i := first; i < last; i++ {
 		e := &p.Entries[i]
 		headerIn := e.Offset < part.End && e.DataOffset() > part.Start
 		whole := e.Offset >= part.Start && e.End() <= part.End
-		// A chain part reads no data, so it needs every CRC it writes.
-		if headerIn && (!whole || part.Kind == PartChain) {
+		known := whole && (part.Kind == PartUpload || learned[i-first])
+		if headerIn && !known {
 			part.NeedCRC = append(part.NeedCRC, i)
+		}
+	}
+}
+
+// carryCopies lets a part that ends with the local header of an object
+// copied whole as the next part carry that copy: its worker copies first and
+// takes the CRC-32 from S3's answer instead of asking for it beforehand.
+func (p *Plan) carryCopies(parts []Part) {
+	for i := 0; i+1 < len(parts); i++ {
+		part, next := &parts[i], &parts[i+1]
+		n := len(part.NeedCRC)
+		if next.Kind != PartCopy || part.Final || n == 0 || part.NeedCRC[n-1] != next.First {
+			continue
+		}
+		e := &p.Entries[next.First]
+		// The whole object in one copy, and the whole header in this part
+		// (a header split over two parts is needed before both).
+		if next.Start != e.DataOffset() || next.End != e.End() || e.Offset < part.Start {
+			continue
+		}
+		part.Carry = 1
+		part.NeedCRC = part.NeedCRC[:n-1]
+		if len(part.NeedCRC) == 0 {
+			part.NeedCRC = nil
 		}
 	}
 }
 
 // WorkerParts are the parts workers build: all but the final one.
 func (p *Plan) WorkerParts() []Part { return p.Parts[:len(p.Parts)-1] }
+
+// Carried says whether part i (an index into Parts) is carried by the part
+// before it, whose job builds it.
+func (p *Plan) Carried(i int) bool { return i > 0 && p.Parts[i-1].Carry > 0 }
 
 // FinalPart is the part the finalizer builds.
 func (p *Plan) FinalPart() *Part { return &p.Parts[len(p.Parts)-1] }

@@ -89,10 +89,14 @@ func (p *Plan) Validate() error {
 		default:
 			add("part %d has unknown kind %q", part.Number, part.Kind)
 		}
-		want := *part
-		p.describe(&want)
-		if want.First != part.First || want.Count != part.Count || !slices.Equal(want.NeedCRC, part.NeedCRC) {
-			add("part %d entries %d+%d needCRC %v, want %d+%d needCRC %v", part.Number, part.First, part.Count, part.NeedCRC, want.First, want.Count, want.NeedCRC)
+	}
+	want := slices.Clone(p.Parts)
+	p.describeAll(want)
+	for i := range want {
+		part, want := &p.Parts[i], &want[i]
+		if want.First != part.First || want.Count != part.Count || !slices.Equal(want.NeedCRC, part.NeedCRC) || want.Carry != part.Carry {
+			add("part %d entries %d+%d needCRC %v carry %d, want %d+%d needCRC %v carry %d", part.Number, part.First, part.Count, part.NeedCRC, part.Carry,
+				want.First, want.Count, want.NeedCRC, want.Carry)
 		}
 	}
 	if pos != p.Size {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,7 +44,7 @@ type built struct {
 	lead, content int64
 }
 
-func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32) (*PartResult, error) {
 	if job.PadKey == "" {
 		return nil, fmt.Errorf("chain part but the job has no pad object (planner too old?)")
 	}
@@ -51,14 +52,34 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, err
 	}
-	c := w.S3
+	learn(entries, learned)
+	rounds := plan.ChainRounds(entries, item.Start, item.End)
+	ups := make([]*roundUpload, len(rounds))
+	// Whatever fails, no round's upload is left behind.
+	defer func() {
+		for _, u := range ups {
+			if u != nil {
+				u.abort(ctx)
+			}
+		}
+	}()
+	crcs, err := w.startChecksummedRounds(ctx, cfg, job, item, entries, rounds, ups)
+	if err != nil {
+		return nil, err
+	}
 	x := built{key: job.PadKey, lead: plan.PadSize}
 	var uploaded int64
-	for r, round := range plan.ChainRounds(entries, item.Start, item.End) {
-		next, n, err := chainRound(ctx, c, job, entries, x, chainKey(job, item.Number, r), round)
+	for r, round := range rounds {
+		if ups[r] == nil {
+			if ups[r], err = openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, r), round, false); err != nil {
+				return nil, fmt.Errorf("chain round %d: %w", r, err)
+			}
+		}
+		next, n, err := ups[r].finish(ctx, entries, x)
 		if err != nil {
 			return nil, fmt.Errorf("chain round %d: %w", r, err)
 		}
+		ups[r] = nil
 		x, uploaded = next, uploaded+n
 	}
 	if x.content != item.Size() {
@@ -77,98 +98,225 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if want, ok := chainCRC(entries, item); ok && got != "" && got != crcBase64(want) {
 		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, crcBase64(want))}
 	}
-	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got,
-		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}, nil
+	r := &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got,
+		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
+	r.addCRCs(learned)
+	r.addCRCs(crcs)
+	return r, nil
 }
 
-// chainRound appends a round's pieces to x and returns the new object.
-func chainRound(ctx context.Context, c ChainS3, job *Job, entries []plan.PlacedEntry, x built, key string, round plan.ChainRound) (built, int64, error) {
-	bucket := job.WorkBucket
-	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key})
-	if err != nil {
-		return x, 0, s3Error("CreateMultipartUpload", bucket, key, false, err)
-	}
-	abort := func() {
-		cctx := context.WithoutCancel(ctx)
-		c.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId})
-	}
-	// What is built, or its last MinPartSize bytes (end of pad and content).
-	from, to, lead := x.lead, x.lead+x.content, int64(0)
-	if x.content < plan.MinPartSize {
-		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
-	}
-	pieces := append(append([]plan.ChainPiece{}, round.Middle...), round.Last)
-	// Header bytes first: a missing CRC stops the round before anything is in flight.
-	bodies := make([][]byte, len(pieces))
-	for i, pc := range pieces {
-		if !pc.Copy {
-			if bodies[i], err = headerBytes(entries, pc); err != nil {
-				abort()
-				return x, 0, err
-			}
+// startChecksummedRounds opens the rounds plan.ChainChecksums gives a
+// checksum and copies their pieces before any header is written: S3's
+// answers to the whole-object copies are the CRC-32s those headers need. It
+// sets them in entries and returns them by entry index. A round whose answer
+// is not a usable CRC-32 is given up (it is built later, plain) and the
+// object's CRC is asked for or read instead.
+func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload) (map[int]uint32, error) {
+	sums, _ := plan.ChainChecksums(entries, rounds)
+	var which []int
+	for r, ok := range sums {
+		if ok {
+			which = append(which, r)
 		}
 	}
-	etags := make([]string, len(pieces)+1)
-	var uploaded int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		out, err := c.UploadPartCopy(gctx, &s3.UploadPartCopyInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId, PartNumber: aws.Int32(1),
-			CopySource: aws.String(copySource(bucket, x.key, "")), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))})
+	var mu sync.Mutex
+	crcs := map[int]uint32{}
+	err := forEach(ctx, cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
+		r := which[k]
+		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, r), rounds[r], true)
 		if err != nil {
-			return s3Error("UploadPartCopy", bucket, x.key, false, err)
+			return fmt.Errorf("chain round %d: %w", r, err)
 		}
-		etags[0] = aws.ToString(out.CopyPartResult.ETag)
+		mu.Lock()
+		ups[r] = u
+		mu.Unlock()
+		if err := u.copyPieces(ctx, entries); err != nil {
+			return fmt.Errorf("chain round %d: %w", r, err)
+		}
+		usable := true
+		for i, pc := range u.pieces {
+			k, whole := plan.WholeCopy(entries, pc)
+			if !whole {
+				continue
+			}
+			e := &entries[k]
+			crc, ok := decodeCRC(u.sums[i+1])
+			if !ok {
+				usable = false
+				if crc, err = objectCRC(ctx, w.S3, nil, e); err != nil {
+					return fmt.Errorf("chain round %d: %w", r, err)
+				}
+			}
+			if e.CRC32.Known && e.CRC32.Sum != crc {
+				return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)}
+			}
+			mu.Lock()
+			crcs[e.Index] = crc
+			mu.Unlock()
+		}
+		if !usable {
+			// A part checksum that is not a CRC-32 would fail the round's
+			// completion: build this round plain, later.
+			w.logger().Warn("S3 answered a whole-object copy without a usable CRC-32; asked for it instead",
+				"execution", job.Execution, "part", item.Number, "round", r)
+			u.abort(ctx)
+			mu.Lock()
+			ups[r] = nil
+			mu.Unlock()
+		}
 		return nil
 	})
-	added := int64(0)
-	for i, pc := range pieces {
-		added += pc.Size
-		n := int32(i + 2)
+	if err != nil {
+		return nil, err
+	}
+	learn(entries, crcs)
+	return crcs, nil
+}
+
+// roundUpload is a chain round's two-or-more-part upload in the work
+// bucket: [what is built so far][the round's pieces].
+type roundUpload struct {
+	c                ChainS3
+	bucket, key, id  string
+	checksum         bool // created with CRC-32: every part's CRC-32 is listed at completion
+	pieces           []plan.ChainPiece
+	etags, sums      []string // by part number - 1
+	copied, finished bool
+}
+
+func openRound(ctx context.Context, c ChainS3, bucket, key string, round plan.ChainRound, checksum bool) (*roundUpload, error) {
+	in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key}
+	if checksum {
+		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
+	}
+	up, err := c.CreateMultipartUpload(ctx, in)
+	if err != nil {
+		return nil, s3Error("CreateMultipartUpload", bucket, key, false, err)
+	}
+	pieces := append(append([]plan.ChainPiece{}, round.Middle...), round.Last)
+	return &roundUpload{c: c, bucket: bucket, key: key, id: aws.ToString(up.UploadId), checksum: checksum, pieces: pieces,
+		etags: make([]string, len(pieces)+1), sums: make([]string, len(pieces)+1)}, nil
+}
+
+func (u *roundUpload) abort(ctx context.Context) {
+	if u.finished {
+		return
+	}
+	u.finished = true
+	u.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id})
+}
+
+// copyPieces copies the round's source ranges as parts 2, 3, ….
+func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for i, pc := range u.pieces {
 		if !pc.Copy {
-			body := bodies[i]
-			uploaded += int64(len(body))
-			g.Go(func() error {
-				out, err := c.UploadPart(gctx, &s3.UploadPartInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId, PartNumber: &n,
-					Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
-				if err != nil {
-					return s3Error("UploadPart", bucket, key, false, err)
-				}
-				etags[n-1] = aws.ToString(out.ETag)
-				return nil
-			})
 			continue
 		}
+		n := int32(i + 2)
 		seg := pc.Segments[0]
 		e := &entries[seg.Entry]
 		g.Go(func() error {
-			in := &s3.UploadPartCopyInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId, PartNumber: &n,
+			in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
 				CopySource:      aws.String(copySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID)),
 				CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", seg.From, seg.To-1))}
 			if e.Source.ETag != "" {
 				in.CopySourceIfMatch = &e.Source.ETag
 			}
-			out, err := c.UploadPartCopy(gctx, in)
+			out, err := u.c.UploadPartCopy(gctx, in)
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
 			}
-			etags[n-1] = aws.ToString(out.CopyPartResult.ETag)
+			u.etags[n-1], u.sums[n-1] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		abort()
+		return err
+	}
+	u.copied = true
+	return nil
+}
+
+// finish appends the round's pieces to x: it copies what is built (or, while
+// that is shorter than a part, its last MinPartSize bytes: the end of the
+// pad and all of it) as part 1, sends the header pieces, copies the source
+// ranges not copied yet, and completes. It returns the new object and the
+// header bytes sent.
+func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x built) (built, int64, error) {
+	from, to, lead := x.lead, x.lead+x.content, int64(0)
+	if x.content < plan.MinPartSize {
+		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
+	}
+	// Header bytes first: a missing CRC stops the round before anything is in flight.
+	bodies := make([][]byte, len(u.pieces))
+	for i, pc := range u.pieces {
+		if !pc.Copy {
+			var err error
+			if bodies[i], err = headerBytes(entries, pc); err != nil {
+				return x, 0, err
+			}
+		}
+	}
+	var uploaded, added int64
+	g, gctx := errgroup.WithContext(ctx)
+	if !u.copied {
+		g.Go(func() error { return u.copyPieces(gctx, entries) })
+	}
+	g.Go(func() error {
+		out, err := u.c.UploadPartCopy(gctx, &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
+			CopySource: aws.String(copySource(u.bucket, x.key, "")), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))})
+		if err != nil {
+			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
+		}
+		u.etags[0], u.sums[0] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
+		return nil
+	})
+	for i, pc := range u.pieces {
+		added += pc.Size
+		if pc.Copy {
+			continue
+		}
+		n := int32(i + 2)
+		body := bodies[i]
+		uploaded += int64(len(body))
+		in := &s3.UploadPartInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
+			Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
+		if u.checksum {
+			in.ChecksumCRC32 = aws.String(crcBase64(crc32.ChecksumIEEE(body)))
+		}
+		g.Go(func() error {
+			out, err := u.c.UploadPart(gctx, in)
+			if err != nil {
+				return s3Error("UploadPart", u.bucket, u.key, false, err)
+			}
+			u.etags[n-1], u.sums[n-1] = aws.ToString(out.ETag), aws.ToString(out.ChecksumCRC32)
+			if u.sums[n-1] == "" {
+				u.sums[n-1] = aws.ToString(in.ChecksumCRC32)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return x, 0, err
 	}
-	parts := make([]types.CompletedPart, len(etags))
-	for i, t := range etags {
+	parts := make([]types.CompletedPart, len(u.etags))
+	for i, t := range u.etags {
 		parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: aws.String(t)}
+		if u.checksum {
+			parts[i].ChecksumCRC32 = aws.String(u.sums[i])
+		}
 	}
-	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
-		abort()
-		return x, 0, s3Error("CompleteMultipartUpload", bucket, key, false, err)
+	in := &s3.CompleteMultipartUploadInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+	if u.checksum {
+		in.ChecksumType = types.ChecksumTypeFullObject
 	}
-	return built{key: key, lead: lead, content: x.content + added}, uploaded, nil
+	if _, err := u.c.CompleteMultipartUpload(ctx, in); err != nil {
+		return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
+	}
+	u.finished = true
+	return built{key: u.key, lead: lead, content: x.content + added}, uploaded, nil
 }
 
 // headerBytes are a generated piece's bytes: local headers (or parts of

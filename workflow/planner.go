@@ -66,7 +66,7 @@ type Job struct {
 	PadKey         string      `json:"padKey,omitempty"` // the zero pad chains start from
 	Destination    Destination `json:"destination"`
 	UploadID       string      `json:"uploadId"`
-	WorkerParts    int         `json:"workerParts"`
+	WorkerParts    int         `json:"workerParts"` // part jobs: lines of parts.jsonl
 	MaxConcurrency int         `json:"maxConcurrency"`
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
@@ -133,7 +133,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	job := &Job{
 		Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: len(p.WorkerParts()), MaxConcurrency: concurrency, Overwrite: req.Options.Overwrite,
+		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: concurrency, Overwrite: req.Options.Overwrite,
 	}
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {
@@ -141,7 +141,10 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 		objects[job.PadKey] = make([]byte, plan.PadSize)
 	}
 	for key, body := range objects {
-		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}); err != nil {
+		// No stored checksum, whatever the client's default: chains copy
+		// ranges of the pad (see plan.ChainChecksums).
+		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}, plain); err != nil {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 // WorkerS3 is what a worker needs of S3.
 type WorkerS3 interface {
 	ChainS3
+	objectHeader
 }
 
 // Worker builds a batch of parts: upload parts from generated headers and
@@ -81,7 +82,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 	var (
 		mu       sync.Mutex
 		firstErr error
-		results  = make([]*PartResult, len(in.Items))
+		results  = make([][]PartResult, len(in.Items))
 		wg       sync.WaitGroup
 	)
 	fail := func(err error) {
@@ -119,7 +120,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 			defer wg.Done()
 			defer func() { mem.Release(need); <-slots }()
 			t0 := now()
-			r, err := w.buildPart(ctx, cfg, &job, item)
+			r, err := w.buildJob(ctx, cfg, &job, item)
 			if err != nil {
 				fail(fmt.Errorf("part %d (%s, bytes %d-%d): %w", item.Number, item.Kind, item.Start, item.End-1, err))
 				return
@@ -139,9 +140,9 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 		}
 		return nil, &DeadlineError{Done: started, Left: len(in.Items) - started}
 	}
-	out := &BatchResult{Parts: make([]PartResult, len(results))}
-	for i, r := range results {
-		out.Parts[i] = *r
+	out := &BatchResult{}
+	for _, r := range results {
+		out.Parts = append(out.Parts, r...)
 	}
 	log.Info("batch built", "parts", len(out.Parts))
 	return out, nil
@@ -154,20 +155,92 @@ func (w *Worker) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+// buildJob builds a part job: first the copies it carries, whose CRC-32s
+// S3's answers give, then the part itself, whose headers need them.
+func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) ([]PartResult, error) {
+	var out []PartResult
+	learned := map[int]uint32{}
+	for k := range item.Carried {
+		c := &item.Carried[k]
+		if c.Kind != plan.PartCopy || c.Source == nil {
+			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
+		}
+		r, err := w.copyPart(ctx, cfg, job, c)
+		if err != nil {
+			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+		}
+		if c.SourceRange == [2]int64{0, c.SourceSize} {
+			crc, err := w.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
+			if err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+			if c.CRC32.Known && c.CRC32.Sum != crc {
+				return nil, &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", c.Source.Bucket, c.Source.Key, crc, c.CRC32.Sum)}
+			}
+			learned[c.First] = crc
+		}
+		out = append(out, *r)
+	}
+	r, err := w.buildPart(ctx, cfg, job, item, learned)
+	if err != nil {
+		return nil, err
+	}
+	return append([]PartResult{*r}, out...), nil
+}
+
+// copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
+// answer to the copy; when the answer has none (or a composite of the
+// source's parts), it asks or reads the object as the planner would.
+func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
+	if crc, ok := decodeCRC(answer); ok {
+		return crc, nil
+	}
+	e := plan.PlacedEntry{Entry: plan.Entry{Name: src.Key, Source: *src, Size: size}}
+	return objectCRC(ctx, w.S3, nil, &e)
+}
+
+func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return w.copyPart(ctx, cfg, job, item)
 	case plan.PartChain:
-		return w.chainPart(ctx, cfg, job, item)
+		return w.chainPart(ctx, cfg, job, item, learned)
 	case plan.PartUpload:
 		entries, err := readEntries(ctx, w.S3, job, item)
 		if err != nil {
 			return nil, err
 		}
-		return uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil) // worker parts end before the directory
+		learn(entries, learned)
+		r, err := uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil) // worker parts end before the directory
+		if err != nil {
+			return nil, err
+		}
+		r.addCRCs(learned)
+		return r, nil
 	}
 	return nil, fmt.Errorf("part kind %q is not built by this worker", item.Kind)
+}
+
+// learn sets the CRC-32s learned from copies (by entry index) in entries.
+func learn(entries []plan.PlacedEntry, learned map[int]uint32) {
+	for i := range entries {
+		if crc, ok := learned[entries[i].Index]; ok {
+			entries[i].CRC32 = plan.KnownCRC(crc)
+		}
+	}
+}
+
+// addCRCs reports entries' CRC-32s (by entry index) to the finalizer.
+func (r *PartResult) addCRCs(crcs map[int]uint32) {
+	if len(crcs) == 0 {
+		return
+	}
+	if r.CRCs == nil {
+		r.CRCs = make(map[string]string, len(crcs))
+	}
+	for i, v := range crcs {
+		r.CRCs[strconv.Itoa(i)] = fmt.Sprintf("%08x", v)
+	}
 }
 
 // readEntries reads the part's entries from the plan with one ranged GET.
@@ -228,12 +301,7 @@ func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *pla
 	if r.ChecksumCRC32 != crcBase64(crc) {
 		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, part.Number, crcBase64(crc))}
 	}
-	if len(computed) > 0 {
-		r.CRCs = make(map[string]string, len(computed))
-		for i, v := range computed {
-			r.CRCs[strconv.Itoa(i)] = fmt.Sprintf("%08x", v)
-		}
-	}
+	r.addCRCs(computed)
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -31,6 +32,9 @@ type fakeS3 struct {
 	parts   map[int32][]byte // part number → bytes uploaded (last wins)
 	calls   map[string]int
 	fail    func(op string, call int) error
+	// copyCRC makes UploadPartCopy answer with the copied bytes' CRC-32, as
+	// S3 does into an upload created with CRC-32.
+	copyCRC bool
 }
 
 func newFakeS3() *fakeS3 {
@@ -104,7 +108,26 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	f.mu.Lock()
 	f.parts[*in.PartNumber] = f.objects[k][from:to]
 	f.mu.Unlock()
-	return &s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"c"`)}}, nil
+	out := &s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"c"`)}}
+	if f.copyCRC {
+		out.CopyPartResult.ChecksumCRC32 = aws.String(crcBase64(crcOf(f.objects[k][from:to])))
+	}
+	return out, nil
+}
+
+func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	if err := f.call("HeadObject"); err != nil {
+		return nil, err
+	}
+	k := *in.Bucket + "/" + *in.Key
+	b, ok := f.objects[k]
+	if !ok {
+		return nil, apiError("NotFound")
+	}
+	if in.IfMatch != nil && *in.IfMatch != f.etags[k] {
+		return nil, apiError("PreconditionFailed")
+	}
+	return &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}, nil
 }
 
 func (f *fakeS3) CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
@@ -121,13 +144,23 @@ func (f *fakeS3) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadI
 // the plan, and the batch of every worker part.
 func batch(t *testing.T, sizes ...int64) (*fakeS3, BatchInput) {
 	t.Helper()
+	return batchCRC(t, true, sizes...)
+}
+
+// batchCRC is batch with the entries' CRCs in the plan or not.
+func batchCRC(t *testing.T, known bool, sizes ...int64) (*fakeS3, BatchInput) {
+	t.Helper()
 	f := newFakeS3()
 	var entries []plan.Entry
 	for i, size := range sizes {
 		key := fmt.Sprintf("in/%d", i)
 		b := bytes.Repeat([]byte{byte(i + 1)}, int(size))
 		f.put("src", key, b)
-		entries = append(entries, plan.Entry{Name: key, Source: plan.Source{Bucket: "src", Key: key, ETag: f.etags["src/"+key]}, Size: size, CRC32: plan.KnownCRC(crcOf(b)), ModTime: time.Unix(1700000000, 0)})
+		e := plan.Entry{Name: key, Source: plan.Source{Bucket: "src", Key: key, ETag: f.etags["src/"+key]}, Size: size, ModTime: time.Unix(1700000000, 0)}
+		if known {
+			e.CRC32 = plan.KnownCRC(crcOf(b))
+		}
+		entries = append(entries, e)
 	}
 	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyDuo})
 	if err != nil {
@@ -193,8 +226,12 @@ func TestWorkerPartFailsTwiceThenSucceeds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("attempt 3: %v", err)
 		}
-		if len(out.Parts) != len(in.Items) {
-			t.Fatalf("%d results for %d parts", len(out.Parts), len(in.Items))
+		parts := 0
+		for _, it := range in.Items {
+			parts += 1 + len(it.Carried)
+		}
+		if len(out.Parts) != parts {
+			t.Fatalf("%d results for %d parts", len(out.Parts), parts)
 		}
 	}
 	for k, v := range first {
@@ -237,5 +274,45 @@ func TestWorkerSourceChangedIsNotRetried(t *testing.T) {
 	var sc *SourceChangedError
 	if !errors.As(err, &sc) || Retryable(err) || ErrorType(err) != "SourceChangedError" {
 		t.Fatalf("err = %v, want a SourceChangedError, not retried", err)
+	}
+}
+
+// A part that ends with the header of an object copied whole carries the
+// copy: the worker copies first and writes the CRC-32 S3 answers with into
+// the header, without asking for it (no HEAD, no GET of the object); when
+// the answer has none, it asks and reads instead.
+func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
+	for _, answers := range []bool{true, false} {
+		f, in := batchCRC(t, false, 6*plan.MiB, 7*plan.MiB, 1000)
+		f.copyCRC = answers
+		if len(in.Items) != 1 || len(in.Items[0].Carried) != 1 {
+			t.Fatalf("items %+v: want one upload part carrying one copy", in.Items)
+		}
+		out, err := (&Worker{S3: f}).Build(context.Background(), in)
+		if err != nil {
+			t.Fatalf("answers %v: %v", answers, err)
+		}
+		c := in.Items[0].Carried[0]
+		want := crcOf(f.objects["src/"+c.Source.Key])
+		if got := out.Parts[0].CRCs[strconv.Itoa(c.First)]; got != fmt.Sprintf("%08x", want) {
+			t.Errorf("answers %v: part %d reports CRC %q for the copied entry, want %08x", answers, out.Parts[0].Part, got, want)
+		}
+		// The uploaded part ends with the copied entry's local header.
+		entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entries[c.First]
+		body := f.parts[int32(in.Items[0].Number)]
+		if at := e.Offset - in.Items[0].Start + 14; int64(len(body)) < at+4 || binary.LittleEndian.Uint32(body[at:]) != want {
+			t.Errorf("answers %v: the header before the copy does not carry CRC %08x", answers, want)
+		}
+		asked := f.calls["HeadObject"] > 0
+		if asked == answers {
+			t.Errorf("answers %v: HeadObject calls %d", answers, f.calls["HeadObject"])
+		}
+		if len(out.Parts) != 2 || out.Parts[1].Part != c.Number {
+			t.Errorf("answers %v: results %+v, want the part and the carried copy %d", answers, out.Parts, c.Number)
+		}
 	}
 }

@@ -17,12 +17,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/s3test"
 	"github.com/s3zip/s3zip/internal/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
@@ -243,6 +246,85 @@ func TestSourceChecksumKinds(t *testing.T) {
 	w.srv.PutMultipartObject(t, "src", "k/multipart-composite", parts, s3test.WithChecksum(s3test.ChecksumCRC32))
 	all["k/multipart-composite"] = append(append([]byte{}, parts[0]...), parts[1]...)
 	buildAll(t, w, "src", "k/", all, nil)
+}
+
+// Chains and carried copies take objects' CRC-32s from S3's answers to
+// whole-object copies instead of asking for them beforehand: here with
+// sources of every checksum kind (a composite answers with no usable CRC,
+// so that round is built plain and the object's CRC is asked for), and the
+// planner's and workers' HEADs counted.
+func TestCRCsFromCopies(t *testing.T) {
+	w := newWorld(t, "src")
+	all := map[string][]byte{}
+	kinds := []s3test.PutOption{s3test.WithChecksum(s3test.ChecksumCRC32), s3test.WithChecksum(s3test.ChecksumSHA256), nil}
+	for i := 0; i < 9; i++ {
+		key := fmt.Sprintf("k/%02d-small", i)
+		b := body(uint64(i), (1+i%3)*mib/2)
+		if opt := kinds[i%3]; opt != nil {
+			w.srv.PutObject(t, "src", key, b, opt)
+		} else {
+			w.srv.PutObject(t, "src", key, b)
+		}
+		all[key] = b
+	}
+	for i, opt := range kinds {
+		key := fmt.Sprintf("k/%02d-big", 20+i)
+		b := body(uint64(20+i), 6*mib+i)
+		if opt != nil {
+			w.srv.PutObject(t, "src", key, b, opt)
+		} else {
+			w.srv.PutObject(t, "src", key, b)
+		}
+		all[key] = b
+	}
+	one := [][]byte{body(40, 2*mib)}
+	w.srv.PutMultipartObject(t, "src", "k/05-composite", one, s3test.WithChecksum(s3test.ChecksumCRC32))
+	all["k/05-composite"] = one[0]
+
+	for _, s := range []string{"chain", "duo"} {
+		t.Run(s, func(t *testing.T) {
+			counter := s3metrics.New()
+			var mu sync.Mutex
+			asked := map[string]int{} // source key → HEADs
+			c := w.srv.Client(t, func(o *s3.Options) {
+				o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			}, counter.Option(), func(o *s3.Options) {
+				o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+					return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count-source-heads", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+						if h, ok := in.Parameters.(*s3.HeadObjectInput); ok && aws.ToString(h.Bucket) == "src" {
+							mu.Lock()
+							asked[aws.ToString(h.Key)]++
+							mu.Unlock()
+						}
+						return next.HandleInitialize(ctx, in)
+					}), middleware.After)
+				})
+			})
+			dest := "out/crc-" + s + ".zip"
+			raw, _ := json.Marshal(listRequest(s, "src", "k/", dest, nil))
+			r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+			res, err := r.Run(context.Background(), raw, "e2e-crc-"+s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d entries; sources asked for: %v; requests %v", s, res.Output.Stats.Entries, asked, counter.Sorted())
+			// Duo copies the big objects whole, each carried by the part
+			// ending with its header: no CRC is asked for. Chain learns every
+			// CRC but those of objects copied in a round that cannot carry a
+			// checksum (here one big object) and of the composite.
+			want := map[string]int{"chain": 2, "duo": 0}[s]
+			if len(asked) > want {
+				t.Errorf("%d of %d sources asked for (%v), want at most %d", len(asked), len(all), asked, want)
+			}
+			for k, n := range asked {
+				if n > 1 {
+					t.Errorf("%s asked for %d times", k, n)
+				}
+			}
+			w.check(t, dest, wants("k/", all))
+			w.clean(t)
+		})
+	}
 }
 
 func TestManifestAcrossBuckets(t *testing.T) {
