@@ -81,4 +81,16 @@ func TestRates(t *testing.T) {
 	t.Run("stream/mixed/moderate", func(t *testing.T) {
 		runThroughProxy(t, w, 8, "stream", wantEither, fp.Rule{Faults: fp.AllFaults, Rate: moderate})
 	})
+	// Chains keep many round uploads open at once (checksummed rounds are
+	// started before any header is written): none may be left behind.
+	t.Run("chain/mixed/occasional", func(t *testing.T) {
+		runThroughProxy(t, w, 9, "chain", wantArchive, fp.Rule{Faults: fp.AllFaults, Rate: occasional})
+	})
+	t.Run("chain/mixed/moderate", func(t *testing.T) {
+		runThroughProxy(t, w, 10, "chain", wantEither, fp.Rule{Faults: fp.AllFaults, Rate: moderate})
+	})
+	t.Run("chain/rounds/heavy", func(t *testing.T) {
+		runThroughProxy(t, w, 11, "chain", wantEither, fp.Rule{Ops: []fp.Op{fp.CreateMultipartUpload, fp.UploadPart, fp.UploadPartCopy, fp.CompleteMultipartUpload},
+			Faults: fp.AllFaults, Rate: heavy})
+	})
 }
