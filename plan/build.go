@@ -35,6 +35,20 @@ func (e *CRCMismatchError) Error() string {
 // index. A header whose CRC is neither known nor computable is an error:
 // it never writes a guess.
 func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[int]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[int]uint32, error) {
+	return BuildPartWithTails(part, entries, directoryOffset, directory, readAll, nil)
+}
+
+// Tail is the CRC-32 of an entry's last Len bytes of data, which a copy
+// after the part holds.
+type Tail struct {
+	CRC uint32
+	Len int64
+}
+
+// BuildPartWithTails is BuildPart for a part that streams the start of an
+// entry whose rest is copied after it: tails (by entry index) give the rest's
+// CRC-32, so the entry's is computed from the bytes read and the tail's.
+func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[int]uint32) ([]byte, error), readAll func([]DataRead) error, tails map[int]Tail) ([]byte, map[int]uint32, error) {
 	buf := make([]byte, part.Size())
 	segs := Segments(entries, directoryOffset, part.Start, part.End)
 	var reads []DataRead
@@ -59,8 +73,12 @@ func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directo
 		switch s.Kind {
 		case SegmentData:
 			e := &entries[s.Entry]
-			if s.From == 0 && s.To == e.Size {
+			tail, hasTail := tails[e.Index]
+			if s.From == 0 && (s.To == e.Size || hasTail && s.To+tail.Len == e.Size) {
 				got := crc32.ChecksumIEEE(buf[pos : pos+n])
+				if s.To < e.Size {
+					got = CombineCRC(got, tail.CRC, tail.Len)
+				}
 				if e.CRC32.Known && e.CRC32.Sum != got {
 					return nil, nil, &CRCMismatchError{Entry: e.Name, Want: e.CRC32.Sum, Got: got}
 				}

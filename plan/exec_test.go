@@ -36,8 +36,13 @@ func contentCRC(e *Entry) uint32 {
 // workers computed or learned and builds the last part.
 func execute(t testing.TB, p *Plan) []byte {
 	t.Helper()
+	// The planner learns what CRCsNeeded asks for, except for copied tails:
+	// here S3 stores no CRC-32, so the worker combines those.
+	tails := p.CopiedTails()
 	for _, i := range p.CRCsNeeded() {
-		p.Entries[i].CRC32 = KnownCRC(contentCRC(&p.Entries[i].Entry))
+		if !tails[i] {
+			p.Entries[i].CRC32 = KnownCRC(contentCRC(&p.Entries[i].Entry))
+		}
 	}
 	readAll := func(reads []DataRead) error {
 		for _, r := range reads {
@@ -57,10 +62,21 @@ func execute(t testing.TB, p *Plan) []byte {
 		part := &p.Parts[i]
 		// A part's worker sees only its own entries and what it learns.
 		ents := slices.Clone(p.Entries[part.First : part.First+part.Count])
+		var tail map[int]Tail
 		if part.Carry > 0 {
 			next := &p.Parts[i+1]
-			if k := next.First - part.First; k >= 0 && k < len(ents) {
+			e := &p.Entries[next.First]
+			k := next.First - part.First
+			switch {
+			case k < 0 || k >= len(ents):
+				t.Fatalf("part %d carries part %d, whose entry it does not hold", part.Number, next.Number)
+			case next.Start == e.DataOffset():
 				learn(ents, k)
+			case !e.CRC32.Known:
+				// S3's answer to the ranged copy: the CRC-32 of the rest.
+				buf := make([]byte, next.Size())
+				content(e.Source.Key, next.Start-e.DataOffset(), e.Size, buf)
+				tail = map[int]Tail{e.Index: {CRC: crc32.ChecksumIEEE(buf), Len: next.Size()}}
 			}
 		}
 		switch part.Kind {
@@ -81,7 +97,7 @@ func execute(t testing.TB, p *Plan) []byte {
 			}
 			parts[i] = buildChain(t, part, ents)
 		case PartUpload:
-			buf, crcs, err := BuildPart(part, ents, p.DirectoryOffset, nil, readAll)
+			buf, crcs, err := BuildPartWithTails(part, ents, p.DirectoryOffset, nil, readAll, tail)
 			if err != nil {
 				t.Fatalf("part %d: %v", part.Number, err)
 			}

@@ -440,7 +440,14 @@ func (p *Plan) describe(part *Part) {
 
 // carryCopies lets a part that ends with the local header of an object
 // copied whole as the next part carry that copy: its worker copies first and
-// takes the CRC-32 from S3's answer instead of asking for it beforehand.
+// takes the CRC-32 from S3's answer instead of asking for it beforehand. An
+// upload part that ends with a header and the start of an object copied to
+// its end as the next part carries that copy too: the CRC-32 is then
+// combined from the bytes streamed and S3's answer for the rest, which is
+// trustworthy only when S3 stores no CRC-32 of the object (a ranged copy of
+// a checksummed object is answered with the stored checksum by some
+// servers): the entry stays in NeedCRC, the planner asks (HEAD) and reads
+// nothing (CopiedTails).
 func (p *Plan) carryCopies(parts []Part) {
 	for i := 0; i+1 < len(parts); i++ {
 		part, next := &parts[i], &parts[i+1]
@@ -449,17 +456,40 @@ func (p *Plan) carryCopies(parts []Part) {
 			continue
 		}
 		e := &p.Entries[next.First]
-		// The whole object in one copy, and the whole header in this part
+		// The object's end in one copy, and the whole header in this part
 		// (a header split over two parts is needed before both).
-		if next.Start != e.DataOffset() || next.End != e.End() || e.Offset < part.Start {
+		if next.End != e.End() || e.Offset < part.Start {
 			continue
 		}
-		part.Carry = 1
-		part.NeedCRC = part.NeedCRC[:n-1]
-		if len(part.NeedCRC) == 0 {
-			part.NeedCRC = nil
+		switch {
+		case next.Start == e.DataOffset():
+			part.Carry = 1
+			part.NeedCRC = part.NeedCRC[:n-1]
+			if len(part.NeedCRC) == 0 {
+				part.NeedCRC = nil
+			}
+		case part.Kind == PartUpload:
+			part.Carry = 1
 		}
 	}
+}
+
+// CopiedTails lists, by entry index, the entries whose data a part streams
+// the start of and carries the copy of the rest of. When S3 stores no
+// CRC-32 of such an object, the planner leaves it unknown and the worker
+// combines it from the bytes it streams and S3's answer to the copy.
+func (p *Plan) CopiedTails() map[int]bool {
+	tails := map[int]bool{}
+	for i := range p.WorkerParts() {
+		if p.Parts[i].Carry == 0 {
+			continue
+		}
+		next := &p.Parts[i+1]
+		if e := &p.Entries[next.First]; next.Start > e.DataOffset() {
+			tails[next.First] = true
+		}
+	}
+	return tails
 }
 
 // WorkerParts are the parts workers build: all but the final one.

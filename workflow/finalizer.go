@@ -127,7 +127,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return directory, err
 	}
 	completed := false
-	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, buildDirectory)
+	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, buildDirectory, nil)
 	if err != nil {
 		if !isCode(err, "NoSuchUpload") {
 			return nil, fmt.Errorf("final part %d: %w", final.Number, err)

@@ -423,8 +423,18 @@ func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan, wo
 		probe = &crcProbe{c: c, bucket: cfg.WorkBucket, key: workPrefix + "crc-probe"}
 		defer probe.close(ctx)
 	}
+	tails := p.CopiedTails()
 	return forEach(ctx, cfg.HeadConcurrency, len(need), func(ctx context.Context, k int) error {
 		e := &p.Entries[need[k]]
+		if tails[need[k]] {
+			// Stored, or left to the worker that streams its start and
+			// copies the rest (plan.Plan.CopiedTails).
+			crc, ok, err := storedCRC(ctx, pl.S3, e)
+			if ok {
+				e.CRC32 = plan.KnownCRC(crc)
+			}
+			return err
+		}
 		crc, err := objectCRC(ctx, pl.S3, probe, e)
 		if err != nil {
 			return err
@@ -505,9 +515,9 @@ type crcSource interface {
 	objectGetter
 }
 
-// objectCRC returns a source object's CRC-32: the one S3 stores for the
-// whole object, else one S3 computes (probe, when given), else read.
-func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
+// storedCRC asks S3 for the CRC-32 it stores for the whole object (ok=false
+// when it stores none, another algorithm, or a composite of parts).
+func storedCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (uint32, bool, error) {
 	src := e.Source
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	if src.ETag != "" {
@@ -518,13 +528,21 @@ func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.Placed
 	}
 	h, err := c.HeadObject(ctx, in)
 	if err != nil {
-		return 0, s3Error("HeadObject", src.Bucket, src.Key, true, err)
+		return 0, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
 	}
 	if aws.ToInt64(h.ContentLength) != e.Size {
-		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
+		return 0, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
 	}
-	if crc, ok := fullObjectCRC(h); ok {
-		return crc, nil
+	crc, ok := fullObjectCRC(h)
+	return crc, ok, nil
+}
+
+// objectCRC returns a source object's CRC-32: the one S3 stores for the
+// whole object, else one S3 computes (probe, when given), else read.
+func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
+	src := e.Source
+	if crc, ok, err := storedCRC(ctx, c, e); err != nil || ok {
+		return crc, err
 	}
 	if probe != nil {
 		crc, ok, err := probe.crc(ctx, src, e.Size)

@@ -160,6 +160,7 @@ func (w *Worker) logger() *slog.Logger {
 func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) ([]PartResult, error) {
 	var out []PartResult
 	learned := map[int]uint32{}
+	tails := map[int]plan.Tail{}
 	for k := range item.Carried {
 		c := &item.Carried[k]
 		if c.Kind != plan.PartCopy || c.Source == nil {
@@ -178,10 +179,19 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 				return nil, &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", c.Source.Bucket, c.Source.Key, crc, c.CRC32.Sum)}
 			}
 			learned[c.First] = crc
+		} else if c.SourceRange[1] == c.SourceSize && !c.CRC32.Known {
+			// The rest of an object whose start this part streams. The
+			// planner found no CRC-32 stored with it, so S3's answer is the
+			// copied range's own; without one, the whole object's is asked.
+			if crc, ok := decodeCRC(r.ChecksumCRC32); ok {
+				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
+			} else if learned[c.First], err = w.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
 		}
 		out = append(out, *r)
 	}
-	r, err := w.buildPart(ctx, cfg, job, item, learned)
+	r, err := w.buildPart(ctx, cfg, job, item, learned, tails)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +209,7 @@ func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, an
 	return objectCRC(ctx, w.S3, nil, &e)
 }
 
-func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32) (*PartResult, error) {
+func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32, tails map[int]plan.Tail) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return w.copyPart(ctx, cfg, job, item)
@@ -211,7 +221,7 @@ func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan
 			return nil, err
 		}
 		learn(entries, learned)
-		r, err := uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil) // worker parts end before the directory
+		r, err := uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil, tails) // worker parts end before the directory
 		if err != nil {
 			return nil, err
 		}
@@ -274,14 +284,14 @@ type uploadS3 interface {
 
 // uploadPart assembles an upload part and sends it with its CRC-32, which S3
 // checks. directory is nil except for the final part.
-func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[int]uint32) ([]byte, error)) (*PartResult, error) {
-	buf, computed, err := plan.BuildPart(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
+func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[int]uint32) ([]byte, error), tails map[int]plan.Tail) (*PartResult, error) {
+	buf, computed, err := plan.BuildPartWithTails(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
 		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
 			src := &sourceRef{Bucket: r.Entry.Source.Bucket, Key: r.Entry.Source.Key, ETag: r.Entry.Source.ETag, VersionID: r.Entry.Source.VersionID}
 			return getRange(ctx, c, src, r.From, r.To, r.Dst, true)
 		})
-	})
+	}, tails)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +381,7 @@ func (w *Worker) streamCopyRange(ctx context.Context, cfg Config, job *Job, item
 	// Segments yield exactly the source range.
 	entry := plan.PlacedEntry{Entry: plan.Entry{Name: item.Source.Key, Source: *item.Source, Size: item.SourceSize}, Offset: item.Start - item.SourceRange[0]}
 	part := item.Part
-	r, err := uploadPart(ctx, w.S3, cfg, job, &part, []plan.PlacedEntry{entry}, item.End, nil)
+	r, err := uploadPart(ctx, w.S3, cfg, job, &part, []plan.PlacedEntry{entry}, item.End, nil, nil)
 	if err != nil {
 		return nil, err
 	}

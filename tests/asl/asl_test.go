@@ -72,7 +72,7 @@ func request(dest string, extra string) json.RawMessage {
 
 func (e *env) execute(t *testing.T, req json.RawMessage, execution string) *Outcome {
 	t.Helper()
-	out := Execute(t, e.url, req, RunOptions{Execution: execution, PartsPerBatch: 2})
+	out := Execute(t, e.url, req, RunOptions{Execution: execution, PartsPerBatch: 1})
 	t.Logf("execution %s: %s %s %s", execution, out.Status, out.Error, trim(out.Cause, 300))
 	for _, c := range e.fns.Calls("") {
 		t.Logf("  %s #%d: errorType=%q err=%v", c.Function, c.Attempt, c.ErrorType, c.Err)

@@ -327,6 +327,75 @@ func TestCRCsFromCopies(t *testing.T) {
 	}
 }
 
+// Duo streams the start of an object and copies the rest when that makes
+// the parts fit: the part that streams the start carries the copy and
+// combines the CRC-32 from the bytes it streamed and S3's answer for the
+// rest, unless S3 stores the object's CRC-32 (then the planner's HEAD gave
+// it; versitygw answers a ranged copy of such an object with the stored
+// checksum, and the worker streams that range instead). Nothing is read, and
+// S3 computes no CRC, just to learn one.
+func TestCRCsOfCopiedTails(t *testing.T) {
+	w := newWorld(t, "src")
+	all := map[string][]byte{}
+	for i, opt := range []s3test.PutOption{nil, s3test.WithChecksum(s3test.ChecksumCRC32), nil, s3test.WithChecksum(s3test.ChecksumSHA256), nil} {
+		key := fmt.Sprintf("t/%02d.bin", i)
+		b := body(uint64(60+i), 16*mib+1000*i)
+		if opt != nil {
+			w.srv.PutObject(t, "src", key, b, opt)
+		} else {
+			w.srv.PutObject(t, "src", key, b)
+		}
+		all[key] = b
+	}
+	one := [][]byte{body(70, 5*mib), body(71, 11*mib)}
+	w.srv.PutMultipartObject(t, "src", "t/09-composite", one, s3test.WithChecksum(s3test.ChecksumCRC32))
+	all["t/09-composite"] = append(append([]byte{}, one[0]...), one[1]...)
+
+	var mu sync.Mutex
+	probes, gets := 0, map[string]int64{}
+	c := w.srv.Client(t, func(o *s3.Options) {
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("watch", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				mu.Lock()
+				switch v := in.Parameters.(type) {
+				case *s3.UploadPartCopyInput:
+					if strings.Contains(aws.ToString(v.Key), "crc-probe") {
+						probes++
+					}
+				case *s3.GetObjectInput:
+					if aws.ToString(v.Bucket) == "src" && v.Range == nil {
+						gets[aws.ToString(v.Key)]++
+					}
+				}
+				mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		})
+	})
+	raw, _ := json.Marshal(listRequest("duo", "src", "t/", "out/tails.zip", nil))
+	r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 1}
+	res, err := r.Run(context.Background(), raw, "e2e-tails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("duo: %d parts (%d copy), streamed %d, copied %d; CRC probes %d, whole-object GETs %v",
+		res.Output.Stats.Parts, res.Output.Stats.CopyParts, res.Output.Stats.StreamedBytesActual, res.Output.Stats.CopiedBytesActual, probes, gets)
+	if res.Output.Stats.CopyParts < 3 {
+		t.Fatalf("%d copy parts: the data set no longer makes duo copy tails", res.Output.Stats.CopyParts)
+	}
+	if probes != 0 {
+		t.Errorf("%d CRC probes (server-side copies made only to learn a CRC), want none", probes)
+	}
+	for k, n := range gets {
+		if k != "t/09-composite" {
+			t.Errorf("%s read whole %d times to learn its CRC", k, n)
+		}
+	}
+	w.check(t, "out/tails.zip", wants("t/", all))
+	w.clean(t)
+}
+
 func TestManifestAcrossBuckets(t *testing.T) {
 	w := newWorld(t, "src", "src2", "ctl")
 	a, b, c := body(1, 6*mib), body(2, 1000), body(3, 2*mib)
