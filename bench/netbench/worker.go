@@ -135,8 +135,12 @@ func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workfl
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		return nil, fmt.Errorf("worker in %s: result is not a BatchResult: %v", l.NS, err)
 	}
-	if len(out.Parts) != len(in.Items) {
-		return nil, fmt.Errorf("worker in %s: %d results for %d parts", l.NS, len(out.Parts), len(in.Items))
+	parts := 0
+	for _, it := range in.Items {
+		parts += 1 + len(it.Carried) // a job builds the copies it carries too
+	}
+	if len(out.Parts) != parts {
+		return nil, fmt.Errorf("worker in %s: %d results for %d parts", l.NS, len(out.Parts), parts)
 	}
 	return &out, nil
 }
