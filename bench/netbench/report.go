@@ -101,7 +101,7 @@ func (r *report) table() string {
 		archive = max(archive, s.ArchiveBytes)
 	}
 	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d, %s), archive %s; N = %d workers, each its own network namespace capped at %s each way, as are the planner and finalizer; %d repetitions per run.\n\n",
-		r.Count, r.Seed, map[bool]string{true: "CRC-32 stored with each source", false: "no checksum stored with the sources, so the planner reads what it must know the CRC-32 of"}[r.SourceCRC],
+		r.Count, r.Seed, map[bool]string{true: "CRC-32 stored with each source", false: "no checksum stored with the sources, so CRC-32s come from S3's answers to the copies that place the objects, or S3 computes them"}[r.SourceCRC],
 		mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
 	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links, in/out) | through planner + finalizer | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
