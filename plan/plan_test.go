@@ -109,9 +109,6 @@ func TestCRCsNeeded(t *testing.T) {
 	if copies == 0 {
 		t.Fatal("the plan copies nothing")
 	}
-	// A header split over two parts is needed by both: no carry, a HEAD.
-	p = mustPlan(t, sized("s", 5*MiB+10, 6*MiB), Options{Strategy: StrategyDuo})
-	t.Logf("parts: %+v", p.Parts)
 }
 
 func TestBuildPartRefusesUnknownCRC(t *testing.T) {

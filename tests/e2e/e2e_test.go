@@ -248,6 +248,18 @@ func TestSourceChecksumKinds(t *testing.T) {
 	buildAll(t, w, "src", "k/", all, nil)
 }
 
+// watch has a client show every request's input to see before it is sent.
+func watch(see func(params any)) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("e2e-watch", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				see(in.Parameters)
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		})
+	}
+}
+
 // Chains and carried copies take objects' CRC-32s from S3's answers to
 // whole-object copies instead of asking for them beforehand: here with
 // sources of every checksum kind (a composite answers with no usable CRC,
@@ -288,18 +300,13 @@ func TestCRCsFromCopies(t *testing.T) {
 			asked := map[string]int{} // source key → HEADs
 			c := w.srv.Client(t, func(o *s3.Options) {
 				o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-			}, counter.Option(), func(o *s3.Options) {
-				o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-					return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count-source-heads", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-						if h, ok := in.Parameters.(*s3.HeadObjectInput); ok && aws.ToString(h.Bucket) == "src" {
-							mu.Lock()
-							asked[aws.ToString(h.Key)]++
-							mu.Unlock()
-						}
-						return next.HandleInitialize(ctx, in)
-					}), middleware.After)
-				})
-			})
+			}, counter.Option(), watch(func(params any) {
+				if h, ok := params.(*s3.HeadObjectInput); ok && aws.ToString(h.Bucket) == "src" {
+					mu.Lock()
+					asked[aws.ToString(h.Key)]++
+					mu.Unlock()
+				}
+			}))
 			dest := "out/crc-" + s + ".zip"
 			raw, _ := json.Marshal(listRequest(s, "src", "k/", dest, nil))
 			r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
@@ -355,24 +362,20 @@ func TestCRCsOfCopiedTails(t *testing.T) {
 	probes, gets := 0, map[string]int64{}
 	c := w.srv.Client(t, func(o *s3.Options) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("watch", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				mu.Lock()
-				switch v := in.Parameters.(type) {
-				case *s3.UploadPartCopyInput:
-					if strings.Contains(aws.ToString(v.Key), "crc-probe") {
-						probes++
-					}
-				case *s3.GetObjectInput:
-					if aws.ToString(v.Bucket) == "src" && v.Range == nil {
-						gets[aws.ToString(v.Key)]++
-					}
-				}
-				mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
-		})
-	})
+	}, watch(func(params any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch v := params.(type) {
+		case *s3.UploadPartCopyInput:
+			if strings.Contains(aws.ToString(v.Key), "crc-probe") {
+				probes++
+			}
+		case *s3.GetObjectInput:
+			if aws.ToString(v.Bucket) == "src" && v.Range == nil {
+				gets[aws.ToString(v.Key)]++
+			}
+		}
+	}))
 	raw, _ := json.Marshal(listRequest("duo", "src", "t/", "out/tails.zip", nil))
 	r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 1}
 	res, err := r.Run(context.Background(), raw, "e2e-tails")
