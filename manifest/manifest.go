@@ -7,6 +7,10 @@
 // key,size,crc32,name,etag,bucket, trailing ones optional. JSON Lines have
 // one object per line with those field names. A CRC-32 is 8 hex digits or
 // the base64 of its 4 big-endian bytes, as S3 returns it.
+//
+// Keys and names are used exactly as written, spaces included (quote them
+// in CSV to make the spaces visible); a key that names no object fails the
+// run. Spaces around the other fields are ignored.
 package manifest
 
 import (
@@ -51,23 +55,15 @@ const MaxLineBytes = 256 * 1024
 // non-blank byte: '{' means JSON Lines).
 func Parse(r io.Reader) ([]Line, error) {
 	br := bufio.NewReaderSize(r, 64*1024)
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("read manifest: %w", err)
-		}
-		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
-			br.ReadByte()
-			continue
-		}
-		if b[0] == '{' {
-			return parseJSONLines(br)
-		}
-		return parseCSV(br)
+	// Look without consuming: a CSV key may itself begin with a space.
+	head, err := br.Peek(br.Size())
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("read manifest: %w", err)
 	}
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return parseJSONLines(br)
+	}
+	return parseCSV(br)
 }
 
 var columns = []string{"key", "size", "crc32", "name", "etag", "bucket"}
@@ -116,14 +112,20 @@ func parseCSV(r io.Reader) ([]Line, error) {
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
-		field := func(col string) string {
+		// Keys and names are taken exactly as written: an S3 key may start
+		// or end with a space, and trimming it would archive another object
+		// (or name an entry differently from what the manifest says).
+		// Numbers, checksums, ETags and buckets cannot hold spaces, so
+		// spaces around them are only layout.
+		raw := func(col string) string {
 			i, ok := index[col]
 			if !ok || i >= len(rec) {
 				return ""
 			}
-			return strings.TrimSpace(rec[i])
+			return rec[i]
 		}
-		l, err := makeLine(lineNum, field("key"), field("size"), field("crc32"), field("name"), field("etag"), field("bucket"))
+		field := func(col string) string { return strings.TrimSpace(raw(col)) }
+		l, err := makeLine(lineNum, raw("key"), field("size"), field("crc32"), raw("name"), field("etag"), field("bucket"))
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,13 @@ func TestParse(t *testing.T) {
 		{"csv-quoted-comma", "key,size\n\"a,b\",3\n", []Line{{Key: "a,b", Size: 3}}},
 		{"jsonl", `{"key":"a","size":3,"crc32":"AAAAAQ==","bucket":"b2"}` + "\n\n" + `{"key":"b","name":"x/y"}`, []Line{{Key: "a", Size: 3, Bucket: "b2"}, {Key: "b", Size: -1, Name: "x/y"}}},
 		{"empty", "", nil},
+		// Keys and names are used exactly as written: S3 keys may begin or
+		// end with spaces, and "man/a.txt " is not "man/a.txt".
+		{"csv-quoted-key-trailing-space", "key,name,bucket\n\"man/a.txt \",trailing.txt,src\n", []Line{{Key: "man/a.txt ", Size: -1, Name: "trailing.txt", Bucket: "src"}}},
+		{"csv-unquoted-key-spaces", " lead.txt,3\ntrail.txt ,4\n", []Line{{Key: " lead.txt", Size: 3}, {Key: "trail.txt ", Size: 4}}},
+		{"csv-name-spaces-kept", "key,name\nk,\" n \"\n", []Line{{Key: "k", Size: -1, Name: " n "}}},
+		{"csv-numbers-and-bucket-trimmed", "key, size , bucket\nk, 7 , b1 \n", []Line{{Key: "k", Size: 7, Bucket: "b1"}}},
+		{"jsonl-key-trailing-space", `{"key":"man/a.txt ","name":"x"}`, []Line{{Key: "man/a.txt ", Size: -1, Name: "x"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
