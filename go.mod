@@ -10,6 +10,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/smithy-go v1.28.8
 	golang.org/x/sync v0.24.0
+	golang.org/x/text v0.41.0
 )
 
 require (

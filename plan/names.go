@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // NamePolicy says how an object key becomes a name in the archive.
@@ -155,8 +157,17 @@ func CheckNames(entries []Entry) error {
 
 // DuplicateError lists every name given to more than one entry.
 type DuplicateError struct {
-	Names map[string][]string // name → source keys
+	Names map[string][]string // name (as the first entry spells it) → source keys
+	// Spellings is set when some of the names differ only in their Unicode
+	// normalization (NFC "é" and NFD "e"+U+0301).
+	Spellings bool
 }
+
+// sameName is the form two names are compared in: NFC, so that the
+// precomposed and decomposed spellings of a name, which look the same in
+// every listing and extract to the same file on macOS, count as one. Entries
+// keep the bytes they were given.
+func sameName(name string) string { return norm.NFC.String(name) }
 
 func (e *DuplicateError) Error() string {
 	names := make([]string, 0, len(e.Names))
@@ -173,6 +184,9 @@ func (e *DuplicateError) Error() string {
 		}
 		fmt.Fprintf(&b, "; %q from keys %q", n, e.Names[n])
 	}
+	if e.Spellings {
+		b.WriteString("; names that differ only in their Unicode spelling (NFC or NFD, e.g. from macOS) count as the same")
+	}
 	b.WriteString(`; use duplicates policy "suffix" to rename them, or another name policy`)
 	return b.String()
 }
@@ -187,25 +201,25 @@ func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 	}
 	taken := make(map[string]bool, len(entries))
 	for i := range entries {
-		taken[entries[i].Name] = true
+		taken[sameName(entries[i].Name)] = true
 	}
 	kept := make(map[string]bool, len(entries))
 	for i := range entries {
 		name := entries[i].Name
-		if !kept[name] {
-			kept[name] = true
+		if !kept[sameName(name)] {
+			kept[sameName(name)] = true
 			continue
 		}
 		for n := 2; ; n++ {
 			candidate := suffixName(name, n)
-			if taken[candidate] {
+			if taken[sameName(candidate)] {
 				continue
 			}
 			if reason := CheckName(candidate); reason != "" {
 				return &NameError{Problems: []NameProblem{{Key: entries[i].Source.Key, Name: candidate, Reason: reason}}}
 			}
 			entries[i].Name = candidate
-			taken[candidate], kept[candidate] = true, true
+			taken[sameName(candidate)], kept[sameName(candidate)] = true, true
 			break
 		}
 	}
@@ -216,23 +230,26 @@ func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 func checkDuplicates(entries []Entry) error {
 	seen := make(map[string]int, len(entries))
 	var dups map[string][]string
+	spellings := false
 	for i := range entries {
-		first, ok := seen[entries[i].Name]
+		same := sameName(entries[i].Name)
+		first, ok := seen[same]
 		if !ok {
-			seen[entries[i].Name] = i
+			seen[same] = i
 			continue
 		}
 		if dups == nil {
 			dups = make(map[string][]string)
 		}
-		name := entries[i].Name
+		name := entries[first].Name
+		spellings = spellings || entries[i].Name != name
 		if len(dups[name]) == 0 {
 			dups[name] = append(dups[name], entries[first].Source.Key)
 		}
 		dups[name] = append(dups[name], entries[i].Source.Key)
 	}
 	if dups != nil {
-		return &DuplicateError{Names: dups}
+		return &DuplicateError{Names: dups, Spellings: spellings}
 	}
 	return nil
 }
@@ -257,10 +274,10 @@ func suffixName(name string, n int) string {
 // AddDirectories returns entries with a directory entry added for every
 // folder path that has none, each placed before the first entry inside it.
 func AddDirectories(entries []Entry) []Entry {
-	have := make(map[string]bool)
+	have := make(map[string]bool) // by sameName: one folder in two spellings gets one entry
 	for i := range entries {
 		if entries[i].Dir {
-			have[entries[i].Name] = true
+			have[sameName(entries[i].Name)] = true
 		}
 	}
 	out := make([]Entry, 0, len(entries))
@@ -270,8 +287,8 @@ func AddDirectories(entries []Entry) []Entry {
 			parents = append(parents, p+"/")
 		}
 		for i := len(parents) - 1; i >= 0; i-- {
-			if !have[parents[i]] {
-				have[parents[i]] = true
+			if !have[sameName(parents[i])] {
+				have[sameName(parents[i])] = true
 				out = append(out, Entry{Name: parents[i], Dir: true, ModTime: e.ModTime})
 			}
 		}

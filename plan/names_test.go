@@ -49,3 +49,47 @@ func TestResolveDuplicates(t *testing.T) {
 		}
 	})
 }
+
+// Two spellings of one name (precomposed NFC, decomposed NFD — macOS writes
+// the latter) look identical in every listing: they are duplicates, though
+// each entry keeps the bytes it was given.
+func TestResolveDuplicatesUnicodeSpellings(t *testing.T) {
+	const nfc, nfd = "caf\u00e9.txt", "cafe\u0301.txt"
+	t.Run("error-policy-refuses-nfc-and-nfd", func(t *testing.T) {
+		es := []Entry{obj(nfc, 1), obj(nfd, 2)}
+		err := ResolveDuplicates(es, DuplicatesError)
+		var de *DuplicateError
+		if !errors.As(err, &de) || len(de.Names) != 1 || len(de.Names[nfc]) != 2 {
+			t.Fatalf("err = %v, want one duplicate name listing both keys", err)
+		}
+		if !strings.Contains(err.Error(), "Unicode") {
+			t.Errorf("error %q does not say the names differ only in their Unicode spelling", err)
+		}
+	})
+	t.Run("suffix-policy-renames-keeping-the-spelling", func(t *testing.T) {
+		// The NFD "caf\u00e9 (2).txt" already exists in its other spelling:
+		// the third entry must skip to (3).
+		es := []Entry{obj(nfc, 1), obj("cafe\u0301 (2).txt", 2), obj(nfd, 3)}
+		if err := ResolveDuplicates(es, DuplicatesSuffix); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{nfc, "cafe\u0301 (2).txt", "cafe\u0301 (3).txt"}
+		for i, e := range es {
+			if e.Name != want[i] {
+				t.Errorf("entry %d named %+q, want %+q", i, e.Name, want[i])
+			}
+		}
+	})
+	t.Run("directories-added-once-for-both-spellings", func(t *testing.T) {
+		es := AddDirectories([]Entry{obj("caf\u00e9/a", 1), obj("cafe\u0301/b", 2)})
+		dirs := 0
+		for _, e := range es {
+			if e.Dir {
+				dirs++
+			}
+		}
+		if dirs != 1 {
+			t.Errorf("%d directory entries for one folder in two spellings, want 1", dirs)
+		}
+	})
+}
