@@ -291,7 +291,7 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	if req.Source.Manifest != nil {
 		entries, err = pl.manifestEntries(ctx, cfg, req, names)
 	} else {
-		entries, err = pl.listEntries(ctx, req, names)
+		entries, err = pl.listEntries(ctx, cfg, req, names)
 	}
 	if err != nil {
 		return nil, err
@@ -315,8 +315,21 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	return entries, nil
 }
 
-func (pl *Planner) listEntries(ctx context.Context, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+// listEntries lists the source prefix. Work objects (a killed run's plans,
+// pads and chain rounds, in whatever bucket it used) are never sources: a
+// prefix inside the work prefix is refused, and work objects under a prefix
+// that contains it are skipped.
+func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
 	b, prefix := req.Source.Bucket, req.Source.Prefix
+	if strings.HasPrefix(prefix, cfg.WorkPrefix) {
+		return nil, requestError("source s3://%s/%s is inside the work prefix %s, which holds s3zip's temporary objects, not data to archive", b, prefix, cfg.WorkPrefix)
+	}
+	skipped := 0
+	defer func() {
+		if skipped > 0 {
+			pl.logger().Warn("skipped work objects under the source prefix", "source", "s3://"+b+"/"+prefix, "workPrefix", cfg.WorkPrefix, "objects", skipped)
+		}
+	}()
 	var entries []plan.Entry
 	p := s3.NewListObjectsV2Paginator(pl.S3, &s3.ListObjectsV2Input{Bucket: &b, Prefix: &prefix})
 	for p.HasMorePages() {
@@ -329,6 +342,10 @@ func (pl *Planner) listEntries(ctx context.Context, req *Request, names plan.Nam
 			size := aws.ToInt64(o.Size)
 			if key == prefix && strings.HasSuffix(key, "/") && size == 0 {
 				continue // the folder marker of the prefix itself names nothing inside it
+			}
+			if strings.HasPrefix(key, cfg.WorkPrefix) {
+				skipped++
+				continue
 			}
 			entries = append(entries, plan.Entry{
 				Name:    plan.NameFor(key, prefix, names),
@@ -365,6 +382,10 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 		}
 		if msg := checkBucket(fmt.Sprintf("manifest line %d bucket", l.LineNum), bucket); msg != "" {
 			bad = append(bad, msg)
+			continue
+		}
+		if strings.HasPrefix(l.Key, cfg.WorkPrefix) {
+			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is under the work prefix %s, which holds s3zip's temporary objects, not data to archive", l.LineNum, bucket, l.Key, cfg.WorkPrefix))
 			continue
 		}
 		if !allowed(cfg.AllowedSources, bucket, l.Key) {

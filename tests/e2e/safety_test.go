@@ -41,3 +41,50 @@ func TestManifestKeysExactlyAsWritten(t *testing.T) {
 		w.clean(t)
 	})
 }
+
+// A bucket that holds a killed run's work objects (plans, pads, chain
+// rounds under s3zip-work/) is archived without them: the work prefix is
+// never a source, whichever bucket it is in.
+func TestWorkPrefixIsNeverASource(t *testing.T) {
+	w := newWorld(t, "mix", "ctl")
+	user := map[string][]byte{"a.txt": body(1, 100), "d/b.bin": body(2, 6*mib)}
+	w.put(t, "mix", user)
+	w.put(t, "mix", map[string][]byte{
+		"s3zip-work/local-dead/plan.json":   []byte(`{}`),
+		"s3zip-work/local-dead/pad":         make([]byte, 1000),
+		"s3zip-work/local-dead/chain/0/r1":  body(3, 5000),
+		"s3zip-work/local-dead/upload.json": []byte(`{}`),
+	})
+	for _, s := range strategies {
+		t.Run(s, func(t *testing.T) {
+			dest := "out/" + s + ".zip"
+			if _, err := w.run(t, listRequest(s, "mix", "", dest, nil)); err != nil {
+				t.Fatal(err)
+			}
+			w.check(t, dest, wants("", user))
+			w.clean(t)
+		})
+	}
+	w.srv.PutObject(t, "ctl", "work.csv", []byte("key,bucket\na.txt,mix\ns3zip-work/local-dead/pad,mix\n"))
+	for _, tc := range []struct {
+		name string
+		req  map[string]any
+		want string
+	}{
+		{"manifest-names-a-work-object", map[string]any{
+			"source":      map[string]any{"manifest": map[string]any{"bucket": "ctl", "key": "work.csv"}},
+			"destination": map[string]any{"bucket": "dst", "key": "out/m.zip"},
+		}, "manifest line 3: s3://mix/s3zip-work/local-dead/pad is under the work prefix s3zip-work/"},
+		{"source-prefix-inside-the-work-prefix", listRequest("duo", "mix", "s3zip-work/local-dead/", "out/w.zip", nil),
+			"source s3://mix/s3zip-work/local-dead/ is inside the work prefix s3zip-work/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := w.run(t, tc.req)
+			var re *workflow.RequestError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a RequestError containing %q", err, tc.want)
+			}
+			w.clean(t)
+		})
+	}
+}
