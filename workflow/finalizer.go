@@ -148,6 +148,13 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return nil, err
 	}
 	etag := "" // of the object this run's completion made, when it knows it
+	if !completed && !job.Overwrite {
+		// The planner found the report's key free; another writer may have
+		// taken it since. Fail now, while the upload can still be aborted.
+		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
+			return nil, err
+		}
+	}
 	if !completed {
 		if etag, err = f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
 			if !isCode(err, "NoSuchUpload") {
@@ -160,7 +167,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return nil, err
 	}
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
-	reportKey := job.Destination.Key + ".report.json"
+	reportKey := ReportKey(job.Destination)
 	if err := f.writeReport(ctx, &job, p, archive, stats, reportKey); err != nil {
 		return nil, err
 	}
@@ -176,7 +183,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 // beside the archive describes the archive that is there.
 func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutput, bool) {
 	d := job.Destination
-	reportKey := d.Key + ".report.json"
+	reportKey := ReportKey(d)
 	doc, err := getBytes(ctx, f.S3, d.Bucket, reportKey, 4<<30)
 	if err != nil {
 		return nil, false
@@ -349,8 +356,43 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	if err != nil {
 		return err
 	}
-	_, err = f.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
+	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")}
+	if !job.Overwrite {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err = f.S3.PutObject(ctx, in)
+	if err != nil && isCode(err, "PreconditionFailed", "ConditionalRequestConflict") {
+		// This run's own report from an earlier attempt is done; anything
+		// else appeared after the check just before completion, and is kept.
+		if doc, gerr := getBytes(ctx, f.S3, job.Destination.Bucket, key, 4<<30); gerr == nil {
+			var earlier Report
+			if json.Unmarshal(doc, &earlier) == nil && earlier.Execution == job.Execution {
+				return nil
+			}
+		}
+		return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
+			Msg: fmt.Sprintf("the archive is complete, but its report s3://%s/%s was not written: another writer created that key during the run (left as it is)", job.Destination.Bucket, key)}
+	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
+}
+
+// ReportKey is the key of the JSON report written beside an archive, in
+// the archive's bucket: the archive's key plus ".report.json".
+func ReportKey(d Destination) string { return d.Key + ".report.json" }
+
+// checkReportFree says whether the report's key is free; without overwrite
+// a run never replaces an object there.
+func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
+	key := ReportKey(d)
+	_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
+	switch {
+	case err == nil:
+		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key,
+			Msg: fmt.Sprintf("its report s3://%s/%s already exists (s3zip writes the report beside the archive); set options.overwrite to replace both, or choose another key", d.Bucket, key)}
+	case isNotFound(err):
+		return nil
+	}
+	return s3Error("HeadObject", d.Bucket, key, false, err)
 }
 
 type workCleaner interface {

@@ -243,15 +243,18 @@ func checkAllowed(cfg Config, req *Request) error {
 	return nil
 }
 
+// checkDestinationFree checks, before anything is written, that neither the
+// archive's key nor its report's (ReportKey) holds an object: without
+// overwrite, a run replaces neither.
 func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) error {
 	_, err := pl.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
 	switch {
 	case err == nil:
 		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case isNotFound(err):
-		return nil
+	case !isNotFound(err):
+		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
-	return s3Error("HeadObject", d.Bucket, d.Key, false, err)
+	return checkReportFree(ctx, pl.S3, d)
 }
 
 // refError makes a missing or oversized request object or manifest a

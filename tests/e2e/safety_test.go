@@ -1,8 +1,11 @@
 package e2e_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/s3zip/s3zip/internal/zipcheck"
@@ -87,4 +90,62 @@ func TestWorkPrefixIsNeverASource(t *testing.T) {
 			w.clean(t)
 		})
 	}
+}
+
+// The report beside the archive obeys the archive's no-overwrite rule: an
+// object already at <dest>.report.json fails the run before anything is
+// written, one that appears mid-run fails it before the upload completes, and
+// --overwrite replaces it.
+func TestReportIsNeverSilentlyReplaced(t *testing.T) {
+	w := newWorld(t, "src")
+	objs := map[string][]byte{"p/a.txt": body(1, 100), "p/b.bin": body(2, 6*mib)}
+	w.put(t, "src", objs)
+	mine := []byte("my own notes, not s3zip's")
+	report := func(t *testing.T, key string) []byte {
+		t.Helper()
+		return w.srv.GetObject(t, "dst", key)
+	}
+	t.Run("existing-report", func(t *testing.T) {
+		w.srv.PutObject(t, "dst", "out/r.zip.report.json", mine)
+		_, err := w.run(t, listRequest("duo", "src", "p/", "out/r.zip", nil))
+		var de *workflow.DestinationExistsError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), "s3://dst/out/r.zip.report.json already exists") {
+			t.Fatalf("err = %v, want a DestinationExistsError naming the report", err)
+		}
+		if got := report(t, "out/r.zip.report.json"); string(got) != string(mine) {
+			t.Errorf("report replaced: %q", got)
+		}
+		w.absent(t, "out/r.zip")
+		w.clean(t)
+	})
+	t.Run("report-appears-mid-run", func(t *testing.T) {
+		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work"}, PartsPerBatch: 1}
+		worker := &workflow.Worker{S3: w.s3, Config: workflow.Config{WorkBucket: "work"}}
+		var once sync.Once
+		r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+			once.Do(func() { w.srv.PutObject(t, "dst", "out/race.zip.report.json", mine) })
+			return worker.Build(ctx, in)
+		}
+		raw, _ := json.Marshal(listRequest("duo", "src", "p/", "out/race.zip", nil))
+		_, err := r.Run(context.Background(), raw, "e2e-report-race")
+		var de *workflow.DestinationExistsError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), "report.json") {
+			t.Fatalf("err = %v, want a DestinationExistsError naming the report", err)
+		}
+		if got := report(t, "out/race.zip.report.json"); string(got) != string(mine) {
+			t.Errorf("report replaced: %q", got)
+		}
+		w.absent(t, "out/race.zip")
+		w.clean(t)
+	})
+	t.Run("overwrite-replaces-it", func(t *testing.T) {
+		if _, err := w.run(t, listRequest("duo", "src", "p/", "out/r.zip", map[string]any{"overwrite": true})); err != nil {
+			t.Fatal(err)
+		}
+		var r workflow.Report
+		if err := json.Unmarshal(report(t, "out/r.zip.report.json"), &r); err != nil || len(r.Entries) != 2 {
+			t.Errorf("report after --overwrite: %v, %d entries", err, len(r.Entries))
+		}
+		w.clean(t)
+	})
 }
