@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"sort"
@@ -129,8 +130,9 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 }
 
 type extractFile struct {
-	mu sync.Mutex
-	f  *os.File
+	mu  sync.Mutex
+	f   *os.File
+	tmp string // the temporary name it is written under, renamed when whole
 }
 
 type extractor struct {
@@ -155,6 +157,9 @@ func (x *extractor) header(i int, h *localHeader, problem string) error {
 }
 
 // content opens entry i's file on first use; chunks write at their offsets.
+// The file is written under a temporary name in its directory
+// (".s3zip-get-*.tmp"), so that a get stopped mid-file, even by kill -9,
+// never leaves a truncated file under the entry's name; finished renames it.
 func (x *extractor) content(i int, at int64) (io.Writer, error) {
 	e := &x.a.Entries[i]
 	if e.IsDir() {
@@ -164,15 +169,19 @@ func (x *extractor) content(i int, at int64) (io.Writer, error) {
 	xf.mu.Lock()
 	defer xf.mu.Unlock()
 	if xf.f == nil {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if x.overwrite {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		}
 		perm := e.Mode.Perm()
 		if perm == 0 {
 			perm = 0o644
 		}
-		f, err := x.root.OpenFile(e.Name, flags, perm)
+		var f *os.File
+		var err error
+		for try := 0; try < 10; try++ {
+			xf.tmp = path.Join(path.Dir(e.Name), fmt.Sprintf(".s3zip-get-%d-%08x.tmp", i, rand.Uint32()))
+			f, err = x.root.OpenFile(xf.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+			if !errors.Is(err, fs.ErrExist) {
+				break
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("entry %q: %w", e.Name, err)
 		}
@@ -186,15 +195,15 @@ func (x *extractor) finished(i int, crc uint32, n int64) error {
 	if e.IsDir() {
 		return nil
 	}
+	if _, err := x.content(i, 0); err != nil { // an empty entry may have had no write
+		return err
+	}
 	xf := &x.files[i]
 	xf.mu.Lock()
-	f := xf.f
+	f, tmp := xf.f, xf.tmp
 	xf.f = nil
 	xf.mu.Unlock()
-	var err error
-	if f != nil {
-		err = f.Close()
-	}
+	err := f.Close()
 	switch {
 	case err != nil:
 		err = fmt.Errorf("entry %q: %w", e.Name, err)
@@ -202,9 +211,11 @@ func (x *extractor) finished(i int, crc uint32, n int64) error {
 		err = fmt.Errorf("entry %q: data has CRC-32 %08x, the central directory says %08x", e.Name, crc, e.CRC32)
 	case n != e.UncompressedSize:
 		err = fmt.Errorf("entry %q: data decodes to %d bytes, the central directory says %d", e.Name, n, e.UncompressedSize)
+	default:
+		err = x.place(e.Name, tmp)
 	}
 	if err != nil {
-		_ = x.root.Remove(e.Name)
+		_ = x.root.Remove(tmp)
 		return err
 	}
 	if err := x.root.Chtimes(e.Name, e.Modified, e.Modified); err != nil {
@@ -213,16 +224,44 @@ func (x *extractor) finished(i int, crc uint32, n int64) error {
 	return nil
 }
 
+// place gives the whole file at tmp its entry's name. Without overwrite a
+// hard link does it, which fails rather than replace a file that appeared
+// since the check before the download; where links are not supported, the
+// name is checked again and the file renamed.
+func (x *extractor) place(name, tmp string) error {
+	if !x.overwrite {
+		err := x.root.Link(tmp, name)
+		if err == nil {
+			return x.root.Remove(tmp)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("entry %q: %w (use overwrite to replace it)", name, fs.ErrExist)
+		}
+		if _, lerr := x.root.Lstat(name); lerr == nil {
+			return fmt.Errorf("entry %q: %w (use overwrite to replace it)", name, fs.ErrExist)
+		}
+	}
+	if err := x.root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("entry %q: %w", name, err)
+	}
+	return nil
+}
+
 func (x *extractor) unread(i int, why string) error {
 	return fmt.Errorf("entry %q: %s", x.a.Entries[i].Name, why)
 }
 
-// closeAll closes files left open by a failed extraction.
+// closeAll closes and removes the temporary files of a failed extraction.
 func (x *extractor) closeAll() {
 	for i := range x.files {
-		if f := x.files[i].f; f != nil {
-			f.Close()
+		xf := &x.files[i]
+		xf.mu.Lock()
+		if xf.f != nil {
+			xf.f.Close()
+			_ = x.root.Remove(xf.tmp)
+			xf.f = nil
 		}
+		xf.mu.Unlock()
 	}
 }
 
