@@ -80,6 +80,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
 	counter := s3metrics.New()
 	client = s3.New(client.Options(), counter.Option())
 
@@ -87,7 +88,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(quietOnInterrupt{ctx, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
 	progress := newProgressPrinter(os.Stderr)
 	runner := &workflow.Runner{
 		S3:            client,
@@ -98,9 +99,22 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	raw, _ := json.Marshal(req)
 	start := time.Now()
-	res, err := runner.Run(ctx, raw, fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000")))
-	progress.done()
+	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
+	lease, err := startRun(ctx, plain, *workBucket, execution, req.Destination)
 	if err != nil {
+		return err
+	}
+	res, err := runner.Run(ctx, raw, execution)
+	progress.done()
+	lease.stop(ctx)
+	if err != nil {
+		if _, ok := interrupted(ctx); ok {
+			var job *workflow.Job
+			if res != nil {
+				job = res.Job
+			}
+			return interruptedCreate(ctx, plain, *workBucket, execution, job)
+		}
 		return err
 	}
 	wall := time.Since(start)

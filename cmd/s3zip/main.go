@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 )
 
 type command struct {
@@ -27,9 +26,19 @@ var commands []command
 func register(c command) { commands = append(commands, c) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	ctx, stop := notifyInterrupt(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout)
+	if sig, ok := interrupted(ctx); ok && err != nil {
+		// Not the SDK's "context canceled": what the command did about it.
+		var ie *interruptedError
+		if !errors.As(err, &ie) {
+			err = &interruptedError{"interrupted"}
+		}
+		fmt.Fprintln(os.Stderr, "s3zip:", err)
+		os.Exit(sig.exitCode())
+	}
+	stop()
+	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "s3zip:", err)
 		}

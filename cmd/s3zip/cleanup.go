@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// A run the CLI starts keeps a marker, <work prefix><execution>/run.json, for
+// as long as it runs: it names the destination and the process, and is
+// written again every heartbeatInterval. A run killed hard (kill -9, a lost
+// machine) leaves its marker behind with its work objects and uploads; the
+// next create for the same destination, or `s3zip cleanup`, finds the marker
+// and removes what that run left, once the run is dead:
+//
+//   - on the same machine (same boot and PID namespace, Linux), when its
+//     process is gone: at once;
+//   - anywhere else, when the marker has not been written for staleAfter
+//     (by the server's clock).
+//
+// Work prefixes without a marker (Step Functions executions, which clean up
+// in their Abort state and under the work bucket's lifecycle rules) are
+// never touched.
+const (
+	markerName        = "run.json"
+	heartbeatInterval = 15 * time.Second
+)
+
+// staleAfter is how long a marker may go unwritten before its run counts as
+// dead: eight missed heartbeats. Tests shorten it.
+var staleAfter = 2 * time.Minute
+
+// runMarker is the document at <work prefix><execution>/run.json.
+type runMarker struct {
+	Execution   string    `json:"execution"`
+	Destination string    `json:"destination"` // s3://bucket/key
+	Started     time.Time `json:"started"`
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	// Process identifies the process on this kind of machine (Linux: boot
+	// id, PID namespace and the process's start time); "" where unknown.
+	Process string `json:"process,omitempty"`
+}
+
+func workPrefix(workBucket string) string {
+	return workflow.Config{WorkBucket: workBucket}.Defaults().WorkPrefix
+}
+
+// markerLease writes a run's marker and keeps it fresh until stop.
+type markerLease struct {
+	c      *s3.Client
+	bucket string
+	key    string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startMarker writes the marker of execution, a run for dest, and starts its
+// heartbeat.
+func startMarker(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) (*markerLease, error) {
+	host, _ := os.Hostname()
+	m := runMarker{Execution: execution, Destination: dest.URI(), Started: time.Now().UTC(), Host: host, PID: os.Getpid(), Process: processIdentity(os.Getpid())}
+	doc, _ := json.Marshal(m)
+	l := &markerLease{c: c, bucket: workBucket, key: workPrefix(workBucket) + execution + "/" + markerName, done: make(chan struct{})}
+	if err := l.put(ctx, doc); err != nil {
+		return nil, fmt.Errorf("write run marker s3://%s/%s: %w", l.bucket, l.key, err)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel = cancel
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(heartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				_ = l.put(hctx, doc) // a missed beat only brings staleness nearer
+			}
+		}
+	}()
+	return l, nil
+}
+
+func (l *markerLease) put(ctx context.Context, doc []byte) error {
+	_, err := l.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &l.bucket, Key: &l.key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
+	return err
+}
+
+// stop ends the heartbeat and deletes the marker: the run is over, and what
+// it made was completed or cleaned by the workflow itself.
+func (l *markerLease) stop(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.cancel()
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := l.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.bucket, Key: &l.key})
+	return err
+}
+
+// foundRun is a marked run for the destination, and what became of it.
+type foundRun struct {
+	Marker     runMarker `json:"marker"`
+	LastBeat   time.Time `json:"lastHeartbeat"`
+	Dead       bool      `json:"dead"`
+	Why        string    `json:"why"`
+	Uploads    int       `json:"uploadsAborted,omitempty"`
+	Objects    int       `json:"workObjectsDeleted,omitempty"`
+	CleanError string    `json:"error,omitempty"`
+}
+
+// cleanupResult is what a clean-up found and did.
+type cleanupResult struct {
+	Destination string     `json:"destination"`
+	WorkBucket  string     `json:"workBucket"`
+	Runs        []foundRun `json:"runs"`
+	// Unrecorded are uploads of the destination's key that no run records
+	// (another tool's, a run whose work bucket is elsewhere, or a run killed
+	// in the moment between creating its upload and recording it): left
+	// alone, for the bucket's lifecycle rule.
+	Unrecorded []string `json:"unrecordedUploads,omitempty"`
+}
+
+func (r *cleanupResult) removed() (runs, uploads, objects int) {
+	for _, f := range r.Runs {
+		if f.Dead && f.CleanError == "" {
+			runs++
+			uploads += f.Uploads
+			objects += f.Objects
+		}
+	}
+	return
+}
+
+// cleanDeadRuns finds the marked runs for dest in workBucket and removes
+// what the dead ones left: their archive upload, the uploads under their
+// work prefix (chain rounds, CRC probes) and their work objects. Live runs
+// are left alone.
+func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination) (*cleanupResult, error) {
+	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
+	root := workPrefix(workBucket)
+	var prefixes []string
+	now := time.Time{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &root, Delimiter: aws.String("/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return res, fmt.Errorf("list s3://%s/%s: %w", workBucket, root, err)
+		}
+		if t, ok := awsmiddleware.GetServerTime(page.ResultMetadata); ok && now.IsZero() {
+			now = t
+		}
+		for _, cp := range page.CommonPrefixes {
+			prefixes = append(prefixes, aws.ToString(cp.Prefix))
+		}
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	// Every work prefix's marker and upload record, read a few at a time.
+	type record struct {
+		marker   *runMarker
+		lastBeat time.Time
+		uploadID string
+	}
+	records := make([]record, len(prefixes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, prefix := range prefixes {
+		g.Go(func() error {
+			out, err := c.GetObject(gctx, &s3.GetObjectInput{Bucket: &workBucket, Key: aws.String(prefix + markerName)})
+			if err == nil {
+				var m runMarker
+				doc, rerr := io.ReadAll(io.LimitReader(out.Body, 1<<20))
+				out.Body.Close()
+				if rerr == nil && json.Unmarshal(doc, &m) == nil && m.Execution != "" && prefix == root+m.Execution+"/" {
+					records[i].marker, records[i].lastBeat = &m, aws.ToTime(out.LastModified)
+				}
+			} else if !notFound(err) {
+				return fmt.Errorf("read s3://%s/%s%s: %w", workBucket, prefix, markerName, err)
+			}
+			out, err = c.GetObject(gctx, &s3.GetObjectInput{Bucket: &workBucket, Key: aws.String(prefix + "upload.json")})
+			if err == nil {
+				var job workflow.Job
+				doc, rerr := io.ReadAll(io.LimitReader(out.Body, 1<<20))
+				out.Body.Close()
+				if rerr == nil && json.Unmarshal(doc, &job) == nil {
+					records[i].uploadID = job.UploadID
+				}
+			} else if !notFound(err) {
+				return fmt.Errorf("read s3://%s/%supload.json: %w", workBucket, prefix, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+	recorded := map[string]bool{}
+	aborter := &workflow.Aborter{S3: c, Config: workflow.Config{WorkBucket: workBucket}, Log: slog.New(slog.DiscardHandler)}
+	for _, r := range records {
+		if r.uploadID != "" {
+			recorded[r.uploadID] = true
+		}
+		m := r.marker
+		if m == nil || m.Destination != dest.URI() {
+			continue
+		}
+		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
+		f.Dead, f.Why = runDead(m, r.lastBeat, now)
+		if f.Dead {
+			// The Aborter counts objects, not the uploads under the prefix
+			// (chain rounds, CRC probes): count those first.
+			prefix := root + m.Execution + "/"
+			if ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &workBucket, Prefix: &prefix}); err == nil {
+				f.Uploads = len(ups.Uploads)
+			}
+			out, err := aborter.Abort(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
+			if err != nil {
+				f.CleanError = err.Error()
+			} else {
+				f.Objects = out.WorkDeleted
+				if out.UploadAborted {
+					f.Uploads++
+				}
+			}
+		}
+		res.Runs = append(res.Runs, f)
+	}
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &dest.Bucket, Prefix: &dest.Key})
+	if err != nil {
+		return res, fmt.Errorf("list uploads of %s: %w", dest.URI(), err)
+	}
+	for _, u := range ups.Uploads {
+		if aws.ToString(u.Key) == dest.Key && !recorded[aws.ToString(u.UploadId)] {
+			res.Unrecorded = append(res.Unrecorded, fmt.Sprintf("%s (initiated %s)", aws.ToString(u.UploadId), aws.ToTime(u.Initiated).UTC().Format(time.RFC3339)))
+		}
+	}
+	for _, f := range res.Runs {
+		if f.CleanError != "" {
+			return res, fmt.Errorf("remove what run %s left: %s", f.Marker.Execution, f.CleanError)
+		}
+	}
+	return res, nil
+}
+
+// runDead decides whether the run a marker names is over, and says why.
+func runDead(m *runMarker, lastBeat, now time.Time) (bool, string) {
+	if m.Process != "" && m.Process == processIdentity(m.PID) {
+		return false, fmt.Sprintf("process %d on %s is running", m.PID, m.Host)
+	}
+	if m.Process != "" && sameMachine(m.Process) {
+		return true, fmt.Sprintf("process %d on %s has exited", m.PID, m.Host)
+	}
+	age := now.Sub(lastBeat)
+	if age > staleAfter {
+		return true, fmt.Sprintf("no heartbeat from process %d on %s for %s", m.PID, m.Host, age.Round(time.Second))
+	}
+	return false, fmt.Sprintf("process %d on %s wrote its heartbeat %s ago (a run counts as dead after %s without one)", m.PID, m.Host, age.Round(time.Second), staleAfter)
+}
+
+func notFound(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
+}
+
+// printCleanup says what a clean-up removed and what it left.
+func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
+	runs, uploads, objects := r.removed()
+	if runs == 0 && quietIfNothing {
+		return
+	}
+	for _, f := range r.Runs {
+		state := "live, left alone"
+		if f.Dead {
+			state = fmt.Sprintf("dead; removed %d multipart uploads and %d work objects", f.Uploads, f.Objects)
+			if f.CleanError != "" {
+				state = "dead; removing what it left failed: " + f.CleanError
+			}
+		}
+		fmt.Fprintf(w, "run %s (started %s): %s: %s\n", f.Marker.Execution, f.Marker.Started.Format(time.RFC3339), f.Why, state)
+	}
+	if !quietIfNothing {
+		if len(r.Runs) == 0 {
+			fmt.Fprintf(w, "no run of s3zip for %s has work in s3://%s/%s\n", r.Destination, r.WorkBucket, workPrefix(r.WorkBucket))
+		}
+		for _, u := range r.Unrecorded {
+			fmt.Fprintf(w, "multipart upload %s of %s: no run records it; left alone (a lifecycle rule AbortIncompleteMultipartUpload removes it)\n", u, r.Destination)
+		}
+	}
+	if runs > 0 {
+		fmt.Fprintf(w, "removed what %d dead run%s left: %d upload%s, %d work objects\n", runs, map[bool]string{true: "s"}[runs != 1], uploads, map[bool]string{true: "s"}[uploads != 1], objects)
+	}
+}
+
+func init() {
+	register(command{"cleanup", "remove what a killed run left for an archive (work objects, multipart uploads)", runCleanup})
+}
+
+func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
+	workBucket := fs.String("work-bucket", "", "bucket the run kept its work in (default: the archive's bucket)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]")
+		fmt.Fprintln(fs.Output(), "\nRemoves the work objects and multipart uploads of runs for that archive that were killed\n(kill -9, a lost machine). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("cleanup", pos, "s3://bucket/archive.zip"); err != nil {
+		return err
+	}
+	bucket, key, err := parseS3ObjectURI(pos[0])
+	if err != nil {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	if *workBucket == "" {
+		*workBucket = bucket
+	}
+	client, err := newS3Client(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key})
+	if *asJSON && res != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else if res != nil {
+		printCleanup(stdout, res, false)
+	}
+	if err != nil {
+		return fmt.Errorf("cleanup %s: %w", pos[0], err)
+	}
+	return nil
+}
+
+// startRun prepares a create: it removes what dead runs for the same
+// destination left (saying so on stderr; a failure to look is a warning),
+// then writes this run's marker.
+func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) (*markerLease, error) {
+	setCleanupHint(dest, workBucket)
+	// One attempt per request: housekeeping must not hold up the run (or its
+	// real error) with retries.
+	c = s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+	res, err := cleanDeadRuns(ctx, c, workBucket, dest)
+	if res != nil {
+		printCleanup(os.Stderr, res, true)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left: %v\n", dest.URI(), err)
+	}
+	lease, err := startMarker(ctx, c, workBucket, execution, dest)
+	if err != nil {
+		// The run itself says what is wrong with the work bucket; without a
+		// marker only a later clean-up of a hard kill is lost.
+		fmt.Fprintf(os.Stderr, "s3zip: warning: %v\n", err)
+	}
+	return lease, nil
+}
+
+// cleanupHint is the command that removes what the current create leaves
+// if it is stopped before its own clean-up ends.
+var cleanupHint struct {
+	sync.Mutex
+	s string
+}
+
+func setCleanupHint(dest workflow.Destination, workBucket string) {
+	cleanupHint.Lock()
+	defer cleanupHint.Unlock()
+	cleanupHint.s = "s3zip cleanup " + dest.URI()
+	if workBucket != dest.Bucket {
+		cleanupHint.s += " --work-bucket " + workBucket
+	}
+}
+
+func getCleanupHint() string {
+	cleanupHint.Lock()
+	defer cleanupHint.Unlock()
+	return strings.TrimSpace(cleanupHint.s)
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3test"
+)
+
+// cliBinary builds the s3zip command for tests that run it as a process
+// (signals); $S3ZIP_TEST_CLI names another build to run instead.
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("S3ZIP_TEST_CLI"); p != "" {
+		return p
+	}
+	bin := filepath.Join(t.TempDir(), "s3zip")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// slowWorld is a server whose sources take a chain of a few hundred rounds
+// with one worker: long enough to stop a run in the middle.
+func slowWorld(t *testing.T) *s3test.Server {
+	srv := cliServer(t)
+	for _, b := range []string{"src", "dst", "work"} {
+		srv.CreateBucket(t, b)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range 300 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			srv.PutObject(t, "src", fmt.Sprintf("p/%03d.txt", i), s3test.Bytes(uint64(i), 4096))
+		}()
+	}
+	wg.Wait()
+	srv.PutObject(t, "src", "p/big.bin", s3test.Bytes(1000, 6<<20))
+	return srv
+}
+
+// cliRun is the command running as a process.
+type cliRun struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	stdout bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+func startCreate(t *testing.T, bin string, srv *s3test.Server, dest string) *cliRun {
+	t.Helper()
+	r := &cliRun{done: make(chan struct{})}
+	r.cmd = exec.Command(bin, "create", "--source", "s3://src/p/", "--dest", dest, "--work-bucket", "work",
+		"--strategy", "chain", "--workers", "1", "--batch", "1", "--endpoint", srv.Endpoint())
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() { r.cmd.Process.Kill(); <-r.done })
+	return r
+}
+
+// waitMidRun waits until the run has planned, created the archive's upload
+// and is building chains: the moment a kill leaves the most behind.
+func (r *cliRun) waitMidRun(t *testing.T, srv *s3test.Server) {
+	t.Helper()
+	c := srv.Client(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-r.done:
+			t.Fatalf("the run ended before it could be stopped: %v\n%s", r.err, r.stderr.String())
+		default:
+		}
+		archive, err1 := c.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String("dst")})
+		rounds, err2 := c.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String("work")})
+		if err1 == nil && err2 == nil && len(archive.Uploads) > 0 && len(rounds.Uploads) > 0 && !strings.HasSuffix(aws.ToString(rounds.Uploads[0].Key), "crc-probe") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the run did not start building chains within a minute\n%s", r.stderr.String())
+}
+
+func (r *cliRun) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(limit):
+		t.Fatalf("the run did not stop within %s\n%s", limit, r.stderr.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(r.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// SIGINT and SIGTERM stop a create cleanly: upload aborted, work removed,
+// said in words, exit 128+signal.
+func TestCreateInterrupted(t *testing.T) {
+	bin := cliBinary(t)
+	srv := slowWorld(t)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			r := startCreate(t, bin, srv, "s3://dst/out.zip")
+			r.waitMidRun(t, srv)
+			r.cmd.Process.Signal(tc.sig)
+			code := r.wait(t, 60*time.Second)
+			stderr := r.stderr.String()
+			if code != tc.code || !strings.Contains(stderr, "s3zip: interrupted; upload aborted, work removed") || strings.Contains(stderr, "context canceled") {
+				t.Errorf("exit %d, want %d, saying what was cleaned and not \"context canceled\"; stderr:\n%s", code, tc.code, stderr)
+			}
+			for _, l := range srv.Leftovers(t, "work", "dst") {
+				t.Errorf("left behind: %s", l)
+			}
+		})
+	}
+}
+
+// A second Ctrl-C stops at once, without waiting for the clean-up, and says
+// how to finish it.
+func TestCreateInterruptedTwice(t *testing.T) {
+	bin := cliBinary(t)
+	srv := slowWorld(t)
+	r := startCreate(t, bin, srv, "s3://dst/twice.zip")
+	r.waitMidRun(t, srv)
+	r.cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(2 * time.Millisecond) // two signals at once may arrive as one
+	r.cmd.Process.Signal(syscall.SIGINT)
+	code := r.wait(t, 10*time.Second)
+	if stderr := r.stderr.String(); code != 130 || !strings.Contains(stderr, "interrupted again; stopped before the clean-up finished; the next create for the same archive removes what is left, or now: s3zip cleanup s3://dst/twice.zip --work-bucket work") {
+		t.Fatalf("exit %d, want 130 and how to finish the clean-up; stderr:\n%s", code, stderr)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"cleanup", "s3://dst/twice.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out.String())
+	}
+	for _, l := range srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind after cleanup: %s", l)
+	}
+}
+
+// kill -9 leaves work objects and uploads; `s3zip cleanup` and the next
+// create for the same archive find and remove them.
+func TestKilledRunIsCleanedUp(t *testing.T) {
+	bin := cliBinary(t)
+	srv := slowWorld(t)
+	kill := func(t *testing.T, dest string) {
+		r := startCreate(t, bin, srv, dest)
+		r.waitMidRun(t, srv)
+		r.cmd.Process.Signal(syscall.SIGKILL)
+		r.wait(t, 10*time.Second)
+		left := srv.Leftovers(t, "work", "dst")
+		if len(left) == 0 {
+			t.Fatal("kill -9 left nothing behind: the test stops the run too late")
+		}
+		t.Logf("kill -9 left %d things, e.g. %s", len(left), left[0])
+	}
+	t.Run("cleanup-command", func(t *testing.T) {
+		kill(t, "s3://dst/killed.zip")
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{"cleanup", "s3://dst/killed.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
+			t.Fatalf("cleanup: %v\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "has exited: dead; removed") || !strings.Contains(out.String(), "removed what 1 dead run left") {
+			t.Errorf("cleanup printed:\n%s", out.String())
+		}
+		for _, l := range srv.Leftovers(t, "work", "dst") {
+			t.Errorf("left behind after cleanup: %s", l)
+		}
+	})
+	t.Run("next-create", func(t *testing.T) {
+		kill(t, "s3://dst/again.zip")
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"create", "--source", "s3://src/p/", "--dest", "s3://dst/again.zip", "--work-bucket", "work",
+			"--strategy", "duo", "--endpoint", srv.Endpoint()}, &out)
+		if err != nil {
+			t.Fatalf("create after a killed run: %v\n%s", err, out.String())
+		}
+		var left []string
+		for _, l := range srv.Leftovers(t, "work", "dst") {
+			left = append(left, l)
+		}
+		if len(left) > 0 {
+			t.Errorf("left behind after the next create: %q", left)
+		}
+	})
+}
+
+// Clean-up never touches a live run: not one whose process runs here, not
+// one elsewhere whose heartbeat is fresh. A stale one elsewhere is removed.
+func TestCleanupLeavesLiveRunsAlone(t *testing.T) {
+	bin := cliBinary(t)
+	srv := slowWorld(t)
+	t.Run("process-running-here", func(t *testing.T) {
+		r := startCreate(t, bin, srv, "s3://dst/live.zip")
+		r.waitMidRun(t, srv)
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{"cleanup", "s3://dst/live.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
+			t.Fatalf("cleanup: %v", err)
+		}
+		if !strings.Contains(out.String(), "is running: live, left alone") {
+			t.Errorf("cleanup printed:\n%s", out.String())
+		}
+		if code := r.wait(t, 120*time.Second); code != 0 {
+			t.Fatalf("the live run failed after a cleanup (exit %d):\n%s", code, r.stderr.String())
+		}
+		for _, l := range srv.Leftovers(t, "work", "dst") {
+			t.Errorf("left behind: %s", l)
+		}
+	})
+	t.Run("heartbeat-from-elsewhere", func(t *testing.T) {
+		c := srv.Client(t)
+		m := runMarker{Execution: "local-elsewhere", Destination: "s3://dst/remote.zip", Started: time.Now(), Host: "other", PID: 1,
+			Process: "linux boot 00000000-0000-0000-0000-000000000000 pid:[1] pid 1 start 1"}
+		doc, _ := json.Marshal(m)
+		srv.PutObject(t, "work", "s3zip-work/local-elsewhere/"+markerName, doc)
+		srv.PutObject(t, "work", "s3zip-work/local-elsewhere/plan.json", []byte("{}"))
+		cleanup := func() string {
+			var out bytes.Buffer
+			if err := run(t.Context(), []string{"cleanup", "s3://dst/remote.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
+				t.Fatalf("cleanup: %v", err)
+			}
+			return out.String()
+		}
+		if out := cleanup(); !strings.Contains(out, "wrote its heartbeat") || !strings.Contains(out, "live, left alone") {
+			t.Errorf("fresh heartbeat: cleanup printed:\n%s", out)
+		}
+		if _, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("work"), Key: aws.String("s3zip-work/local-elsewhere/plan.json")}); err != nil {
+			t.Fatalf("a live run's work object was removed: %v", err)
+		}
+		defer func(d time.Duration) { staleAfter = d }(staleAfter)
+		staleAfter = time.Second
+		time.Sleep(2100 * time.Millisecond)
+		if out := cleanup(); !strings.Contains(out, "no heartbeat") || !strings.Contains(out, "removed what 1 dead run left") {
+			t.Errorf("stale heartbeat: cleanup printed:\n%s", out)
+		}
+		for _, l := range srv.Leftovers(t, "work", "dst") {
+			t.Errorf("left behind: %s", l)
+		}
+	})
+}

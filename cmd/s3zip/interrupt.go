@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// signalCause is why the command's context was cancelled: a signal.
+type signalCause struct{ sig os.Signal }
+
+func (s *signalCause) Error() string { return "interrupted by " + s.sig.String() }
+
+// exitCode is the shell's convention for a process ended by a signal.
+func (s *signalCause) exitCode() int {
+	if n, ok := s.sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
+}
+
+// notifyInterrupt returns a context that the first SIGINT (Ctrl-C) or
+// SIGTERM (timeout, a CI cancel, docker stop) cancels, so the command stops
+// and cleans up. A second signal stops the process at once, cutting a slow
+// clean-up short and saying how to finish it.
+func notifyInterrupt(parent context.Context) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		first := <-sigs
+		cause := &signalCause{first}
+		cancel(cause)
+		fmt.Fprintln(os.Stderr, "\ns3zip: interrupted; stopping and cleaning up (interrupt again to stop at once)")
+		<-sigs
+		msg := "s3zip: interrupted again; stopped before the clean-up finished"
+		if hint := getCleanupHint(); hint != "" {
+			msg += "; the next create for the same archive removes what is left, or now: " + hint
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(cause.exitCode())
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(nil) }
+}
+
+// interrupted returns the signal that cancelled ctx, if one did.
+func interrupted(ctx context.Context) (*signalCause, bool) {
+	var sc *signalCause
+	ok := errors.As(context.Cause(ctx), &sc)
+	return sc, ok
+}
+
+// interruptedError is an interrupted command's outcome, said plainly.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// interruptedCreate says what an interrupted create left: it looks, rather
+// than trusting that the clean-up ran.
+func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution string, job *workflow.Job) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	prefix := workPrefix(workBucket) + execution + "/"
+	var left []string
+	objs, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &prefix})
+	if err != nil {
+		left = append(left, fmt.Sprintf("work objects unknown (%v)", err))
+	} else if n := len(objs.Contents); n > 0 {
+		left = append(left, fmt.Sprintf("%d work objects under s3://%s/%s", n, workBucket, prefix))
+	}
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &workBucket, Prefix: &prefix})
+	if err != nil {
+		left = append(left, fmt.Sprintf("work uploads unknown (%v)", err))
+	} else if n := len(ups.Uploads); n > 0 {
+		left = append(left, fmt.Sprintf("%d multipart uploads under s3://%s/%s", n, workBucket, prefix))
+	}
+	if job != nil && job.UploadID != "" {
+		d := job.Destination
+		_, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: aws.String(job.UploadID)})
+		if err == nil {
+			left = append(left, "the multipart upload of "+d.URI())
+		} else if !notFound(err) && !isNoSuchUpload(err) {
+			left = append(left, fmt.Sprintf("the multipart upload of %s unknown (%v)", d.URI(), err))
+		}
+	}
+	if len(left) > 0 {
+		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; remove it with: %s", strings.Join(left, ", "), getCleanupHint())}
+	}
+	if job == nil {
+		return &interruptedError{"interrupted while planning; work removed, nothing left behind"}
+	}
+	return &interruptedError{"interrupted; upload aborted, work removed"}
+}
+
+func isNoSuchUpload(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "NoSuchUpload"
+}
+
+// quietOnInterrupt drops log records once a signal has cancelled ctx: every
+// request then fails with "context canceled", which says nothing the final
+// message does not.
+type quietOnInterrupt struct {
+	ctx context.Context
+	slog.Handler
+}
+
+func (q quietOnInterrupt) Enabled(ctx context.Context, l slog.Level) bool {
+	if _, ok := interrupted(q.ctx); ok {
+		return false
+	}
+	return q.Handler.Enabled(ctx, l)
+}
+
+func (q quietOnInterrupt) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietOnInterrupt{q.ctx, q.Handler.WithAttrs(as)}
+}
+
+func (q quietOnInterrupt) WithGroup(name string) slog.Handler {
+	return quietOnInterrupt{q.ctx, q.Handler.WithGroup(name)}
+}
