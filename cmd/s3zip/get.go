@@ -48,6 +48,9 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	res, err := a.Extract(ctx, pos[1], archive.ExtractOptions{Concurrency: *concurrency, Overwrite: *overwrite})
 	if err != nil {
+		if _, ok := interrupted(ctx); ok {
+			return &interruptedError{"interrupted; files extracted whole are kept, the partly written ones removed"}
+		}
 		return err
 	}
 	secs := time.Since(start).Seconds()

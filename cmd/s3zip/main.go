@@ -5,6 +5,10 @@
 //	s3zip create --source s3://bucket/prefix/ --dest s3://bucket/out.zip [--strategy …] [--workers N] [--endpoint URL]
 //	s3zip verify s3://bucket/out.zip [--endpoint URL]
 //	s3zip get    s3://bucket/out.zip DIR [--endpoint URL]
+//	s3zip cleanup s3://bucket/out.zip [--work-bucket B] [--endpoint URL]
+//
+// SIGINT and SIGTERM stop a command cleanly (exit 128+signal); a second one
+// stops it at once.
 package main
 
 import (
