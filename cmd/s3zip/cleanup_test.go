@@ -260,7 +260,7 @@ func TestCleanupLeavesLiveRunsAlone(t *testing.T) {
 		}
 		defer func(d time.Duration) { staleAfter = d }(staleAfter)
 		staleAfter = time.Second
-		time.Sleep(2100 * time.Millisecond)
+		time.Sleep(3 * time.Second) // times are whole seconds: 1 s stale is surely past after 3
 		if out := cleanup(); !strings.Contains(out, "no heartbeat") || !strings.Contains(out, "removed what 1 dead run left") {
 			t.Errorf("stale heartbeat: cleanup printed:\n%s", out)
 		}
