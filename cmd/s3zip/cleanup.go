@@ -159,7 +159,7 @@ func (r *cleanupResult) removed() (runs, uploads, objects int) {
 // what the dead ones left: their archive upload, the uploads under their
 // work prefix (chain rounds, CRC probes) and their work objects. Live runs
 // are left alone.
-func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination) (*cleanupResult, error) {
+func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination, self string) (*cleanupResult, error) {
 	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
 	root := workPrefix(workBucket)
 	var prefixes []string
@@ -226,7 +226,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 			recorded[r.uploadID] = true
 		}
 		m := r.marker
-		if m == nil || m.Destination != dest.URI() {
+		if m == nil || m.Destination != dest.URI() || m.Execution == self {
 			continue
 		}
 		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
@@ -352,7 +352,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key})
+	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -368,28 +368,27 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// startRun prepares a create: it removes what dead runs for the same
-// destination left (saying so on stderr; a failure to look is a warning),
-// then writes this run's marker.
-func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) (*markerLease, error) {
+// startRun prepares a create: it writes this run's marker, then removes
+// what dead runs for the same destination left, saying so on stderr. When
+// the marker cannot be written the work bucket is unusable and the run
+// itself will say why; a clean-up that fails is a warning.
+func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) *markerLease {
 	setCleanupHint(dest, workBucket)
 	// One attempt per request: housekeeping must not hold up the run (or its
 	// real error) with retries.
 	c = s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-	res, err := cleanDeadRuns(ctx, c, workBucket, dest)
+	lease, err := startMarker(ctx, c, workBucket, execution, dest)
+	if err != nil {
+		return nil
+	}
+	res, err := cleanDeadRuns(ctx, c, workBucket, dest, execution)
 	if res != nil {
 		printCleanup(os.Stderr, res, true)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left: %v\n", dest.URI(), err)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left (s3zip cleanup %s): %v\n", dest.URI(), dest.URI(), err)
 	}
-	lease, err := startMarker(ctx, c, workBucket, execution, dest)
-	if err != nil {
-		// The run itself says what is wrong with the work bucket; without a
-		// marker only a later clean-up of a hard kill is lost.
-		fmt.Fprintf(os.Stderr, "s3zip: warning: %v\n", err)
-	}
-	return lease, nil
+	return lease
 }
 
 // cleanupHint is the command that removes what the current create leaves

@@ -100,10 +100,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	raw, _ := json.Marshal(req)
 	start := time.Now()
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
-	lease, err := startRun(ctx, plain, *workBucket, execution, req.Destination)
-	if err != nil {
-		return err
-	}
+	lease := startRun(ctx, plain, *workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
 	progress.done()
 	lease.stop(ctx)
