@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +30,11 @@ func cliBinary(t *testing.T) string {
 		return p
 	}
 	bin := filepath.Join(t.TempDir(), "s3zip")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go") // the toolchain running this test
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
