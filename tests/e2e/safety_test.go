@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/internal/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
@@ -148,4 +151,43 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		}
 		w.clean(t)
 	})
+}
+
+// Keys that are two Unicode spellings of one name (NFC from most tools, NFD
+// from macOS) would become two entries that look the same: the duplicates
+// policy applies to them.
+func TestUnicodeSpellingsAreDuplicates(t *testing.T) {
+	w := newWorld(t, "src")
+	nfc, nfd := body(1, 100), body(2, 200)
+	w.srv.PutObject(t, "src", "n/caf\u00e9.txt", nfc)
+	w.srv.PutObject(t, "src", "n/cafe\u0301.txt", nfd)
+	_, err := w.run(t, listRequest("duo", "src", "n/", "out/error.zip", nil))
+	var re *workflow.RequestError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "Unicode spelling") {
+		t.Fatalf("err = %v, want a RequestError about two spellings of one name", err)
+	}
+	w.absent(t, "out/error.zip")
+	w.clean(t)
+	// Listed in byte order, NFD ("e" then U+0301) comes first and keeps its name.
+	if _, err := w.run(t, listRequest("duo", "src", "n/", "out/suffix.zip", map[string]any{"duplicates": "suffix"})); err != nil {
+		t.Fatal(err)
+	}
+	// Readers may normalise names as they read (bsdtar gives NFC), which is
+	// why the two must not collide: every reader sees two distinct names;
+	// Go's archive/zip shows the bytes the archive holds.
+	path := filepath.Join(t.TempDir(), "suffix.zip")
+	w.srv.DownloadFile(t, "dst", "out/suffix.zip", path)
+	for _, reader := range zipcheck.Readers() {
+		entries, err := zipcheck.CheckReader(reader, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 2 || norm.NFC.String(entries[0].Name) == norm.NFC.String(entries[1].Name) {
+			t.Errorf("%s reads %+v, want two entries with distinct names", reader, entries)
+		}
+		if reader == zipcheck.ReaderGo && (entries[0].Name != "cafe\u0301.txt" || entries[1].Name != "caf\u00e9 (2).txt" || entries[0].Size != 200 || entries[1].Size != 100) {
+			t.Errorf("archive holds %+q, want the NFD name as listed and the NFC one suffixed", []string{entries[0].Name, entries[1].Name})
+		}
+	}
+	w.clean(t)
 }
