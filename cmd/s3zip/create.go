@@ -25,7 +25,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+
 			"run from here against any S3 endpoint. Nothing is left behind on failure: the upload is aborted\n"+
 			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
-	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source)")
+	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket")
 	dest := fs.String("dest", "", "write the archive to `s3://bucket/key.zip`")
 	batch := fs.Int("batch", 4, "part jobs per batch (the Map's MaxItemsPerBatch)")
 	workBucket := fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)")

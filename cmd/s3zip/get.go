@@ -76,10 +76,14 @@ func openError(cmd, bucket, key string, err error) error {
 }
 
 // rate is " (12.3 MiB/s)", every command's unit for throughput, or "" when
-// the run was too short or too small for the figure to mean anything.
+// too few bytes moved for the figure to mean anything.
 func rate(bytes int64, secs float64) string {
-	if secs < 0.05 || bytes < 1<<20 {
+	if secs <= 0 || bytes < 1<<20 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.1f MiB/s)", float64(bytes)/(1<<20)/secs)
+	r := float64(bytes) / (1 << 20) / secs
+	if r < 1 {
+		return fmt.Sprintf(" (%.2f MiB/s)", r)
+	}
+	return fmt.Sprintf(" (%.1f MiB/s)", r)
 }

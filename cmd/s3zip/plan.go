@@ -46,7 +46,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
 			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
 			"a local manifest must give every object's size.")
-	rf := addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key`, or a local FILE (which must give sizes)")
+	rf := addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key` (lines without a bucket name objects in its bucket), or a local FILE (which must give sizes)")
 	synthetic := fs.String("synthetic", "", `synthetic data set instead of a source: "challenge"`)
 	count := fs.Int("count", 3000, "objects in the synthetic data set")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic data set")

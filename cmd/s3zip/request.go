@@ -89,7 +89,9 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 		if err != nil {
 			return req, usageErrorf("%s: --manifest: %v", cmd, err)
 		}
-		req.Source = workflow.Source{Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
+		// Lines without a bucket name objects beside the manifest: the CLI
+		// has no flag for the request's default source bucket.
+		req.Source = workflow.Source{Bucket: b, Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
 	default:
 		return req, usageErrorf("%s: give exactly one of --source s3://bucket/prefix/ or --manifest s3://bucket/key", cmd)
 	}

@@ -128,8 +128,8 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	switch code {
 	case "SignatureDoesNotMatch":
 		return fmt.Errorf("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)
-	case "InvalidAccessKeyId":
-		return fmt.Errorf("S3 at %s does not know the access key (InvalidAccessKeyId); check AWS_ACCESS_KEY_ID or your AWS profile", where)
+	case "InvalidAccessKeyId", "XAdminUserNotFound": // versitygw's name for it
+		return fmt.Errorf("S3 at %s does not know the access key (%s); check AWS_ACCESS_KEY_ID or your AWS profile", where, code)
 	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
 		return fmt.Errorf("S3 at %s rejected the session token (%s); refresh your credentials", where, code)
 	case "NoSuchBucket":
