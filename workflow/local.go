@@ -79,6 +79,9 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	r.report(Progress{Phase: PhasePlanning})
 	job, err := planner.Plan(ctx, PlanInput{Request: request, Execution: execution})
 	if err != nil {
+		if plannedNothing(err) {
+			return nil, err
+		}
 		return nil, r.abort(ctx, request, execution, err)
 	}
 	out, err := r.build(ctx, cfg, log, job)
@@ -253,6 +256,17 @@ func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []C
 		return nil, err
 	}
 	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}, nil
+}
+
+// plannedNothing reports whether the planner failed before it wrote or
+// created anything: it rejects the request, a limit or an existing
+// destination before its first write, so there is nothing to abort (and an
+// abort against an S3 that just refused us would only fail again, loudly).
+func plannedNothing(err error) bool {
+	var re *RequestError
+	var le *LimitError
+	var de *DestinationExistsError
+	return errors.As(err, &re) || errors.As(err, &le) || errors.As(err, &de)
 }
 
 // abort runs the Abort state and returns the original error.
