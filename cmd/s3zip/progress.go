@@ -66,7 +66,7 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 	elapsed := now.Sub(p.phaseStart).Seconds()
 	speed := float64(pr.BytesDone) / max(elapsed, 1e-3)
 	eta := ""
-	if speed > 0 && pr.BytesDone < pr.Bytes {
+	if pr.Phase == workflow.PhaseBuilding && speed > 0 && pr.BytesDone < pr.Bytes {
 		eta = fmt.Sprintf(", ETA %.0f s", float64(pr.Bytes-pr.BytesDone)/speed)
 	}
 	if !p.terminal {
