@@ -21,7 +21,14 @@ type ExtractOptions struct {
 	ChunkSize    int64 // STORED entries above this are downloaded in parallel chunks (DefaultChunkSize)
 	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
 	Overwrite    bool  // replace existing files instead of refusing
+	// SkipSymlinks leaves symbolic link entries out instead of refusing
+	// the archive. Links are never created: a target may point anywhere.
+	SkipSymlinks bool
 }
+
+// ErrSymlink is why Extract refuses an archive holding a symbolic link
+// when SkipSymlinks is not set.
+var ErrSymlink = errors.New("symbolic links are not extracted")
 
 // ExtractResult counts what Extract wrote.
 type ExtractResult struct {
@@ -29,6 +36,8 @@ type ExtractResult struct {
 	Files   int
 	Dirs    int
 	Bytes   int64 // of file content written
+	// SkippedSymlinks counts the symbolic links left out (SkipSymlinks).
+	SkippedSymlinks int
 }
 
 // Extract writes every entry under dir (created if missing). Before anything
@@ -45,8 +54,24 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 	fail := func(err error) (*ExtractResult, error) {
 		return nil, fmt.Errorf("extract s3://%s/%s to %s: %w", a.Bucket, a.Key, dir, err)
 	}
+	res := &ExtractResult{}
+	if opts.SkipSymlinks {
+		kept := make([]Entry, 0, len(a.Entries))
+		for _, e := range a.Entries {
+			if e.Mode&fs.ModeSymlink == 0 {
+				kept = append(kept, e)
+			}
+		}
+		if res.SkippedSymlinks = len(a.Entries) - len(kept); res.SkippedSymlinks > 0 {
+			// The scan reads each entry at its own offset, so leaving some
+			// out of a copy of the archive leaves the others as they are.
+			only := *a
+			only.Entries = kept
+			a = &only
+		}
+	}
 	seen := make(map[string]bool, len(a.Entries))
-	res := &ExtractResult{Entries: len(a.Entries)}
+	res.Entries = len(a.Entries)
 	for i := range a.Entries {
 		e := &a.Entries[i]
 		if err := CheckName(e.Name); err != nil {
@@ -57,7 +82,7 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 		case seen[clean]:
 			return fail(fmt.Errorf("entry %q: duplicate name", e.Name))
 		case e.Mode&fs.ModeSymlink != 0:
-			return fail(fmt.Errorf("entry %q: symbolic links are not extracted", e.Name))
+			return fail(fmt.Errorf("entry %q: %w", e.Name, ErrSymlink))
 		case !e.IsDir() && readable(e) != "":
 			return fail(fmt.Errorf("entry %q %s", e.Name, readable(e)))
 		}

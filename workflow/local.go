@@ -28,11 +28,24 @@ type S3 interface {
 // elsewhere (another process, a Lambda).
 type BatchFunc func(ctx context.Context, in BatchInput) (*BatchResult, error)
 
-// Progress is reported as parts are built.
+// Progress is reported when each phase starts and as parts are built. Parts
+// and Bytes are the whole archive's (every part: streamed, copied, chained,
+// carried and the final one), known from the end of planning on.
 type Progress struct {
+	Phase            Phase
 	PartsDone, Parts int
 	BytesDone, Bytes int64
 }
+
+// Phase is a step of a run, as Progress reports it.
+type Phase string
+
+const (
+	PhasePlanning   Phase = "planning"
+	PhaseBuilding   Phase = "building"
+	PhaseFinalizing Phase = "finalizing"
+	PhaseDone       Phase = "done"
+)
 
 // Runner runs the workflow outside Step Functions, the way the state machine
 // does: PlanArchive, BuildParts (batches of part jobs, at most
@@ -63,8 +76,12 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		log = slog.Default()
 	}
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
+	r.report(Progress{Phase: PhasePlanning})
 	job, err := planner.Plan(ctx, PlanInput{Request: request, Execution: execution})
 	if err != nil {
+		if plannedNothing(err) {
+			return nil, err
+		}
 		return nil, r.abort(ctx, request, execution, err)
 	}
 	out, err := r.build(ctx, cfg, log, job)
@@ -75,15 +92,33 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	return &RunResult{Job: job, Output: out}, nil
 }
 
+func (r *Runner) report(p Progress) {
+	if r.OnProgress != nil {
+		r.OnProgress(p)
+	}
+}
+
 func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *Job) (*FinalizeOutput, error) {
 	in := FinalizeInput{Job: *job}
+	// The plan's header has the totals progress is measured against. It is
+	// read only for a watcher, and a failure to read it costs only the totals.
+	var header plan.Header
+	if r.OnProgress != nil {
+		if doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PlanKey, 64<<20); err == nil {
+			_ = json.Unmarshal(doc, &header)
+		}
+	}
+	total := Progress{Phase: PhaseBuilding, Parts: header.Parts, Bytes: header.Size}
+	r.report(total)
 	if job.WorkerParts > 0 {
-		results, err := r.buildParts(ctx, cfg, log, job)
+		results, err := r.buildParts(ctx, cfg, log, job, total)
 		if err != nil {
 			return nil, err
 		}
 		in.Results = results
 	}
+	final := header.Final.Size()
+	r.report(Progress{Phase: PhaseFinalizing, Parts: total.Parts, PartsDone: total.Parts - 1, Bytes: total.Bytes, BytesDone: total.Bytes - final})
 	// FinalizeArchive's Retry: a finalizer run again after a transient
 	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
@@ -93,6 +128,9 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 		out, err = f.Finalize(ctx, in)
 		return err
 	}, Retryable, "finalize", job.Execution)
+	if err == nil {
+		r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
+	}
 	return out, err
 }
 
@@ -121,7 +159,7 @@ func (r *Runner) retry(ctx context.Context, fn func() error, should func(error) 
 
 // buildParts is the Distributed Map: ItemReader over the part jobs,
 // ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job) (*MapResults, error) {
+func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job, total Progress) (*MapResults, error) {
 	doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PartsKey, 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
@@ -147,10 +185,6 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if attempts <= 0 {
 		attempts = 3
 	}
-	total := int64(0)
-	for _, it := range items {
-		total += it.Size()
-	}
 	var partsDone, bytesDone atomic.Int64
 	children := make([]ChildResult, len(batches))
 	err = forEach(ctx, job.MaxConcurrency, len(batches), func(ctx context.Context, b int) error {
@@ -175,15 +209,17 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		}
 		output, _ := json.Marshal(out)
 		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
-		var n int64
+		// A job builds its own part and the ones it carries.
+		var parts, n int64
 		for _, it := range in.Items {
-			n += it.Size()
+			parts, n = parts+1, n+it.Size()
+			for _, c := range it.Carried {
+				parts, n = parts+1, n+c.Size()
+			}
 		}
-		done := partsDone.Add(int64(len(in.Items)))
-		bytesIn := bytesDone.Add(n)
-		if r.OnProgress != nil {
-			r.OnProgress(Progress{PartsDone: int(done), Parts: len(items), BytesDone: bytesIn, Bytes: total})
-		}
+		p := total
+		p.PartsDone, p.BytesDone = int(partsDone.Add(parts)), bytesDone.Add(n)
+		r.report(p)
 		return nil
 	})
 	if err != nil {
@@ -220,6 +256,17 @@ func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []C
 		return nil, err
 	}
 	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}, nil
+}
+
+// plannedNothing reports whether the planner failed before it wrote or
+// created anything: it rejects the request, a limit or an existing
+// destination before its first write, so there is nothing to abort (and an
+// abort against an S3 that just refused us would only fail again, loudly).
+func plannedNothing(err error) bool {
+	var re *RequestError
+	var le *LimitError
+	var de *DestinationExistsError
+	return errors.As(err, &re) || errors.As(err, &le) || errors.As(err, &de)
 }
 
 // abort runs the Abort state and returns the original error.

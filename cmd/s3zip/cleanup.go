@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -325,16 +324,12 @@ func init() {
 }
 
 func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
+	fs := newFlags("cleanup", "s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]",
+		"Removes the work objects and multipart uploads of runs for that archive that were killed\n(kill -9, a lost machine). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
+	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	workBucket := fs.String("work-bucket", "", "bucket the run kept its work in (default: the archive's bucket)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]")
-		fmt.Fprintln(fs.Output(), "\nRemoves the work objects and multipart uploads of runs for that archive that were killed\n(kill -9, a lost machine). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -23,62 +21,51 @@ func init() {
 }
 
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("create", flag.ContinueOnError)
-	source := fs.String("source", "", "s3://bucket/prefix/ to archive")
-	manifestURI := fs.String("manifest", "", "s3://bucket/key of a CSV or JSON Lines manifest (instead of --source)")
-	dest := fs.String("dest", "", "s3://bucket/key.zip to write")
-	strategy := fs.String("strategy", "", "stream or duo (default duo)")
-	workers := fs.Int("workers", 8, "batches built at once (the Distributed Map's MaxConcurrency)")
+	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key) --dest s3://bucket/out.zip [flags]",
+		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+
+			"run from here against any S3 endpoint. Nothing is left behind on failure: the upload is aborted\n"+
+			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
+	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket")
+	dest := fs.String("dest", "", "write the archive to `s3://bucket/key.zip`")
 	batch := fs.Int("batch", 4, "part jobs per batch (the Map's MaxItemsPerBatch)")
-	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
-	workBucket := fs.String("work-bucket", "", "bucket for plans and temporary objects (default: the destination bucket)")
-	names := fs.String("names", "", "relative, flat or full")
-	duplicates := fs.String("duplicates", "", "error or suffix")
-	directories := fs.Bool("directories", false, "add directory entries for folder paths")
+	workBucket := fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing archive")
-	partSize := fs.Int64("part-size", 0, "target size of streamed parts in bytes (default 16 MiB)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log every step")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("create: unexpected argument %q", fs.Arg(0))
+	if err := rf.check("create"); err != nil {
+		return err
 	}
-	req := workflow.Request{Options: workflow.Options{
-		Strategy: *strategy, Names: *names, Duplicates: *duplicates, Directories: *directories,
-		Overwrite: *overwrite, MaxConcurrency: *workers, PartSize: *partSize,
-	}}
-	switch {
-	case *source != "" && *manifestURI == "":
-		b, k, err := parseS3URI(*source)
-		if err != nil {
-			return fmt.Errorf("create: --source: %w", err)
-		}
-		req.Source = workflow.Source{Bucket: b, Prefix: k}
-	case *manifestURI != "" && *source == "":
-		b, k, err := parseS3URI(*manifestURI)
-		if err != nil {
-			return fmt.Errorf("create: --manifest: %w", err)
-		}
-		req.Source = workflow.Source{Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
-	default:
-		return fmt.Errorf("create: give exactly one of --source s3://bucket/prefix/ or --manifest s3://bucket/key")
+	if err := atLeast("create", "batch", *batch, 1); err != nil {
+		return err
+	}
+	req, err := rf.sourceRequest("create")
+	if err != nil {
+		return err
+	}
+	if *dest == "" {
+		return usageErrorf("create: --dest s3://bucket/key.zip is missing")
 	}
 	b, k, err := parseS3URI(*dest)
 	if err != nil {
-		return fmt.Errorf("create: --dest: %w", err)
+		return usageErrorf("create: --dest: %v", err)
 	}
 	req.Destination = workflow.Destination{Bucket: b, Key: k}
+	req.Options.Overwrite = *overwrite
 	if err := req.Validate(); err != nil {
-		return err
+		return inFlagTerms(err)
 	}
 	if *workBucket == "" {
 		*workBucket = b
 	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := newS3Client(ctx, *rf.endpoint)
 	if err != nil {
 		return err
+	}
+	if err := preflight(ctx, client, endpointOrEnv(*rf.endpoint), runChecks(req, *workBucket)); err != nil {
+		return fmt.Errorf("create: %w", err)
 	}
 	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
 	counter := s3metrics.New()
@@ -92,7 +79,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	progress := newProgressPrinter(os.Stderr)
 	runner := &workflow.Runner{
 		S3:            client,
-		Config:        workflow.Config{WorkBucket: *workBucket, DefaultMaxConcurrency: *workers},
+		Config:        workflow.Config{WorkBucket: *workBucket, DefaultMaxConcurrency: *rf.workers},
 		Log:           log,
 		PartsPerBatch: *batch,
 		OnProgress:    progress.update,
@@ -112,7 +99,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			return interruptedCreate(ctx, plain, *workBucket, execution, job)
 		}
-		return err
+		return inFlagTerms(err)
 	}
 	wall := time.Since(start)
 	out := res.Output
@@ -133,59 +120,38 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))
 	}
 	fmt.Fprintf(stdout, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
+	if n := counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
+		fmt.Fprintf(stdout, "            (%d AbortMultipartUpload: %s)\n", n, abortReason)
+	}
 	fmt.Fprintf(stdout, "report      %s\n", out.Report)
-	fmt.Fprintf(stdout, "wall time   %.2f s (%.1f MiB/s of archive)\n", wall.Seconds(), float64(out.Archive.Size)/(1<<20)/wall.Seconds())
+	fmt.Fprintf(stdout, "wall time   %.2f s%s\n", wall.Seconds(), rate(out.Archive.Size, wall.Seconds()))
 	return nil
 }
 
-// progressPrinter draws a live bar on a terminal and plain lines elsewhere.
-type progressPrinter struct {
-	w        io.Writer
-	terminal bool
-	start    time.Time
-	mu       sync.Mutex
-	last     time.Time
-	drawn    bool
+// abortReason says why a run that succeeded aborted an upload: the
+// planner has S3 compute CRC-32s by copying objects into a scratch upload
+// it never completes (workflow.crcProbe), and aborts it when planning ends.
+const abortReason = "the planner's scratch upload for learning CRC-32s, discarded when planning ends; not a failure"
+
+func endpointOrEnv(endpoint string) string {
+	if endpoint == "" {
+		return endpointFromEnv()
+	}
+	return endpoint
 }
 
-func newProgressPrinter(f *os.File) *progressPrinter {
-	fi, err := f.Stat()
-	return &progressPrinter{w: f, terminal: err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now()}
-}
-
-func (p *progressPrinter) update(pr workflow.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	final := pr.PartsDone == pr.Parts
-	if !final && now.Sub(p.last) < map[bool]time.Duration{true: 100 * time.Millisecond, false: 2 * time.Second}[p.terminal] {
-		return
+// runChecks are the buckets a run needs: the source (listed) or the
+// manifest (read), the destination and the work bucket.
+func runChecks(req workflow.Request, workBucket string) []bucketCheck {
+	var checks []bucketCheck
+	if m := req.Source.Manifest; m != nil {
+		checks = append(checks, bucketCheck{role: "manifest", bucket: m.Bucket, object: m.Key})
+	} else {
+		checks = append(checks, bucketCheck{role: "source", bucket: req.Source.Bucket, list: true, prefix: req.Source.Prefix})
 	}
-	p.last = now
-	elapsed := now.Sub(p.start).Seconds()
-	rate := float64(pr.BytesDone) / max(elapsed, 1e-3)
-	eta := "?"
-	if rate > 0 {
-		eta = fmt.Sprintf("%.0fs", float64(pr.Bytes-pr.BytesDone)/rate)
+	checks = append(checks, bucketCheck{role: "destination", bucket: req.Destination.Bucket})
+	if workBucket != "" {
+		checks = append(checks, bucketCheck{role: "work", bucket: workBucket})
 	}
-	if !p.terminal {
-		fmt.Fprintf(p.w, "parts %d/%d, %s of %s, %s/s, ETA %s\n", pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(rate)), eta)
-		return
-	}
-	const width = 30
-	filled := 0
-	if pr.Bytes > 0 {
-		filled = int(float64(width) * float64(pr.BytesDone) / float64(pr.Bytes))
-	}
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d parts  %s / %s  %s/s  ETA %s   ", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(rate)), eta)
-	p.drawn = true
-}
-
-func (p *progressPrinter) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.terminal && p.drawn {
-		fmt.Fprintln(p.w)
-	}
+	return checks
 }

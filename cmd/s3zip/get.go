@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -15,27 +15,30 @@ func init() {
 }
 
 func runGet(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("get", flag.ContinueOnError)
-	endpoint := fs.String("endpoint", "", "S3-compatible endpoint URL (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
+	fs := newFlags("get", "s3zip get s3://bucket/archive.zip DIR [--endpoint URL] [--concurrency N] [--overwrite] [--skip-symlinks]",
+		"Download the archive with parallel ranged GETs and extract it under DIR, checking every entry's CRC-32.\n"+
+			"Names that would leave DIR are refused. Symbolic links are never created (their targets could point\n"+
+			"anywhere): an archive holding one is refused unless --skip-symlinks leaves them out.")
+	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
 	overwrite := fs.Bool("overwrite", false, "replace files that already exist")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip get s3://bucket/archive.zip DIR [--endpoint URL] [--concurrency N] [--overwrite]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	skipSymlinks := fs.Bool("skip-symlinks", false, "leave out symbolic link entries (and say how many) instead of refusing the archive")
+	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := wantArgs("get", pos, "s3://bucket/archive.zip", "DIR"); err != nil {
 		return err
 	}
-	if *concurrency < 1 {
-		return fmt.Errorf("get: --concurrency %d: want 1 or more", *concurrency)
+	if err := atLeast("get", "concurrency", *concurrency, 1); err != nil {
+		return err
 	}
 	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
-		return fmt.Errorf("get: %w", err)
+		return usageErrorf("get: %v", err)
+	}
+	if err := checkEndpoint("get", *endpoint); err != nil {
+		return err
 	}
 	client, err := newS3Client(ctx, *endpoint)
 	if err != nil {
@@ -44,9 +47,12 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	start := time.Now()
 	a, err := archive.Open(ctx, client, bucket, key)
 	if err != nil {
-		return err
+		return openError("get", bucket, key, err)
 	}
-	res, err := a.Extract(ctx, pos[1], archive.ExtractOptions{Concurrency: *concurrency, Overwrite: *overwrite})
+	res, err := a.Extract(ctx, pos[1], archive.ExtractOptions{Concurrency: *concurrency, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
+	if errors.Is(err, archive.ErrSymlink) {
+		return fmt.Errorf("%w; add --skip-symlinks to extract everything else", err)
+	}
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {
 			return &interruptedError{"interrupted; files extracted whole are kept, the partly written ones removed"}
@@ -54,7 +60,33 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	secs := time.Since(start).Seconds()
-	_, err = fmt.Fprintf(stdout, "extracted %d entries (%d files, %d directories), %d bytes to %s in %.2f s (%.1f MB/s)\n",
-		res.Entries, res.Files, res.Dirs, res.Bytes, pos[1], secs, mbPerSec(res.Bytes, secs))
+	skipped := ""
+	if res.SkippedSymlinks > 0 {
+		skipped = fmt.Sprintf(", %d symbolic link(s) skipped", res.SkippedSymlinks)
+	}
+	_, err = fmt.Fprintf(stdout, "extracted %d entries (%d files, %d directories%s), %d bytes to %s in %.2f s%s\n",
+		res.Entries, res.Files, res.Dirs, skipped, res.Bytes, pos[1], secs, rate(res.Bytes, secs))
 	return err
+}
+
+// openError says plainly that the archive is missing, where the SDK's
+// answer to a HEAD is a bare "NotFound:".
+func openError(cmd, bucket, key string, err error) error {
+	if isS3NotFound(err) {
+		return fmt.Errorf("%s: s3://%s/%s does not exist (HeadObject answered 404); check the bucket, the key and --endpoint", cmd, bucket, key)
+	}
+	return err
+}
+
+// rate is " (12.3 MiB/s)", every command's unit for throughput, or "" when
+// too few bytes moved for the figure to mean anything.
+func rate(bytes int64, secs float64) string {
+	if secs <= 0 || bytes < 1<<20 {
+		return ""
+	}
+	r := float64(bytes) / (1 << 20) / secs
+	if r < 1 {
+		return fmt.Sprintf(" (%.2f MiB/s)", r)
+	}
+	return fmt.Sprintf(" (%.1f MiB/s)", r)
 }

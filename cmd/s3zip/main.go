@@ -1,11 +1,5 @@
 // Command s3zip plans, builds, verifies and extracts ZIP archives of S3
-// objects.
-//
-//	s3zip plan   (--manifest FILE | --synthetic challenge --count N --seed S) [--strategy duo] [--json]
-//	s3zip create --source s3://bucket/prefix/ --dest s3://bucket/out.zip [--strategy …] [--workers N] [--endpoint URL]
-//	s3zip verify s3://bucket/out.zip [--endpoint URL]
-//	s3zip get    s3://bucket/out.zip DIR [--endpoint URL]
-//	s3zip cleanup s3://bucket/out.zip [--work-bucket B] [--endpoint URL]
+// objects. `s3zip help` lists the commands; `s3zip COMMAND -h` shows one.
 //
 // SIGINT and SIGTERM stop a command cleanly (exit 128+signal); a second one
 // stops it at once.
@@ -20,8 +14,9 @@ import (
 	"os"
 )
 
+// command is one subcommand. Each registers itself from its own file's init.
 type command struct {
-	name, usage string
+	name, usage string // usage: one line for `s3zip help`; "" hides plumbing (batch)
 	run         func(ctx context.Context, args []string, stdout io.Writer) error
 }
 
@@ -42,26 +37,33 @@ func main() {
 		os.Exit(sig.exitCode())
 	}
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "s3zip:", err)
-		}
-		os.Exit(1)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "s3zip:", err)
 	}
+	os.Exit(exitCode(err))
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(os.Stderr)
+		return usageErrorf("no command given")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, []string{args[1], "-h"}, stdout)
+		}
+		usage(stdout)
 		return flag.ErrHelp
+	case "-version", "--version", "version":
+		return printVersion(stdout)
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout)
 		}
 	}
-	usage(os.Stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return unknownCommand(args[0])
 }
 
 func usage(w io.Writer) {
@@ -70,6 +72,7 @@ func usage(w io.Writer) {
 		if c.usage == "" { // plumbing (batch)
 			continue
 		}
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.usage)
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
 	}
+	fmt.Fprintln(w, "\n`s3zip COMMAND -h` shows a command's flags; `s3zip version` the version.")
 }

@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 func init() {
@@ -41,46 +42,51 @@ type planSummary struct {
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	strategy := fs.String("strategy", "auto", "auto, stream, duo or chain")
-	manifestPath := fs.String("manifest", "", "CSV or JSON Lines manifest with key, size and optionally crc32, name, etag")
-	synthetic := fs.String("synthetic", "", `synthetic data set instead of a manifest: "challenge"`)
+	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --synthetic challenge) [flags]",
+		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
+			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
+			"a local manifest must give every object's size.")
+	rf := addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key` (lines without a bucket name objects in its bucket), or a local FILE (which must give sizes)")
+	synthetic := fs.String("synthetic", "", `synthetic data set instead of a source: "challenge"`)
 	count := fs.Int("count", 3000, "objects in the synthetic data set")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic data set")
-	workers := fs.Int("workers", 1, "workers that will build parts at once")
-	partSize := fs.Int64("part-size", plan.DefaultPartSize, "target size of streamed parts, in bytes")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
-	}
-	s, err := plan.ParseStrategy(*strategy)
-	if err != nil {
+	if err := rf.check("plan"); err != nil {
 		return err
 	}
+	s, _ := plan.ParseStrategy(*rf.strategy)
+	workers := *rf.workers
 	var entries []plan.Entry
-	switch {
-	case *synthetic == "challenge" && *manifestPath == "":
-		if *count < 0 {
-			return fmt.Errorf("plan: --count %d: want 0 or more", *count)
+	var err error
+	localManifest := *rf.manifest != "" && !strings.HasPrefix(*rf.manifest, "s3://")
+	switch given := btoi(*rf.source != "") + btoi(*rf.manifest != "") + btoi(*synthetic != ""); {
+	case given != 1:
+		return usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, or --synthetic challenge")
+	case *synthetic != "":
+		if *synthetic != "challenge" {
+			return usageErrorf(`plan: --synthetic %q: the only data set is "challenge"`, *synthetic)
+		}
+		if err := atLeast("plan", "count", *count, 0); err != nil {
+			return err
 		}
 		entries = plan.Challenge(*count, *seed)
-	case *synthetic != "" && *synthetic != "challenge":
-		return fmt.Errorf(`plan: --synthetic %q: the only data set is "challenge"`, *synthetic)
-	case *manifestPath != "" && *synthetic == "":
-		if entries, err = manifestEntries(*manifestPath); err != nil {
+	case localManifest:
+		if entries, err = manifestEntries(*rf.manifest); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("plan: give exactly one of --manifest FILE or --synthetic challenge")
+		if entries, err = s3Entries(ctx, rf); err != nil {
+			return err
+		}
 	}
 
 	start := time.Now()
-	p, err := plan.Make(entries, plan.Options{Strategy: s, PartSize: *partSize, Workers: *workers})
+	p, err := plan.Make(entries, plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers})
 	if err != nil {
-		return err
+		return inFlagTerms(fmt.Errorf("plan: %w", err))
 	}
 	elapsed := time.Since(start)
 	if err := p.Validate(); err != nil {
@@ -91,10 +97,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		Strategy: s, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
 		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
 		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
-		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: *workers,
+		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: *workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
+	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -114,6 +120,44 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
 	return nil
+}
+
+// planOnlyDestination stands in for --dest, which plan does not take: the
+// request must name one to be valid, and nothing is written to it.
+var planOnlyDestination = workflow.Destination{Bucket: "s3zip-plan-only-destination", Key: "plan.zip"}
+
+// s3Entries lists the source prefix or reads the S3 manifest (looking up
+// every object) as create's planner does, and names the entries.
+func s3Entries(ctx context.Context, rf *requestFlags) ([]plan.Entry, error) {
+	req, err := rf.sourceRequest("plan")
+	if err != nil {
+		return nil, err
+	}
+	req.Destination = planOnlyDestination
+	if err := req.Validate(); err != nil {
+		return nil, inFlagTerms(err)
+	}
+	client, err := newS3Client(ctx, *rf.endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(ctx, client, endpointOrEnv(*rf.endpoint), runChecks(req, "")[:1]); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	raw, _ := json.Marshal(req)
+	pl := &workflow.Planner{S3: client, Config: workflow.Config{DefaultMaxConcurrency: *rf.workers}}
+	entries, _, err := pl.Entries(ctx, raw)
+	if err != nil {
+		return nil, inFlagTerms(err)
+	}
+	return entries, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // manifestEntries reads a manifest whose every line has a size; names are

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -75,36 +73,4 @@ func parseS3ObjectURI(s string) (bucket, key string, err error) {
 		err = fmt.Errorf("S3 URI %q names no object: want s3://bucket/key", s)
 	}
 	return bucket, key, err
-}
-
-// parseArgs parses flags that may come before, between or after the
-// positional arguments (`s3zip get s3://b/k DIR --overwrite`), and returns
-// the positional ones.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// wantArgs checks the number of positional arguments.
-func wantArgs(cmd string, got []string, names ...string) error {
-	if len(got) == len(names) {
-		return nil
-	}
-	if len(got) < len(names) {
-		return fmt.Errorf("%s: missing %s (usage: s3zip %s %s)", cmd, names[len(got)], cmd, strings.Join(names, " "))
-	}
-	return errors.New(cmd + ": unexpected argument " + fmt.Sprintf("%q", got[len(names)]))
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,23 +21,42 @@ func init() {
 }
 
 func runSample(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--endpoint URL] [--create-bucket]",
+		"Upload a synthetic data set (the challenge's size distribution, random bytes) for demos and benchmarks.\n"+
+			"Objects go under the prefix as a folder: s3://bucket/data is taken as s3://bucket/data/.")
 	dest := fs.String("dest", "", "s3://bucket/prefix/ to upload to")
 	count := fs.Int("count", 200, "objects (sizes follow the challenge distribution, 5 MiB on average)")
 	seed := fs.Uint64("seed", 1, "seed of the data set")
 	scale := fs.Float64("scale", 1, "multiply every size by this (e.g. 0.1 for a quick run)")
-	endpoint := fs.String("endpoint", "", "S3 endpoint URL")
+	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", 16, "uploads at once")
 	createBucket := fs.Bool("create-bucket", false, "create the bucket first")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
+	}
+	if *dest == "" {
+		return usageErrorf("sample: --dest s3://bucket/prefix/ is missing")
 	}
 	bucket, prefix, err := parseS3URI(*dest)
 	if err != nil {
-		return fmt.Errorf("sample: --dest: %w", err)
+		return usageErrorf("sample: --dest: %v", err)
+	}
+	// A prefix is a folder here: "data" would otherwise glue the generated
+	// keys to it ("data42/…").
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
 	}
 	if *scale <= 0 {
-		return fmt.Errorf("sample: --scale %v: want more than 0", *scale)
+		return usageErrorf("sample: --scale %v: want more than 0", *scale)
+	}
+	if err := atLeast("sample", "count", *count, 0); err != nil {
+		return err
+	}
+	if err := atLeast("sample", "concurrency", *concurrency, 1); err != nil {
+		return err
+	}
+	if err := checkEndpoint("sample", *endpoint); err != nil {
+		return err
 	}
 	client, err := newS3Client(ctx, *endpoint)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -16,27 +15,28 @@ func init() {
 }
 
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	endpoint := fs.String("endpoint", "", "S3-compatible endpoint URL (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
+	fs := newFlags("verify", "s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]",
+		"Read the archive with ranged GETs and check every record and every entry's CRC-32 against its data.\n"+
+			"Exits 0 when the archive is sound, 1 when it has problems (each listed) or cannot be read.")
+	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := wantArgs("verify", pos, "s3://bucket/archive.zip"); err != nil {
 		return err
 	}
-	if *concurrency < 1 {
-		return fmt.Errorf("verify: --concurrency %d: want 1 or more", *concurrency)
+	if err := atLeast("verify", "concurrency", *concurrency, 1); err != nil {
+		return err
 	}
 	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
-		return fmt.Errorf("verify: %w", err)
+		return usageErrorf("verify: %v", err)
+	}
+	if err := checkEndpoint("verify", *endpoint); err != nil {
+		return err
 	}
 	client, err := newS3Client(ctx, *endpoint)
 	if err != nil {
@@ -54,7 +54,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("verify s3://%s/%s: not a readable ZIP archive: %s", bucket, key, fe.What)
 	}
 	if err != nil {
-		return err
+		return openError("verify", bucket, key, err)
 	}
 	r, err := a.Verify(ctx, archive.VerifyOptions{Concurrency: *concurrency})
 	if err != nil {
@@ -83,8 +83,8 @@ func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 		zip64 = "yes"
 	}
 	secs := r.Elapsed.Seconds()
-	_, err := fmt.Fprintf(w, "s3://%s/%s: %d entries (%d files, %d directories, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s (%.1f MB/s): ",
-		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, zip64, r.BytesChecked, secs, mbPerSec(r.BytesChecked, secs))
+	_, err := fmt.Fprintf(w, "s3://%s/%s: %d entries (%d files, %d directories, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
+		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
 	if err != nil {
 		return err
 	}
@@ -94,11 +94,4 @@ func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "%d problem(s)\n", len(r.Problems))
 	}
 	return err
-}
-
-func mbPerSec(bytes int64, secs float64) float64 {
-	if secs <= 0 {
-		return 0
-	}
-	return float64(bytes) / 1e6 / secs
 }

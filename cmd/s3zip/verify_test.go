@@ -69,7 +69,7 @@ func TestVerifyCommand(t *testing.T) {
 		{"flags-first", []string{"--concurrency", "2", "--endpoint", srv.Endpoint(), "s3://cli/good.zip"}, "", ": OK"},
 		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "a.txt": data has CRC-32`},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
-		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "head s3://cli/nope.zip", ""},
+		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
 		{"no-argument", []string{"--endpoint", srv.Endpoint()}, "missing s3://bucket/archive.zip", ""},
 		{"env-endpoint", []string{"s3://cli/good.zip"}, "", ": OK"},
@@ -108,7 +108,7 @@ func TestGetCommand(t *testing.T) {
 	if err := run(t.Context(), []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint(), "--concurrency", "4"}, &out); err != nil {
 		t.Fatalf("get: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "extracted 3 entries (3 files, 0 directories), 10 bytes") || !strings.Contains(out.String(), "MB/s") {
+	if !strings.Contains(out.String(), "extracted 3 entries (3 files, 0 directories), 10 bytes") {
 		t.Errorf("get printed %q", out.String())
 	}
 	for name, want := range map[string]string{"a.txt": "alpha", "d/b.txt": "bravo", "d/c.txt": ""} {

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// progressPrinter shows a run's phases and parts: a live line on a
+// terminal, and on anything else a line per phase and one every few seconds.
+type progressPrinter struct {
+	w        io.Writer
+	terminal bool
+	start    time.Time
+	every    time.Duration // between plain lines while building
+
+	mu         sync.Mutex
+	phase      workflow.Phase
+	phaseStart time.Time
+	last       time.Time
+	drawn      bool
+	stopTick   chan struct{}
+}
+
+func newProgressPrinter(f *os.File) *progressPrinter {
+	fi, err := f.Stat()
+	return newProgress(f, err == nil && fi.Mode()&os.ModeCharDevice != 0)
+}
+
+func newProgress(w io.Writer, terminal bool) *progressPrinter {
+	p := &progressPrinter{w: w, terminal: terminal, start: time.Now(), every: 2 * time.Second}
+	if terminal {
+		p.every = 100 * time.Millisecond
+	}
+	return p
+}
+
+func (p *progressPrinter) update(pr workflow.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if pr.Phase != p.phase {
+		p.enter(pr.Phase, now)
+	}
+	switch pr.Phase {
+	case workflow.PhasePlanning:
+		p.drawPlanning(now)
+		return
+	case workflow.PhaseBuilding:
+		if pr.PartsDone == 0 && !p.terminal {
+			fmt.Fprintf(p.w, "building %d parts, %s\n", pr.Parts, humanBytes(pr.Bytes))
+			p.last = now
+			return
+		}
+	}
+	final := pr.Phase == workflow.PhaseDone || pr.Phase == workflow.PhaseFinalizing
+	if !final && now.Sub(p.last) < p.every {
+		return
+	}
+	p.last = now
+	elapsed := now.Sub(p.phaseStart).Seconds()
+	speed := float64(pr.BytesDone) / max(elapsed, 1e-3)
+	eta := ""
+	if pr.Phase == workflow.PhaseBuilding && speed > 0 && pr.BytesDone < pr.Bytes {
+		eta = fmt.Sprintf(", ETA %.0f s", float64(pr.Bytes-pr.BytesDone)/speed)
+	}
+	if !p.terminal {
+		fmt.Fprintf(p.w, "%s: parts %d/%d, %s of %s%s\n", pr.Phase, pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), eta)
+		return
+	}
+	const width = 30
+	filled := 0
+	if pr.Bytes > 0 {
+		filled = min(width, int(float64(width)*float64(pr.BytesDone)/float64(pr.Bytes)))
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d parts  %s / %s  %s/s%s  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(speed)), eta, pr.Phase)
+	p.drawn = true
+}
+
+// enter starts a phase; planning, which reports nothing until it is done,
+// gets a ticking elapsed time on a terminal so the run is seen to be alive.
+func (p *progressPrinter) enter(phase workflow.Phase, now time.Time) {
+	if p.stopTick != nil {
+		close(p.stopTick)
+		p.stopTick = nil
+	}
+	if p.phase == workflow.PhasePlanning && !p.terminal {
+		fmt.Fprintf(p.w, "planned in %.1f s\n", now.Sub(p.phaseStart).Seconds())
+	}
+	p.phase, p.phaseStart, p.last = phase, now, time.Time{}
+	if phase == workflow.PhasePlanning && p.terminal {
+		stop := make(chan struct{})
+		p.stopTick = stop
+		go func() {
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case now := <-t.C:
+					p.mu.Lock()
+					if p.stopTick == stop {
+						p.drawPlanning(now)
+					}
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+}
+
+func (p *progressPrinter) drawPlanning(now time.Time) {
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r\033[Kplanning: listing sources, learning CRC-32s … %.1f s", now.Sub(p.phaseStart).Seconds())
+		p.drawn = true
+		return
+	}
+	if p.last.IsZero() {
+		fmt.Fprintln(p.w, "planning: listing sources, learning CRC-32s")
+		p.last = now
+	}
+}
+
+func (p *progressPrinter) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopTick != nil {
+		close(p.stopTick)
+		p.stopTick = nil
+	}
+	if p.terminal && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// defaultWorkers is --workers for both create and plan, so that plan
+// predicts the run create makes.
+const defaultWorkers = 8
+
+// requestFlags are the flags create and plan share: what to archive and how.
+type requestFlags struct {
+	source, manifest, endpoint  *string
+	strategy, names, duplicates *string
+	workers                     *int
+	partSize                    *int64
+	directories                 *bool
+}
+
+func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
+	return &requestFlags{
+		source:      fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
+		manifest:    fs.String("manifest", "", manifestHelp),
+		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
+		strategy:    fs.String("strategy", "auto", "how parts are built: auto, stream, duo or chain"),
+		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
+		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
+		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
+		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
+		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
+	}
+}
+
+// check validates the flags the way the request would be, but in the
+// terms the user typed.
+func (f *requestFlags) check(cmd string) error {
+	var bad []string
+	if _, err := plan.ParseStrategy(*f.strategy); err != nil {
+		bad = append(bad, fmt.Sprintf("--strategy %q: want auto, stream, duo or chain", *f.strategy))
+	}
+	if _, err := plan.ParseNamePolicy(*f.names); err != nil {
+		bad = append(bad, fmt.Sprintf("--names %q: want relative, flat or full", *f.names))
+	}
+	if _, err := plan.ParseDuplicatePolicy(*f.duplicates); err != nil {
+		bad = append(bad, fmt.Sprintf("--duplicates %q: want error or suffix", *f.duplicates))
+	}
+	if w := *f.workers; w < 1 || w > 10000 {
+		bad = append(bad, fmt.Sprintf("--workers %d: want 1 to 10000", w))
+	}
+	if p := *f.partSize; p != 0 && (p < plan.MinPartSize || p > plan.MaxPartSize) {
+		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, plan.MinPartSize, plan.MaxPartSize))
+	}
+	if len(bad) == 1 {
+		return usageErrorf("%s: %s", cmd, bad[0])
+	}
+	if bad != nil {
+		msg := fmt.Sprintf("%s: %d problems:", cmd, len(bad))
+		for _, b := range bad {
+			msg += "\n  " + b
+		}
+		return usageErrorf("%s", msg)
+	}
+	if err := checkEndpoint(cmd, *f.endpoint); err != nil {
+		return err
+	}
+	return nil
+}
+
+// sourceRequest is the request's source and options from the flags.
+func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
+	req := workflow.Request{Options: workflow.Options{
+		Strategy: *f.strategy, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
+		MaxConcurrency: *f.workers, PartSize: *f.partSize,
+	}}
+	switch {
+	case *f.source != "" && *f.manifest == "":
+		b, k, err := parseS3URI(*f.source)
+		if err != nil {
+			return req, usageErrorf("%s: --source: %v", cmd, err)
+		}
+		req.Source = workflow.Source{Bucket: b, Prefix: k}
+	case *f.manifest != "" && *f.source == "":
+		b, k, err := parseS3ObjectURI(*f.manifest)
+		if err != nil {
+			return req, usageErrorf("%s: --manifest: %v", cmd, err)
+		}
+		// Lines without a bucket name objects beside the manifest: the CLI
+		// has no flag for the request's default source bucket.
+		req.Source = workflow.Source{Bucket: b, Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
+	default:
+		return req, usageErrorf("%s: give exactly one of --source s3://bucket/prefix/ or --manifest s3://bucket/key", cmd)
+	}
+	return req, nil
+}
+
+// requestFields maps the request's field names, which the workflow's
+// messages use for API callers, to the flags that set them.
+var requestFields = []struct {
+	re   *regexp.Regexp
+	flag string
+}{
+	{regexp.MustCompile(`set options\.overwrite to replace it`), "add --overwrite to replace it"},
+	{regexp.MustCompile(`options\.overwrite`), "--overwrite"},
+	{regexp.MustCompile(`options\.maxConcurrency`), "--workers"},
+	{regexp.MustCompile(`options\.partSize`), "--part-size"},
+	{regexp.MustCompile(`options\.strategy`), "--strategy"},
+	{regexp.MustCompile(`options\.names`), "--names"},
+	{regexp.MustCompile(`options\.duplicates`), "--duplicates"},
+	{regexp.MustCompile(`options\.directories`), "--directories"},
+	{regexp.MustCompile(`duplicates policy "(\w+)"`), "--duplicates $1"},
+	{regexp.MustCompile(`source\.manifest(\.bucket|\.key)?`), "--manifest"},
+	{regexp.MustCompile(`source\.(bucket|prefix)`), "--source"},
+	{regexp.MustCompile(`destination\.(bucket|key)`), "--dest"},
+}
+
+// cliError is an error whose message names flags where the workflow's
+// named request fields; the original stays in the chain.
+type cliError struct {
+	msg string
+	err error
+}
+
+func (e *cliError) Error() string { return e.msg }
+func (e *cliError) Unwrap() error { return e.err }
+
+// inFlagTerms rewrites the request-field names in err's message as flags.
+// Only the workflow's request and destination errors speak of fields.
+func inFlagTerms(err error) error {
+	var re *workflow.RequestError
+	var de *workflow.DestinationExistsError
+	if err == nil || !errors.As(err, &re) && !errors.As(err, &de) {
+		return err
+	}
+	msg := err.Error()
+	if re != nil && len(re.Problems) > 1 && msg == re.Error() {
+		// One problem a line, as the workflow found them (manifest lines in order).
+		msg = fmt.Sprintf("bad request (%d problems):", len(re.Problems))
+		for _, p := range re.Problems {
+			msg += "\n  " + p
+		}
+	}
+	for _, f := range requestFields {
+		msg = f.re.ReplaceAllString(msg, f.flag)
+	}
+	return &cliError{msg, err}
+}

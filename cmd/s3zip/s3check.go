@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// checkEndpoint rejects an endpoint the SDK would only fail on at the first
+// request, as a "transient" error after its retries: it must be an http or
+// https URL with a host.
+func checkEndpoint(cmd, endpoint string) error {
+	what := "--endpoint"
+	if endpoint == "" {
+		endpoint, what = endpointFromEnv(), "the endpoint in S3_ENDPOINT or AWS_ENDPOINT_URL_S3"
+	}
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		hint := ""
+		if !strings.Contains(endpoint, "://") {
+			hint = fmt.Sprintf(" (e.g. http://%s)", strings.TrimPrefix(endpoint, "//"))
+		}
+		return usageErrorf("%s: %s, %q, is not a URL: want http:// or https:// and a host%s", cmd, what, endpoint, hint)
+	}
+	return nil
+}
+
+// once is an S3 option for the up-front checks: one attempt, so a dead
+// endpoint is reported at once instead of after the SDK's backoff.
+func once(o *s3.Options) { o.RetryMaxAttempts = 1 }
+
+// bucketCheck is one bucket a run needs, and why, for the message.
+type bucketCheck struct {
+	role, bucket string
+	list         bool   // the run lists it (a --source): ask with ListObjectsV2 under prefix
+	prefix       string // for list
+	object       string // a key the run reads (the manifest): ask with a GET of its first byte
+}
+
+// preflightS3 is what the up-front checks need of S3.
+type preflightS3 interface {
+	HeadBucket(context.Context, *s3.HeadBucketInput, ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// preflight asks S3 once about each bucket a run needs before anything is
+// created, so that a wrong endpoint, rejected credentials or a missing
+// bucket is one clear message, not a failure deep in the run followed by a
+// clean-up that fails the same way. Answers that do not settle the
+// question (a 403 on HeadBucket where the role may lack s3:ListBucket, a
+// 5xx) let the run go on and meet them again with its retries.
+func preflight(ctx context.Context, c preflightS3, endpoint string, checks []bucketCheck) error {
+	seen := map[string]bool{}
+	for _, ck := range checks {
+		id := ck.bucket + "\x00" + ck.object + "\x00" + fmt.Sprint(ck.list)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var err error
+		switch {
+		case ck.object != "":
+			var out *s3.GetObjectOutput
+			out, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: &ck.bucket, Key: &ck.object, Range: aws.String("bytes=0-0")}, once)
+			if err == nil {
+				out.Body.Close()
+			}
+		case ck.list:
+			_, err = c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &ck.bucket, Prefix: &ck.prefix, MaxKeys: aws.Int32(1)}, once)
+		default:
+			_, err = c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &ck.bucket}, once)
+		}
+		if err := describeSetupError(err, endpoint, ck); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeSetupError turns the answer to a preflight request into the one
+// thing the user has to fix, or nil when there is nothing to say.
+func describeSetupError(err error, endpoint string, ck bucketCheck) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	where := endpoint
+	if where == "" {
+		where = "the AWS S3 endpoint"
+	}
+	var ne net.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	var netErr error
+	switch {
+	case errors.As(err, &oe):
+		netErr = oe
+	case errors.As(err, &de):
+		netErr = de
+	case errors.As(err, &ne) && !ne.Timeout():
+		netErr = rootCause(err)
+	}
+	if netErr != nil {
+		return fmt.Errorf("cannot reach S3 at %s: %v; check --endpoint (or S3_ENDPOINT) and that the server is running", where, netErr)
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	code := ""
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	switch code {
+	case "SignatureDoesNotMatch":
+		return fmt.Errorf("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)
+	case "InvalidAccessKeyId", "XAdminUserNotFound": // versitygw's name for it
+		return fmt.Errorf("S3 at %s does not know the access key (%s); check AWS_ACCESS_KEY_ID or your AWS profile", where, code)
+	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
+		return fmt.Errorf("S3 at %s rejected the session token (%s); refresh your credentials", where, code)
+	case "NoSuchBucket":
+		return fmt.Errorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+	case "NoSuchKey":
+		return fmt.Errorf("%s s3://%s/%s does not exist", ck.role, ck.bucket, ck.object)
+	case "AccessDenied":
+		return fmt.Errorf("%s s3://%s/%s: access denied; the credentials need permission to read it", ck.role, ck.bucket, ck.prefix+ck.object)
+	}
+	switch {
+	case status == http.StatusNotFound && ck.object == "" && !ck.list:
+		// HEAD answers carry no error code: a 404 on HeadBucket is the bucket.
+		return fmt.Errorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+	case status == http.StatusRequestedRangeNotSatisfiable:
+		return nil // an empty manifest: the planner says so
+	}
+	return nil
+}
+
+// rootCause is the innermost error: what the network said, without the
+// SDK's layers of operation names around it.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// isS3NotFound reports whether err says an object does not exist.
+func isS3NotFound(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
+}
