@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -71,6 +70,7 @@ type options struct {
 	out, readme, chart      string
 	python, label           string
 	sourceCRC               bool
+	delay                   time.Duration
 	sh                      shaping
 }
 
@@ -93,6 +93,7 @@ func main() {
 	flag.StringVar(&o.sh.Rate, "rate", "600mbit", "tc rate of each worker's link, each way")
 	flag.StringVar(&o.sh.Burst, "burst", "256kb", "tc tbf burst")
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
+	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
 	flag.Parse()
 	if *cleanupOnly {
 		if err := tearDownNetworks(); err != nil {
@@ -164,26 +165,36 @@ func benchmark(ctx context.Context, o options) (err error) {
 			err = errors.Join(err, cerr)
 		}
 	}()
-	nets, control, serverIP, err := setUpNetworks(o.workers, o.sh)
+	nets, control, err := setUpNetworks(o.workers, o.sh)
 	if err != nil {
 		return fmt.Errorf("set up network namespaces: %w", err)
 	}
-	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each veth shaped with tbf rate %s burst %s latency %s on both ends\n",
-		len(nets), nsPrefix, len(nets)-1, control.NS, o.sh.Rate, o.sh.Burst, o.sh.Latency)
+	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each joined to the router %s by a veth shaped on both ends with tbf rate %s burst %s latency %s; versitygw in %s, unshaped, behind a proxy that answers no request sooner than %v\n",
+		len(nets), nsPrefix, len(nets)-1, control.NS, hubNS, o.sh.Rate, o.sh.Burst, o.sh.Latency, serverNS, o.delay)
 
 	dataDir, err := os.MkdirTemp("", "s3zip-netbench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dataDir)
-	srv, err := startVersitygw(ctx, o.versitygw, serverIP, dataDir)
+	srv, err := startVersitygw(ctx, o.versitygw, dataDir)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	fmt.Printf("versitygw: %s (bound to the host end of %s)\n", srv.endpoint, nets[0].HostLink)
+	proxy, err := startLatencyProxy(serverNS, serverIP+srv.port, srv.backend, o.delay)
+	if err != nil {
+		return fmt.Errorf("latency proxy: %w", err)
+	}
+	defer proxy.close()
+	fmt.Printf("versitygw: %s in namespace %s\n", srv.endpoint, serverNS)
 
+	// The bench's own client (data set, clean-up, calibration) talks to the
+	// server from inside the server's namespace: unshaped.
 	base := s3.New(s3.Options{
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.DialContext = dialIn(serverNS)
+		}),
 		Region:                     region,
 		BaseEndpoint:               aws.String(srv.endpoint),
 		UsePathStyle:               true,
@@ -212,7 +223,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 	for rep := 1; rep <= o.repeats; rep++ {
 		// Interleaved, so drift on a shared machine hits every run alike.
 		for i, r := range active {
-			pool := newLambdaPool(nets, r.Workers, o.s3zip, "http://"+serverIP+srv.port, env)
+			pool := newLambdaPool(nets, r.Workers, o.s3zip, srv.endpoint, env)
 			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -325,18 +336,17 @@ type server struct {
 	cmd                  *exec.Cmd
 	exited               chan struct{}
 	endpoint, port       string
+	backend              string // versitygw's own address, inside serverNS
 	accessKey, secretKey string
 }
 
-func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, error) {
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		return nil, fmt.Errorf("find a free port on %s: %w", ip, err)
-	}
-	port := fmt.Sprintf(":%d", l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	s := &server{endpoint: "http://" + ip + port, port: port, accessKey: "bench" + randHex(), secretKey: randHex() + randHex()}
-	s.cmd = exec.Command(bin, "--port", ip+port, "--quiet", "posix", dataDir)
+func startVersitygw(ctx context.Context, bin, dataDir string) (*server, error) {
+	// The port is free: the namespace is the bench's own.
+	// versitygw listens on the namespace's loopback; the latency proxy on
+	// the address the workers reach.
+	port := ":7070"
+	s := &server{endpoint: "http://" + serverIP + port, backend: "127.0.0.1:7071", port: port, accessKey: "bench" + randHex(), secretKey: randHex() + randHex()}
+	s.cmd = exec.Command("ip", "netns", "exec", serverNS, bin, "--port", s.backend, "--quiet", "posix", dataDir)
 	s.cmd.Env = []string{"ROOT_ACCESS_KEY=" + s.accessKey, "ROOT_SECRET_KEY=" + s.secretKey, "VGW_REGION=" + region, "PATH=" + os.Getenv("PATH")}
 	logf, err := os.Create(filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log"))
 	if err != nil {
@@ -361,9 +371,9 @@ func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, erro
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start versitygw: %w", err)
 	}
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: dialIn(serverNS)}}
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		resp, err := hc.Get(s.endpoint + "/")
+		resp, err := hc.Get("http://" + s.backend + "/")
 		if err == nil {
 			resp.Body.Close()
 			return s, nil
