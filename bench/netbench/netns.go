@@ -101,14 +101,11 @@ func setUpHub() error {
 	return run("ip", "netns", "exec", hubNS, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
 }
 
-// setUpNetworks makes the hub, the server's namespace, n shaped worker
-// namespaces and the control namespace.
-func setUpNetworks(n int, sh shaping) (workers []lambdaNet, control lambdaNet, err error) {
+// setUpLambdas makes n shaped worker namespaces and the control namespace,
+// each joined to the hub (setUpHub first).
+func setUpLambdas(n int, sh shaping) (workers []lambdaNet, control lambdaNet, err error) {
 	if n < 1 || n > 250 {
 		return nil, control, fmt.Errorf("workers %d: want 1 to 250 (one 10.77.k.0/30 per worker)", n)
-	}
-	if err := setUpHub(); err != nil {
-		return nil, control, fmt.Errorf("hub and server namespaces: %w", err)
 	}
 	for k := 0; k < n; k++ {
 		l := lambdaNetFor(k)
