@@ -61,11 +61,11 @@ demo:
 	@bash scripts/demo.sh
 
 .PHONY: bench bench-quick
-## bench: every strategy side by side, each worker a process in its own network namespace capped at 600 Mbit/s (needs root; bench/README.md)
+## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is 1/32 of the server (needs root; bench/README.md)
 bench: tools
 	@bash bench/run.sh full
 
-## bench-quick: the same at a fifth of the size, in under 3 minutes
+## bench-quick: the same on 60 objects, one repetition, in under 4 minutes
 bench-quick: tools
 	@bash bench/run.sh quick
 
