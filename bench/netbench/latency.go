@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/faultproxy"
 )
 
 // latencyProxy stands in front of versitygw, in the server's namespace, and
@@ -22,8 +24,10 @@ import (
 // would also cap TCP's window).
 type latencyProxy struct {
 	delay time.Duration
-	rp    *httputil.ReverseProxy
-	srv   *http.Server
+	// observe, when set, is told every request's S3 operation.
+	observe func(faultproxy.Op)
+	rp      *httputil.ReverseProxy
+	srv     *http.Server
 }
 
 type arrivalKey struct{}
@@ -63,6 +67,9 @@ func startLatencyProxy(ns, addr, backend string, delay time.Duration) (*latencyP
 		ErrorLog: nil,
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.observe != nil {
+			p.observe(faultproxy.Classify(r))
+		}
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now())))
 	})}
 	go func() { _ = p.srv.Serve(l) }()

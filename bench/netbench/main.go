@@ -92,6 +92,13 @@ type options struct {
 
 func main() {
 	var o options
+	var g getOptions
+	getMode := flag.Bool("get", false, "compare downloads instead (make bench-get): s3zip get, s5cmd and the SDK's transfer manager on one archive, and s5cmd cp of many small objects against s3zip create + get")
+	flag.StringVar(&g.s5cmd, "s5cmd", ".tools/bin/s5cmd", "s5cmd binary, for -get")
+	flag.StringVar(&g.tmget, "tmget", ".tools/bin/tmget", "transfer manager downloader (bench/tmget), for -get")
+	flag.IntVar(&g.smallCount, "small-count", 50000, "small objects for -get's many-files comparison")
+	flag.IntVar(&g.reps, "get-repeats", 3, "repetitions of each tuned download, for -get")
+	flag.StringVar(&g.link, "get-link", "600mbit", "the one shaped link of -get: a Lambda's")
 	cleanupOnly := flag.Bool("cleanup", false, "only remove namespaces and links a killed run left, then exit")
 	render := flag.String("render", "", "only write the table, chart and README from this results.json, then exit")
 	flag.IntVar(&o.count, "count", 300, "objects of the challenge distribution (5 MiB on average)")
@@ -134,7 +141,11 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = benchmark(ctx, o)
+	if *getMode {
+		err = getBenchmark(ctx, o, g)
+	} else {
+		err = benchmark(ctx, o)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -142,27 +153,112 @@ func main() {
 	}
 }
 
-func benchmark(ctx context.Context, o options) (err error) {
+// benchEnv is what every bench mode stands on: the lock, the router and
+// server namespaces, versitygw behind its latency proxy, the bench's own
+// unshaped client, and (addLambdas) the shaped Lambda namespaces.
+type benchEnv struct {
+	lock     *os.File
+	srv      *server
+	proxy    *latencyProxy
+	dataDir  string
+	base     *s3.Client
+	endpoint string
+	env      []string // a worker's environment: credentials and region
+	nets     []lambdaNet
+	control  lambdaNet
+}
+
+func newBenchEnv(ctx context.Context, o *options) (e *benchEnv, err error) {
 	if err := mustBeRoot(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range []*string{&o.s3zip, &o.versitygw} {
 		if *p, err = filepath.Abs(*p); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("binary: %w", err)
+			return nil, fmt.Errorf("binary: %w", err)
 		}
 	}
-	lock, err := os.OpenFile("/run/s3zip-netbench.lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
+	e = &benchEnv{}
+	defer func() {
+		if err != nil {
+			e.close(&err)
+			e = nil
+		}
+	}()
+	if e.lock, err = os.OpenFile("/run/s3zip-netbench.lock", os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+		return e, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another netbench is running (lock /run/s3zip-netbench.lock): %w", err)
+	if err := syscall.Flock(int(e.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return e, fmt.Errorf("another netbench is running (lock /run/s3zip-netbench.lock): %w", err)
 	}
+	if err := tearDownNetworks(); err != nil { // a killed earlier run's leftovers
+		return e, err
+	}
+	if err := setUpHub(); err != nil {
+		return e, fmt.Errorf("set up the router and server namespaces: %w", err)
+	}
+	if e.dataDir, err = os.MkdirTemp(o.dataParent, "s3zip-netbench-"); err != nil {
+		return e, err
+	}
+	if e.srv, err = startVersitygw(ctx, o.versitygw, e.dataDir); err != nil {
+		return e, err
+	}
+	if e.proxy, err = startLatencyProxy(serverNS, serverIP+e.srv.port, e.srv.backend, o.delay); err != nil {
+		return e, fmt.Errorf("latency proxy: %w", err)
+	}
+	e.endpoint = e.srv.endpoint
+	e.env = workerEnv(e.srv.accessKey, e.srv.secretKey, region)
+	fmt.Printf("versitygw: %s in namespace %s, behind a proxy that answers no request sooner than %v (S3's time to first byte)\n", e.endpoint, serverNS, o.delay)
+	// The bench's own client (data set, clean-up, calibration) talks to the
+	// server from inside the server's namespace: unshaped.
+	e.base = s3.New(s3.Options{
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.DialContext = dialIn(serverNS)
+		}),
+		Region:                     region,
+		BaseEndpoint:               aws.String(e.endpoint),
+		UsePathStyle:               true,
+		Credentials:                credentials.NewStaticCredentialsProvider(e.srv.accessKey, e.srv.secretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		RetryMaxAttempts:           8,
+	})
+	return e, nil
+}
 
+// addLambdas makes n worker namespaces and the control namespace, shaped sh.
+func (e *benchEnv) addLambdas(n int, sh shaping) error {
+	var err error
+	if e.nets, e.control, err = setUpLambdas(n, sh); err != nil {
+		return fmt.Errorf("set up network namespaces: %w", err)
+	}
+	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each joined to the router %s by a veth shaped on both ends with tbf rate %s burst %s latency %s; versitygw in %s, unshaped\n",
+		len(e.nets), nsPrefix, len(e.nets)-1, e.control.NS, hubNS, sh.Rate, sh.Burst, sh.Latency, serverNS)
+	return nil
+}
+
+// close stops everything and removes the namespaces, joining what fails to *err.
+func (e *benchEnv) close(err *error) {
+	if e.proxy != nil {
+		e.proxy.close()
+	}
+	if e.srv != nil {
+		e.srv.stop()
+	}
+	if e.dataDir != "" {
+		os.RemoveAll(e.dataDir)
+	}
+	if cerr := tearDownNetworks(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
+	if e.lock != nil {
+		e.lock.Close()
+	}
+}
+
+func benchmark(ctx context.Context, o options) (err error) {
 	// Which runs exist: a strategy plan.ParseStrategy rejects is skipped
 	// with a note, not silently.
 	var active []runSpec
@@ -178,49 +274,12 @@ func benchmark(ctx context.Context, o options) (err error) {
 	}
 	workers := o.scale[len(o.scale)-1]
 
-	if err := tearDownNetworks(); err != nil { // a killed earlier run's leftovers
-		return err
-	}
-	defer func() {
-		if cerr := tearDownNetworks(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
-	if err := setUpHub(); err != nil {
-		return fmt.Errorf("set up the router and server namespaces: %w", err)
-	}
-
-	dataDir, err := os.MkdirTemp(o.dataParent, "s3zip-netbench-")
+	e, err := newBenchEnv(ctx, &o)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dataDir)
-	srv, err := startVersitygw(ctx, o.versitygw, dataDir)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	proxy, err := startLatencyProxy(serverNS, serverIP+srv.port, srv.backend, o.delay)
-	if err != nil {
-		return fmt.Errorf("latency proxy: %w", err)
-	}
-	defer proxy.close()
-	fmt.Printf("versitygw: %s in namespace %s, behind a proxy that answers no request sooner than %v (S3's time to first byte)\n", srv.endpoint, serverNS, o.delay)
-
-	// The bench's own client (data set, clean-up, calibration) talks to the
-	// server from inside the server's namespace: unshaped.
-	base := s3.New(s3.Options{
-		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.DialContext = dialIn(serverNS)
-		}),
-		Region:                     region,
-		BaseEndpoint:               aws.String(srv.endpoint),
-		UsePathStyle:               true,
-		Credentials:                credentials.NewStaticCredentialsProvider(srv.accessKey, srv.secretKey, ""),
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		RetryMaxAttempts:           8,
-	})
+	defer e.close(&err)
+	base := e.base
 
 	// Calibrate, then scale each Lambda's link so that the server is
 	// linksWide links wide, as S3 is many Lambdas wide.
@@ -237,15 +296,11 @@ func benchmark(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("link: %s each way per Lambda (%.1f MB/s): the server takes in %.0f MB/s, %.1f links wide (AWS: one Lambda gets ~75 MB/s of an S3 that is thousands of Lambdas wide)\n",
 		o.sh.Rate, link/1e6, cal.IngestRate/1e6, cal.IngestRate/link)
-
-	nets, control, err := setUpLambdas(workers, o.sh)
-	if err != nil {
-		return fmt.Errorf("set up network namespaces: %w", err)
+	if err := e.addLambdas(workers, o.sh); err != nil {
+		return err
 	}
-	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each joined to the router %s by a veth shaped on both ends with tbf rate %s burst %s latency %s; versitygw in %s, unshaped\n",
-		len(nets), nsPrefix, len(nets)-1, control.NS, hubNS, o.sh.Rate, o.sh.Burst, o.sh.Latency, serverNS)
-	env := workerEnv(srv.accessKey, srv.secretKey, region)
-	invoke, err := timeInvocation(ctx, nets[0], o.s3zip, srv.endpoint, env)
+	nets, control, env := e.nets, e.control, e.env
+	invoke, err := timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env)
 	if err != nil {
 		return err
 	}
@@ -278,7 +333,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 	for rep := 1; rep <= o.repeats; rep++ {
 		// Interleaved, so drift on a shared machine hits every run alike.
 		for i, r := range active {
-			pool := newLambdaPool(nets, r.Workers, o.s3zip, srv.endpoint, env)
+			pool := newLambdaPool(nets, r.Workers, o.s3zip, e.endpoint, env)
 			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep, &model)
 			if ctx.Err() != nil {
 				return ctx.Err()
