@@ -60,14 +60,18 @@ clean:
 demo:
 	@bash scripts/demo.sh
 
-.PHONY: bench bench-quick
-## bench: every strategy side by side, each worker a process in its own network namespace capped at 600 Mbit/s (needs root; bench/README.md)
+.PHONY: bench bench-quick bench-get
+## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is 1/32 of the server (needs root; bench/README.md)
 bench: tools
 	@bash bench/run.sh full
 
-## bench-quick: the same at a fifth of the size, in under 3 minutes
+## bench-quick: the same on 60 objects, one repetition, in under 4 minutes
 bench-quick: tools
 	@bash bench/run.sh quick
+
+## bench-get: downloads side by side (s3zip get, s5cmd, the SDK transfer manager; unshaped and on one 600 Mbit/s link), and 50,000 small objects by s5cmd cp against s3zip create + get (needs root)
+bench-get: tools
+	@bash bench/run.sh get
 
 ## test-faults: S3 500s, 503 SlowDown, timeouts and resets injected by a proxy in front of versitygw,
 ## killed workers, re-run finalizers and planners, changed sources, racing runs; prints a table

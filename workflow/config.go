@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // Config is a deployment's settings. The Lambdas read it from the
@@ -24,6 +26,10 @@ type Config struct {
 	DeadlineMargin        time.Duration
 	MaxEntries            int   // 0: no limit
 	MaxArchiveBytes       int64 // 0: no limit
+	// Model is the profile of where the run happens, for auto's choices:
+	// nil is AWS (plan.DefaultModel); a local run against one machine's
+	// server passes that server's calibrated profile.
+	Model *plan.Model
 }
 
 // Defaults fills in unset fields.

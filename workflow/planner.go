@@ -112,7 +112,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if concurrency == 0 {
 		concurrency = cfg.DefaultMaxConcurrency
 	}
-	p, err := plan.Make(entries, plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency})
+	p, err := plan.Make(entries, plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model})
 	if err != nil {
 		return nil, planError(err)
 	}
