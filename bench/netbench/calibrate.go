@@ -41,7 +41,13 @@ type calibration struct {
 	RequestSeconds float64 `json:"requestSeconds"`
 	RequestRate    float64 `json:"requestsPerSecond"`
 	Streams        int     `json:"streams"`
-	Seconds        float64 `json:"seconds"` // how long calibrating took
+	// LaunchRate is worker processes started per second, all namespaces
+	// at once; PlanSeconds and FinishSeconds a one-object run's planning
+	// and finishing through the real runner (main.go).
+	LaunchRate    float64 `json:"launchesPerSecond"`
+	PlanSeconds   float64 `json:"planSeconds"`
+	FinishSeconds float64 `json:"finishSeconds"`
+	Seconds       float64 `json:"seconds"` // how long calibrating took
 }
 
 const (

@@ -99,6 +99,7 @@ func main() {
 	flag.IntVar(&g.smallCount, "small-count", 50000, "small objects for -get's many-files comparison")
 	flag.IntVar(&g.reps, "get-repeats", 3, "repetitions of each tuned download, for -get")
 	flag.StringVar(&g.link, "get-link", "600mbit", "the one shaped link of -get: a Lambda's")
+	calibrateOnly := flag.Bool("calibrate", false, "only calibrate the server (print what it measured), then exit")
 	cleanupOnly := flag.Bool("cleanup", false, "only remove namespaces and links a killed run left, then exit")
 	render := flag.String("render", "", "only write the table, chart and README from this results.json, then exit")
 	flag.IntVar(&o.count, "count", 300, "objects of the challenge distribution (5 MiB on average)")
@@ -141,9 +142,12 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	if *getMode {
+	switch {
+	case *calibrateOnly:
+		err = calibrateOnlyRun(ctx, o)
+	case *getMode:
 		err = getBenchmark(ctx, o, g)
-	} else {
+	default:
 		err = benchmark(ctx, o)
 	}
 	stop()
@@ -258,6 +262,44 @@ func (e *benchEnv) close(err *error) {
 	}
 }
 
+// calibratePipeline runs a one-object archive through the real runner, as
+// the bench's runs go (planner and finalizer on their shaped link, a worker
+// in its namespace), for the fixed cost of planning and of finishing a run.
+func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.Client, nets []lambdaNet, control lambdaNet, s3zip, endpoint string, env []string) error {
+	const prefix = "pipeline-calibration/"
+	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin"),
+		Body: strings.NewReader("s3zip"), ContentLength: aws.Int64(5)}); err != nil {
+		return fmt.Errorf("calibrate the pipeline: %w", err)
+	}
+	var plans, finishes []float64
+	for i := 0; i < 3; i++ {
+		pool := newLambdaPool(nets, 1, s3zip, endpoint, env)
+		r := runSpec{Name: "pipeline", Strategy: "duo", Workers: 1, PartsPerBatch: 1}
+		res := runOnceFrom(ctx, base, shaped, pool, nets[:1], control, r, i, nil, prefix)
+		if res.Err != "" {
+			return fmt.Errorf("calibrate the pipeline: %s", res.Err)
+		}
+		plans, finishes = append(plans, res.PlanSeconds), append(finishes, res.FinishSeconds)
+	}
+	cal.PlanSeconds, cal.FinishSeconds = median(plans), median(finishes)
+	_, err := base.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin")})
+	return err
+}
+
+func calibrateOnlyRun(ctx context.Context, o options) (err error) {
+	e, err := newBenchEnv(ctx, &o)
+	if err != nil {
+		return err
+	}
+	defer e.close(&err)
+	cal, err := calibrate(ctx, e.base)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	fmt.Printf("calibration: %s\n", cal)
+	return nil
+}
+
 func benchmark(ctx context.Context, o options) (err error) {
 	// Which runs exist: a strategy plan.ParseStrategy rejects is skipped
 	// with a note, not silently.
@@ -300,12 +342,16 @@ func benchmark(ctx context.Context, o options) (err error) {
 		return err
 	}
 	nets, control, env := e.nets, e.control, e.env
+	t0 := time.Now()
+	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed, o.sourceCRC)
+	if err != nil {
+		return fmt.Errorf("upload the data set: %w", err)
+	}
+	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
 	invoke, err := timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env)
 	if err != nil {
 		return err
 	}
-	model := localModel(cal, link, invoke)
-	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms\n", model, invoke*1000)
 	// The planner and finalizer run in this process, but their sockets are
 	// opened in the control namespace, so their S3 traffic is capped too.
 	shapedOptions := base.Options()
@@ -313,13 +359,14 @@ func benchmark(ctx context.Context, o options) (err error) {
 		t.DialContext = dialIn(control.NS)
 	})
 	shaped := s3.New(shapedOptions)
-
-	t0 := time.Now()
-	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed, o.sourceCRC)
-	if err != nil {
-		return fmt.Errorf("upload the data set: %w", err)
+	cal.LaunchRate = timeLaunch(ctx, nets, o.s3zip, e.endpoint, env)
+	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
+		return err
 	}
-	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
+	model := localModel(cal, link, invoke)
+	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
+		model, invoke*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
+
 
 	// Every run's prediction, made before any run.
 	preds := make([]plan.Prediction, len(active))
@@ -407,6 +454,21 @@ func timeInvocation(ctx context.Context, l lambdaNet, s3zip, endpoint string, en
 	return ts[len(ts)/2], nil
 }
 
+// timeLaunch starts an empty worker invocation in every namespace at once
+// and returns how many the machine starts per second: 32 processes on 2
+// cores do not start in one process's time.
+func timeLaunch(ctx context.Context, nets []lambdaNet, s3zip, endpoint string, env []string) float64 {
+	t := time.Now()
+	_ = forEach(ctx, len(nets), len(nets), func(ctx context.Context, k int) error {
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", nets[k].NS, s3zip, "batch", "--endpoint", endpoint)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(`{"Items":[]}`)
+		_ = cmd.Run() // as in timeInvocation
+		return nil
+	})
+	return float64(len(nets)) / time.Since(t).Seconds()
+}
+
 // phaseClock notes when the first batch of a run started and the last ended.
 type phaseClock struct {
 	mu          sync.Mutex
@@ -460,6 +522,11 @@ type repResult struct {
 }
 
 func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int, model *plan.Model) repResult {
+	return runOnceFrom(ctx, base, shaped, pool, nets, control, r, rep, model, srcPrefix)
+}
+
+// runOnceFrom is runOnce of the objects under prefix.
+func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int, model *plan.Model, prefix string) repResult {
 	var res repResult
 	phases := &phaseClock{}
 	counter := s3metrics.New()
@@ -477,7 +544,7 @@ func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, net
 	}
 	dest := fmt.Sprintf("out/%s-%d.zip", r.Name, rep)
 	req, _ := json.Marshal(workflow.Request{
-		Source:      workflow.Source{Bucket: bucket, Prefix: srcPrefix},
+		Source:      workflow.Source{Bucket: bucket, Prefix: prefix},
 		Destination: workflow.Destination{Bucket: bucket, Key: dest},
 		Options:     workflow.Options{Strategy: r.Strategy, MaxConcurrency: r.Workers, Overwrite: true},
 	})

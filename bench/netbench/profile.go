@@ -12,16 +12,6 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-// Requests the planner and the finalizer make one after the other whatever
-// the plan (workflow/planner.go, finalizer.go), beside the listing pages and
-// HEADs the model counts itself: the planner's uploads check, create and
-// three plan files; the finalizer's results read, central directory part,
-// report, check and clean-up.
-const (
-	plannerRequests   = 6
-	finalizerRequests = 6
-)
-
 // localModel is plan.Model's local profile: this machine's server as
 // calibrated, the link each emulated Lambda gets, and the worker's own
 // concurrency. Prices stay AWS's, so auto weighs cost as it would there.
@@ -32,9 +22,11 @@ func localModel(cal calibration, link float64, invoke float64) plan.Model {
 	m.RequestLatency = cal.RequestSeconds
 	m.CopyRate = cal.CopyOneRate
 	m.Concurrency = cfg.PartConcurrency
-	m.StartSeconds = plannerRequests * cal.RequestSeconds
-	m.FinishSeconds = finalizerRequests*cal.RequestSeconds + cal.CompleteFixed
-	m.LaunchRate = 1e9 // workers are processes started at once; their start is InvokeSeconds
+	// The fixed costs of a run, as a one-object run through the real
+	// runner measured them.
+	m.StartSeconds = cal.PlanSeconds
+	m.FinishSeconds = cal.FinishSeconds
+	m.LaunchRate = cal.LaunchRate
 	m.InvokeSeconds = invoke
 	m.CompletePerPart = 0
 	m.ListPageSeconds = cal.RequestSeconds
