@@ -367,7 +367,6 @@ func benchmark(ctx context.Context, o options) (err error) {
 	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
 		model, invoke*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
 
-
 	// Every run's prediction, made before any run.
 	preds := make([]plan.Prediction, len(active))
 	for i, r := range active {
