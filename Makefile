@@ -20,11 +20,14 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 ## lambdas: the four Lambda binaries, linux/arm64, for `cdk synth`/`cdk deploy`
+## (LAMBDA_ARCH=amd64 LAMBDA_DIR=dir: the same build for this machine, as test-deployed runs them)
+LAMBDA_ARCH ?= arm64
+LAMBDA_DIR  ?= dist/functions
 lambdas:
 	@for f in $(FUNCTIONS); do \
-	  mkdir -p dist/functions/$$f; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-	    -o dist/functions/$$f/bootstrap ./functions/$$f || exit 1; \
+	  mkdir -p $(LAMBDA_DIR)/$$f; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	    -o $(LAMBDA_DIR)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
 vet:
