@@ -292,6 +292,15 @@ export class ArchiveWorkflow extends Construct {
       }),
     ];
 
+    // Cleaning the work prefix also aborts chain-round uploads left in the work bucket, which
+    // needs the bucket's list of uploads (this action takes no s3:prefix condition).
+    // Found by tests/deployed: without it every finalizer and abort failed with AccessDenied.
+    const workUploadsList = new iam.PolicyStatement({
+      sid: 'WorkUploadsList',
+      actions: ['s3:ListBucketMultipartUploads'],
+      resources: [this.workBucket.bucketArn],
+    });
+
     const sourceRead = [
       new iam.PolicyStatement({
         sid: 'SourceObjectsRead',
@@ -362,8 +371,8 @@ export class ArchiveWorkflow extends Construct {
     // The planner lists the destination's uploads to abort one whose create answer was lost.
     add(planner, [...workAccess, ...sourceRead, ...destinationWrite, destinationAbort[1], controlRead]);
     add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
-    add(finalizer, [...workAccess, sourceTailRead, ...destinationWrite]);
-    add(abort, [...workAccess, ...destinationAbort]);
+    add(finalizer, [...workAccess, workUploadsList, sourceTailRead, ...destinationWrite]);
+    add(abort, [...workAccess, workUploadsList, ...destinationAbort]);
 
     // KMS only where a key is configured, and only on that key.
     const kmsUse = (sid: string, keyArns: string[]) =>
