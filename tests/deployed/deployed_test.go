@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/faultproxy"
 	"github.com/s3zip/s3zip/internal/s3test"
 	"github.com/s3zip/s3zip/internal/zipcheck"
 )
@@ -130,5 +131,112 @@ func TestDeployedBuildsArchive(t *testing.T) {
 	}
 	if summary["entries"] == nil && summary["Entries"] == nil {
 		t.Logf("finalizer output: %s", out.Output)
+	}
+}
+
+// A planner failure goes through Catch → Abort → ArchiveFailed: the
+// execution fails with the planner's own error type, and the existing object
+// at the destination is untouched.
+func TestDeployedAbortsOnPlannerError(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	key := destinationPrefix + "exists.zip"
+	d.S3.PutObject(t, destinationBucket, key, []byte("keep me"))
+	out := d.Execute("exists-1", request(key, "duo"))
+	if out.Status != "FAILED" || out.Error != "DestinationExistsError" {
+		t.Fatalf("execution %s %s, want FAILED DestinationExistsError (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	if got := string(d.S3.GetObject(t, destinationBucket, key)); got != "keep me" {
+		t.Errorf("the existing object was changed to %q", got)
+	}
+	if d.Functions["abort"].Invocation == 0 {
+		t.Errorf("abort was never invoked")
+	}
+	d.assertClean()
+}
+
+// A failed batch (the worker's source changed under it, SourceChangedError,
+// not retried) fails the Distributed Map; its Catch runs Abort, which aborts
+// the upload and deletes the work prefix, Map results included.
+func TestDeployedAbortsWhenMapFails(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	// After planning, every copy of a source is refused as S3 refuses a copy
+	// whose x-amz-copy-source-if-match no longer holds.
+	d.SetPreconditionFailed(func(op string) bool { return op == "UploadPartCopy" })
+	out := d.Execute("changed-1", request(destinationPrefix+"changed.zip", "duo"))
+	if out.Status != "FAILED" {
+		t.Fatalf("execution %s, want FAILED", out.Status)
+	}
+	if out.Error != "SourceChangedError" {
+		t.Errorf("error %s, want the worker's SourceChangedError (cause %.500s)", out.Error, out.Cause)
+	}
+	if d.Functions["abort"].Invocation == 0 {
+		t.Errorf("abort was never invoked")
+	}
+	d.assertClean()
+}
+
+// EventBridge: a request object put under requests/ in the control bucket
+// goes through the template's rule (pattern, input transformer, the rule
+// role's StartExecution) and builds the archive; events of another bucket or
+// prefix start nothing.
+func TestDeployedEventBridgeRoute(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	want := sources(d)
+	req, _ := json.Marshal(request(destinationPrefix+"event.zip", "auto"))
+	d.S3.PutObject(t, d.Control, "requests/r1.json", req)
+	for _, ev := range []struct{ bucket, key string }{
+		{sourceBucket, "requests/r1.json"},
+		{d.Control, "manifests/r1.json"},
+		{d.Control, "other/requests/r1.json"},
+	} {
+		if outs := d.StartFromEvent("ignored", objectCreated(ev.bucket, ev.key, len(req))); len(outs) != 0 {
+			t.Errorf("event for s3://%s/%s started %d executions", ev.bucket, ev.key, len(outs))
+		}
+	}
+	outs := d.StartFromEvent("event-1", objectCreated(d.Control, "requests/r1.json", len(req)))
+	if len(outs) != 1 {
+		t.Fatalf("the request object's event started %d executions, want 1", len(outs))
+	}
+	if outs[0].Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %.2000s", outs[0].Status, outs[0].Error, outs[0].Cause)
+	}
+	d.checkArchive(destinationPrefix+"event.zip", want)
+	d.assertClean()
+}
+
+// Part of the fault table, as deployed: S3 answers 500, 503 SlowDown or
+// resets connections on a share of the workflow's requests; the packaged
+// functions' SDK retries and the ASL's retriers give a correct archive.
+func TestDeployedUnderS3Faults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []faultproxy.Fault
+		rate   float64
+	}{
+		{"500 and SlowDown", []faultproxy.Fault{faultproxy.InternalError, faultproxy.SlowDown}, 0.3},
+		{"resets before and after", []faultproxy.Fault{faultproxy.Reset, faultproxy.ResetAfter}, 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Deploy(t)
+			defer d.logsOnFailure()
+			want := sources(d)
+			d.Faults.SetRules([]faultproxy.Rule{{Ops: faultproxy.WorkflowOps, Faults: tc.faults, Rate: tc.rate}})
+			out := d.Execute("faults-1", request(destinationPrefix+"faults.zip", "duo"))
+			t.Logf("injected: %s", d.Faults.Summary())
+			d.Faults.SetRules(nil)
+			if out.Status != "SUCCEEDED" {
+				t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+			}
+			if f, _ := d.Faults.Injected(); f == 0 {
+				t.Errorf("no fault was injected: the case proves nothing")
+			}
+			d.checkArchive(destinationPrefix+"faults.zip", want)
+			d.assertClean()
+		})
 	}
 }

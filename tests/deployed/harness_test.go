@@ -255,6 +255,17 @@ type Deployment struct {
 	tokens    map[string]string          // session token → role logical ID
 	smS3      *s3.Client
 	defFile   string
+	mu        sync.Mutex
+	refuse412 func(op string) bool
+}
+
+// SetPreconditionFailed makes the S3 side answer 412 PreconditionFailed (as
+// S3 answers a conditional request whose ETag no longer matches) to every
+// request whose operation refuse names; nil stops it.
+func (d *Deployment) SetPreconditionFailed(refuse func(op string) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refuse412 = refuse
 }
 
 // Deploy starts a fresh deployment for one test.
@@ -291,7 +302,7 @@ func Deploy(t *testing.T) *Deployment {
 	// root key and without the token. The payload hash is the client's own:
 	// over http the SDK signs the body's SHA-256 (or UNSIGNED-PAYLOAD), which
 	// the server still verifies against the bytes.
-	signer := v4.NewSigner()
+	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }) // as the S3 client signs
 	rootCreds := aws.Credentials{AccessKeyID: srv.AccessKey(), SecretAccessKey: srv.SecretKey()}
 	forward := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(target)
@@ -320,6 +331,15 @@ func Deploy(t *testing.T) *Deployment {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied (the role's policy in the template does not allow this request)</Message></Error>`)
+			return
+		}
+		d.mu.Lock()
+		refuse := d.refuse412
+		d.mu.Unlock()
+		if refuse != nil && refuse(op) {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusPreconditionFailed)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message><Condition>x-amz-copy-source-If-Match</Condition></Error>`)
 			return
 		}
 		forward.ServeHTTP(w, r)
