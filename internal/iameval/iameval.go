@@ -54,16 +54,19 @@ func (r Request) String() string { return r.Action + " on " + r.Resource }
 // Decision is the outcome of Evaluate.
 type Decision struct {
 	Allowed bool
-	// Statement names the statement that decided ("policy/sid"): the Allow
-	// that allowed, or the explicit Deny.
+	// Statement names the statement that decided ("policy/sid"): the first
+	// Allow that allowed, or the explicit Deny.
 	Statement string
+	// AllowedBy lists every Allow statement that matched (to measure which
+	// grants are used).
+	AllowedBy []string
 	// ExplicitDeny is set when a Deny statement matched.
 	ExplicitDeny bool
 }
 
 // Evaluate applies the rules in the package comment.
 func Evaluate(policies []Policy, r Request) (Decision, error) {
-	var allow string
+	var allow []string
 	for _, p := range policies {
 		for i, s := range p.Statements {
 			ok, err := s.matches(r)
@@ -77,15 +80,16 @@ func Evaluate(policies []Policy, r Request) (Decision, error) {
 			case "Deny":
 				return Decision{Statement: p.Name + "/" + s.name(i), ExplicitDeny: true}, nil
 			case "Allow":
-				if allow == "" {
-					allow = p.Name + "/" + s.name(i)
-				}
+				allow = append(allow, p.Name+"/"+s.name(i))
 			default:
 				return Decision{}, fmt.Errorf("policy %s statement %s: Effect %q is neither Allow nor Deny", p.Name, s.name(i), s.Effect)
 			}
 		}
 	}
-	return Decision{Allowed: allow != "", Statement: allow}, nil
+	if len(allow) == 0 {
+		return Decision{}, nil
+	}
+	return Decision{Allowed: true, Statement: allow[0], AllowedBy: allow}, nil
 }
 
 func (s Statement) name(i int) string {

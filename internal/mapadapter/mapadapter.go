@@ -119,4 +119,3 @@ func WriteResults(ctx context.Context, c workflow.S3, body []byte) (any, error) 
 	}
 	return workflow.ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}, nil
 }
-

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/s3zip/s3zip/internal/mapadapter"
 	"github.com/s3zip/s3zip/workflow"
 )
