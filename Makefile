@@ -44,7 +44,7 @@ nodetest: node lambdas
 check: vet
 
 ## test: everything a newcomer runs; CI also runs test-long
-test: vet gotest nodetest test-faults
+test: vet gotest nodetest test-faults test-deployed
 
 ## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries, and the load tests
 test-long: tools
@@ -78,3 +78,12 @@ bench-quick: tools
 test-faults: tools
 	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 15m -v ./tests/faults/ 2>&1 \
 	  | grep -E '^(\||[0-9]+ scenarios|--- FAIL|FAIL|ok|panic)|scenario failed'
+
+## test-deployed: the synthesized template run here — the packaged bootstrap binaries (built for this
+## machine) as Lambda processes, the definition after DefinitionSubstitutions, the EventBridge rule,
+## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
+.PHONY: test-deployed
+test-deployed: tools node
+	@set -o pipefail; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ 2>&1 \
+	  | grep -E '^(--- |    --- |FAIL|ok|panic|unused grant|not exercisable|deployed:)|_test.go:[0-9]+: (denied|execution)' \
+	  | awk '/^deployed:/ {last=$$0; next} {print} END {if (last) print last}'
