@@ -274,14 +274,9 @@ export class ArchiveWorkflow extends Construct {
     const workAccess = [
       new iam.PolicyStatement({
         sid: 'WorkPrefixObjects',
-        actions: [
-          's3:GetObject',
-          's3:GetObjectAttributes',
-          's3:PutObject',
-          's3:DeleteObject',
-          's3:AbortMultipartUpload',
-          's3:ListMultipartUploadParts',
-        ],
+        // No GetObjectAttributes or ListMultipartUploadParts: no function calls them on work
+        // objects (tests/deployed lists every grant no call uses).
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
       }),
       new iam.PolicyStatement({
@@ -304,7 +299,8 @@ export class ArchiveWorkflow extends Construct {
     const sourceRead = [
       new iam.PolicyStatement({
         sid: 'SourceObjectsRead',
-        actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:GetObjectAttributes'],
+        // GetObjectVersion: sources of a versioned bucket are read by the version the planner pinned.
+        actions: ['s3:GetObject', 's3:GetObjectVersion'],
         resources: props.sourceBuckets.map((b) => s3Arn(b, `/${sourcePrefix}*`)),
       }),
       new iam.PolicyStatement({
@@ -324,19 +320,16 @@ export class ArchiveWorkflow extends Construct {
     });
 
     const destinationObjects = s3Arn(props.destinationBucket, `/${destinationPrefix}*`);
+    // PutObject covers Create/UploadPart/UploadPartCopy/CompleteMultipartUpload. Each function
+    // gets what it calls (measured by tests/deployed):
+    //   planner   HEAD (GetObject) for the overwrite check, create with tags (PutObjectTagging),
+    //             abort an upload whose create answer was lost;
+    //   worker    UploadPart / UploadPartCopy only;
+    //   finalizer last part + complete, HEAD to verify, DeleteObject of an archive this run
+    //             completed that fails the check (no wrong bytes are left behind).
+    const destinationObjectsFor = (actions: string[]) =>
+      new iam.PolicyStatement({ sid: 'DestinationObjectsWrite', actions, resources: [destinationObjects] });
     const destinationWrite = [
-      new iam.PolicyStatement({
-        sid: 'DestinationObjectsWrite',
-        // PutObject covers Create/UploadPart/UploadPartCopy/CompleteMultipartUpload; GetObject verifies.
-        actions: [
-          's3:PutObject',
-          's3:AbortMultipartUpload',
-          's3:ListMultipartUploadParts',
-          's3:GetObject',
-          's3:PutObjectTagging',
-        ],
-        resources: [destinationObjects],
-      }),
       new iam.PolicyStatement({
         sid: 'DestinationPrefixList',
         // Lets the planner tell "absent" from "forbidden" for the overwrite=false check.
@@ -369,9 +362,22 @@ export class ArchiveWorkflow extends Construct {
       for (const s of statements) fn.addToRolePolicy(s);
     };
     // The planner lists the destination's uploads to abort one whose create answer was lost.
-    add(planner, [...workAccess, ...sourceRead, ...destinationWrite, destinationAbort[1], controlRead]);
-    add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
-    add(finalizer, [...workAccess, workUploadsList, sourceTailRead, ...destinationWrite]);
+    add(planner, [
+      ...workAccess,
+      ...sourceRead,
+      destinationObjectsFor(['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload', 's3:GetObject']),
+      ...destinationWrite,
+      destinationAbort[1],
+      controlRead,
+    ]);
+    add(worker, [...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
+    add(finalizer, [
+      ...workAccess,
+      workUploadsList,
+      sourceTailRead,
+      destinationObjectsFor(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']),
+      ...destinationWrite,
+    ]);
     add(abort, [...workAccess, workUploadsList, ...destinationAbort]);
 
     // KMS only where a key is configured, and only on that key.

@@ -3,9 +3,13 @@ package deployed_test
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/faultproxy"
 	"github.com/s3zip/s3zip/internal/s3test"
@@ -239,4 +243,31 @@ func TestDeployedUnderS3Faults(t *testing.T) {
 			d.assertClean()
 		})
 	}
+}
+
+// The finalizer reads the archive back (HeadObject, ChecksumMode ENABLED);
+// when S3's CRC-32 differs from the one computed, it deletes the archive this
+// run completed (no wrong bytes left) and fails with ChecksumMismatchError
+// through Abort. The delete needs s3:DeleteObject on the destination.
+func TestDeployedDeletesAWrongArchive(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	key := destinationPrefix + "wrong.zip"
+	d.SetTamper(func(op string, resp *http.Response) {
+		if op == "HeadObject" && strings.HasSuffix(resp.Request.URL.Path, key) && resp.Header.Get("X-Amz-Checksum-Crc32") != "" {
+			resp.Header.Set("X-Amz-Checksum-Crc32", "AAAAAA==")
+		}
+	})
+	out := d.Execute("wrong-1", request(key, "duo"))
+	if out.Status != "FAILED" || out.Error != "ChecksumMismatchError" {
+		t.Fatalf("execution %s %s, want FAILED ChecksumMismatchError (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	if strings.Contains(out.Cause, "deleting it failed") {
+		t.Errorf("the wrong archive could not be deleted: %.500s", out.Cause)
+	}
+	if _, err := d.Admin.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(destinationBucket), Key: aws.String(key)}); err == nil {
+		t.Errorf("the wrong archive is still at s3://%s/%s", destinationBucket, key)
+	}
+	d.assertClean()
 }

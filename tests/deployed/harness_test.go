@@ -257,6 +257,52 @@ type Deployment struct {
 	defFile   string
 	mu        sync.Mutex
 	refuse412 func(op string) bool
+	tamper    func(op string, resp *http.Response)
+}
+
+type callerKey struct{}
+
+// modifyResponse makes two answers what S3 would give this caller:
+//   - a GET or HEAD of a missing key answers 404 only to a caller allowed
+//     s3:ListBucket on the bucket, else 403 AccessDenied (GetObject/HeadObject
+//     "Permissions"). AWS does not document which s3:prefix a conditioned
+//     ListBucket grant is matched with here; the harness assumes the key
+//     itself (a list of exactly that key would be allowed). Such a 403 counts
+//     as a denied call.
+//   - the test's tamper hook, if set, may change a response (e.g. a checksum).
+func (d *Deployment) modifyResponse(resp *http.Response) error {
+	r := resp.Request
+	role, _ := r.Context().Value(callerKey{}).(string)
+	op := string(faultproxy.Classify(r))
+	if resp.StatusCode == http.StatusNotFound && (op == "GetObject" || op == "HeadObject") {
+		bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		list := iameval.Request{Action: "s3:ListBucket", Resource: "arn:" + partition + ":s3:::" + bucket, Context: map[string][]string{"s3:prefix": {key}}}
+		if !d.IAM.check(role, op+" of a missing key (404 needs s3:ListBucket) "+r.URL.RequestURI(), []iameval.Request{list}) {
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`
+			resp.StatusCode, resp.Status = http.StatusForbidden, "403 Forbidden"
+			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+			resp.ContentLength = int64(len(body))
+			if op == "HeadObject" {
+				body = ""
+			}
+			_ = resp.Body.Close()
+			resp.Body = io.NopCloser(strings.NewReader(body))
+		}
+	}
+	d.mu.Lock()
+	tamper := d.tamper
+	d.mu.Unlock()
+	if tamper != nil {
+		tamper(op, resp)
+	}
+	return nil
+}
+
+// SetTamper installs a hook that may change S3's responses (nil removes it).
+func (d *Deployment) SetTamper(f func(op string, resp *http.Response)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tamper = f
 }
 
 // SetPreconditionFailed makes the S3 side answer 412 PreconditionFailed (as
@@ -304,7 +350,7 @@ func Deploy(t *testing.T) *Deployment {
 	// the server still verifies against the bytes.
 	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }) // as the S3 client signs
 	rootCreds := aws.Credentials{AccessKeyID: srv.AccessKey(), SecretAccessKey: srv.SecretKey()}
-	forward := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+	forward := &httputil.ReverseProxy{ModifyResponse: d.modifyResponse, Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(target)
 		pr.Out.Host = pr.In.Host
 		out := pr.Out
@@ -322,6 +368,7 @@ func Deploy(t *testing.T) *Deployment {
 			role = "unknown caller"
 		}
 		op := string(faultproxy.Classify(r))
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, role))
 		var body []byte
 		if op == string(faultproxy.DeleteObjects) {
 			body, _ = io.ReadAll(r.Body)
