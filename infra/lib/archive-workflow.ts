@@ -271,14 +271,19 @@ export class ArchiveWorkflow extends Construct {
 
     // ---- function permissions (explicit statements, no wildcard actions) -------------------
     const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
-    const workAccess = [
+    // Work objects, per function (tests/deployed lists every grant no call uses): the planner
+    // and workers write (plan files, chain rounds), the finalizer and abort read and delete; all
+    // abort uploads under the prefix (chain rounds left open).
+    const workObjectsFor = (name: FunctionName) =>
       new iam.PolicyStatement({
         sid: 'WorkPrefixObjects',
-        // No GetObjectAttributes or ListMultipartUploadParts: no function calls them on work
-        // objects (tests/deployed lists every grant no call uses).
-        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        actions:
+          name === 'planner' || name === 'worker'
+            ? ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload']
+            : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
-      }),
+      });
+    const workAccess = [
       new iam.PolicyStatement({
         sid: 'WorkPrefixList',
         actions: ['s3:ListBucket'],
@@ -363,6 +368,7 @@ export class ArchiveWorkflow extends Construct {
     };
     // The planner lists the destination's uploads to abort one whose create answer was lost.
     add(planner, [
+      workObjectsFor('planner'),
       ...workAccess,
       ...sourceRead,
       destinationObjectsFor(['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload', 's3:GetObject']),
@@ -370,15 +376,17 @@ export class ArchiveWorkflow extends Construct {
       destinationAbort[1],
       controlRead,
     ]);
-    add(worker, [...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
+    add(worker, [workObjectsFor('worker'), ...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
     add(finalizer, [
+      workObjectsFor('finalizer'),
       ...workAccess,
       workUploadsList,
       sourceTailRead,
       destinationObjectsFor(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']),
       ...destinationWrite,
     ]);
-    add(abort, [...workAccess, workUploadsList, ...destinationAbort]);
+    // Abort aborts the job's upload by its id; it never lists the destination's uploads.
+    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
 
     // KMS only where a key is configured, and only on that key.
     const kmsUse = (sid: string, keyArns: string[]) =>

@@ -133,6 +133,17 @@ func TestDeployedBuildsArchive(t *testing.T) {
 	if w := d.Functions["worker"]; w.Invocation == 0 {
 		t.Errorf("the worker was never invoked")
 	}
+
+	// chain: rounds built in the work bucket (create, copy, complete, abort,
+	// delete there), and a tagged archive (the planner creates it with tags).
+	chain := request(destinationPrefix+"chain.zip", "chain")
+	chain["options"].(map[string]any)["tags"] = map[string]string{"project": "s3zip"}
+	out = d.Execute("chain-1", chain)
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("chain execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+	}
+	d.checkArchive(destinationPrefix+"chain.zip", want)
+	d.assertClean()
 	if summary["entries"] == nil && summary["Entries"] == nil {
 		t.Logf("finalizer output: %s", out.Output)
 	}
@@ -221,15 +232,24 @@ func TestDeployedUnderS3Faults(t *testing.T) {
 		name   string
 		faults []faultproxy.Fault
 		rate   float64
+		ops    []faultproxy.Op
+		limit  int
 	}{
-		{"500 and SlowDown", []faultproxy.Fault{faultproxy.InternalError, faultproxy.SlowDown}, 0.3},
-		{"resets before and after", []faultproxy.Fault{faultproxy.Reset, faultproxy.ResetAfter}, 0.2},
+		{"500 and SlowDown", []faultproxy.Fault{faultproxy.InternalError, faultproxy.SlowDown}, 0.2, nil, 0},
+		{"resets before and after", []faultproxy.Fault{faultproxy.Reset, faultproxy.ResetAfter}, 0.2, nil, 0},
+		// The planner's create succeeds but its answer is lost: it lists the
+		// destination's uploads and aborts the one it began.
+		{"lost create answer", []faultproxy.Fault{faultproxy.ResetAfter}, 1, []faultproxy.Op{faultproxy.CreateMultipartUpload}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Deploy(t)
 			defer d.logsOnFailure()
 			want := sources(d)
-			d.Faults.SetRules([]faultproxy.Rule{{Ops: faultproxy.WorkflowOps, Faults: tc.faults, Rate: tc.rate}})
+			ops := tc.ops
+			if ops == nil {
+				ops = faultproxy.WorkflowOps
+			}
+			d.Faults.SetRules([]faultproxy.Rule{{Ops: ops, Faults: tc.faults, Rate: tc.rate, Limit: tc.limit}})
 			out := d.Execute("faults-1", request(destinationPrefix+"faults.zip", "duo"))
 			t.Logf("injected: %s", d.Faults.Summary())
 			d.Faults.SetRules(nil)

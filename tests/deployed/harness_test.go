@@ -71,7 +71,10 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if tmpl != nil {
-		unused, awsOnly := unusedGrants()
+		unused, kept, awsOnly := unusedGrants()
+		for _, u := range kept {
+			fmt.Printf("unused grant kept: %s\n", u)
+		}
 		for _, u := range unused {
 			fmt.Printf("unused grant: %s\n", u)
 		}
@@ -192,13 +195,38 @@ func (a *IAM) Calls(role string) []Call {
 	return out
 }
 
+// keptGrants are grants the runs here do not (or cannot) use, kept for a
+// reason: {role name part, statement, action} → why. Anything else unused is
+// counted in the summary's "unused grants".
+var keptGrants = []struct{ role, sid, action, why string }{
+	{"", "SourceObjectsRead", "s3:GetObjectVersion", "sources in a versioned bucket are read by the version the planner pinned (versitygw runs unversioned here)"},
+	{"", "SourceObjectsReadTail", "s3:GetObjectVersion", "same, for the finalizer's tail reads"},
+	{"Worker", "SourceBucketsList", "s3:ListBucket", "a deleted source must answer 404 NoSuchKey (SourceChangedError), not 403"},
+	{"", "WorkPrefixList", "s3:ListBucket", "a missing work object must answer 404, not 403"},
+	{"Finalizer", "DestinationPrefixList", "s3:ListBucket", "the check after completion tells a removed archive (404) from a forbidden one"},
+	{"", "WorkPrefixObjects", "s3:AbortMultipartUpload", "chain rounds left open by a failed worker are aborted (fault path)"},
+	{"", "WorkUploadsList", "s3:ListBucketMultipartUploads", "cleaning the work prefix lists its open uploads (used whenever a finalizer or abort runs)"},
+	{"StateMachineRole", "MapResultWriter", "s3:AbortMultipartUpload", "AWS documents it for ResultWriter (large result files are written in parts)"},
+	{"StateMachineRole", "MapResultWriter", "s3:ListMultipartUploadParts", "same"},
+	{"StateMachineRole", "MapChildExecutionsControl", "states:StopExecution", "a failing Map Run stops the children still running"},
+}
+
+func keptFor(role, sid, action string) string {
+	for _, k := range keptGrants {
+		if strings.Contains(role, k.role) && k.sid == sid && strings.EqualFold(k.action, action) {
+			return k.why
+		}
+	}
+	return ""
+}
+
 // unusedGrants lists every action of an Allow statement in the template that
 // no checked call used (by role, statement and action), and separately the
 // grants of services no call here can exercise (logs, X-Ray, KMS).
-func unusedGrants() (unused, awsOnly []string) {
+func unusedGrants() (unused, kept, awsOnly []string) {
 	pols, err := tmpl.RolePolicies()
 	if err != nil {
-		return []string{err.Error()}, nil
+		return []string{err.Error()}, nil, nil
 	}
 	summaryMu.Lock()
 	defer summaryMu.Unlock()
@@ -223,15 +251,20 @@ func unusedGrants() (unused, awsOnly []string) {
 						continue
 					}
 					if !summary.used[role+"|"+p.Name+"/"+sid+"|"+strings.ToLower(a)] {
-						unused = append(unused, fmt.Sprintf("%s %s: %s", role, sid, a))
+						if why := keptFor(role, sid, a); why != "" {
+							kept = append(kept, fmt.Sprintf("%s %s: %s (%s)", role, sid, a, why))
+						} else {
+							unused = append(unused, fmt.Sprintf("%s %s: %s", role, sid, a))
+						}
 					}
 				}
 			}
 		}
 	}
 	sort.Strings(unused)
+	sort.Strings(kept)
 	sort.Strings(awsOnly)
-	return unused, awsOnly
+	return unused, kept, awsOnly
 }
 
 // ---- the deployment ----------------------------------------------------------------------
