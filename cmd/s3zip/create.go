@@ -39,6 +39,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	partSize := fs.Int64("part-size", 0, "target size of streamed parts in bytes (default 16 MiB)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log every step")
+	stateMachine := fs.String("state-machine", "", "ARN of the deployed state machine: start an execution there and follow it (sfn.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +73,15 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	req.Destination = workflow.Destination{Bucket: b, Key: k}
 	if err := req.Validate(); err != nil {
 		return err
+	}
+	if *stateMachine != "" {
+		// The deployment's own default concurrency applies unless --workers is given.
+		workersSet := false
+		fs.Visit(func(f *flag.Flag) { workersSet = workersSet || f.Name == "workers" })
+		if !workersSet {
+			req.Options.MaxConcurrency = 0
+		}
+		return startDeployed(ctx, *stateMachine, req, *asJSON, stdout, stderrWriter)
 	}
 	if *workBucket == "" {
 		*workBucket = b
