@@ -130,7 +130,7 @@ func TestDeployedBuildsArchive(t *testing.T) {
 	if n := len(d.IAM.Calls(d.Functions["abort"].Role)); n != 0 {
 		t.Errorf("abort's role made %d calls in a successful run", n)
 	}
-	if w := d.Functions["worker"]; w.Invocation == 0 {
+	if n, _, _ := d.Functions["worker"].Stats(); n == 0 {
 		t.Errorf("the worker was never invoked")
 	}
 
@@ -165,7 +165,7 @@ func TestDeployedAbortsOnPlannerError(t *testing.T) {
 	if got := string(d.S3.GetObject(t, destinationBucket, key)); got != "keep me" {
 		t.Errorf("the existing object was changed to %q", got)
 	}
-	if d.Functions["abort"].Invocation == 0 {
+	if n, _, _ := d.Functions["abort"].Stats(); n == 0 {
 		t.Errorf("abort was never invoked")
 	}
 	d.assertClean()
@@ -188,7 +188,7 @@ func TestDeployedAbortsWhenMapFails(t *testing.T) {
 	if out.Error != "SourceChangedError" {
 		t.Errorf("error %s, want the worker's SourceChangedError (cause %.500s)", out.Error, out.Cause)
 	}
-	if d.Functions["abort"].Invocation == 0 {
+	if n, _, _ := d.Functions["abort"].Stats(); n == 0 {
 		t.Errorf("abort was never invoked")
 	}
 	d.assertClean()

@@ -79,6 +79,14 @@ type LambdaFunction struct {
 	Timeouts, Starts int
 }
 
+// Stats returns how many invocations, environment starts and timeouts the
+// function has had (under its lock: the invocations run on server goroutines).
+func (f *LambdaFunction) Stats() (invocations, starts, timeouts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Invocation, f.Starts, f.Timeouts
+}
+
 // Lambdas serves the functions' invocations.
 type Lambdas struct {
 	t     *testing.T

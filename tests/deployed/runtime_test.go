@@ -92,8 +92,8 @@ func TestLambdaTimeoutIsSandboxTimedout(t *testing.T) {
 	if res.FunctionError != "Unhandled" || errorTypeOf(t, res) != "Sandbox.Timedout" {
 		t.Fatalf("got %q %s, want an Unhandled Sandbox.Timedout", res.FunctionError, res.Payload)
 	}
-	if f.Timeouts != 1 {
-		t.Errorf("timeouts = %d, want 1", f.Timeouts)
+	if _, _, timeouts := f.Stats(); timeouts != 1 {
+		t.Errorf("timeouts = %d, want 1", timeouts)
 	}
 	res, err = d.Lambdas.Invoke(t.Context(), f, empty)
 	if err != nil {
@@ -102,8 +102,8 @@ func TestLambdaTimeoutIsSandboxTimedout(t *testing.T) {
 	if errorTypeOf(t, res) != "RequestError" {
 		t.Errorf("after the timeout: %s, want the handler's RequestError", res.Payload)
 	}
-	if f.Starts != 2 {
-		t.Errorf("environments started = %d, want 2 (the timed-out one is gone)", f.Starts)
+	if _, starts, _ := f.Stats(); starts != 2 {
+		t.Errorf("environments started = %d, want 2 (the timed-out one is gone)", starts)
 	}
 }
 
