@@ -291,6 +291,8 @@ type Deployment struct {
 	mu        sync.Mutex
 	refuse412 func(op string) bool
 	tamper    func(op string, resp *http.Response)
+	// executions started through the Step Functions API (sfnapi_test.go)
+	executions map[string]*sfnExecution
 }
 
 type callerKey struct{}
@@ -480,6 +482,10 @@ func serve(t *testing.T, h http.Handler) string {
 // API and the Map Run's S3 side, each checked against the state machine's role.
 func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	if target := r.Header.Get("X-Amz-Target"); strings.HasPrefix(target, "AWSStepFunctions.") {
+		d.serveStepFunctions(w, strings.TrimPrefix(target, "AWSStepFunctions."), body)
+		return
+	}
 	role := d.Machine.Role
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/2015-03-31/functions/") && strings.HasSuffix(r.URL.Path, "/invocations"):
@@ -567,25 +573,34 @@ func (d *Deployment) Execute(name string, input any) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	out, err := d.run(t.Context(), name, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// run runs one execution with execute.ts (safe from any goroutine).
+func (d *Deployment) run(ctx context.Context, name string, input []byte) (*Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--import", "tsx", filepath.Join("tests", "deployed", "execute.ts"))
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "DEPLOYED_URL="+d.api, "DEPLOYED_DEFINITION="+d.defFile, "DEPLOYED_INPUT="+string(in), "DEPLOYED_EXECUTION_NAME="+name)
+	cmd.Env = append(os.Environ(), "DEPLOYED_URL="+d.api, "DEPLOYED_DEFINITION="+d.defFile, "DEPLOYED_INPUT="+string(input), "DEPLOYED_EXECUTION_NAME="+name)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node execute.ts: %v\nstderr:\n%s", err, stderr.String())
+		return nil, fmt.Errorf("node execute.ts: %v\nstderr:\n%s", err, stderr.String())
 	}
 	var out Outcome
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("execute.ts output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		return nil, fmt.Errorf("execute.ts output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	summaryMu.Lock()
 	summary.executions++
 	summaryMu.Unlock()
-	t.Logf("execution %s: %s %s %.300s", name, out.Status, out.Error, out.Cause)
-	return &out
+	d.T.Logf("execution %s: %s %s %.300s", name, out.Status, out.Error, out.Cause)
+	return &out, nil
 }
 
 // StartFromEvent is EventBridge: the event goes through each rule's pattern;
