@@ -425,12 +425,18 @@ export class ArchiveWorkflow extends Construct {
       resourceName: stateMachineName,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const childExecutionsArn = stack.formatArn({
-      service: 'states',
-      resource: 'execution',
-      resourceName: `${stateMachineName}/*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
+    // Map Run children are named '<state machine>/<map run>:<id>'; the Step Functions guide
+    // ("IAM policies for using Distributed Map states") has shown both '<name>/*' and '<name>:*'
+    // for DescribeExecution/StopExecution, so both forms are granted, each confined to this
+    // state machine's executions.
+    const childExecutionsArns = ['/*', ':*'].map((suffix) =>
+      stack.formatArn({
+        service: 'states',
+        resource: 'execution',
+        resourceName: `${stateMachineName}${suffix}`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      }),
+    );
 
     const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
       // Step Functions vended logs require the /aws/vendedlogs/ prefix to keep resource policies small.
@@ -490,7 +496,7 @@ export class ArchiveWorkflow extends Construct {
       new iam.PolicyStatement({
         sid: 'MapChildExecutionsControl',
         actions: ['states:DescribeExecution', 'states:StopExecution'],
-        resources: [childExecutionsArn],
+        resources: childExecutionsArns,
       }),
     );
     if (props.encryptionKey) {
@@ -581,7 +587,7 @@ export class ArchiveWorkflow extends Construct {
           // Region and account are tokens in an environment-agnostic stack and literals otherwise.
           appliesTo: [
             {
-              regex: `/^Resource::arn:<AWS::Partition>:states:[^/]+:execution:${escapeRegex(this.stateMachineName)}\\/\\*$/g`,
+              regex: `/^Resource::arn:<AWS::Partition>:states:[^/]+:execution:${escapeRegex(this.stateMachineName)}(\\/|:)\\*$/g`,
             },
           ],
         },

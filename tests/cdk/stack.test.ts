@@ -347,7 +347,10 @@ describe('IAM: least privilege', () => {
     ]);
     const control = st.find((s) => list(s.Action).includes('states:DescribeExecution'))!;
     assert.deepEqual(list(control.Action).sort(), ['states:DescribeExecution', 'states:StopExecution']);
-    assert.deepEqual(list(control.Resource).map(render), [`arn:<AWS::Partition>:states:eu-west-1:123456789012:execution:${name}/*`]);
+    assert.deepEqual(list(control.Resource).map(render), [
+      `arn:<AWS::Partition>:states:eu-west-1:123456789012:execution:${name}/*`,
+      `arn:<AWS::Partition>:states:eu-west-1:123456789012:execution:${name}:*`,
+    ]);
     // The role's policy must not reference the state machine resource (that is the cycle).
     const policyText = JSON.stringify(st);
     assert.ok(!policyText.includes(ids.stateMachine), 'no Ref/GetAtt of the state machine in its own role');
