@@ -131,31 +131,9 @@ func (l *Lambdas) Function(nameOrArn string) *LambdaFunction {
 
 // Invoke runs one RequestResponse invocation.
 func (l *Lambdas) Invoke(ctx context.Context, f *LambdaFunction, payload []byte) (Result, error) {
-	var s *sandbox
-	select {
-	case s = <-f.idle:
-	default:
-		f.mu.Lock()
-		canStart := f.count < maxEnvironments
-		if canStart {
-			f.count++
-		}
-		f.mu.Unlock()
-		if canStart {
-			var err error
-			if s, err = l.start(f); err != nil {
-				f.mu.Lock()
-				f.count--
-				f.mu.Unlock()
-				return Result{}, err
-			}
-		} else {
-			select {
-			case s = <-f.idle:
-			case <-ctx.Done():
-				return Result{}, ctx.Err()
-			}
-		}
+	s, err := l.acquire(ctx, f)
+	if err != nil {
+		return Result{}, err
 	}
 	l.mu.Lock()
 	l.seq++
@@ -207,6 +185,48 @@ func (l *Lambdas) Invoke(ctx context.Context, f *LambdaFunction, payload []byte)
 		f.mu.Unlock()
 	}
 	return res, nil
+}
+
+// acquire returns an idle environment of f, or starts one while f has fewer
+// than maxEnvironments, or waits for one to be free. An idle environment
+// whose process has died is dropped, as Lambda replaces it.
+func (l *Lambdas) acquire(ctx context.Context, f *LambdaFunction) (*sandbox, error) {
+	for {
+		select {
+		case s := <-f.idle:
+			select {
+			case <-s.exited:
+				f.mu.Lock()
+				f.count--
+				f.mu.Unlock()
+				continue
+			default:
+				return s, nil
+			}
+		default:
+		}
+		f.mu.Lock()
+		canStart := f.count < maxEnvironments
+		if canStart {
+			f.count++
+		}
+		f.mu.Unlock()
+		if canStart {
+			s, err := l.start(f)
+			if err != nil {
+				f.mu.Lock()
+				f.count--
+				f.mu.Unlock()
+			}
+			return s, err
+		}
+		select {
+		case s := <-f.idle:
+			f.idle <- s // re-examined at the top of the loop
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 func errorResult(typ, msg string) Result {
