@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +90,60 @@ func TestChainOverThousandsOfTinyObjects(t *testing.T) {
 	objs["tiny/zz-big"] = body(98, 6*mib)
 	w.put(t, "src", objs)
 	w.chainPeak(t, "tiny/", "out/tiny.zip", objs, roundBound(1))
+}
+
+// syncBuffer is a log's destination shared by goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The planner (what `s3zip create` and the Lambda run) warns before any
+// part is built when chain is asked for on thousands of tiny objects, with
+// chain's and auto's predictions; not on a few big objects, where chain is a
+// fair choice.
+func TestPlannerWarnsChainIsTheWrongTool(t *testing.T) {
+	w := newWorld(t, "src")
+	w.put(t, "src", tinyObjects("tiny/", 6000, 3))
+	w.put(t, "src", map[string][]byte{"big/1": body(1, 6*mib), "big/2": body(2, 6*mib), "big/3": body(3, 6*mib)})
+	for _, c := range []struct {
+		prefix string
+		warns  bool
+	}{{"tiny/", true}, {"big/", false}} {
+		t.Run(strings.TrimSuffix(c.prefix, "/"), func(t *testing.T) {
+			var logs syncBuffer
+			cfg := workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 8}
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			raw, _ := json.Marshal(listRequest("chain", "src", c.prefix, "out/advice.zip", nil))
+			execution := "e2e-advice-" + strings.TrimSuffix(c.prefix, "/")
+			job, err := (&workflow.Planner{S3: w.s3, Config: cfg, Log: log}).Plan(context.Background(), workflow.PlanInput{Request: raw, Execution: execution})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, _ := json.Marshal(job)
+			if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Abort(context.Background(), workflow.AbortInput{State: state, Execution: execution}); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.String()
+			if warned := strings.Contains(got, "chain is the wrong tool"); warned != c.warns {
+				t.Fatalf("warned: %v, want %v; log:\n%s", warned, c.warns, got)
+			}
+			if c.warns && !(strings.Contains(got, "level=WARN") && strings.Contains(got, "where auto is predicted")) {
+				t.Errorf("the warning does not give auto's prediction beside chain's:\n%s", got)
+			}
+			w.clean(t)
+		})
+	}
 }
