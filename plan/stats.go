@@ -16,6 +16,10 @@ func (r Requests) Total() int {
 	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
 }
 
+// Billed is the number of requests S3 charges for: all but DELETEs, which
+// are free.
+func (r Requests) Billed() int { return r.Total() - r.Delete }
+
 // Stats says what a plan costs before anything runs.
 type Stats struct {
 	Entries       int   `json:"entries"`
@@ -83,8 +87,6 @@ func (p *Plan) Stats() Stats {
 	}
 	if s.ChainParts > 0 {
 		s.Requests.UploadPart++ // the pad
-		// Round objects are deleted with the work prefix, 1,000 a request.
-		s.Requests.Delete += int(ceilDiv(int64(s.ChainRounds), 1000))
 	}
 	return s
 }
