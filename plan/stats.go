@@ -31,6 +31,9 @@ type Stats struct {
 	CopyParts     int   `json:"copyParts"`
 	ChainParts    int   `json:"chainParts"`
 	ChainRounds   int   `json:"chainRounds"`
+	// LongestChain is the rounds of the longest chain part: built one after
+	// another, they bound how fast the run can be.
+	LongestChain int `json:"longestChain,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -66,6 +69,7 @@ func (p *Plan) Stats() Stats {
 			c := CostOfChain(ChainRounds(entries, part.Start, part.End))
 			s.ChainParts++
 			s.ChainRounds += c.Rounds
+			s.LongestChain = max(s.LongestChain, c.Rounds)
 			s.StreamedBytes += c.Uploaded
 			s.CopiedBytes += part.Size() - c.Uploaded
 			s.ServerCopiedBytes += c.ServerCopied
