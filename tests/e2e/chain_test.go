@@ -8,10 +8,16 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
 	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -146,4 +152,77 @@ func TestPlannerWarnsChainIsTheWrongTool(t *testing.T) {
 			w.clean(t)
 		})
 	}
+}
+
+// failComplete fails the n-th CompleteMultipartUpload: a chain round the
+// server refuses half-way through the chain.
+type failComplete struct {
+	*s3.Client
+	n, calls atomic.Int32
+}
+
+func (f *failComplete) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	if f.calls.Add(1) == f.n.Load() {
+		return nil, &smithy.GenericAPIError{Code: "InsufficientStorage", Message: "No space left on device."}
+	}
+	return f.Client.CompleteMultipartUpload(ctx, in, o...)
+}
+
+// A chain that fails half-way removes what it built itself (round objects
+// and round uploads), before the abort deletes the work prefix, and the
+// server's "out of space" ends the batch with a RefusedError, not a retry.
+func TestChainFailureLeavesNoRounds(t *testing.T) {
+	w := newWorld(t, "src")
+	objs := tinyObjects("f/", 60, 4)
+	objs["f/zz-big"] = body(97, 6*mib)
+	w.put(t, "src", objs)
+	ctx := context.Background()
+	cfg := workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}
+	raw, _ := json.Marshal(listRequest("chain", "src", "f/", "out/failed.zip", nil))
+	job, err := (&workflow.Planner{S3: w.s3, Config: cfg}).Plan(ctx, workflow.PlanInput{Request: raw, Execution: "e2e-chain-failure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &job.WorkBucket, Key: &job.PartsKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := plan.DecodeParts(out.Body)
+	out.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in workflow.BatchInput
+	in.Items, in.BatchInput.Job = items, *job
+	c := &failComplete{Client: w.s3}
+	c.n.Store(40)
+	_, err = (&workflow.Worker{S3: c, Config: cfg}).Build(ctx, in)
+	if workflow.ErrorType(err) != "RefusedError" || workflow.Retryable(err) || !strings.Contains(err.Error(), "out of space") {
+		t.Fatalf("err = %v (%s): want a RefusedError that says the server is out of space", err, workflow.ErrorType(err))
+	}
+	t.Logf("batch failed as it should: %v", err)
+	var left []string
+	p := s3.NewListObjectsV2Paginator(w.s3, &s3.ListObjectsV2Input{Bucket: &job.WorkBucket, Prefix: aws.String(job.WorkPrefix + "chain/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			left = append(left, aws.ToString(o.Key))
+		}
+	}
+	ups, err := w.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &job.WorkBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 || len(ups.Uploads) > 0 {
+		t.Errorf("the failed chain left %d round objects %v and %d round uploads", len(left), left, len(ups.Uploads))
+	}
+	state, _ := json.Marshal(job)
+	if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Abort(ctx, workflow.AbortInput{State: state, Execution: "e2e-chain-failure"}); err != nil {
+		t.Fatal(err)
+	}
+	w.absent(t, "out/failed.zip")
+	w.clean(t)
 }
