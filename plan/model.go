@@ -145,6 +145,9 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		chainSeq := float64(s.ChainRounds*4) * share
 		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
 		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
+		// A chain part's rounds run one after another, however many requests a
+		// worker could keep in flight: its longest chain is a floor.
+		requests = math.Max(requests, float64(s.LongestChain*4)*m.RequestLatency)
 		worker = math.Max(stream, requests) + m.InvokeSeconds
 	}
 
@@ -338,6 +341,7 @@ func mixStats(a, b Stats, f float64) Stats {
 		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
 		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
+		LongestChain: map[bool]int{true: b.LongestChain, false: a.LongestChain}[f > 0], // any chained run may be the longest
 		Requests: Requests{
 			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
 			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),

@@ -16,6 +16,10 @@ func (r Requests) Total() int {
 	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
 }
 
+// Billed is the number of requests S3 charges for: all but DELETEs, which
+// are free.
+func (r Requests) Billed() int { return r.Total() - r.Delete }
+
 // Stats says what a plan costs before anything runs.
 type Stats struct {
 	Entries       int   `json:"entries"`
@@ -27,6 +31,9 @@ type Stats struct {
 	CopyParts     int   `json:"copyParts"`
 	ChainParts    int   `json:"chainParts"`
 	ChainRounds   int   `json:"chainRounds"`
+	// LongestChain is the rounds of the longest chain part: built one after
+	// another, they bound how fast the run can be.
+	LongestChain int `json:"longestChain,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -54,8 +61,6 @@ func (p *Plan) Stats() Stats {
 	}
 	if s.ChainParts > 0 {
 		s.Requests.UploadPart++ // the pad
-		// Round objects are deleted with the work prefix, 1,000 a request.
-		s.Requests.Delete += int(ceilDiv(int64(s.ChainRounds), 1000))
 	}
 	return s
 }
@@ -74,6 +79,7 @@ func (p *Plan) partStats(part *Part) Stats {
 		c := CostOfChain(ChainRounds(entries, part.Start, part.End))
 		s.ChainParts++
 		s.ChainRounds += c.Rounds
+		s.LongestChain = c.Rounds
 		s.StreamedBytes += c.Uploaded
 		s.CopiedBytes += part.Size() - c.Uploaded
 		s.ServerCopiedBytes += c.ServerCopied
@@ -104,6 +110,7 @@ func (s *Stats) add(t Stats) {
 	s.CopyParts += t.CopyParts
 	s.ChainParts += t.ChainParts
 	s.ChainRounds += t.ChainRounds
+	s.LongestChain = max(s.LongestChain, t.LongestChain)
 	r, u := &s.Requests, t.Requests
 	r.Get += u.Get
 	r.Head += u.Head
@@ -114,12 +121,11 @@ func (s *Stats) add(t Stats) {
 	r.Delete += u.Delete
 }
 
-// Load is the work of one batch of part jobs: one worker invocation.
+// Load is the work of one batch of part jobs: one worker invocation. Its
+// LongestChain is the rounds of the batch's longest chain: a chain's rounds
+// are one after the other, its parts' chains side by side.
 type Load struct {
 	Stats
-	// LongestChain is the rounds of the batch's longest chain: a chain's
-	// rounds are one after the other, its parts' chains side by side.
-	LongestChain int
 }
 
 // Loads cuts the workers' part jobs into batches of perBatch jobs, in the
@@ -137,9 +143,7 @@ func (p *Plan) Loads(perBatch int) []Load {
 		jobs++
 		l := &loads[len(loads)-1]
 		for k := i; k <= min(i+parts[i].Carry, len(parts)-1); k++ {
-			ps := p.partStats(&parts[k])
-			l.add(ps)
-			l.LongestChain = max(l.LongestChain, ps.ChainRounds)
+			l.add(p.partStats(&parts[k]))
 		}
 		i += parts[i].Carry
 	}

@@ -112,10 +112,12 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if concurrency == 0 {
 		concurrency = cfg.DefaultMaxConcurrency
 	}
-	p, err := plan.Make(entries, plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model})
+	opts := plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model}
+	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return nil, planError(err)
 	}
+	warnWrongTool(log, p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
 	}

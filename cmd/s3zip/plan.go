@@ -39,6 +39,8 @@ type planSummary struct {
 	Workers          int     `json:"workers"`
 	PredictedSeconds float64 `json:"predictedSeconds"`
 	PredictedDollars float64 `json:"predictedDollars"`
+	// Advice says when the strategy asked for is the wrong tool for the set.
+	Advice string `json:"advice,omitempty"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -84,7 +86,8 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	start := time.Now()
-	p, err := plan.Make(entries, plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers})
+	opts := plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers}
+	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
 	}
@@ -102,6 +105,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
+	if sum.Advice, err = chainAdvice(p, entries, opts); err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -119,6 +125,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
 	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	if sum.Advice != "" {
+		fmt.Fprintf(stdout, "advice          %s\n", sum.Advice)
+	}
 	return nil
 }
 
