@@ -35,6 +35,7 @@ func (w *Worker) streamCopyRange(ctx context.Context, job *Job, item *plan.PartJ
 	if err != nil {
 		return nil, err
 	}
+	w.logger().Info("streaming a copy part", "execution", job.Execution, "part", item.Number, "bytes", to-from, "readForCRC", read)
 	body := newRangeReader(ctx, w.S3, src, from, to)
 	defer body.Close()
 	out, err := w.S3.UploadPart(ctx, &s3.UploadPartInput{
@@ -55,7 +56,7 @@ func (w *Worker) streamCopyRange(ctx context.Context, job *Job, item *plan.PartJ
 		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, streamed from s3://%s/%s bytes %d-%d whose CRC-32 is %s",
 			got, item.Number, src.Bucket, src.Key, from, to-1, crcBase64(crc))}
 	}
-	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: crcBase64(crc), StreamedBytes: read + (to - from)}, nil
+	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: crcBase64(crc), StreamedBytes: to - from}, nil
 }
 
 // rangeCRC is the CRC-32 of the copy part's source range, and how many
