@@ -166,14 +166,22 @@ func runKinds(t *testing.T, c kindsCase) {
 	for _, s := range c.strategies {
 		t.Run(s, func(t *testing.T) {
 			var mu sync.Mutex
-			var got int64 // source bytes GET through workers and planner
+			var got int64       // GETs of sources, by workers and planner
+			var probed []string // ranges of CRC-32 composites copied only to learn a CRC
 			client := w.srv.Client(t, func(o *s3.Options) {
 				o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			}, watch(func(params any) {
-				if g, ok := params.(*s3.GetObjectInput); ok && aws.ToString(g.Bucket) == "src" {
-					mu.Lock()
-					got++
-					mu.Unlock()
+				mu.Lock()
+				defer mu.Unlock()
+				switch v := params.(type) {
+				case *s3.GetObjectInput:
+					if aws.ToString(v.Bucket) == "src" {
+						got++
+					}
+				case *s3.UploadPartCopyInput:
+					if strings.Contains(aws.ToString(v.Key), "crc-probe") && strings.Contains(aws.ToString(v.CopySource), "crc32-composite") {
+						probed = append(probed, aws.ToString(v.CopySource)+" "+aws.ToString(v.CopySourceRange))
+					}
 				}
 			}))
 			dest := "out/" + s + ".zip"
@@ -185,8 +193,15 @@ func runKinds(t *testing.T, c kindsCase) {
 				t.Fatal(err)
 			}
 			st := res.Output.Stats
-			t.Logf("%s: %d entries, archive %d bytes in %v; streamed %d, copied %d; %d copy parts; %d GETs of sources",
-				s, st.Entries, res.Output.Archive.Size, time.Since(t0).Round(time.Millisecond), st.StreamedBytesActual, st.CopiedBytesActual, st.CopyParts, got)
+			t.Logf("%s: %d entries, archive %d bytes in %v; streamed %d, copied %d; %d copy parts; %d GETs of sources; probes of composites %v",
+				s, st.Entries, res.Output.Archive.Size, time.Since(t0).Round(time.Millisecond), st.StreamedBytesActual, st.CopiedBytesActual, st.CopyParts, got, probed)
+			// versitygw answers a copy of a composite with the composite: a
+			// one-byte copy finds that out, not a copy of the whole object.
+			for _, p := range probed {
+				if !strings.HasSuffix(p, " bytes=0-0") {
+					t.Errorf("copied %s into the CRC probe, want at most its first byte", p)
+				}
+			}
 			w.check(t, dest, want)
 			w.clean(t)
 			if _, err := w.s3.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("dst"), Key: &dest}); err != nil {
@@ -209,17 +224,21 @@ func TestSourceKindsLargerThanBudget(t *testing.T) {
 	runKinds(t, kindsCase{size: 20*mib + 3, budget: 8 * mib})
 }
 
-// About 1 GiB (129 parts of 8 MiB, as in the issue), the default budget.
+// About 1 GiB (129 parts of 8 MiB, as in the issue), with the default
+// 512 MiB budget: the two kinds whose copy answers versitygw cannot give
+// (fact i) through the strategies that copy. The other kinds' answers are
+// trusted whatever the size, and every kind and strategy runs over the
+// budget in TestSourceKindsLargerThanBudget; streaming 1 GiB through one
+// process is what stream always does.
 func TestSourceKindsOver1GiB(t *testing.T) {
 	long(t)
-	runKinds(t, kindsCase{size: 1<<30 + 3})
+	runKinds(t, kindsCase{size: 1<<30 + 3, kinds: []sourceKind{sourceKinds[1], sourceKinds[2]}, strategies: []string{"duo", "chain", "auto"}})
 }
 
-// Over 5 GiB: copied in ranges. Stream would move every byte through one
-// process and chain would have the server copy it three times: duo and auto
-// are the strategies that copy it; the CRC-32 composite is the kind whose
-// answers are untrusted, CRC-64/NVME one whose are trusted.
+// Over 5 GiB, copied in ranges, the CRC-32 composite (the issue's failing
+// kind), with auto (the default) and duo, which failed on it. The object
+// over 5 GiB without a checksum is TestArchiveOver4GiBWithObjectOver5GiB.
 func TestSourceKindsOver5GiB(t *testing.T) {
 	long(t)
-	runKinds(t, kindsCase{size: 5<<30 + 12345, kinds: []sourceKind{sourceKinds[2], sourceKinds[3]}, strategies: []string{"duo", "auto"}})
+	runKinds(t, kindsCase{size: 5<<30 + 12345, kinds: []sourceKind{sourceKinds[2]}, strategies: []string{"duo", "auto"}})
 }
