@@ -226,13 +226,13 @@ func TestSourceKindsLargerThanBudget(t *testing.T) {
 
 // About 1 GiB (129 parts of 8 MiB, as in the issue), with the default
 // 512 MiB budget: the two kinds whose copy answers versitygw cannot give
-// (fact i) through the strategies that copy. The other kinds' answers are
-// trusted whatever the size, and every kind and strategy runs over the
-// budget in TestSourceKindsLargerThanBudget; streaming 1 GiB through one
-// process is what stream always does.
+// (fact i), with duo and auto, which failed on them. The other kinds'
+// answers are trusted whatever the size; every kind and strategy runs over
+// the budget in TestSourceKindsLargerThanBudget; chain (2 minutes more here)
+// built these in the issue and streams nothing of them.
 func TestSourceKindsOver1GiB(t *testing.T) {
 	long(t)
-	runKinds(t, kindsCase{size: 1<<30 + 3, kinds: []sourceKind{sourceKinds[1], sourceKinds[2]}, strategies: []string{"duo", "chain", "auto"}})
+	runKinds(t, kindsCase{size: 1<<30 + 3, kinds: []sourceKind{sourceKinds[1], sourceKinds[2]}, strategies: []string{"duo", "auto"}})
 }
 
 // Over 5 GiB, copied in ranges, the CRC-32 composite (the issue's failing
