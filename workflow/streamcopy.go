@@ -105,7 +105,7 @@ type rangeReader struct {
 	from, to int64
 	pos      int64 // absolute offset of the next byte
 	body     io.ReadCloser
-	err      error // the first source-side failure, for the caller's message
+	err      error // the source-side failure of this attempt, for the caller's message
 }
 
 func newRangeReader(ctx context.Context, c objectGetter, src *sourceRef, from, to int64) *rangeReader {
@@ -176,6 +176,7 @@ func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
 	if abs != r.pos {
 		r.Close()
 		r.pos = abs
+		r.err = nil // a rewound body starts another attempt
 	}
 	return abs - r.from, nil
 }

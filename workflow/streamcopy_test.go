@@ -1,10 +1,13 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/s3zip/s3zip/plan"
@@ -95,5 +98,40 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 			t.Logf("part %d: %d bytes, source bytes read %d (%.2f×), allocated %d", copy.Number, len(want), f.served[key],
 				float64(f.served[key])/float64(len(want)), after.TotalAlloc-before.TotalAlloc)
 		})
+	}
+}
+
+// The SDK rewinds a request body to retry it: a streamed part's body reads
+// the same bytes again after a seek, with a new GET from where it seeks to,
+// and a short body is an error, not a short part.
+func TestRangeReaderRewindsAndChecksLength(t *testing.T) {
+	f := newFakeS3()
+	src := bytes.Repeat([]byte("0123456789"), 100_000)
+	f.put("src", "k", src)
+	ref := &sourceRef{Bucket: "src", Key: "k", ETag: f.etags["src/k"]}
+	r := newRangeReader(context.Background(), f, ref, 1000, 900_000)
+	half := make([]byte, 300_000)
+	if _, err := io.ReadFull(r, half); err != nil {
+		t.Fatal(err)
+	}
+	if pos, err := r.Seek(0, io.SeekStart); err != nil || pos != 0 {
+		t.Fatalf("seek to start: %d, %v", pos, err)
+	}
+	all, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(all, src[1000:900_000]) {
+		t.Fatalf("after a rewind read %d bytes (err %v), want bytes 1000-899999 of the source", len(all), err)
+	}
+	if f.calls["GetObject"] != 2 {
+		t.Errorf("%d GETs, want 2 (one per attempt)", f.calls["GetObject"])
+	}
+	if _, err := r.Seek(-1, io.SeekStart); err == nil {
+		t.Error("seek before the range: no error")
+	}
+
+	// The source shrank under the reader (no If-Match on this fake path).
+	f.objects["src/k"] = src[:500_000]
+	r = newRangeReader(context.Background(), f, &sourceRef{Bucket: "src", Key: "k"}, 1000, 900_000)
+	if _, err := io.Copy(io.Discard, r); err == nil || !strings.Contains(err.Error(), "bytes came back") {
+		t.Errorf("short source: err %v, want one saying how many bytes came back", err)
 	}
 }
