@@ -47,8 +47,12 @@ var sourceKinds = []sourceKind{
 // cliPartSize is the part size of the AWS CLI and SDK upload managers.
 const cliPartSize = 8 * mib
 
-// patterned is size bytes of a cheap pattern that differs from part to part
-// (so a range off by a part would be caught), made from one 8 MiB buffer.
+// patterned is size bytes of a cheap pattern made from one 8 MiB buffer,
+// whose parts repeat only every 7 (so a range off by 1, 2, 4 or 8 parts
+// would be caught). Not all different: versitygw on ext4 keeps an object's
+// list of parts, with their checksums, in an extended attribute, and 129
+// parts with different checksums overflow it ("InsufficientStorage: No space
+// left on device" at Complete, with the disk nearly empty).
 type patterned struct {
 	seed uint64
 	size int64
@@ -61,7 +65,7 @@ func newPatterned(seed uint64, size int64) *patterned {
 
 // part is the n-th (from 0) cliPartSize slice of the object.
 func (p *patterned) part(n int64) []byte {
-	off := (n * 4099 * 8) % (64 << 10)
+	off := (n % 7) * 4099
 	size := min(cliPartSize, p.size-n*cliPartSize)
 	return p.base[off : off+size]
 }
