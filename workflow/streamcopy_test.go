@@ -86,8 +86,11 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 			if crc := out.Parts[0].CRCs[strconv.Itoa(copy.First)]; !tc.crcKnown && crc != fmt.Sprintf("%08x", crcOf(src)) {
 				t.Errorf("entry %d: CRC %q reported, want %08x", copy.First, crc, crcOf(src))
 			}
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*budget {
-				t.Errorf("%d bytes allocated to stream a %d-byte range, want at most 3× the %d-byte budget", alloc, len(want), budget)
+			// Holding the range would allocate at least its size; what is
+			// allocated is the part before it (6 MiB) and buffers (under the
+			// race detector too).
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(want))/3 {
+				t.Errorf("%d bytes allocated to stream a %d-byte range, want under a third of it", alloc, len(want))
 			}
 			// The part before a tail streams the object's start, and a known
 			// CRC-32 is turned into the tail's by reading that start again.
