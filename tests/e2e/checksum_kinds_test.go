@@ -49,10 +49,7 @@ const cliPartSize = 8 * mib
 
 // patterned is size bytes of a cheap pattern made from one 8 MiB buffer,
 // whose parts repeat only every 7 (so a range off by 1, 2, 4 or 8 parts
-// would be caught). Not all different: versitygw on ext4 keeps an object's
-// list of parts, with their checksums, in an extended attribute, and 129
-// parts with different checksums overflow it ("InsufficientStorage: No space
-// left on device" at Complete, with the disk nearly empty).
+// would be caught).
 type patterned struct {
 	seed uint64
 	size int64
