@@ -38,6 +38,7 @@ type Client interface {
 	UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
 	CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
 	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
 }
 
 // Request is one extraction.
@@ -113,6 +114,7 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 	if req.Prefix != "" && !strings.HasSuffix(req.Prefix, "/") {
 		req.Prefix += "/"
 	}
+	started := time.Now().Add(-5 * time.Minute)
 	a, err := archive.Open(ctx, c, req.Bucket, req.Key)
 	if err != nil {
 		return nil, err
@@ -123,7 +125,7 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 	}
 	starts, err := a.DataStarts(ctx, keep, req.Workers*2)
 	if err != nil {
-		return nil, err
+		return nil, sourceChanged(err, a)
 	}
 	p, err := PlanJobs(a, req.Prefix, keep, starts, skipped, req.Options)
 	if err != nil {
@@ -134,7 +136,12 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 			return nil, err
 		}
 	}
-	x := &executor{c: c, a: a, req: req, uploads: map[string]string{}}
+	x := &executor{c: c, a: a, req: req, uploads: map[string]string{}, keys: map[string]bool{}, started: started}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			x.keys[it.Key] = true
+		}
+	}
 	res := &Result{Archive: a.String(), ETag: a.ETag, Entries: len(a.Entries), Plan: p, Skipped: p.Skipped}
 	var total int64
 	for _, j := range p.Jobs {
@@ -226,8 +233,10 @@ type executor struct {
 	// quirk: the server answers ranged copies with a wrong CRC-32, so
 	// copies are checked by reading instead.
 	quirk      atomic.Bool
-	verifyRead atomic.Int64 // bytes read only to check copies
-	maybe      []string     // keys whose write failed in a way that may have written them
+	verifyRead atomic.Int64    // bytes read only to check copies
+	maybe      []string        // keys whose write failed in a way that may have written them
+	keys       map[string]bool // every key the plan writes
+	started    time.Time       // when the run began (less a margin for clocks)
 }
 
 // mayHaveWritten remembers a key whose write failed other than by its
@@ -379,7 +388,9 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
 	}
-	cr, err := x.c.CreateMultipartUpload(ctx, in)
+	// Not cancelled with the run: an upload S3 creates must be known, to
+	// be aborted.
+	cr, err := x.c.CreateMultipartUpload(context.WithoutCancel(ctx), in)
 	if err != nil {
 		return "", fmt.Errorf("entry %q: create upload for s3://%s/%s: %w", it.Name, d, it.Key, err)
 	}
@@ -536,7 +547,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) error {
 	const partSize = 16 << 20
 	d := x.req.DestBucket
-	cr, err := x.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+	cr, err := x.c.CreateMultipartUpload(context.WithoutCancel(ctx), &s3.CreateMultipartUploadInput{
 		Bucket: &d, Key: &it.Key, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, ChecksumType: types.ChecksumTypeFullObject,
 		ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	})
@@ -622,6 +633,28 @@ func (x *executor) cleanup(ctx context.Context) error {
 		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err != nil && !isCode(err, "NoSuchUpload") {
 			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, key, err))
 		}
+	}
+	// An upload whose CreateMultipartUpload answer was lost is known only to
+	// S3: abort the uploads of this run's keys begun since it started.
+	lin := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(x.req.Prefix)}
+	for {
+		out, err := x.c.ListMultipartUploads(ctx, lin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list uploads under s3://%s/%s: %w", d, x.req.Prefix, err))
+			break
+		}
+		for _, u := range out.Uploads {
+			if !x.keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(x.started) {
+				continue
+			}
+			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !isCode(err, "NoSuchUpload") {
+				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		lin.KeyMarker, lin.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
 	keys := append([]string(nil), x.maybe...)
 	for _, w := range x.written {
