@@ -68,10 +68,16 @@ const (
 
 // Item is one entry to write as an object.
 type Item struct {
-	Entry          int       `json:"entry"` // index in the central directory
-	Name           string    `json:"name"`
-	Key            string    `json:"key"`
-	Method         uint16    `json:"method"`
+	Entry  int    `json:"entry"` // index in the central directory
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Method uint16 `json:"method"`
+	// Offset is the entry's local header; Bound where the next entry (or the
+	// central directory) starts: its header and data must end by then.
+	Offset int64 `json:"offset"`
+	Bound  int64 `json:"bound"`
+	// DataStart is where the data starts, from the local header: known at
+	// planning for copies; a read job finds it in the bytes it reads.
 	DataStart      int64     `json:"dataStart"`
 	CompressedSize int64     `json:"compressedSize"`
 	Size           int64     `json:"size"`
@@ -263,8 +269,30 @@ func methodName(m uint16) string {
 	return "unknown"
 }
 
-// PlanJobs turns the entries kept by Check, with where their data starts
-// (from their local headers), into jobs.
+// Copies returns the entries kept by Check that PlanJobs copies server-side:
+// their data starts must be read from their local headers before planning.
+// The others' headers are read by the read jobs, in the bytes they read
+// anyway.
+func Copies(a *archive.Archive, keep []int, opts Options) []int {
+	small := opts.SmallStored
+	if small == 0 {
+		small = DefaultSmallStored
+	}
+	var out []int
+	for _, i := range keep {
+		if e := &a.Entries[i]; copied(e, small) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func copied(e *archive.Entry, small int64) bool {
+	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small
+}
+
+// PlanJobs turns the entries kept by Check into jobs; dataStart holds where
+// the data of the entries named by Copies starts (from their local headers).
 func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]int64, skipped []Skipped, opts Options) (*Plan, error) {
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
 		return nil, &RefusedError{Archive: a.String(), Entries: probs}
@@ -284,6 +312,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 	p := &Plan{Skipped: skipped}
 	order := append([]int(nil), keep...)
 	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
+	bound := bounds(a)
 	var cur *Job
 	flush := func() {
 		if cur != nil {
@@ -296,7 +325,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 		e := &a.Entries[i]
 		it := Item{
 			Entry: i, Name: e.Name, Key: prefix + e.Name, Method: e.Method,
-			DataStart: dataStart[i], CompressedSize: e.CompressedSize, Size: e.UncompressedSize,
+			Offset: e.Offset, Bound: bound[i], DataStart: -1, CompressedSize: e.CompressedSize, Size: e.UncompressedSize,
 			CRC32: e.CRC32, Modified: e.Modified, ContentType: contentType(e.Name),
 		}
 		p.Objects++
@@ -304,7 +333,12 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
 			return nil, &RefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
 		}
-		if e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small {
+		if copied(e, small) {
+			ds, ok := dataStart[i]
+			if !ok {
+				return nil, fmt.Errorf("entry %q: where its data starts was not read before planning its copy", e.Name)
+			}
+			it.DataStart = ds
 			flush()
 			j := Job{Kind: KindCopy, Items: []Item{it}, Ranges: copyRanges(it.DataStart, it.CompressedSize, copyPart)}
 			if len(j.Ranges) > MaxParts {
@@ -314,19 +348,39 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 			p.Jobs = append(p.Jobs, j)
 			continue
 		}
-		end := it.DataStart + it.CompressedSize
+		// A read job reads each entry from its local header to the next
+		// entry, so the header's real length is learnt from the bytes read.
+		end := it.Bound
 		if cur != nil && end-cur.Ranges[0].Start <= group {
 			cur.Items = append(cur.Items, it)
 			cur.Ranges[0].End = end
 			continue
 		}
 		flush()
-		cur = &Job{Kind: KindRead, Items: []Item{it}, Ranges: []Range{{it.DataStart, end}}}
+		cur = &Job{Kind: KindRead, Items: []Item{it}, Ranges: []Range{{it.Offset, end}}}
 	}
 	flush()
 	// Largest first, so the long jobs start early.
 	sort.SliceStable(p.Jobs, func(x, y int) bool { return p.Jobs[x].Bytes() > p.Jobs[y].Bytes() })
 	return p, nil
+}
+
+// bounds returns, per entry, where the next entry by offset (or the central
+// directory) starts.
+func bounds(a *archive.Archive) []int64 {
+	order := make([]int, len(a.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
+	out := make([]int64, len(a.Entries))
+	for k, i := range order {
+		out[i] = a.CentralDirStart
+		if k+1 < len(order) {
+			out[i] = a.Entries[order[k+1]].Offset
+		}
+	}
+	return out
 }
 
 // copyRanges cuts [start, start+n) into copy parts: one part when it fits

@@ -123,7 +123,7 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 	if err != nil {
 		return nil, err
 	}
-	starts, err := a.DataStarts(ctx, keep, req.Workers*2)
+	starts, err := a.DataStarts(ctx, Copies(a, keep, req.Options), req.Workers*2)
 	if err != nil {
 		return nil, sourceChanged(err, a)
 	}
@@ -488,8 +488,24 @@ func (x *executor) readGroup(ctx context.Context, j *Job) error {
 	pos := r.Start
 	for k := range j.Items {
 		it := &j.Items[k]
-		if _, err := io.CopyN(io.Discard, body, it.DataStart-pos); err != nil {
+		if _, err := io.CopyN(io.Discard, body, it.Offset-pos); err != nil {
 			return fmt.Errorf("read %s up to entry %q: %w", x.a, it.Name, err)
+		}
+		var fixed [30]byte
+		if _, err := io.ReadFull(body, fixed[:]); err != nil {
+			return fmt.Errorf("read %s: local header of entry %q at %d: %w", x.a, it.Name, it.Offset, err)
+		}
+		if binary.LittleEndian.Uint32(fixed[:]) != 0x04034b50 {
+			return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf("entry %q: no local header (signature 0x04034b50 missing)", it.Name)}
+		}
+		hlen := int64(30 + int(binary.LittleEndian.Uint16(fixed[26:])) + int(binary.LittleEndian.Uint16(fixed[28:])))
+		it.DataStart = it.Offset + hlen
+		if it.DataStart+it.CompressedSize > it.Bound {
+			return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf(
+				"entry %q: its %d-byte local header and %d bytes of data end at %d, past the next entry at %d (overlapping entries)", it.Name, hlen, it.CompressedSize, it.DataStart+it.CompressedSize, it.Bound)}
+		}
+		if _, err := io.CopyN(io.Discard, body, hlen-30); err != nil {
+			return fmt.Errorf("read %s: local header of entry %q: %w", x.a, it.Name, err)
 		}
 		src := io.LimitReader(body, it.CompressedSize)
 		if err := x.writeEntry(ctx, it, src); err != nil {
