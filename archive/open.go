@@ -60,7 +60,7 @@ type Archive struct {
 	// ChecksumCRC32 is the whole object's CRC-32 as S3 stores it (base64),
 	// when it stores one.
 	ChecksumCRC32 string
-	Entries     []Entry
+	Entries       []Entry
 
 	Zip64           bool  // the end records include a ZIP64 end record
 	CentralDirStart int64 // offset of the central directory
