@@ -479,6 +479,7 @@ type faulty struct {
 	after   int32
 	n       atomic.Int32
 	replace func()
+	cancel  context.CancelFunc // interrupts the run (Ctrl-C) instead of failing the request
 }
 
 func (f *faulty) hit(op string) bool {
@@ -489,7 +490,9 @@ var errInjected = errors.New("injected fault")
 
 func (f *faulty) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput, o ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
 	if f.hit("UploadPartCopy") {
-		if f.replace != nil {
+		if f.cancel != nil {
+			f.cancel()
+		} else if f.replace != nil {
 			f.replace()
 		} else {
 			return nil, errInjected
@@ -500,7 +503,11 @@ func (f *faulty) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput,
 
 func (f *faulty) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if f.hit("PutObject") {
-		return nil, errInjected
+		if f.cancel != nil {
+			f.cancel()
+		} else {
+			return nil, errInjected
+		}
 	}
 	return f.Client.PutObject(ctx, in, o...)
 }
@@ -546,13 +553,16 @@ func TestExtractFaults(t *testing.T) {
 		after    int32
 		replace  bool
 		want     any
+		cancel   bool
 	}{
-		{"copy fails", "UploadPartCopy", 2, false, nil},
-		{"put fails", "PutObject", 2, false, nil},
-		{"complete fails", "CompleteMultipartUpload", 1, false, nil},
-		{"read fails", "GetObject", 3, false, nil},
-		{"archive replaced before a copy", "UploadPartCopy", 1, true, new(*extract.SourceChangedError)},
-		{"archive replaced before a read", "GetObject", 3, true, new(*extract.SourceChangedError)},
+		{"interrupted mid-copy", "UploadPartCopy", 1, false, nil, true},
+		{"interrupted mid-put", "PutObject", 3, false, nil, true},
+		{"copy fails", "UploadPartCopy", 2, false, nil, false},
+		{"put fails", "PutObject", 2, false, nil, false},
+		{"complete fails", "CompleteMultipartUpload", 1, false, nil, false},
+		{"read fails", "GetObject", 3, false, nil, false},
+		{"archive replaced before a copy", "UploadPartCopy", 1, true, new(*extract.SourceChangedError), false},
+		{"archive replaced before a read", "GetObject", 3, true, new(*extract.SourceChangedError), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.srv.PutObject(t, "src", "a.zip", original)
@@ -566,7 +576,12 @@ func TestExtractFaults(t *testing.T) {
 				}
 			}
 			prefix := "faults/" + strings.ReplaceAll(tc.name, " ", "-") + "/"
-			_, err := w.extract(t, f, "a.zip", prefix, opts, false)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				f.cancel = cancel
+			}
+			_, err := extract.Run(ctx, f, extract.Request{Bucket: "src", Key: "a.zip", DestBucket: "dst", Prefix: prefix, Workers: 4, Options: opts}, nil)
 			if err == nil {
 				t.Fatal("the run succeeded despite the fault")
 			}
