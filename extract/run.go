@@ -162,6 +162,9 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 	g.SetLimit(req.Workers)
 	for _, j := range p.Jobs {
 		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // failed or interrupted: start no more jobs
+			}
 			if err := x.run(gctx, j); err != nil {
 				return err
 			}
@@ -172,6 +175,9 @@ func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) 
 		})
 	}
 	err = g.Wait()
+	if err == nil {
+		err = ctx.Err() // interrupted: undone even if every job finished
+	}
 	if err == nil {
 		res.Objects = x.sortedWritten()
 		res.Report, err = x.writeReport(ctx, res)
@@ -222,6 +228,10 @@ func refuseExisting(ctx context.Context, c Client, bucket, prefix string, p *Pla
 }
 
 // executor runs jobs and remembers what it began and wrote, to undo it.
+// Writes are not cancelled with the run (a failing job or Ctrl-C): a write
+// cut off mid-request may still land on the server after the cleanup, so
+// every write in flight is let finish, and its answer recorded, before
+// cleaning up. Cancelling stops new jobs and reads.
 type executor struct {
 	c   Client
 	a   *archive.Archive
@@ -401,7 +411,7 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 
 func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r Range) (*s3.UploadPartCopyOutput, error) {
 	d := x.req.DestBucket
-	out, err := x.c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), &s3.UploadPartCopyInput{
 		Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: aws.Int32(int32(k + 1)),
 		CopySource:        aws.String(copySource(x.a.Bucket, x.a.Key)),
 		CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
@@ -429,7 +439,7 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := x.c.CompleteMultipartUpload(ctx, in); err != nil {
+	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		x.mayHaveWritten(err, it.Key)
 		return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
 	}
@@ -550,7 +560,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := x.c.PutObject(ctx, in); err != nil {
+	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
 		x.mayHaveWritten(err, it.Key)
 		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
 	}
@@ -584,7 +594,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		sum := crc32.ChecksumIEEE(buf[:n])
 		whole = plan.CombineCRC(whole, sum, int64(n))
 		pn := int32(len(parts) + 1)
-		out, err := x.c.UploadPart(ctx, &s3.UploadPartInput{
+		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
 			Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),
 			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(crcBase64(sum)),
 		})
@@ -607,7 +617,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := x.c.CompleteMultipartUpload(ctx, in); err != nil {
+	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		x.mayHaveWritten(err, it.Key)
 		return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
 	}
@@ -632,7 +642,7 @@ func (x *executor) writeReport(ctx context.Context, res *Result) (string, error)
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := x.c.PutObject(ctx, in); err != nil {
+	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
 		x.mayHaveWritten(err, key)
 		return "", fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key))
 	}

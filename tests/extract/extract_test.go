@@ -562,7 +562,7 @@ func TestExtractFaults(t *testing.T) {
 		cancel   bool
 	}{
 		{"interrupted mid-copy", "UploadPartCopy", 1, false, nil, true},
-		{"interrupted mid-put", "PutObject", 3, false, nil, true},
+		{"interrupted mid-put", "PutObject", 1, false, nil, true},
 		{"copy fails", "UploadPartCopy", 2, false, nil, false},
 		{"put fails", "PutObject", 2, false, nil, false},
 		{"complete fails", "CompleteMultipartUpload", 1, false, nil, false},
