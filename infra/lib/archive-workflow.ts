@@ -272,15 +272,19 @@ export class ArchiveWorkflow extends Construct {
     // ---- function permissions (explicit statements, no wildcard actions) -------------------
     const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
     // Work objects, per function (tests/deployed lists every grant no call uses): the planner
-    // and workers write (plan files, chain rounds), the finalizer and abort read and delete; all
-    // abort uploads under the prefix (chain rounds left open).
+    // writes (plan files, the pad); workers write chain rounds and delete each one once the next
+    // round has copied it (a chain holds a few rounds at a time, not all of them; found by
+    // tests/deployed); the finalizer and abort read and delete; all abort uploads under the
+    // prefix (chain rounds left open).
     const workObjectsFor = (name: FunctionName) =>
       new iam.PolicyStatement({
         sid: 'WorkPrefixObjects',
         actions:
-          name === 'planner' || name === 'worker'
+          name === 'planner'
             ? ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload']
-            : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+            : name === 'worker'
+              ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
+              : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
       });
     const workAccess = [

@@ -291,14 +291,16 @@ describe('IAM: least privilege', () => {
     assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts']);
   });
 
-  test('work prefix: planner and worker write, finalizer and abort delete, all abort uploads', () => {
+  test('work prefix: planner and worker write, workers delete consumed chain rounds, finalizer and abort delete, all abort uploads', () => {
     const work = `<${ids.workBucket}.Arn>/s3zip-work/*`;
     for (const name of FUNCTION_NAMES) {
       const actions = actionsOn(statementsOfRole(json, ids.role[name]), work);
       const want =
-        name === 'planner' || name === 'worker'
+        name === 'planner'
           ? ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject']
-          : ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject'];
+          : name === 'worker'
+            ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
+            : ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject'];
       assert.deepEqual([...actions].sort(), want, name);
     }
   });
