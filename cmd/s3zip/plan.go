@@ -118,6 +118,11 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "requests        %d: %d GET, %d HEAD, %d UploadPart, %d UploadPartCopy, %d create, %d complete\n",
 		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
 	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
+	if c := *rf.compress; c != workflow.CompressNone {
+		// The layout of a compressed archive waits for the read pass: what
+		// is above is the STORED layout, an upper bound on its size.
+		fmt.Fprintf(stdout, "compression     %s: sizes above are before compression; create reads every entry to be compressed first\n", c)
+	}
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
 	return nil
 }
