@@ -139,7 +139,7 @@ func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix s
 		for p := 0; p < pieces; p++ {
 			off := int64(p) * pieceSize
 			jobs = append(jobs, ReadJob{Entry: i, Piece: p, Pieces: pieces, Source: e.Source, Offset: off, Length: min(pieceSize, e.Size-off),
-				Level: level, Auto: o.Compression == CompressAuto, Bucket: bucket, Key: fmt.Sprintf("%sdeflate/%d/%d", prefix, i, p)})
+				Level: level, Auto: o.Compression == CompressAuto, Bucket: bucket, Key: fmt.Sprintf("%sdeflate/%d.%d", prefix, i, p)})
 		}
 	}
 	return jobs
@@ -155,7 +155,6 @@ type readS3 interface {
 type Reader struct {
 	S3 readS3
 }
-
 
 // Read reads one piece, compresses it and writes the compressed bytes to
 // the job's intermediate object. Memory: the compressed piece (at most the
@@ -298,7 +297,9 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 		}
 		src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
 		if len(pieces) > 1 {
-			src.Key = strings.TrimSuffix(src.Key, "/0")
+			// (A key beside the pieces, not above them: a POSIX-backed
+			// server cannot hold both k and k/….)
+			src.Key = strings.TrimSuffix(src.Key, ".0")
 			if err := joinPieces(ctx, c, src, pieces[0].job.Bucket, func(yield func(string, int64) bool) {
 				for _, p := range pieces {
 					if !yield(p.job.Key, p.res.Size) {

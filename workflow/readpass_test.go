@@ -1,0 +1,223 @@
+package workflow
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/zipcheck"
+)
+
+// logText is n bytes of log lines that DEFLATE shrinks about 10×.
+func logText(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 3))
+	var b bytes.Buffer
+	for b.Len() < n {
+		fmt.Fprintf(&b, "2026-11-23T08:00:%02d INFO request path=/api/v1/items status=200 user=u%03d\n", r.IntN(60), r.IntN(50))
+	}
+	return b.Bytes()[:n]
+}
+
+// halfRandom is n bytes whose every block of `block` starts with zeros
+// and ends with `random` random bytes: it shrinks, its start looks
+// compressible, and each block's compressed form stays over 5 MiB when
+// random is big enough.
+func halfRandom(seed uint64, n, block, random int) []byte {
+	b := s3test.Bytes(seed, n)
+	for off := 0; off < n; off += block {
+		clear(b[off:min(off+block-random, n)])
+	}
+	return b
+}
+
+type compressCase struct {
+	name        string
+	compression string
+	pieceSize   int64
+	objects     map[string][]byte
+	deflated    []string // entries that must be DEFLATE; the others STORED
+}
+
+func TestRunCompresses(t *testing.T) {
+	cases := []compressCase{
+		{
+			name: "deflate-small-pieces", compression: "deflate", pieceSize: 1 * mib,
+			objects: map[string][]byte{
+				"in/log.txt":         logText(1, 3*mib),
+				"in/random.bin":      s3test.Bytes(2, 1*mib+7),
+				"in/empty.txt":       {},
+				"in/pieces/big.csv":  logText(3, 5*mib+12345), // 6 pieces, all joined through memory
+				"in/tiny.txt":        bytes.Repeat([]byte("hello "), 50),
+				"in/grows/short.txt": []byte("x"),
+			},
+			deflated: []string{"log.txt", "pieces/big.csv", "tiny.txt"},
+		},
+		{
+			name: "auto-big-pieces", compression: "auto", pieceSize: 6 * mib,
+			objects: map[string][]byte{
+				// Two pieces whose compressed forms are over 5 MiB: joined by server-side copies.
+				"in/mixed.bin":  halfRandom(4, 12*mib, 6*mib, 11*mib/2),
+				"in/photo.jpg":  logText(5, 2*mib), // compressible, but named as a compressed format: stored unread
+				"in/random.bin": s3test.Bytes(6, 3*mib),
+				"in/gz-magic":   append([]byte{0x1f, 0x8b}, logText(7, mib)...),
+				"in/notes.json": logText(8, 700*1024),
+				"in/empty":      {},
+			},
+			deflated: []string{"mixed.bin", "notes.json"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := s3test.Start(t)
+			e := &env{srv: srv, s3: srv.Client(t), want: c.objects}
+			for _, b := range []string{"src", "dst", "work"} {
+				srv.CreateBucket(t, b)
+			}
+			for k, body := range c.objects {
+				srv.PutObject(t, "src", k, body)
+			}
+			r := e.runner()
+			r.Config.PieceSize = c.pieceSize
+			reads := 0
+			r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+				reads++
+				return (&Reader{S3: e.s3}).Read(ctx, job)
+			}
+			r.Config.DefaultMaxConcurrency = 1 // reads counted without a lock
+			res, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", fmt.Sprintf(`,"compression":%q`, c.compression)), "exec-compress")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reads == 0 {
+				t.Fatal("no read jobs ran")
+			}
+			path := filepath.Join(t.TempDir(), "a.zip")
+			srv.DownloadFile(t, "dst", "out/a.zip", path)
+			var want []zipcheck.Want
+			for k, body := range c.objects {
+				want = append(want, zipcheck.WantBytes(strings.TrimPrefix(k, "in/"), body))
+			}
+			zipcheck.Check(t, path, want)
+			checkMethods(t, path, c.deflated)
+			e.assertClean(t)
+			t.Logf("archive %d bytes, %d read jobs", res.Output.Archive.Size, reads)
+		})
+	}
+}
+
+// checkMethods checks which entries are DEFLATE (and smaller than their
+// data) and that the others are STORED, with version needed 20.
+func checkMethods(t *testing.T, path string, deflated []string) {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	want := map[string]bool{}
+	for _, n := range deflated {
+		want[n] = true
+	}
+	for _, f := range zr.File {
+		switch {
+		case want[f.Name] && f.Method != zip.Deflate:
+			t.Errorf("%s: method %d, want DEFLATE", f.Name, f.Method)
+		case want[f.Name] && f.CompressedSize64 >= f.UncompressedSize64:
+			t.Errorf("%s: compressed %d bytes of %d", f.Name, f.CompressedSize64, f.UncompressedSize64)
+		case !want[f.Name] && f.Method != zip.Store:
+			t.Errorf("%s: method %d, want STORED", f.Name, f.Method)
+		}
+		if f.ReaderVersion != 20 {
+			t.Errorf("%s: version needed %d, want 20", f.Name, f.ReaderVersion)
+		}
+		if f.Flags&0x8 != 0 {
+			t.Errorf("%s: has a data descriptor", f.Name)
+		}
+	}
+}
+
+// TestRunCompressionNoneReadsNothing: without compression there is no read
+// pass: no read job, and no GET of a source's data beyond what the layout needs.
+func TestRunCompressionNoneReadsNothing(t *testing.T) {
+	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumCRC32}})
+	r := e.runner()
+	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+		t.Errorf("read job %+v ran for compression none", job)
+		return nil, errors.New("no read pass expected")
+	}
+	if _, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"none"`), "exec-none"); err != nil {
+		t.Fatal(err)
+	}
+	e.checkArchive(t, "out/a.zip", "in/")
+	e.assertClean(t)
+}
+
+// TestRunCompressFailsCleanly: a read job that fails after others wrote
+// intermediate objects leaves nothing behind.
+func TestRunCompressFailsCleanly(t *testing.T) {
+	srv := s3test.Start(t)
+	e := &env{srv: srv, s3: srv.Client(t)}
+	for _, b := range []string{"src", "dst", "work"} {
+		srv.CreateBucket(t, b)
+	}
+	for i := range 4 {
+		srv.PutObject(t, "src", fmt.Sprintf("in/%d.txt", i), logText(uint64(i), 2*mib))
+	}
+	r := e.runner()
+	r.Config.PieceSize = mib
+	r.Config.DefaultMaxConcurrency = 1
+	n := 0
+	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+		if n++; n == 5 {
+			return nil, &SourceChangedError{Bucket: job.Source.Bucket, Key: job.Source.Key, Err: errors.New("injected")}
+		}
+		return (&Reader{S3: e.s3}).Read(ctx, job)
+	}
+	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-fail")
+	var changed *SourceChangedError
+	if !errors.As(err, &changed) {
+		t.Fatalf("err = %v, want SourceChangedError", err)
+	}
+	e.assertClean(t)
+	if _, err := e.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("out/a.zip")}); err == nil {
+		t.Fatal("an archive was left at the destination")
+	}
+}
+
+func TestRequestCompressionOptions(t *testing.T) {
+	cases := []struct {
+		name, options, wantErr string
+	}{
+		{"deflate", `"compression":"deflate"`, ""},
+		{"auto-level", `"compression":"auto","level":9`, ""},
+		{"none", `"compression":"none"`, ""},
+		{"unknown", `"compression":"zstd"`, `options.compression "zstd": want none, deflate or auto`},
+		{"level-too-high", `"compression":"deflate","level":10`, "options.level 10: want 1 (fastest) to 9"},
+		{"level-without-compression", `"level":3`, "options.level applies to compression deflate or auto"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := DecodeRequest([]byte(`{"source":{"bucket":"src"},"destination":{"bucket":"dst","key":"a.zip"},"options":{` + c.options + `}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = req.Validate()
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("Validate = %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}
