@@ -92,6 +92,7 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 			return nil, r.abort(ctx, request, execution, err)
 		}
 		in.Reads = &rp.ReadsDone
+		r.report(Progress{Phase: PhasePlanning}) // the layout, from the sizes read
 	}
 	job, err := planner.Plan(ctx, in)
 	if err != nil {
