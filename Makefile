@@ -65,6 +65,11 @@ demo:
 bench: tools
 	@bash bench/run.sh full
 
+## bench-compress: s3zip --compress deflate vs zip -6 on a generated text corpus (BENCH_COMPRESS_MB, default 256), and auto's cost on random data
+.PHONY: bench-compress
+bench-compress:
+	@bash bench/compress.sh
+
 ## bench-quick: the same at a fifth of the size, in under 3 minutes
 bench-quick: tools
 	@bash bench/run.sh quick
