@@ -88,6 +88,10 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 		return nil, err
 	}
 	log := pl.logger().With("execution", in.Execution, "destination", req.Destination.URI())
+	if req.Options.needsReadPass() && in.Reads == nil {
+		// Planning STORED would silently ignore what the request asks for.
+		return nil, requestError("options.compression %s needs the read pass (PlanReads and the read map) before PlanArchive; this caller ran PlanArchive directly", req.Options.Compression)
+	}
 	var entries []plan.Entry
 	if in.Reads != nil {
 		entries, err = pl.readEntries(ctx, cfg, in.Reads)

@@ -221,3 +221,16 @@ func TestRequestCompressionOptions(t *testing.T) {
 		})
 	}
 }
+
+// A planner run without the read pass (a state machine that lacks it) does
+// not quietly plan STORED: it refuses before writing anything.
+func TestPlanWithoutReadPassRefuses(t *testing.T) {
+	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumNone}})
+	pl := &Planner{S3: e.s3, Config: Config{WorkBucket: "work"}}
+	_, err := pl.Plan(context.Background(), PlanInput{Request: request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), Execution: "exec-direct"})
+	var re *RequestError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "needs the read pass") {
+		t.Fatalf("err = %v, want a RequestError about the read pass", err)
+	}
+	e.assertClean(t)
+}
