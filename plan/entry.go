@@ -92,6 +92,9 @@ type Entry struct {
 	RawCRC32 CRC    `json:"rawCrc32,omitzero"`
 	// Origin is a deflated entry's own object (Source is its compressed copy).
 	Origin *Source `json:"origin,omitempty"`
+	// SHA256 is the uncompressed data's SHA-256 in hex, when the request
+	// asked for digests.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Compression methods (APPNOTE 4.4.5).

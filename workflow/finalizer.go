@@ -87,6 +87,8 @@ type ReportEntry struct {
 	Offset int64  `json:"offset"`
 	// Compressed is a deflated entry's size in the archive.
 	Compressed int64 `json:"compressedSize,omitempty"`
+	// SHA256 is the data's SHA-256, when the request asked for digests.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Finalize runs the finalizer. Run again after it completed the upload, it
@@ -352,7 +354,7 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 		if e.Source.Key != "" {
 			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
 		}
-		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset}
+		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256}
 		if e.Method == plan.MethodDeflate {
 			o := e.Origin
 			r.Entries[i].Source = "s3://" + o.Bucket + "/" + o.Key

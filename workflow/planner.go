@@ -90,11 +90,11 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	log := pl.logger().With("execution", in.Execution, "destination", req.Destination.URI())
 	if req.Options.needsReadPass() && in.Reads == nil {
 		// Planning STORED would silently ignore what the request asks for.
-		return nil, requestError("options.compression %s needs the read pass (PlanReads and the read map) before PlanArchive; this caller ran PlanArchive directly", req.Options.Compression)
+		return nil, requestError("options.compression %q and options.digests %q need the read pass (PlanReads and the read map) before PlanArchive; this caller ran PlanArchive directly", req.Options.Compression, req.Options.Digests)
 	}
 	var entries []plan.Entry
 	if in.Reads != nil {
-		entries, err = pl.readEntries(ctx, cfg, in.Reads)
+		entries, err = pl.readEntries(ctx, cfg, req, in.Execution, in.Reads)
 	} else {
 		entries, err = pl.listed(ctx, cfg, req)
 	}

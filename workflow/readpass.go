@@ -3,12 +3,16 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -81,9 +85,23 @@ func compressedMagicBytes(b []byte) bool {
 	return false
 }
 
+// DigestSHA256 is the one digest options.digests offers.
+const DigestSHA256 = "sha256"
+
 // needsReadPass reports whether the request asks for entries' bytes.
-func (o Options) needsReadPass() bool {
+func (o Options) needsReadPass() bool { return o.compresses() || o.sha256() }
+
+func (o Options) compresses() bool {
 	return o.Compression == CompressDeflate || o.Compression == CompressAuto
+}
+
+func (o Options) sha256() bool {
+	for _, d := range o.Digests {
+		if d == DigestSHA256 {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadJob is one piece of one entry to read and compress.
@@ -96,6 +114,12 @@ type ReadJob struct {
 	Length int64       `json:"length"`
 	Level  int         `json:"level"`
 	Auto   bool        `json:"auto,omitempty"`
+	// SHA256 asks for the piece's SHA-256 (a whole object's: SHA-256 does
+	// not combine, so only a one-piece job or a Hash job computes it).
+	SHA256 bool `json:"sha256,omitempty"`
+	// Hash is a job that reads a whole object for its SHA-256 and CRC-32
+	// only: nothing is compressed or written.
+	Hash bool `json:"hash,omitempty"`
 	// Bucket and Key are the intermediate object the compressed piece goes to.
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
@@ -113,6 +137,8 @@ type ReadResult struct {
 	// Size and CRC32 are the compressed piece's.
 	Size  int64    `json:"size"`
 	CRC32 plan.CRC `json:"crc32"`
+	// SHA256 is the bytes' SHA-256 in hex, when the job asked for it.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // ReadPass is where a read pass keeps its entries and jobs.
@@ -132,14 +158,17 @@ func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix s
 		if e.Dir || e.Size == 0 {
 			continue
 		}
-		if o.Compression == CompressAuto && compressedExtensions[strings.ToLower(path.Ext(e.Name))] {
-			continue
-		}
+		compress := o.compresses() && !(o.Compression == CompressAuto && compressedExtensions[strings.ToLower(path.Ext(e.Name))])
 		pieces := int((e.Size + pieceSize - 1) / pieceSize)
-		for p := 0; p < pieces; p++ {
-			off := int64(p) * pieceSize
-			jobs = append(jobs, ReadJob{Entry: i, Piece: p, Pieces: pieces, Source: e.Source, Offset: off, Length: min(pieceSize, e.Size-off),
-				Level: level, Auto: o.Compression == CompressAuto, Bucket: bucket, Key: fmt.Sprintf("%sdeflate/%d.%d", prefix, i, p)})
+		if compress {
+			for p := 0; p < pieces; p++ {
+				off := int64(p) * pieceSize
+				jobs = append(jobs, ReadJob{Entry: i, Piece: p, Pieces: pieces, Source: e.Source, Offset: off, Length: min(pieceSize, e.Size-off),
+					Level: level, Auto: o.Compression == CompressAuto, SHA256: o.sha256() && pieces == 1, Bucket: bucket, Key: fmt.Sprintf("%sdeflate/%d.%d", prefix, i, p)})
+			}
+		}
+		if o.sha256() && (!compress || pieces > 1) {
+			jobs = append(jobs, ReadJob{Entry: i, Piece: -1, Pieces: 1, Source: e.Source, Length: e.Size, SHA256: true, Hash: true})
 		}
 	}
 	return jobs
@@ -175,14 +204,40 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	defer out.Body.Close()
 	res := &ReadResult{Entry: job.Entry, Piece: job.Piece}
 	raw := crc32.NewIEEE()
+	var sum hash.Hash
+	var sink io.Writer = raw
+	if job.SHA256 {
+		sum = sha256.New()
+		sink = io.MultiWriter(raw, sum)
+	}
+	what := fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, job.Offset, job.Offset+job.Length-1)
+	body := io.TeeReader(io.LimitReader(out.Body, job.Length), sink)
+	// finish reads what is left for the digest and checks the length.
+	finish := func(read int64) error {
+		if sum != nil {
+			n, err := io.Copy(io.Discard, body)
+			if err != nil {
+				return &TransientError{Op: what, Err: err}
+			}
+			read += n
+			res.SHA256 = hex.EncodeToString(sum.Sum(nil))
+		}
+		if read != job.Length && (sum != nil || !res.Stored) {
+			return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
+		}
+		res.RawCRC32 = plan.KnownCRC(raw.Sum32())
+		return nil
+	}
+	if job.Hash {
+		res.Stored = true
+		return res, finish(0)
+	}
 	var comp bytes.Buffer
 	comp.Grow(int(min(job.Length/2, 8<<20)))
 	fw, err := flate.NewWriter(&comp, job.Level)
 	if err != nil {
 		return nil, requestError("options.level %d: %v", job.Level, err)
 	}
-	what := fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, job.Offset, job.Offset+job.Length-1)
-	body := io.TeeReader(io.LimitReader(out.Body, job.Length), raw)
 	if job.Auto {
 		// Auto tries the piece's start: a known compressed format, or a
 		// sample that does not shrink enough, and the piece is stored. The
@@ -193,7 +248,7 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		}
 		if job.Piece == 0 && compressedMagicBytes(sample) {
 			res.Stored = true
-			return res, nil
+			return res, finish(int64(len(sample)))
 		}
 		if _, err := fw.Write(sample); err != nil {
 			return nil, err
@@ -203,7 +258,7 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		}
 		if float64(comp.Len()) > autoMaxRatio*float64(len(sample)) {
 			res.Stored = true
-			return res, nil
+			return res, finish(int64(len(sample)))
 		}
 	}
 	n, err := io.Copy(fw, body)
@@ -213,8 +268,8 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	if job.Auto {
 		n += min(job.Length, autoSample)
 	}
-	if n != job.Length {
-		return nil, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, n, job.Length)}
+	if err := finish(n); err != nil {
+		return nil, err
 	}
 	// Only the last piece ends the stream; the others end on a flush, byte
 	// aligned, so the next piece's blocks follow them.
@@ -226,7 +281,6 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.RawCRC32 = plan.KnownCRC(raw.Sum32())
 	if job.Pieces == 1 && int64(comp.Len()) >= job.Length {
 		res.Stored = true // grew: the entry stays STORED from its source
 		return res, nil
@@ -269,6 +323,20 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 		j := jobs[i]
 		if r.Entry != j.Entry || r.Piece != j.Piece {
 			return fmt.Errorf("read pass: result %d is for entry %d piece %d, job is entry %d piece %d", i, r.Entry, r.Piece, j.Entry, j.Piece)
+		}
+		e := &entries[j.Entry]
+		if j.SHA256 {
+			if len(r.SHA256) != 2*sha256.Size {
+				return fmt.Errorf("read pass: result %d for s3://%s/%s has no SHA-256", i, e.Source.Bucket, e.Source.Key)
+			}
+			e.SHA256 = r.SHA256
+		}
+		if j.Hash {
+			if e.CRC32.Known && e.CRC32.Sum != r.RawCRC32.Sum {
+				return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, r.RawCRC32.Sum, e.CRC32.Sum)}
+			}
+			e.CRC32 = r.RawCRC32 // read whole: its CRC is known now
+			continue
 		}
 		byEntry[j.Entry] = append(byEntry[j.Entry], piece{j, r})
 	}
@@ -448,7 +516,7 @@ func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, erro
 }
 
 // readEntries reads the read pass's entries and results and applies them.
-func (pl *Planner) readEntries(ctx context.Context, cfg Config, r *ReadsDone) ([]plan.Entry, error) {
+func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, execution string, r *ReadsDone) ([]plan.Entry, error) {
 	prefix := cfg.WorkPrefix
 	for _, k := range []string{r.EntriesKey, r.JobsKey, r.ResultsKey} {
 		if !strings.HasPrefix(k, prefix) {
@@ -477,5 +545,63 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, r *ReadsDone) ([
 	if err := applyReads(ctx, c, cfg, entries, jobs, results); err != nil {
 		return nil, err
 	}
+	if req.Options.sha256() {
+		for i := range entries {
+			if e := &entries[i]; !e.Dir && e.UncompressedSize() == 0 {
+				e.SHA256 = emptySHA256 // not read: there is nothing to read
+			}
+		}
+	}
+	if name := req.Options.ChecksumsFile; name != "" {
+		return addChecksumsFile(ctx, pl.S3, entries, name, cfg.WorkBucket, cfg.workPrefix(execution))
+	}
 	return entries, nil
+}
+
+// emptySHA256 is the SHA-256 of no bytes (entries without data are not read).
+var emptySHA256 = hex.EncodeToString(func() []byte { s := sha256.Sum256(nil); return s[:] }())
+
+// checksumsFile is the `sha256sum -c` listing of the entries' digests, in
+// archive order: "<hex>  <name>\n" (a name with a newline or carriage
+// return is escaped the way sha256sum does, with a leading backslash).
+func checksumsFile(entries []plan.Entry) ([]byte, error) {
+	var b bytes.Buffer
+	for _, e := range entries {
+		if e.Dir {
+			continue
+		}
+		sum := e.SHA256
+		if sum == "" {
+			return nil, fmt.Errorf("internal error: entry %q has no SHA-256 after the read pass", e.Name)
+		}
+		name := e.Name
+		if strings.ContainsAny(name, "\n\r") {
+			b.WriteByte('\\')
+			name = strings.NewReplacer("\n", "\\n", "\r", "\\r").Replace(name)
+		}
+		fmt.Fprintf(&b, "%s  %s\n", sum, name)
+	}
+	return b.Bytes(), nil
+}
+
+// addChecksumsFile writes the checksums file to the work prefix and adds it
+// as the last entry (STORED; its CRC-32 is known from its bytes).
+func addChecksumsFile(ctx context.Context, c objectPutter, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
+	for _, e := range entries {
+		if e.Name == name {
+			return nil, requestError("options.checksumsFile %q is also the name of s3://%s/%s; choose another name", name, e.Source.Bucket, e.Source.Key)
+		}
+	}
+	body, err := checksumsFile(entries)
+	if err != nil {
+		return nil, err
+	}
+	key := prefix + "checksums"
+	out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))},
+		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
+	if err != nil {
+		return nil, s3Error("PutObject", bucket, key, false, err)
+	}
+	return append(entries, plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: key, ETag: aws.ToString(out.ETag)}, Size: int64(len(body)),
+		ModTime: time.Now().UTC(), CRC32: plan.KnownCRC(crc32.ChecksumIEEE(body)), SHA256: fmt.Sprintf("%x", sha256.Sum256(body))}), nil
 }

@@ -4,10 +4,15 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -16,6 +21,7 @@ import (
 
 	"github.com/s3zip/s3zip/internal/s3test"
 	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // logText is n bytes of log lines that DEFLATE shrinks about 10×.
@@ -229,8 +235,105 @@ func TestPlanWithoutReadPassRefuses(t *testing.T) {
 	pl := &Planner{S3: e.s3, Config: Config{WorkBucket: "work"}}
 	_, err := pl.Plan(context.Background(), PlanInput{Request: request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), Execution: "exec-direct"})
 	var re *RequestError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "needs the read pass") {
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "need the read pass") {
 		t.Fatalf("err = %v, want a RequestError about the read pass", err)
 	}
 	e.assertClean(t)
+}
+
+// options.digests with options.checksumsFile: the archive holds SHA256SUMS
+// as one more entry, every reader reads it, and `sha256sum -c` passes on
+// the extracted files; the report gives every entry's digest. Run with and
+// without compression (with it, a many-piece entry gets a hash job of its own).
+func TestRunChecksumsFile(t *testing.T) {
+	objects := map[string][]byte{
+		"in/log.txt":                  logText(1, 3*mib),
+		"in/random.bin":               s3test.Bytes(2, 500*1024),
+		"in/empty.txt":                {},
+		"in/dir/name with spaces.csv": logText(3, 100*1024),
+	}
+	for _, compression := range []string{"none", "deflate"} {
+		t.Run(compression, func(t *testing.T) {
+			srv := s3test.Start(t)
+			e := &env{srv: srv, s3: srv.Client(t)}
+			for _, b := range []string{"src", "dst", "work"} {
+				srv.CreateBucket(t, b)
+			}
+			for k, body := range objects {
+				srv.PutObject(t, "src", k, body)
+			}
+			r := e.runner()
+			r.Config.PieceSize = mib
+			_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", fmt.Sprintf(`,"compression":%q,"digests":["sha256"],"checksumsFile":"SHA256SUMS"`, compression)), "exec-sums")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			path := filepath.Join(dir, "a.zip")
+			srv.DownloadFile(t, "dst", "out/a.zip", path)
+			var sums bytes.Buffer
+			var want []zipcheck.Want
+			for k, body := range objects {
+				name := strings.TrimPrefix(k, "in/")
+				want = append(want, zipcheck.WantBytes(name, body))
+				fmt.Fprintf(&sums, "%x  %s\n", sha256.Sum256(body), name)
+			}
+			zr, err := zip.OpenReader(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []byte
+			for _, f := range zr.File {
+				if f.Name == "SHA256SUMS" {
+					rc, _ := f.Open()
+					listed, _ = io.ReadAll(rc)
+					rc.Close()
+				}
+			}
+			zr.Close()
+			if got, wantLines := sortedLines(listed), sortedLines(sums.Bytes()); got != wantLines {
+				t.Errorf("SHA256SUMS:\n%s\nwant the lines:\n%s", listed, wantLines)
+			}
+			zipcheck.Check(t, path, append(want, zipcheck.WantBytes("SHA256SUMS", listed)))
+			out := filepath.Join(dir, "x")
+			if b, err := exec.Command("unzip", "-q", path, "-d", out).CombinedOutput(); err != nil {
+				t.Fatalf("unzip: %v\n%s", err, b)
+			}
+			check := exec.Command("sha256sum", "-c", "--strict", "SHA256SUMS")
+			check.Dir = out
+			if b, err := check.CombinedOutput(); err != nil {
+				t.Fatalf("sha256sum -c: %v\n%s", err, b)
+			}
+			var report Report
+			if err := json.Unmarshal(srv.GetObject(t, "dst", "out/a.zip.report.json"), &report); err != nil {
+				t.Fatal(err)
+			}
+			for _, re := range report.Entries {
+				if len(re.SHA256) != 64 {
+					t.Errorf("report entry %s has SHA-256 %q", re.Name, re.SHA256)
+				}
+			}
+			e.assertClean(t)
+		})
+	}
+}
+
+func sortedLines(b []byte) string {
+	l := strings.Split(strings.TrimSpace(string(b)), "\n")
+	sort.Strings(l)
+	return strings.Join(l, "\n")
+}
+
+func TestChecksumsFileEscapesNewlines(t *testing.T) {
+	got, err := checksumsFile([]plan.Entry{{Name: "a.txt", Size: 1, SHA256: strings.Repeat("a", 64)}, {Name: "d/", Dir: true}, {Name: "odd\nname", Size: 1, SHA256: strings.Repeat("b", 64)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("a", 64) + "  a.txt\n\\" + strings.Repeat("b", 64) + "  odd\\nname\n"
+	if string(got) != want {
+		t.Errorf("checksums file %q, want %q", got, want)
+	}
+	if _, err := checksumsFile([]plan.Entry{{Name: "unread", Size: 5}}); err == nil {
+		t.Error("an entry without a digest was listed")
+	}
 }

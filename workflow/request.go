@@ -68,6 +68,11 @@ type Options struct {
 	// level, 1 (fastest) to 9 (smallest), 0 for DefaultLevel.
 	Compression string `json:"compression,omitempty"`
 	Level       int    `json:"level,omitempty"`
+	// Digests are the digests computed for every entry (only "sha256"),
+	// given in the report; ChecksumsFile names one more entry listing them
+	// in the `sha256sum -c` format (e.g. "SHA256SUMS").
+	Digests       []string `json:"digests,omitempty"`
+	ChecksumsFile string   `json:"checksumsFile,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.
@@ -201,6 +206,21 @@ func (r *Request) Validate() error {
 	case "", CompressNone, CompressDeflate, CompressAuto:
 	default:
 		add(fmt.Sprintf("options.compression %q: want none, deflate or auto", o.Compression))
+	}
+	for _, d := range o.Digests {
+		if d != DigestSHA256 {
+			add(fmt.Sprintf("options.digests: %q is not supported; the only digest is sha256", d))
+		}
+	}
+	if o.ChecksumsFile != "" {
+		if !o.sha256() {
+			add(`options.checksumsFile needs options.digests ["sha256"]`)
+		}
+		if msg := plan.CheckName(o.ChecksumsFile); msg != "" {
+			add("options.checksumsFile: " + msg)
+		} else if strings.HasSuffix(o.ChecksumsFile, "/") {
+			add(fmt.Sprintf("options.checksumsFile %q names a folder; name a file, e.g. SHA256SUMS", o.ChecksumsFile))
+		}
 	}
 	if o.Level < 0 || o.Level > 9 {
 		add(fmt.Sprintf("options.level %d: want 1 (fastest) to 9 (smallest), or 0 for the default %d", o.Level, DefaultLevel))

@@ -17,7 +17,7 @@ const defaultWorkers = 8
 type requestFlags struct {
 	source, manifest, endpoint  *string
 	strategy, names, duplicates *string
-	compress                    *string
+	compress, digest, sumsFile  *string
 	workers, level              *int
 	partSize                    *int64
 	directories                 *bool
@@ -35,6 +35,8 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
 		compress:    fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
+		digest:      fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
+		sumsFile:    fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
 		level:       fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
 	}
 }
@@ -68,6 +70,12 @@ func (f *requestFlags) check(cmd string) error {
 	} else if l != 0 && *f.compress == workflow.CompressNone {
 		bad = append(bad, "--level applies to --compress deflate or auto; add --compress deflate")
 	}
+	if d := *f.digest; d != "" && d != workflow.DigestSHA256 {
+		bad = append(bad, fmt.Sprintf("--digest %q: the only digest is sha256", d))
+	}
+	if *f.sumsFile != "" && *f.digest == "" {
+		bad = append(bad, "--checksums-file needs --digest sha256")
+	}
 	if len(bad) == 1 {
 		return usageErrorf("%s: %s", cmd, bad[0])
 	}
@@ -93,6 +101,10 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	if *f.compress != workflow.CompressNone {
 		req.Options.Compression = *f.compress
 	}
+	if *f.digest != "" {
+		req.Options.Digests = []string{*f.digest}
+	}
+	req.Options.ChecksumsFile = *f.sumsFile
 	switch {
 	case *f.source != "" && *f.manifest == "":
 		b, k, err := parseS3URI(*f.source)
@@ -127,6 +139,8 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.strategy`), "--strategy"},
 	{regexp.MustCompile(`options\.compression`), "--compress"},
 	{regexp.MustCompile(`options\.level`), "--level"},
+	{regexp.MustCompile(`options\.digests`), "--digest"},
+	{regexp.MustCompile(`options\.checksumsFile`), "--checksums-file"},
 	{regexp.MustCompile(`options\.names`), "--names"},
 	{regexp.MustCompile(`options\.duplicates`), "--duplicates"},
 	{regexp.MustCompile(`options\.directories`), "--directories"},
