@@ -45,11 +45,11 @@ type planSummary struct {
 	PredictedDollars float64 `json:"predictedDollars"`
 	// The read pass (--compress or --digest), before the layout: predicted
 	// with an assumed compressed/uncompressed ratio.
-	ReadJobs         int     `json:"readJobs,omitempty"`
-	ReadBytes        int64   `json:"readBytes,omitempty"`
-	ReadSeconds      float64 `json:"readSeconds,omitempty"`
-	ReadDollars      float64 `json:"readDollars,omitempty"`
-	AssumedRatio     float64 `json:"assumedRatio,omitempty"`
+	ReadJobs     int     `json:"readJobs,omitempty"`
+	ReadBytes    int64   `json:"readBytes,omitempty"`
+	ReadSeconds  float64 `json:"readSeconds,omitempty"`
+	ReadDollars  float64 `json:"readDollars,omitempty"`
+	AssumedRatio float64 `json:"assumedRatio,omitempty"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
