@@ -318,16 +318,23 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 		job ReadJob
 		res ReadResult
 	}
+	// Results are matched to jobs by entry and piece, not by position: a
+	// map's result files need not keep the jobs' order.
+	type jobKey struct{ entry, piece int }
+	got := make(map[jobKey]ReadResult, len(results))
+	for _, r := range results {
+		got[jobKey{r.Entry, r.Piece}] = r
+	}
 	byEntry := map[int][]piece{}
-	for i, r := range results {
-		j := jobs[i]
-		if r.Entry != j.Entry || r.Piece != j.Piece {
-			return fmt.Errorf("read pass: result %d is for entry %d piece %d, job is entry %d piece %d", i, r.Entry, r.Piece, j.Entry, j.Piece)
+	for _, j := range jobs {
+		r, ok := got[jobKey{j.Entry, j.Piece}]
+		if !ok {
+			return fmt.Errorf("read pass: no result for entry %d piece %d (s3://%s/%s)", j.Entry, j.Piece, j.Source.Bucket, j.Source.Key)
 		}
 		e := &entries[j.Entry]
 		if j.SHA256 {
 			if len(r.SHA256) != 2*sha256.Size {
-				return fmt.Errorf("read pass: result %d for s3://%s/%s has no SHA-256", i, e.Source.Bucket, e.Source.Key)
+				return fmt.Errorf("read pass: the result for s3://%s/%s has no SHA-256", e.Source.Bucket, e.Source.Key)
 			}
 			e.SHA256 = r.SHA256
 		}

@@ -337,3 +337,31 @@ func TestChecksumsFileEscapesNewlines(t *testing.T) {
 		t.Error("an entry without a digest was listed")
 	}
 }
+
+// A source rewritten after the listing and before its read: the read job's
+// If-Match fails, the run fails with SourceChangedError, nothing is left.
+func TestRunCompressSourceChangedBeforeRead(t *testing.T) {
+	srv := s3test.Start(t)
+	e := &env{srv: srv, s3: srv.Client(t)}
+	for _, b := range []string{"src", "dst", "work"} {
+		srv.CreateBucket(t, b)
+	}
+	srv.PutObject(t, "src", "in/a.txt", logText(1, 2*mib))
+	srv.PutObject(t, "src", "in/b.txt", logText(2, 2*mib))
+	r := e.runner()
+	r.Config.DefaultMaxConcurrency = 1
+	changed := false
+	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+		if !changed {
+			changed = true
+			srv.PutObject(t, "src", "in/b.txt", logText(3, 2*mib))
+		}
+		return (&Reader{S3: e.s3}).Read(ctx, job)
+	}
+	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-changed")
+	var sce *SourceChangedError
+	if !errors.As(err, &sce) || sce.Key != "in/b.txt" {
+		t.Fatalf("err = %v, want SourceChangedError for in/b.txt", err)
+	}
+	e.assertClean(t)
+}
