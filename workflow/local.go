@@ -177,7 +177,13 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	var done, bytesDone atomic.Int64
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
 	results := make([]ReadResult, len(jobs))
-	err = forEach(ctx, rp.Concurrency, len(jobs), func(ctx context.Context, i int) error {
+	limit := rp.Concurrency
+	if r.Read == nil {
+		// In process the jobs share one worker's memory budget: each holds
+		// at most a compressed piece (never more than the piece) and a little.
+		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
+	}
+	err = forEach(ctx, limit, len(jobs), func(ctx context.Context, i int) error {
 		j := jobs[i]
 		err := r.retry(ctx, func() error {
 			res, err := read(ctx, j)

@@ -365,3 +365,47 @@ func TestRunCompressSourceChangedBeforeRead(t *testing.T) {
 	}
 	e.assertClean(t)
 }
+
+func TestReadJobs(t *testing.T) {
+	entries := []plan.Entry{
+		{Name: "a.log", Size: 25},
+		{Name: "photo.JPG", Size: 5},
+		{Name: "empty", Size: 0},
+		{Name: "d/", Dir: true},
+		{Name: "b.txt", Size: 10},
+	}
+	type job struct{ entry, piece, pieces int }
+	cases := []struct {
+		name string
+		opts Options
+		want []job
+		hash []int // entries with a hash job
+	}{
+		{"deflate-cuts-pieces", Options{Compression: "deflate"}, []job{{0, 0, 3}, {0, 1, 3}, {0, 2, 3}, {1, 0, 1}, {4, 0, 1}}, nil},
+		{"auto-skips-compressed-extensions", Options{Compression: "auto"}, []job{{0, 0, 3}, {0, 1, 3}, {0, 2, 3}, {4, 0, 1}}, nil},
+		{"digests-only-hash-whole-objects", Options{Digests: []string{"sha256"}}, nil, []int{0, 1, 4}},
+		{"digests-with-auto", Options{Compression: "auto", Digests: []string{"sha256"}}, []job{{0, 0, 3}, {0, 1, 3}, {0, 2, 3}, {4, 0, 1}}, []int{0, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []job
+			var hash []int
+			for _, j := range readJobs(entries, c.opts, 10, "w", "p/") {
+				if j.Hash {
+					if j.Length != entries[j.Entry].Size || j.Offset != 0 || !j.SHA256 {
+						t.Errorf("hash job %+v does not read its whole object", j)
+					}
+					hash = append(hash, j.Entry)
+					continue
+				}
+				got = append(got, job{j.Entry, j.Piece, j.Pieces})
+				if want := j.Pieces == 1 && c.opts.sha256(); j.SHA256 != want {
+					t.Errorf("job %+v: SHA256 %v, want %v", j, j.SHA256, want)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) || fmt.Sprint(hash) != fmt.Sprint(c.hash) {
+				t.Errorf("jobs %v hash %v, want %v and %v", got, hash, c.want, c.hash)
+			}
+		})
+	}
+}
