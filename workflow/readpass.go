@@ -304,6 +304,21 @@ type mergeS3 interface {
 	partCopier
 	uploadCompleter
 	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+}
+
+// dropPieces deletes pieces no entry reads any more (joined, or of an entry
+// left STORED) as soon as that is known. It is best effort: whatever it
+// misses is under the work prefix, which the finalizer or Abort deletes.
+func dropPieces(ctx context.Context, c mergeS3, bucket string, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	ids := make([]types.ObjectIdentifier, len(keys))
+	for i := range keys {
+		ids[i] = types.ObjectIdentifier{Key: &keys[i]}
+	}
+	_, _ = c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 }
 
 // applyReads turns the read results into the entries the layout is planned
@@ -354,11 +369,19 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 	return forEach(ctx, cfg.HeadConcurrency, len(idx), func(ctx context.Context, k int) error {
 		e := &entries[idx[k]]
 		pieces := byEntry[idx[k]]
+		var written []string // pieces with an object
+		for _, p := range pieces {
+			if !p.res.Stored {
+				written = append(written, p.job.Key)
+			}
+		}
 		var raw, comp uint32
 		var size int64
 		for _, p := range pieces {
 			if p.res.Stored {
-				return nil // a piece not worth compressing: the whole entry is stored
+				// A piece not worth compressing: the whole entry is stored.
+				dropPieces(ctx, c, p.job.Bucket, written)
+				return nil
 			}
 			raw = plan.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
 			comp = plan.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
@@ -368,6 +391,7 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 			return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, raw, e.CRC32.Sum)}
 		}
 		if size >= e.Size {
+			dropPieces(ctx, c, pieces[0].job.Bucket, written)
 			return nil // grew
 		}
 		src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
@@ -384,6 +408,7 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 			}); err != nil {
 				return err
 			}
+			dropPieces(ctx, c, src.Bucket, written)
 		}
 		origin := e.Source
 		e.RawSize, e.RawCRC32, e.Origin = e.Size, plan.KnownCRC(raw), &origin

@@ -409,3 +409,44 @@ func TestReadJobs(t *testing.T) {
 		})
 	}
 }
+
+// Joined pieces are deleted as soon as their entry's object is made, before
+// the layout is built.
+func TestJoinedPiecesDeletedEarly(t *testing.T) {
+	srv := s3test.Start(t)
+	e := &env{srv: srv, s3: srv.Client(t)}
+	for _, b := range []string{"src", "dst", "work"} {
+		srv.CreateBucket(t, b)
+	}
+	// 12 pieces that shrink by a third: an archive big enough for worker parts.
+	srv.PutObject(t, "src", "in/a.bin", halfRandom(1, 12*mib, mib, 700<<10))
+	r := e.runner()
+	r.Config.PieceSize = mib
+	var during []string
+	w := &Worker{S3: e.s3, Config: r.Config.Defaults()}
+	r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
+		during = listKeys(t, e.s3, "work", in.BatchInput.Job.WorkPrefix+"deflate/")
+		return w.Build(ctx, in)
+	}
+	if _, err := r.Run(context.Background(), request("stream", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-early"); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 1 || !strings.HasSuffix(during[0], "deflate/0") {
+		// (No batch at all would leave during empty and fail here too.)
+		t.Errorf("while building, the work prefix held %v, want only the joined deflate/0", during)
+	}
+	e.assertClean(t)
+}
+
+func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	out, err := c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
+}
