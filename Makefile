@@ -67,7 +67,7 @@ bench: tools
 
 ## bench-compress: s3zip --compress deflate vs zip -6 on a generated text corpus (BENCH_COMPRESS_MB, default 256), and auto's cost on random data
 .PHONY: bench-compress
-bench-compress:
+bench-compress: tools
 	@bash bench/compress.sh
 
 ## bench-quick: the same at a fifth of the size, in under 3 minutes
