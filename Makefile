@@ -20,11 +20,14 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 ## lambdas: the four Lambda binaries, linux/arm64, for `cdk synth`/`cdk deploy`
+## (LAMBDA_ARCH=amd64 LAMBDA_DIR=dir: the same build for this machine, as test-deployed runs them)
+LAMBDA_ARCH ?= arm64
+LAMBDA_DIR  ?= dist/functions
 lambdas:
 	@for f in $(FUNCTIONS); do \
-	  mkdir -p dist/functions/$$f; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-	    -o dist/functions/$$f/bootstrap ./functions/$$f || exit 1; \
+	  mkdir -p $(LAMBDA_DIR)/$$f; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+	    -o $(LAMBDA_DIR)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
 vet:
@@ -33,7 +36,7 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 gotest: tools node
-	$(GO) test -race -timeout 30m $(GOPKGS)
+	$(GO) test -race -timeout 30m $(filter-out %/tests/deployed,$(GOPKGS))  # test-deployed runs it
 
 nodetest: node lambdas
 	npm test
@@ -41,11 +44,11 @@ nodetest: node lambdas
 check: vet
 
 ## test: everything a newcomer runs; CI also runs test-long
-test: vet gotest nodetest test-faults
+test: vet gotest nodetest test-faults test-deployed
 
 ## test-long: the end-to-end cases over 4 GiB, over 5 GiB and over 65,535 entries, and the load tests
 test-long: tools
-	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|e2e_test'
+	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan' -v ./tests/e2e/ ./tests/extract/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|(e2e|extract|long)_test'
 	@# load: a 100,000-entry archive end to end, a 1,000,000-entry plan; each handler's peak memory vs its Lambda
 	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Load' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
 
@@ -60,8 +63,8 @@ clean:
 demo:
 	@bash scripts/demo.sh
 
-.PHONY: bench bench-quick
-## bench: every strategy side by side, each worker a process in its own network namespace capped at 600 Mbit/s (needs root; bench/README.md)
+.PHONY: bench bench-quick bench-get
+## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is 1/32 of the server (needs root; bench/README.md)
 bench: tools
 	@bash bench/run.sh full
 
@@ -70,9 +73,13 @@ bench: tools
 bench-compress: tools
 	@bash bench/compress.sh
 
-## bench-quick: the same at a fifth of the size, in under 3 minutes
+## bench-quick: the same on 60 objects, one repetition, in under 4 minutes
 bench-quick: tools
 	@bash bench/run.sh quick
+
+## bench-get: downloads side by side (s3zip get, s5cmd, the SDK transfer manager; unshaped and on one 600 Mbit/s link), and 50,000 small objects by s5cmd cp against s3zip create + get (needs root)
+bench-get: tools
+	@bash bench/run.sh get
 
 ## test-faults: S3 500s, 503 SlowDown, timeouts and resets injected by a proxy in front of versitygw,
 ## killed workers, re-run finalizers and planners, changed sources, racing runs; prints a table
@@ -80,3 +87,13 @@ bench-quick: tools
 test-faults: tools
 	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 15m -v ./tests/faults/ 2>&1 \
 	  | grep -E '^(\||[0-9]+ scenarios|--- FAIL|FAIL|ok|panic)|scenario failed'
+
+## test-deployed: the synthesized template run here — the packaged bootstrap binaries (built for this
+## machine) as Lambda processes, the definition after DefinitionSubstitutions, the EventBridge rule,
+## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
+.PHONY: test-deployed
+test-deployed: tools node
+	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
+	  grep -E '^(--- |    --- |FAIL|ok|panic|unused grant|not exercisable)|_test.go:[0-9]+: (denied|execution)' dist/test-deployed.log; \
+	  if [ $$rc != 0 ]; then echo "failures (whole log: dist/test-deployed.log):"; grep -E -B40 '^\s*--- FAIL' dist/test-deployed.log | head -300; fi; \
+	  grep -E '^deployed:' dist/test-deployed.log; exit $$rc

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // Client is the part of the S3 API an Archive reads with; *s3.Client has it.
@@ -56,7 +57,10 @@ type Archive struct {
 	Bucket, Key string
 	Size        int64  // of the object
 	ETag        string // every read is made with If-Match on it
-	Entries     []Entry
+	// ChecksumCRC32 is the whole object's CRC-32 as S3 stores it (base64),
+	// when it stores one.
+	ChecksumCRC32 string
+	Entries       []Entry
 
 	Zip64           bool  // the end records include a ZIP64 end record
 	CentralDirStart int64 // offset of the central directory
@@ -69,11 +73,14 @@ type Archive struct {
 // Open reads the end records and the central directory of s3://bucket/key.
 // Structures it cannot read give a *FormatError; S3 failures are wrapped.
 func Open(ctx context.Context, client Client, bucket, key string) (*Archive, error) {
-	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		return nil, fmt.Errorf("head s3://%s/%s: %w", bucket, key, err)
 	}
 	a := &Archive{Bucket: bucket, Key: key, Size: aws.ToInt64(head.ContentLength), ETag: aws.ToString(head.ETag), client: client}
+	if head.ChecksumType != types.ChecksumTypeComposite {
+		a.ChecksumCRC32 = aws.ToString(head.ChecksumCRC32)
+	}
 	if err := a.readEnd(ctx); err != nil {
 		return nil, err
 	}

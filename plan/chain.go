@@ -139,8 +139,11 @@ func CostOfChain(rounds []ChainRound) ChainCost {
 			}
 		}
 	}
-	c.Requests.UploadPartCopy++ // into the archive; round objects go with the work prefix
+	c.Requests.UploadPartCopy++ // into the archive
 	c.ServerCopied += built
+	// Each round object is deleted once the next round (or the archive) has
+	// copied it; DeleteObject is free on S3 and runs beside the rounds.
+	c.Requests.Delete += c.Rounds
 	return c
 }
 

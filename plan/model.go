@@ -1,14 +1,24 @@
 package plan
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 )
 
-// Model predicts the wall time and the dollar cost of building a plan on
-// AWS with a number of workers. It is a model, not a measurement: its
-// platform numbers are assumptions, stated here, and it is checked against
-// the published records in model_test.go.
+// Model predicts the wall time and the dollar cost of building a plan with a
+// number of workers. It is a model, not a measurement. One model, two
+// profiles: DefaultModel is AWS, its platform numbers assumptions stated
+// here and checked against the published records in model_test.go; a local
+// profile is filled from a calibration of the machine's S3 server
+// (bench/netbench), where it predicts every bench run before it runs.
+//
+// A run is two phases: the workers build the parts (the busiest worker's
+// bytes and requests, or the server's capacity, whichever is slower), then
+// the finalizer completes the upload. On AWS the server's capacity is
+// unbounded next to the workers' links (its fields are 0); on one machine
+// it is not.
 type Model struct {
 	// WorkerBandwidth is what one Lambda moves each way, bytes/s
 	// (~600 Mbit/s observed; download and upload overlap).
@@ -31,6 +41,24 @@ type Model struct {
 	FinishSeconds, CompletePerPart float64
 	// ListPageSeconds is one ListObjectsV2 page of 1,000 keys.
 	ListPageSeconds float64
+	// InvokeSeconds is the fixed cost of one batch of parts (a worker
+	// invocation: start, clients, result).
+	InvokeSeconds float64
+	// StreamPasses is how many times a streamed byte crosses a worker's
+	// link one after the other: 1 where the worker pipes each GET into its
+	// upload (the published streaming designs), 2 where it assembles a
+	// part and then sends it (s3zip's worker: it needs the part's CRC-32
+	// before the upload starts). 0 counts as 1.
+	StreamPasses float64
+
+	// The server's capacity, shared by every worker; 0 is unbounded.
+	// ServerIngestRate and ServerGetRate are the bytes/s it takes in with
+	// UploadPart and serves with GetObject, ServerCopyRate what all
+	// UploadPartCopy requests together copy, ServerRequestRate small
+	// requests/s. CompletePerByte is CompleteMultipartUpload's time per byte
+	// it assembles (a server that concatenates parts; S3 does not).
+	ServerIngestRate, ServerGetRate, ServerCopyRate, ServerRequestRate float64
+	CompletePerByte                                                    float64
 
 	// Prices, us-east-1 (USD).
 	PricePutPer1000     float64 // PUT, COPY, POST, LIST
@@ -46,8 +74,13 @@ var DefaultModel = Model{
 	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100,
 	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
-	PriceTransition: 0.000025, WorkerMemoryGB: 1.769,
+	PriceTransition: 0.000025, WorkerMemoryGB: 1.769, StreamPasses: 2,
 }
+
+// PipedModel is DefaultModel for a worker that pipes each GET into its
+// upload, as the published streaming designs do: the model's check against
+// their records (model_test.go) uses it.
+var PipedModel = func() Model { m := DefaultModel; m.StreamPasses = 1; return m }()
 
 // Run describes how a plan is executed: by Workers at once, fanned out by
 // the state machine (Orchestrated) or inside one process (the published
@@ -55,6 +88,11 @@ var DefaultModel = Model{
 type Run struct {
 	Workers      int
 	Orchestrated bool
+	// Loads are the batches the parts are built in, in the order the
+	// Distributed Map hands them out (Plan.Loads); with them the model
+	// schedules each batch on the first free worker. Without them it
+	// spreads parts evenly.
+	Loads []Load
 	// HeadsUpFront are HEADs made before the workers start (CRCs).
 	HeadsUpFront int
 }
@@ -66,6 +104,7 @@ type Prediction struct {
 	WorkerSecs   float64 `json:"workerSeconds"` // the busiest worker
 	StreamSecs   float64 `json:"streamSeconds"`
 	RequestSecs  float64 `json:"requestSeconds"`
+	ServerSecs   float64 `json:"serverSeconds"` // the server's share of the work, all workers together
 	OverheadSecs float64 `json:"overheadSeconds"`
 }
 
@@ -77,41 +116,125 @@ func (m Model) String() string {
 // Predict prices a plan's stats run as r.
 func (m Model) Predict(s Stats, r Run) Prediction {
 	w := float64(max(r.Workers, 1))
-	// Work spreads over the workers by parts; the busiest gets the ceiling.
-	parts := float64(max(s.Parts-1, 1))
-	share := math.Ceil(parts/w) / parts
-	if parts < w {
-		share = 1 / parts
-	}
 	conc := float64(m.Concurrency)
-	stream := float64(s.StreamedBytes) * share / m.WorkerBandwidth
-	// Requests a worker makes, each a round trip, Concurrency at a time;
-	// chain rounds are four requests in a row; copies move bytes at CopyRate.
-	reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
-	chainSeq := float64(s.ChainRounds*4) * share
-	copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
-	requests := (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
-	worker := math.Max(stream, requests)
+	passes := math.Max(m.StreamPasses, 1)
+	var worker, stream, requests float64
+	if len(r.Loads) > 0 {
+		// Batches go to the first free worker, in order; the run waits for
+		// the last one.
+		stream, requests = m.loadSeconds(Load{Stats: s}, passes)
+		free := make(workerClock, int(w))
+		heap.Init(&free)
+		for _, l := range r.Loads {
+			st, rq := m.loadSeconds(l, passes)
+			free[0] += m.InvokeSeconds + math.Max(st, rq)
+			heap.Fix(&free, 0)
+		}
+		worker = slices.Max(free)
+	} else {
+		// Work spreads over the workers by parts; the busiest gets the ceiling.
+		parts := float64(max(s.Parts-1, 1))
+		share := math.Ceil(parts/w) / parts
+		if parts < w {
+			share = 1 / parts
+		}
+		stream = m.streamSeconds(int64(float64(s.StreamedBytes)*share), int(math.Ceil(float64(s.UploadParts+s.ChainParts)*share)), passes)
+		// Requests a worker makes, each a round trip, Concurrency at a time;
+		// chain rounds are four requests in a row; copies move bytes at CopyRate.
+		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
+		chainSeq := float64(s.ChainRounds*4) * share
+		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
+		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
+		// A chain part's rounds run one after another, however many requests a
+		// worker could keep in flight: its longest chain is a floor.
+		requests = math.Max(requests, float64(s.LongestChain*4)*m.RequestLatency)
+		worker = math.Max(stream, requests) + m.InvokeSeconds
+	}
+
+	// The server's share: every streamed byte is read from a source and
+	// sent as a part, every copied byte copied, every request answered,
+	// every chain round assembled by a Complete.
+	var server float64
+	rate := func(work, perSecond float64) float64 {
+		if perSecond <= 0 {
+			return 0
+		}
+		return work / perSecond
+	}
+	server += rate(float64(s.StreamedBytes), m.ServerIngestRate) + rate(float64(s.StreamedBytes), m.ServerGetRate)
+	server += rate(float64(s.ServerCopiedBytes), m.ServerCopyRate)
+	server += rate(float64(s.Requests.Total()), m.ServerRequestRate)
+	server += float64(s.ServerCopiedBytes-s.CopiedBytes) * m.CompletePerByte
 
 	overhead := float64(ceilDiv(int64(s.Entries), 1000))*m.ListPageSeconds +
-		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart
+		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +
+		float64(s.ArchiveBytes)*m.CompletePerByte
 	if r.Orchestrated {
 		overhead += m.StartSeconds + w/m.LaunchRate
 	}
-	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, OverheadSecs: overhead}
-	p.Seconds = worker + overhead
+	if s.ChainParts > 0 {
+		overhead += PadSize / m.WorkerBandwidth // the planner uploads the chains' pad
+	}
+	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
+	p.Seconds = math.Max(worker, server) + overhead
 
 	// Cost: requests, Lambda time (every worker is billed for its share),
 	// state transitions (about three per child execution and ten for the run).
 	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
 	get := s.Requests.Get + s.Requests.Head + r.HeadsUpFront
-	lambdaSecs := worker*w + overhead
+	lambdaSecs := math.Max(worker, server)*w + overhead
 	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
 		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (w+3)*m.PriceLambdaRequest
 	if r.Orchestrated {
 		p.Dollars += (10 + 3*w) * m.PriceTransition
 	}
 	return p
+}
+
+// loadSeconds is how long one worker takes to stream a load's bytes, and to
+// make its requests: Concurrency round trips at a time, a chain's rounds
+// (four requests each) one after the other, copies at CopyRate.
+func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
+	conc := float64(m.Concurrency)
+	stream = m.streamSeconds(l.StreamedBytes, l.UploadParts+l.ChainParts, passes)
+	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get)
+	// A round is four requests in a row, a copy of what the round carries
+	// and a Complete that assembles it.
+	round := 4 * m.RequestLatency
+	if l.ChainRounds > 0 {
+		perRound := float64(l.ServerCopiedBytes-l.CopiedBytes+l.StreamedBytes) / float64(l.ChainRounds)
+		round += perRound * (1/m.CopyRate + m.CompletePerByte)
+	}
+	chain := round * math.Max(float64(l.ChainRounds)/conc, float64(l.LongestChain))
+	requests = reqs/conc*m.RequestLatency + chain + float64(l.CopiedBytes)/m.CopyRate/conc
+	return stream, requests
+}
+
+// streamSeconds is one worker streaming bytes in parts, Concurrency parts
+// at a time. A worker that assembles a part before sending it (passes 2)
+// sends the first parts only after reading them; later parts are read
+// while earlier ones are sent, so only that first wave crosses the link
+// twice in a row.
+func (m Model) streamSeconds(bytes int64, parts int, passes float64) float64 {
+	if bytes <= 0 {
+		return 0
+	}
+	firstWave := math.Min(1, float64(m.Concurrency)/float64(max(parts, 1)))
+	return float64(bytes) * (1 + (passes-1)*firstWave) / m.WorkerBandwidth
+}
+
+// workerClock is when each worker is next free, a min-heap.
+type workerClock []float64
+
+func (h workerClock) Len() int           { return len(h) }
+func (h workerClock) Less(i, j int) bool { return h[i] < h[j] }
+func (h workerClock) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *workerClock) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *workerClock) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // makeAuto plans the duo layout and chooses which of its runs to build
@@ -218,6 +341,7 @@ func mixStats(a, b Stats, f float64) Stats {
 		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
 		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
+		LongestChain: map[bool]int{true: b.LongestChain, false: a.LongestChain}[f > 0], // any chained run may be the longest
 		Requests: Requests{
 			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
 			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),

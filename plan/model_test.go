@@ -33,7 +33,7 @@ func TestModelReproducesPublishedRecords(t *testing.T) {
 		{"1500-lambdas-streaming", stream1500, Run{Workers: 1500, Orchestrated: true}, 6},
 	}
 	for _, c := range cases {
-		pr := DefaultModel.Predict(c.p.Stats(), c.run)
+		pr := PipedModel.Predict(c.p.Stats(), c.run)
 		off := pr.Seconds/c.published - 1
 		t.Logf("%-24s predicted %6.1f s (worker %.1f, overhead %.1f), published %5.0f s: %+.0f%%, $%.4f", c.name, pr.Seconds, pr.WorkerSecs, pr.OverheadSecs, c.published, 100*off, pr.Dollars)
 		if math.Abs(off) > 0.25 {

@@ -16,6 +16,10 @@ func (r Requests) Total() int {
 	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
 }
 
+// Billed is the number of requests S3 charges for: all but DELETEs, which
+// are free.
+func (r Requests) Billed() int { return r.Total() - r.Delete }
+
 // Stats says what a plan costs before anything runs.
 type Stats struct {
 	Entries       int   `json:"entries"`
@@ -27,6 +31,9 @@ type Stats struct {
 	CopyParts     int   `json:"copyParts"`
 	ChainParts    int   `json:"chainParts"`
 	ChainRounds   int   `json:"chainRounds"`
+	// LongestChain is the rounds of the longest chain part: built one after
+	// another, they bound how fast the run can be.
+	LongestChain int `json:"longestChain,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -50,41 +57,95 @@ func (p *Plan) Stats() Stats {
 	s.Requests.Create, s.Requests.Complete = 1, 1
 	s.Requests.Head = len(p.CRCsNeeded())
 	for i := range p.Parts {
-		part := &p.Parts[i]
-		entries := p.Entries[part.First : part.First+part.Count]
-		switch part.Kind {
-		case PartCopy:
-			s.CopyParts++
-			s.CopiedBytes += part.Size()
-			s.ServerCopiedBytes += part.Size()
-			s.Requests.UploadPartCopy++
-		case PartChain:
-			c := CostOfChain(ChainRounds(entries, part.Start, part.End))
-			s.ChainParts++
-			s.ChainRounds += c.Rounds
-			s.StreamedBytes += c.Uploaded
-			s.CopiedBytes += part.Size() - c.Uploaded
-			s.ServerCopiedBytes += c.ServerCopied
-			s.Requests.Create += c.Requests.Create
-			s.Requests.Complete += c.Requests.Complete
-			s.Requests.UploadPart += c.Requests.UploadPart
-			s.Requests.UploadPartCopy += c.Requests.UploadPartCopy
-			s.Requests.Delete += c.Requests.Delete
-		default:
-			s.UploadParts++
-			s.StreamedBytes += part.Size()
-			s.Requests.UploadPart++
-			for _, seg := range Segments(entries, p.DirectoryOffset, part.Start, part.End) {
-				if seg.Kind == SegmentData {
-					s.Requests.Get++
-				}
-			}
-		}
+		s.add(p.partStats(&p.Parts[i]))
 	}
 	if s.ChainParts > 0 {
 		s.Requests.UploadPart++ // the pad
-		// Round objects are deleted with the work prefix, 1,000 a request.
-		s.Requests.Delete += int(ceilDiv(int64(s.ChainRounds), 1000))
 	}
 	return s
+}
+
+// partStats is what building one part takes.
+func (p *Plan) partStats(part *Part) Stats {
+	var s Stats
+	entries := p.Entries[part.First : part.First+part.Count]
+	switch part.Kind {
+	case PartCopy:
+		s.CopyParts++
+		s.CopiedBytes += part.Size()
+		s.ServerCopiedBytes += part.Size()
+		s.Requests.UploadPartCopy++
+	case PartChain:
+		c := CostOfChain(ChainRounds(entries, part.Start, part.End))
+		s.ChainParts++
+		s.ChainRounds += c.Rounds
+		s.LongestChain = c.Rounds
+		s.StreamedBytes += c.Uploaded
+		s.CopiedBytes += part.Size() - c.Uploaded
+		s.ServerCopiedBytes += c.ServerCopied
+		s.Requests.Create += c.Requests.Create
+		s.Requests.Complete += c.Requests.Complete
+		s.Requests.UploadPart += c.Requests.UploadPart
+		s.Requests.UploadPartCopy += c.Requests.UploadPartCopy
+		s.Requests.Delete += c.Requests.Delete
+	default:
+		s.UploadParts++
+		s.StreamedBytes += part.Size()
+		s.Requests.UploadPart++
+		for _, seg := range Segments(entries, p.DirectoryOffset, part.Start, part.End) {
+			if seg.Kind == SegmentData {
+				s.Requests.Get++
+			}
+		}
+	}
+	return s
+}
+
+// add sums the per-part counts of t into s.
+func (s *Stats) add(t Stats) {
+	s.StreamedBytes += t.StreamedBytes
+	s.CopiedBytes += t.CopiedBytes
+	s.ServerCopiedBytes += t.ServerCopiedBytes
+	s.UploadParts += t.UploadParts
+	s.CopyParts += t.CopyParts
+	s.ChainParts += t.ChainParts
+	s.ChainRounds += t.ChainRounds
+	s.LongestChain = max(s.LongestChain, t.LongestChain)
+	r, u := &s.Requests, t.Requests
+	r.Get += u.Get
+	r.Head += u.Head
+	r.UploadPart += u.UploadPart
+	r.UploadPartCopy += u.UploadPartCopy
+	r.Create += u.Create
+	r.Complete += u.Complete
+	r.Delete += u.Delete
+}
+
+// Load is the work of one batch of part jobs: one worker invocation. Its
+// LongestChain is the rounds of the batch's longest chain: a chain's rounds
+// are one after the other, its parts' chains side by side.
+type Load struct {
+	Stats
+}
+
+// Loads cuts the workers' part jobs into batches of perBatch jobs, in the
+// order the Distributed Map reads them (a job carries the copy after it),
+// and says what each batch takes.
+func (p *Plan) Loads(perBatch int) []Load {
+	perBatch = max(perBatch, 1)
+	var loads []Load
+	jobs := 0
+	parts := p.WorkerParts()
+	for i := 0; i < len(parts); i++ {
+		if jobs%perBatch == 0 {
+			loads = append(loads, Load{})
+		}
+		jobs++
+		l := &loads[len(loads)-1]
+		for k := i; k <= min(i+parts[i].Carry, len(parts)-1); k++ {
+			l.add(p.partStats(&parts[k]))
+		}
+		i += parts[i].Carry
+	}
+	return loads
 }

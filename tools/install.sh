@@ -69,4 +69,13 @@ else
   vgw_is_wanted "$BIN/versitygw" || { log "ERROR: $BIN/versitygw is not $VERSITYGW_VERSION after install"; exit 1; }
 fi
 
-log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw"
+# --- cfn-lint (make test-deployed lints the synthesized template) -------------
+CFN_LINT_VERSION=1.58.0
+CFN_LINT_VENV="$REPO/.tools/cfn-lint"
+if ! "$CFN_LINT_VENV/bin/cfn-lint" --version 2>/dev/null | grep -qx "cfn-lint $CFN_LINT_VERSION"; then
+  log "installing cfn-lint $CFN_LINT_VERSION into $CFN_LINT_VENV"
+  python3 -m venv "$CFN_LINT_VENV"
+  "$CFN_LINT_VENV/bin/pip" install -q --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION"
+fi
+
+log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, cfn-lint $CFN_LINT_VERSION"

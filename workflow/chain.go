@@ -3,9 +3,12 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"log/slog"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,14 +31,27 @@ type ChainS3 interface {
 	uploadCreator
 	uploadCompleter
 	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	objectRemover
 }
 
-// chainKey spreads round objects over many key prefixes: S3's request rate
-// limits apply per prefix.
-func chainKey(job *Job, part, round int) string {
+type objectRemover interface {
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+// chainKey spreads round objects over many key prefixes (S3's request rate
+// limits apply per prefix). attempt tells apart two builds of the same part
+// (a batch retried while its first run still works): each deletes only its
+// own round objects.
+func chainKey(job *Job, part int, attempt string, round int) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%d", part)
-	return fmt.Sprintf("%schain/%03x/%d-%d", job.WorkPrefix, h.Sum32()&0xfff, part, round)
+	return fmt.Sprintf("%schain/%03x/%d-%s-%d", job.WorkPrefix, h.Sum32()&0xfff, part, attempt, round)
+}
+
+func newAttempt() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // built is a round object: lead bytes of pad, then content.
@@ -54,24 +70,31 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	}
 	learn(entries, learned)
 	rounds := plan.ChainRounds(entries, item.Start, item.End)
+	attempt := newAttempt()
 	ups := make([]*roundUpload, len(rounds))
-	// Whatever fails, no round's upload is left behind.
+	bin := newRoundBin(ctx, w.S3, job.WorkBucket, w.logger().With("execution", job.Execution, "part", item.Number))
+	x := built{key: job.PadKey, lead: plan.PadSize}
+	// Whatever fails, no round's upload is left behind, nor the last round
+	// object: the work bucket holds a few round objects per chain at most.
 	defer func() {
 		for _, u := range ups {
 			if u != nil {
 				u.abort(ctx)
 			}
 		}
+		if x.key != job.PadKey {
+			bin.drop(x.key)
+		}
+		bin.close()
 	}()
-	crcs, err := w.startChecksummedRounds(ctx, cfg, job, item, entries, rounds, ups)
+	crcs, err := w.startChecksummedRounds(ctx, cfg, job, item, entries, rounds, ups, attempt)
 	if err != nil {
 		return nil, err
 	}
-	x := built{key: job.PadKey, lead: plan.PadSize}
 	var uploaded int64
 	for r, round := range rounds {
 		if ups[r] == nil {
-			if ups[r], err = openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, r), round, false); err != nil {
+			if ups[r], err = openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), round, false); err != nil {
 				return nil, fmt.Errorf("chain round %d: %w", r, err)
 			}
 		}
@@ -80,6 +103,11 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 			return nil, fmt.Errorf("chain round %d: %w", r, err)
 		}
 		ups[r] = nil
+		// This round has copied what was built: the object before it is
+		// not needed any more (the pad is every chain's start, and stays).
+		if x.key != job.PadKey {
+			bin.drop(x.key)
+		}
 		x, uploaded = next, uploaded+n
 	}
 	if x.content != item.Size() {
@@ -111,7 +139,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 // sets them in entries and returns them by entry index. A round whose answer
 // is not a usable CRC-32 is given up (it is built later, plain) and the
 // object's CRC is asked for or read instead.
-func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload) (map[int]uint32, error) {
+func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[int]uint32, error) {
 	sums, _ := plan.ChainChecksums(entries, rounds)
 	var which []int
 	for r, ok := range sums {
@@ -123,7 +151,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 	crcs := map[int]uint32{}
 	err := forEach(ctx, cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
 		r := which[k]
-		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, r), rounds[r], true)
+		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), rounds[r], true)
 		if err != nil {
 			return fmt.Errorf("chain round %d: %w", r, err)
 		}
@@ -356,4 +384,50 @@ func chainCRC(entries []plan.PlacedEntry, item *plan.PartJob) (uint32, bool) {
 		}
 	}
 	return crc, true
+}
+
+// binDepth is how many consumed round objects may wait for their delete.
+const binDepth = 2
+
+// roundBin deletes a chain's round objects once the next round has copied
+// them, so that the work bucket holds a few per chain, whatever its length,
+// instead of every round until the work prefix is deleted (a chain of 10,000
+// tiny entries builds 20,000 objects of 5 MiB or more). The deletes run one
+// at a time beside the rounds and add nothing to a round's latency; a chain
+// that outruns them waits, so what it holds stays bounded.
+type roundBin struct {
+	keys chan string
+	done chan struct{}
+}
+
+func newRoundBin(ctx context.Context, c objectRemover, bucket string, log *slog.Logger) *roundBin {
+	b := &roundBin{keys: make(chan string, binDepth), done: make(chan struct{})}
+	// A chain that failed or was cancelled removes what it built all the same.
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(b.done)
+		failed := 0
+		var first error
+		for key := range b.keys {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !isNotFound(err) {
+				if failed++; first == nil {
+					first = s3Error("DeleteObject", bucket, key, false, err)
+				}
+			}
+		}
+		if failed > 0 {
+			// Not fatal: the finalizer, or the abort, deletes the work prefix.
+			log.Warn("chain round objects not deleted; they go with the work prefix", "objects", failed, "error", first.Error())
+		}
+	}()
+	return b
+}
+
+// drop deletes a round object nothing will read again.
+func (b *roundBin) drop(key string) { b.keys <- key }
+
+// close waits for the deletes asked for.
+func (b *roundBin) close() {
+	close(b.keys)
+	<-b.done
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // Config is a deployment's settings. The Lambdas read it from the
@@ -27,6 +29,10 @@ type Config struct {
 	// PieceSize is how much of an object one read job reads and compresses
 	// (its compressed copy is held in memory): at most half MemoryBudget.
 	PieceSize int64
+	// Model is the profile of where the run happens, for auto's choices:
+	// nil is AWS (plan.DefaultModel); a local run against one machine's
+	// server passes that server's calibrated profile.
+	Model *plan.Model
 }
 
 // Defaults fills in unset fields.

@@ -95,8 +95,10 @@ func Retryable(err error) bool {
 }
 
 // s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
-// vanished source becomes SourceChangedError (when source is true), server
-// errors and throttling TransientError, the rest keep their message with context.
+// vanished source becomes SourceChangedError (when source is true), a
+// permanent refusal (out of space, not implemented, denied) RefusedError,
+// other server errors and throttling TransientError, the rest keep their
+// message with context.
 func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
 		return nil
@@ -116,6 +118,9 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		code = ae.ErrorCode()
+	}
+	if r := refused(op, bucket, key, status, code, err); r != nil {
+		return r
 	}
 	switch {
 	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||

@@ -339,7 +339,7 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 		return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: fmt.Sprintf("%s %s: another writer replaced this run's archive (left as it is)", d.URI(), problem)}
 	default:
 		if _, derr := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &d.Key}); derr != nil {
-			problem += fmt.Sprintf(" (and deleting it failed: %v)", derr)
+			return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; deleting it failed, delete it yourself: %v", d.URI(), problem, derr)}
 		}
 		return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}
 	}

@@ -371,6 +371,7 @@ func ErrorType(err error) string {
 		le  *LimitError
 		te  *TransientError
 		de  *DeadlineError
+		rfe *RefusedError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -383,6 +384,8 @@ func ErrorType(err error) string {
 		return "DestinationExistsError"
 	case errors.As(err, &le):
 		return "LimitError"
+	case errors.As(err, &rfe):
+		return "RefusedError"
 	case errors.As(err, &de):
 		return "DeadlineError"
 	case errors.As(err, &te):

@@ -106,10 +106,12 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if concurrency == 0 {
 		concurrency = cfg.DefaultMaxConcurrency
 	}
-	p, err := plan.Make(entries, plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency})
+	opts := plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model}
+	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return nil, planError(err)
 	}
+	warnWrongTool(log, p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
 	}
@@ -545,14 +547,18 @@ func (p *crcProbe) start(ctx context.Context) error {
 }
 
 // crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
-// report a usable one (then the caller reads the object).
-func (p *crcProbe) crc(ctx context.Context, src plan.Source, size int64) (uint32, bool, error) {
+// report a usable one (then the caller reads the object). The first range
+// copied is first bytes long when first > 0, else up to 5 GiB like the rest.
+func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
 	if err := p.start(ctx); err != nil {
 		return 0, false, err
 	}
 	var crc uint32
-	for from := int64(0); from < size; from += plan.MaxPartSize {
-		to := min(from+plan.MaxPartSize, size)
+	for from, to := int64(0), int64(0); from < size; from = to {
+		to = min(from+plan.MaxPartSize, size)
+		if from == 0 && first > 0 {
+			to = min(first, size)
+		}
 		n := p.next.Add(1)%plan.MaxParts + 1
 		in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
 			CopySource: aws.String(copySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
@@ -586,6 +592,13 @@ type crcSource interface {
 // storedCRC asks S3 for the CRC-32 it stores for the whole object (ok=false
 // when it stores none, another algorithm, or a composite of parts).
 func storedCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (uint32, bool, error) {
+	crc, ok, _, err := headCRC(ctx, c, e)
+	return crc, ok, err
+}
+
+// headCRC is storedCRC that also says whether S3 stores a CRC-32 of the
+// object's parts (a composite), which some servers answer a copy with.
+func headCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (crc uint32, ok, composite bool, err error) {
 	src := e.Source
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	if src.ETag != "" {
@@ -596,24 +609,32 @@ func storedCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (uint32
 	}
 	h, err := c.HeadObject(ctx, in)
 	if err != nil {
-		return 0, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
+		return 0, false, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
 	}
 	if aws.ToInt64(h.ContentLength) != e.Size {
-		return 0, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
+		return 0, false, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
 	}
-	crc, ok := fullObjectCRC(h)
-	return crc, ok, nil
+	crc, ok = fullObjectCRC(h)
+	return crc, ok, !ok && aws.ToString(h.ChecksumCRC32) != "", nil
 }
 
 // objectCRC returns a source object's CRC-32: the one S3 stores for the
 // whole object, else one S3 computes (probe, when given), else read.
 func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
 	src := e.Source
-	if crc, ok, err := storedCRC(ctx, c, e); err != nil || ok {
+	crc, ok, composite, err := headCRC(ctx, c, e)
+	if err != nil || ok {
 		return crc, err
 	}
 	if probe != nil {
-		crc, ok, err := probe.crc(ctx, src, e.Size)
+		// A server may answer a copy of an object stored with a composite
+		// CRC-32 with that composite (versitygw does; S3 answers the copied
+		// bytes' CRC): a one-byte copy tells, before S3 copies it all.
+		first := int64(0)
+		if composite {
+			first = 1
+		}
+		crc, ok, err := probe.crc(ctx, src, e.Size, first)
 		if err != nil || ok {
 			return crc, err
 		}

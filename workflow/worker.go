@@ -343,15 +343,16 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		// The part's bytes are right (If-Match pinned them), but a part
 		// checksum that is not theirs would fail the completion, or worse,
 		// be stored as the archive's. Some servers (versitygw 1.8) report the
-		// source's stored checksum for a copy. Stream the range instead: the
-		// same bytes, with a checksum computed from them.
-		if item.Size() > cfg.MemoryBudget {
-			return nil, &ChecksumMismatchError{fmt.Sprintf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s), and the %d-byte range is over the worker's memory budget to stream instead",
-				src.Bucket, src.Key, from, to-1, got, reason, item.Size())}
-		}
+		// source's stored checksum for a copy. Upload the same part number
+		// again, streamed, with a checksum computed from its bytes: it
+		// replaces the copy, whatever the range's size.
 		w.logger().Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
-			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason)
-		return w.streamCopyRange(ctx, cfg, job, item)
+			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
+		r, err := w.streamCopyRange(ctx, job, item)
+		if err != nil {
+			return nil, fmt.Errorf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s); streaming the range instead: %w", src.Bucket, src.Key, from, to-1, got, reason, err)
+		}
+		return r, nil
 	}
 	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
 }
@@ -373,18 +374,4 @@ func implausiblePartCRC(item *plan.PartJob, got string) string {
 		return "the whole source's CRC-32 for a copy of a range"
 	}
 	return ""
-}
-
-// streamCopyRange uploads a copy part's bytes through the worker.
-func (w *Worker) streamCopyRange(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
-	// A copy part is all data: a header-less view of the entry makes
-	// Segments yield exactly the source range.
-	entry := plan.PlacedEntry{Entry: plan.Entry{Name: item.Source.Key, Source: *item.Source, Size: item.SourceSize}, Offset: item.Start - item.SourceRange[0]}
-	part := item.Part
-	r, err := uploadPart(ctx, w.S3, cfg, job, &part, []plan.PlacedEntry{entry}, item.End, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	r.CRCs = nil // a range's CRC is not the entry's
-	return r, nil
 }

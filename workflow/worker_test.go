@@ -35,10 +35,21 @@ type fakeS3 struct {
 	// copyCRC makes UploadPartCopy answer with the copied bytes' CRC-32, as
 	// S3 does into an upload created with CRC-32.
 	copyCRC bool
+	// stored makes UploadPartCopy of these sources (bucket/key) answer with
+	// the checksum the source is stored with, as versitygw 1.8 does.
+	stored map[string]string
+	// served counts the source bytes GetObject returned, by bucket/key.
+	served map[string]int64
+	// sums are the CRC-32 and length of every part uploaded; parts over
+	// keepPart bytes are hashed as they arrive, not kept.
+	sums map[int32][2]int64
 }
 
+const keepPart = 32 << 20
+
 func newFakeS3() *fakeS3 {
-	return &fakeS3{objects: map[string][]byte{}, etags: map[string]string{}, parts: map[int32][]byte{}, calls: map[string]int{}}
+	return &fakeS3{objects: map[string][]byte{}, etags: map[string]string{}, parts: map[int32][]byte{}, calls: map[string]int{},
+		stored: map[string]string{}, served: map[string]int64{}, sums: map[int32][2]int64{}}
 }
 
 func (f *fakeS3) put(bucket, key string, b []byte) {
@@ -82,6 +93,9 @@ func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*
 		from, to := parseRange(*in.Range, len(b))
 		b = b[from:to]
 	}
+	f.mu.Lock()
+	f.served[k] += int64(len(b))
+	f.mu.Unlock()
 	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
 }
 
@@ -89,9 +103,22 @@ func (f *fakeS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func
 	if err := f.call("UploadPart"); err != nil {
 		return nil, err
 	}
-	b, _ := io.ReadAll(in.Body)
+	h := crc32.NewIEEE()
+	var kept bytes.Buffer
+	w := io.Writer(h)
+	if aws.ToInt64(in.ContentLength) <= keepPart {
+		w = io.MultiWriter(h, &kept)
+	}
+	n, err := io.Copy(w, in.Body)
+	if err != nil {
+		return nil, err
+	}
+	if in.ChecksumCRC32 != nil && *in.ChecksumCRC32 != crcBase64(h.Sum32()) {
+		return nil, apiError("BadDigest")
+	}
 	f.mu.Lock()
-	f.parts[*in.PartNumber] = b
+	f.parts[*in.PartNumber] = kept.Bytes()
+	f.sums[*in.PartNumber] = [2]int64{int64(h.Sum32()), n}
 	f.mu.Unlock()
 	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"p%d"`, *in.PartNumber)), ChecksumCRC32: in.ChecksumCRC32}, nil
 }
@@ -109,7 +136,9 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	f.parts[*in.PartNumber] = f.objects[k][from:to]
 	f.mu.Unlock()
 	out := &s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"c"`)}}
-	if f.copyCRC {
+	if v, ok := f.stored[k]; ok {
+		out.CopyPartResult.ChecksumCRC32 = aws.String(v)
+	} else if f.copyCRC {
 		out.CopyPartResult.ChecksumCRC32 = aws.String(crcBase64(crcOf(f.objects[k][from:to])))
 	}
 	return out, nil

@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,7 +23,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,12 +51,23 @@ type runSpec struct {
 	Stands        string // the design it reproduces
 }
 
-var runs = []runSpec{
-	{"stream-1", "stream", 1, 0, "one Lambda streams every byte (Gen1)"},
-	{"duo-1", "duo", 1, 0, "one Lambda, server-side copies (Duo)"},
-	{"duo-N", "duo", 0, 4, "duo fanned out over N Lambdas"},
-	{"chain-N", "chain", 0, 4, "server-side append chains over N Lambdas"},
-	{"auto-N", "auto", 0, 4, "cost model picks per object, N Lambdas"},
+// runList is the comparison: the single-Lambda anchors (stream-1 and duo-1,
+// every part in one invocation, as the published designs build), duo and
+// auto at every N of scale (perBatch parts per batch), and chain at the
+// largest N.
+func runList(scale []int, perBatch int) []runSpec {
+	runs := []runSpec{
+		{"stream-1", "stream", 1, 0, "one Lambda streams every byte (Gen1)"},
+		{"duo-1", "duo", 1, 0, "one Lambda, server-side copies (Duo)"},
+	}
+	for _, n := range scale {
+		if n > 1 {
+			runs = append(runs, runSpec{fmt.Sprintf("duo-%d", n), "duo", n, perBatch, fmt.Sprintf("duo fanned out over %d Lambdas", n)})
+		}
+		runs = append(runs, runSpec{fmt.Sprintf("auto-%d", n), "auto", n, perBatch, fmt.Sprintf("cost model (local profile) picks, %d Lambdas", n)})
+	}
+	top := scale[len(scale)-1]
+	return append(runs, runSpec{fmt.Sprintf("chain-%d", top), "chain", top, perBatch, fmt.Sprintf("server-side append chains over %d Lambdas", top)})
 }
 
 const (
@@ -65,22 +77,36 @@ const (
 )
 
 type options struct {
-	count, workers, repeats int
-	seed                    uint64
-	s3zip, versitygw        string
-	out, readme, chart      string
-	python, label           string
-	sourceCRC               bool
-	sh                      shaping
+	count, repeats, linksWide int
+	perBatch                  int
+	scale                     []int
+	seed                      uint64
+	s3zip, versitygw          string
+	out, readme, chart        string
+	python, label             string
+	sourceCRC                 bool
+	delay                     time.Duration
+	dataParent                string
+	sh                        shaping
 }
 
 func main() {
 	var o options
+	var g getOptions
+	getMode := flag.Bool("get", false, "compare downloads instead (make bench-get): s3zip get, s5cmd and the SDK's transfer manager on one archive, and s5cmd cp of many small objects against s3zip create + get")
+	flag.StringVar(&g.s5cmd, "s5cmd", ".tools/bin/s5cmd", "s5cmd binary, for -get")
+	flag.StringVar(&g.tmget, "tmget", ".tools/bin/tmget", "transfer manager downloader (bench/tmget), for -get")
+	flag.IntVar(&g.smallCount, "small-count", 50000, "small objects for -get's many-files comparison")
+	flag.IntVar(&g.reps, "get-repeats", 3, "repetitions of each tuned download, for -get")
+	flag.StringVar(&g.link, "get-link", "600mbit", "the one shaped link of -get: a Lambda's")
+	calibrateOnly := flag.Bool("calibrate", false, "only calibrate the server (print what it measured), then exit")
 	cleanupOnly := flag.Bool("cleanup", false, "only remove namespaces and links a killed run left, then exit")
 	render := flag.String("render", "", "only write the table, chart and README from this results.json, then exit")
 	flag.IntVar(&o.count, "count", 300, "objects of the challenge distribution (5 MiB on average)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the data set")
-	flag.IntVar(&o.workers, "workers", 8, "N: emulated Lambdas (namespaces) for the fanned-out runs")
+	scale := flag.String("scale", "1,2,4,8,16,32", "N: emulated Lambdas (namespaces) for the fanned-out runs, comma-separated, ascending")
+	flag.IntVar(&o.perBatch, "parts-per-batch", 1, "the Map's MaxItemsPerBatch for fanned-out runs: 1 keeps AWS's proportion of batches to workers on a data set this small")
+	flag.IntVar(&o.linksWide, "links-wide", 32, "scale each Lambda's link to the calibrated server's UploadPart rate divided by this")
 	flag.IntVar(&o.repeats, "repeats", 3, "repetitions of every run (median, min, max)")
 	flag.StringVar(&o.s3zip, "s3zip", ".tools/bin/s3zip", "s3zip binary the workers run")
 	flag.StringVar(&o.versitygw, "versitygw", ".tools/bin/versitygw", "versitygw binary")
@@ -90,10 +116,17 @@ func main() {
 	flag.StringVar(&o.python, "python", "python3", "Python with matplotlib, for -chart")
 	flag.StringVar(&o.label, "label", "", "name of this invocation in the report (e.g. the make target)")
 	flag.BoolVar(&o.sourceCRC, "source-crc", false, "store each source's CRC-32 (as AWS SDKs do by default); versitygw 1.8 then misreports ranged copies, see docs/versitygw.md")
-	flag.StringVar(&o.sh.Rate, "rate", "600mbit", "tc rate of each worker's link, each way")
+	flag.StringVar(&o.sh.Rate, "rate", "", "tc rate of each worker's link, each way (default: from the calibration and -links-wide)")
 	flag.StringVar(&o.sh.Burst, "burst", "256kb", "tc tbf burst")
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
+	flag.StringVar(&o.dataParent, "data-dir", "", "directory for the server's data (default: $TMPDIR)")
+	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
 	flag.Parse()
+	var err error
+	if o.scale, err = parseScale(*scale); err != nil {
+		fmt.Fprintln(os.Stderr, "netbench: -scale:", err)
+		os.Exit(2)
+	}
 	if *cleanupOnly {
 		if err := tearDownNetworks(); err != nil {
 			fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -109,7 +142,14 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := benchmark(ctx, o)
+	switch {
+	case *calibrateOnly:
+		err = calibrateOnlyRun(ctx, o)
+	case *getMode:
+		err = getBenchmark(ctx, o, g)
+	default:
+		err = benchmark(ctx, o)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -117,36 +157,155 @@ func main() {
 	}
 }
 
-func benchmark(ctx context.Context, o options) (err error) {
+// benchEnv is what every bench mode stands on: the lock, the router and
+// server namespaces, versitygw behind its latency proxy, the bench's own
+// unshaped client, and (addLambdas) the shaped Lambda namespaces.
+type benchEnv struct {
+	lock     *os.File
+	srv      *server
+	proxy    *latencyProxy
+	dataDir  string
+	base     *s3.Client
+	endpoint string
+	env      []string // a worker's environment: credentials and region
+	nets     []lambdaNet
+	control  lambdaNet
+}
+
+func newBenchEnv(ctx context.Context, o *options) (e *benchEnv, err error) {
 	if err := mustBeRoot(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range []*string{&o.s3zip, &o.versitygw} {
 		if *p, err = filepath.Abs(*p); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("binary: %w", err)
+			return nil, fmt.Errorf("binary: %w", err)
 		}
 	}
-	lock, err := os.OpenFile("/run/s3zip-netbench.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	e = &benchEnv{}
+	defer func() {
+		if err != nil {
+			e.close(&err)
+			e = nil
+		}
+	}()
+	if e.lock, err = os.OpenFile("/run/s3zip-netbench.lock", os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+		return e, err
+	}
+	if err := syscall.Flock(int(e.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return e, fmt.Errorf("another netbench is running (lock /run/s3zip-netbench.lock): %w", err)
+	}
+	if err := tearDownNetworks(); err != nil { // a killed earlier run's leftovers
+		return e, err
+	}
+	if err := setUpHub(); err != nil {
+		return e, fmt.Errorf("set up the router and server namespaces: %w", err)
+	}
+	if e.dataDir, err = os.MkdirTemp(o.dataParent, "s3zip-netbench-"); err != nil {
+		return e, err
+	}
+	if e.srv, err = startVersitygw(ctx, o.versitygw, e.dataDir); err != nil {
+		return e, err
+	}
+	if e.proxy, err = startLatencyProxy(serverNS, serverIP+e.srv.port, e.srv.backend, o.delay); err != nil {
+		return e, fmt.Errorf("latency proxy: %w", err)
+	}
+	e.endpoint = e.srv.endpoint
+	e.env = workerEnv(e.srv.accessKey, e.srv.secretKey, region)
+	fmt.Printf("versitygw: %s in namespace %s, behind a proxy that answers no request sooner than %v (S3's time to first byte)\n", e.endpoint, serverNS, o.delay)
+	// The bench's own client (data set, clean-up, calibration) talks to the
+	// server from inside the server's namespace: unshaped.
+	e.base = s3.New(s3.Options{
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.DialContext = dialIn(serverNS)
+		}),
+		Region:                     region,
+		BaseEndpoint:               aws.String(e.endpoint),
+		UsePathStyle:               true,
+		Credentials:                credentials.NewStaticCredentialsProvider(e.srv.accessKey, e.srv.secretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		RetryMaxAttempts:           8,
+	})
+	return e, nil
+}
+
+// addLambdas makes n worker namespaces and the control namespace, shaped sh.
+func (e *benchEnv) addLambdas(n int, sh shaping) error {
+	var err error
+	if e.nets, e.control, err = setUpLambdas(n, sh); err != nil {
+		return fmt.Errorf("set up network namespaces: %w", err)
+	}
+	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each joined to the router %s by a veth shaped on both ends with tbf rate %s burst %s latency %s; versitygw in %s, unshaped\n",
+		len(e.nets), nsPrefix, len(e.nets)-1, e.control.NS, hubNS, sh.Rate, sh.Burst, sh.Latency, serverNS)
+	return nil
+}
+
+// close stops everything and removes the namespaces, joining what fails to *err.
+func (e *benchEnv) close(err *error) {
+	if e.proxy != nil {
+		e.proxy.close()
+	}
+	if e.srv != nil {
+		e.srv.stop()
+	}
+	if e.dataDir != "" {
+		os.RemoveAll(e.dataDir)
+	}
+	if cerr := tearDownNetworks(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
+	if e.lock != nil {
+		e.lock.Close()
+	}
+}
+
+// calibratePipeline runs a one-object archive through the real runner, as
+// the bench's runs go (planner and finalizer on their shaped link, a worker
+// in its namespace), for the fixed cost of planning and of finishing a run.
+func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.Client, nets []lambdaNet, control lambdaNet, s3zip, endpoint string, env []string) error {
+	const prefix = "pipeline-calibration/"
+	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin"),
+		Body: strings.NewReader("s3zip"), ContentLength: aws.Int64(5)}); err != nil {
+		return fmt.Errorf("calibrate the pipeline: %w", err)
+	}
+	var plans, finishes []float64
+	for i := 0; i < 3; i++ {
+		pool := newLambdaPool(nets, 1, s3zip, endpoint, env)
+		r := runSpec{Name: "pipeline", Strategy: "duo", Workers: 1, PartsPerBatch: 1}
+		res := runOnceFrom(ctx, base, shaped, pool, nets[:1], control, r, i, nil, prefix)
+		if res.Err != "" {
+			return fmt.Errorf("calibrate the pipeline: %s", res.Err)
+		}
+		plans, finishes = append(plans, res.PlanSeconds), append(finishes, res.FinishSeconds)
+	}
+	cal.PlanSeconds, cal.FinishSeconds = median(plans), median(finishes)
+	_, err := base.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin")})
+	return err
+}
+
+func calibrateOnlyRun(ctx context.Context, o options) (err error) {
+	e, err := newBenchEnv(ctx, &o)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another netbench is running (lock /run/s3zip-netbench.lock): %w", err)
+	defer e.close(&err)
+	cal, err := calibrate(ctx, e.base)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
 	}
+	fmt.Printf("calibration: %s\n", cal)
+	return nil
+}
 
+func benchmark(ctx context.Context, o options) (err error) {
 	// Which runs exist: a strategy plan.ParseStrategy rejects is skipped
 	// with a note, not silently.
 	var active []runSpec
 	var notes []string
-	for _, r := range runs {
-		if r.Workers == 0 {
-			r.Workers = o.workers
-			r.Name = strings.Replace(r.Name, "-N", fmt.Sprintf("-%d", o.workers), 1)
-		}
+	for _, r := range runList(o.scale, o.perBatch) {
 		if _, err := plan.ParseStrategy(r.Strategy); err != nil {
 			note := fmt.Sprintf("skipped %s: plan.ParseStrategy rejects %q (%v)", r.Name, r.Strategy, err)
 			fmt.Println("note:", note)
@@ -155,44 +314,44 @@ func benchmark(ctx context.Context, o options) (err error) {
 		}
 		active = append(active, r)
 	}
+	workers := o.scale[len(o.scale)-1]
 
-	if err := tearDownNetworks(); err != nil { // a killed earlier run's leftovers
-		return err
-	}
-	defer func() {
-		if cerr := tearDownNetworks(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
-	nets, control, serverIP, err := setUpNetworks(o.workers, o.sh)
-	if err != nil {
-		return fmt.Errorf("set up network namespaces: %w", err)
-	}
-	fmt.Printf("network: %d worker namespaces %s0…%d and %s for the planner and finalizer, each veth shaped with tbf rate %s burst %s latency %s on both ends\n",
-		len(nets), nsPrefix, len(nets)-1, control.NS, o.sh.Rate, o.sh.Burst, o.sh.Latency)
-
-	dataDir, err := os.MkdirTemp("", "s3zip-netbench-")
+	e, err := newBenchEnv(ctx, &o)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dataDir)
-	srv, err := startVersitygw(ctx, o.versitygw, serverIP, dataDir)
+	defer e.close(&err)
+	base := e.base
+
+	// Calibrate, then scale each Lambda's link so that the server is
+	// linksWide links wide, as S3 is many Lambdas wide.
+	cal, err := calibrate(ctx, base)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	fmt.Printf("calibration: %s\n", cal)
+	link := min(cal.IngestRate, cal.GetRate) / float64(o.linksWide)
+	if o.sh.Rate == "" {
+		o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
+	} else if link, err = parseRate(o.sh.Rate); err != nil {
+		return err
+	}
+	fmt.Printf("link: %s each way per Lambda (%.1f MB/s): the server takes in %.0f MB/s, %.1f links wide (AWS: one Lambda gets ~75 MB/s of an S3 that is thousands of Lambdas wide)\n",
+		o.sh.Rate, link/1e6, cal.IngestRate/1e6, cal.IngestRate/link)
+	if err := e.addLambdas(workers, o.sh); err != nil {
+		return err
+	}
+	nets, control, env := e.nets, e.control, e.env
+	t0 := time.Now()
+	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed, o.sourceCRC)
+	if err != nil {
+		return fmt.Errorf("upload the data set: %w", err)
+	}
+	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
+	invoke, err := timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	fmt.Printf("versitygw: %s (bound to the host end of %s)\n", srv.endpoint, nets[0].HostLink)
-
-	base := s3.New(s3.Options{
-		Region:                     region,
-		BaseEndpoint:               aws.String(srv.endpoint),
-		UsePathStyle:               true,
-		Credentials:                credentials.NewStaticCredentialsProvider(srv.accessKey, srv.secretKey, ""),
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		RetryMaxAttempts:           8,
-	})
-	env := workerEnv(srv.accessKey, srv.secretKey, region)
 	// The planner and finalizer run in this process, but their sockets are
 	// opened in the control namespace, so their S3 traffic is capped too.
 	shapedOptions := base.Options()
@@ -200,20 +359,28 @@ func benchmark(ctx context.Context, o options) (err error) {
 		t.DialContext = dialIn(control.NS)
 	})
 	shaped := s3.New(shapedOptions)
-
-	t0 := time.Now()
-	total, err := uploadDataSet(ctx, base, bucket, srcPrefix, o.count, o.seed, o.sourceCRC)
-	if err != nil {
-		return fmt.Errorf("upload the data set: %w", err)
+	cal.LaunchRate = timeLaunch(ctx, nets, o.s3zip, e.endpoint, env)
+	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
+		return err
 	}
-	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
+	model := localModel(cal, link, invoke)
+	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
+		model, invoke*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
+
+	// Every run's prediction, made before any run.
+	preds := make([]plan.Prediction, len(active))
+	for i, r := range active {
+		if preds[i], err = predict(ctx, base, model, r); err != nil {
+			return err
+		}
+	}
 
 	results := make([][]repResult, len(active))
 	for rep := 1; rep <= o.repeats; rep++ {
 		// Interleaved, so drift on a shared machine hits every run alike.
 		for i, r := range active {
-			pool := newLambdaPool(nets, r.Workers, o.s3zip, "http://"+serverIP+srv.port, env)
-			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep)
+			pool := newLambdaPool(nets, r.Workers, o.s3zip, e.endpoint, env)
+			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep, &model)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -221,7 +388,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 			if res.Err != "" {
 				fmt.Printf("%-10s rep %d  FAILED: %s\n", r.Name, rep, res.Err)
 			} else {
-				fmt.Printf("%-10s rep %d  %6.2f s  %s through workers  %d requests  peak worker %s\n", r.Name, rep, res.WallSeconds,
+				fmt.Printf("%-10s rep %d  %6.2f s (predicted %6.2f s; plan %.2f, map %.2f, finish %.2f)  %s through workers  %d requests  peak worker %s\n", r.Name, rep, res.WallSeconds, preds[i].Seconds, res.PlanSeconds, res.MapSeconds, res.FinishSeconds,
 					mib(res.LinkToWorkers+res.LinkFromWorkers), sum(res.Requests), mib(res.PeakWorkerRSS))
 			}
 		}
@@ -229,17 +396,116 @@ func benchmark(ctx context.Context, o options) (err error) {
 
 	rep := &report{
 		Label: o.label, When: time.Now().UTC(), Machine: machine(), Count: o.count, Seed: o.seed,
-		Workers: o.workers, Repeats: o.repeats, Shaping: o.sh, SourceCRC: o.sourceCRC, Notes: notes, Command: strings.Join(os.Args, " "),
+		Workers: workers, Scale: o.scale, Repeats: o.repeats, Shaping: o.sh, Delay: o.delay.String(), SourceCRC: o.sourceCRC, Notes: notes, Command: strings.Join(os.Args, " "),
+		Calibration: cal, LinkBytesPerSecond: link, LinksWide: cal.IngestRate / link, Model: model,
 	}
 	for i, r := range active {
-		rep.Runs = append(rep.Runs, summarize(r, results[i]))
+		s := summarize(r, results[i])
+		s.Predicted = preds[i]
+		rep.Runs = append(rep.Runs, s)
 	}
 	return rep.write(o)
 }
 
+func parseScale(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 250 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%q: want ascending worker counts from 1 to 250, e.g. 1,2,4,8", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseRate reads a tc rate ("600mbit", "59000kbit") as bytes/s.
+func parseRate(s string) (float64, error) {
+	for _, u := range []struct {
+		suffix string
+		bits   float64
+	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				break
+			}
+			return f * u.bits / 8, nil
+		}
+	}
+	return 0, fmt.Errorf("-rate %q: want a tc rate such as 600mbit or 59000kbit", s)
+}
+
+// timeInvocation is the fixed cost of one worker invocation here: a
+// worker process started in a Lambda's namespace with an empty batch (the
+// median of five).
+func timeInvocation(ctx context.Context, l lambdaNet, s3zip, endpoint string, env []string) (float64, error) {
+	var ts []float64
+	for i := 0; i < 5; i++ {
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.NS, s3zip, "batch", "--endpoint", endpoint)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(`{"Items":[]}`)
+		t := time.Now()
+		_ = cmd.Run() // an empty batch may be refused; the process's start and end are what is timed
+		ts = append(ts, time.Since(t).Seconds())
+	}
+	sort.Float64s(ts)
+	return ts[len(ts)/2], nil
+}
+
+// timeLaunch starts an empty worker invocation in every namespace at once
+// and returns how many the machine starts per second: 32 processes on 2
+// cores do not start in one process's time.
+func timeLaunch(ctx context.Context, nets []lambdaNet, s3zip, endpoint string, env []string) float64 {
+	t := time.Now()
+	_ = forEach(ctx, len(nets), len(nets), func(ctx context.Context, k int) error {
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", nets[k].NS, s3zip, "batch", "--endpoint", endpoint)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(`{"Items":[]}`)
+		_ = cmd.Run() // as in timeInvocation
+		return nil
+	})
+	return float64(len(nets)) / time.Since(t).Seconds()
+}
+
+// phaseClock notes when the first batch of a run started and the last ended.
+type phaseClock struct {
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func (c *phaseClock) wrap(f workflow.BatchFunc) workflow.BatchFunc {
+	return func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+		c.mu.Lock()
+		if c.first.IsZero() {
+			c.first = time.Now()
+		}
+		c.mu.Unlock()
+		out, err := f(ctx, in)
+		c.mu.Lock()
+		c.last = time.Now()
+		c.mu.Unlock()
+		return out, err
+	}
+}
+
+func (c *phaseClock) split(start, end time.Time) (plan, build, finish float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first.IsZero() {
+		return end.Sub(start).Seconds(), 0, 0
+	}
+	return c.first.Sub(start).Seconds(), c.last.Sub(c.first).Seconds(), end.Sub(c.last).Seconds()
+}
+
 // repResult is one repetition of one run.
 type repResult struct {
-	WallSeconds     float64          `json:"wallSeconds"`
+	WallSeconds float64 `json:"wallSeconds"`
+	// The run's phases: until the first batch started (planning), until the
+	// last batch ended (the Map), the rest (finalizing).
+	PlanSeconds     float64          `json:"planSeconds"`
+	MapSeconds      float64          `json:"mapSeconds"`
+	FinishSeconds   float64          `json:"finishSeconds"`
 	ArchiveBytes    int64            `json:"archiveBytes"`
 	Parts           int              `json:"parts"`
 	Batches         int              `json:"batches"`
@@ -254,8 +520,14 @@ type repResult struct {
 	Err             string           `json:"error,omitempty"`
 }
 
-func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int) repResult {
+func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int, model *plan.Model) repResult {
+	return runOnceFrom(ctx, base, shaped, pool, nets, control, r, rep, model, srcPrefix)
+}
+
+// runOnceFrom is runOnce of the objects under prefix.
+func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int, model *plan.Model, prefix string) repResult {
 	var res repResult
+	phases := &phaseClock{}
 	counter := s3metrics.New()
 	client := s3.New(shaped.Options(), counter.Option())
 	per := r.PartsPerBatch
@@ -264,14 +536,14 @@ func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, net
 	}
 	runner := &workflow.Runner{
 		S3:            client,
-		Config:        workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers},
+		Config:        workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers, Model: model},
 		PartsPerBatch: per,
-		Batch:         pool.build,
+		Batch:         phases.wrap(pool.build),
 		Log:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	dest := fmt.Sprintf("out/%s-%d.zip", r.Name, rep)
 	req, _ := json.Marshal(workflow.Request{
-		Source:      workflow.Source{Bucket: bucket, Prefix: srcPrefix},
+		Source:      workflow.Source{Bucket: bucket, Prefix: prefix},
 		Destination: workflow.Destination{Bucket: bucket, Key: dest},
 		Options:     workflow.Options{Strategy: r.Strategy, MaxConcurrency: r.Workers, Overwrite: true},
 	})
@@ -287,7 +559,9 @@ func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, net
 	}
 	start := time.Now()
 	out, err := runner.Run(ctx, req, fmt.Sprintf("bench-%s-%d", r.Name, rep))
-	res.WallSeconds = time.Since(start).Seconds()
+	end := time.Now()
+	res.WallSeconds = end.Sub(start).Seconds()
+	res.PlanSeconds, res.MapSeconds, res.FinishSeconds = phases.split(start, end)
 	after, lerr := readLinkBytes(nets)
 	if err == nil {
 		err = lerr
@@ -325,18 +599,17 @@ type server struct {
 	cmd                  *exec.Cmd
 	exited               chan struct{}
 	endpoint, port       string
+	backend              string // versitygw's own address, inside serverNS
 	accessKey, secretKey string
 }
 
-func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, error) {
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		return nil, fmt.Errorf("find a free port on %s: %w", ip, err)
-	}
-	port := fmt.Sprintf(":%d", l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	s := &server{endpoint: "http://" + ip + port, port: port, accessKey: "bench" + randHex(), secretKey: randHex() + randHex()}
-	s.cmd = exec.Command(bin, "--port", ip+port, "--quiet", "posix", dataDir)
+func startVersitygw(ctx context.Context, bin, dataDir string) (*server, error) {
+	// The port is free: the namespace is the bench's own.
+	// versitygw listens on the namespace's loopback; the latency proxy on
+	// the address the workers reach.
+	port := ":7070"
+	s := &server{endpoint: "http://" + serverIP + port, backend: "127.0.0.1:7071", port: port, accessKey: "bench" + randHex(), secretKey: randHex() + randHex()}
+	s.cmd = exec.Command("ip", "netns", "exec", serverNS, bin, "--port", s.backend, "--quiet", "posix", dataDir)
 	s.cmd.Env = []string{"ROOT_ACCESS_KEY=" + s.accessKey, "ROOT_SECRET_KEY=" + s.secretKey, "VGW_REGION=" + region, "PATH=" + os.Getenv("PATH")}
 	logf, err := os.Create(filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log"))
 	if err != nil {
@@ -361,9 +634,9 @@ func startVersitygw(ctx context.Context, bin, ip, dataDir string) (*server, erro
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start versitygw: %w", err)
 	}
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: dialIn(serverNS)}}
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		resp, err := hc.Get(s.endpoint + "/")
+		resp, err := hc.Get("http://" + s.backend + "/")
 		if err == nil {
 			resp.Body.Close()
 			return s, nil

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 )
@@ -20,13 +20,24 @@ const (
 	linkPrefix = "s3zb"         // host-side veth ends (names are at most 15 bytes)
 )
 
-// lambdaNet is one emulated Lambda network: a namespace joined to the host by
-// a veth pair, shaped to rate on both ends. Traffic host→namespace (the
-// worker's downloads) leaves through the host end's qdisc; namespace→host
-// (its uploads) through the namespace end's.
+// The bench's networks: every address it uses lives in a namespace it made.
+// The hub namespace routes between the server's namespace and every
+// worker's; each worker namespace is joined to the hub by a veth pair whose
+// two ends are shaped (the hub end's egress is what the worker downloads,
+// the namespace end's what it uploads). The server's own link is not shaped:
+// S3 is far wider than one Lambda.
+const (
+	hubNS    = nsPrefix + "hub"
+	serverNS = nsPrefix + "s3"
+	serverIP = "10.77.255.2" // versitygw binds here, inside serverNS
+	hubToS3  = "10.77.255.1"
+)
+
+// lambdaNet is one emulated Lambda network: a namespace joined to the hub by
+// a veth pair, shaped to rate (and delayed) on both ends.
 type lambdaNet struct {
 	NS       string // namespace name
-	HostLink string // veth end on the host
+	HostLink string // veth end in the hub namespace
 	NSLink   string // veth end inside the namespace
 	HostIP   string // address of HostLink, 10.77.k.1/30
 	NSIP     string // address of NSLink, 10.77.k.2/30
@@ -42,74 +53,99 @@ func lambdaNetFor(k int) lambdaNet {
 	}
 }
 
-// shaping is the tc token bucket on each veth end.
+// shaping is the tc token bucket on each direction of a Lambda's link: its
+// bandwidth. (S3's request latency is added by the server's proxy,
+// latency.go.)
 type shaping struct {
 	Rate    string // e.g. 600mbit
 	Burst   string // bucket size, e.g. 256kb
-	Latency string // queueing bound, e.g. 50ms
+	Latency string // tbf queueing bound, e.g. 50ms
 }
 
-func (s shaping) tbf(dev string) []string {
-	return []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}
+// qdiscs are the tc commands (after "tc") that shape dev.
+func (s shaping) qdiscs(dev string) [][]string {
+	return [][]string{{"qdisc", "add", "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}}
 }
 
 // controlNet is the namespace of the planner and finalizer: on AWS they are
-// Lambdas too, with the same network cap, and the planner reads every source
-// whose CRC-32 S3 does not store.
+// Lambdas too, with the same network cap.
 func controlNet() lambdaNet {
 	return lambdaNet{NS: nsPrefix + "ctl", HostLink: linkPrefix + "ch", NSLink: linkPrefix + "cn", HostIP: "10.77.0.1", NSIP: "10.77.0.2"}
 }
 
-// setUpNetworks makes n shaped worker namespaces and the control namespace.
-// serverIP is the host address every namespace routes to (the S3 server binds
-// it); it is the host end of the first worker's pair, so nothing outside the
-// test's own links is touched.
-func setUpNetworks(n int, sh shaping) (workers []lambdaNet, control lambdaNet, serverIP string, err error) {
-	if n < 1 || n > 250 {
-		return nil, control, "", fmt.Errorf("workers %d: want 1 to 250 (one 10.77.k.0/30 per worker)", n)
-	}
+// setUpHub makes the hub (a router) and the server's namespace; the workers'
+// links are added by setUpLambdas.
+func setUpHub() error {
 	if err := mustBeRoot(); err != nil {
-		return nil, control, "", err
+		return err
 	}
-	serverIP = lambdaNetFor(0).HostIP
-	for k := 0; k < n; k++ {
-		l := lambdaNetFor(k)
-		if err := setUpNetwork(l, serverIP, sh); err != nil {
-			return nil, control, "", fmt.Errorf("network for worker %d: %w", k, err)
-		}
-		workers = append(workers, l)
-	}
-	control = controlNet()
-	if err := setUpNetwork(control, serverIP, sh); err != nil {
-		return nil, control, "", fmt.Errorf("network for the planner and finalizer: %w", err)
-	}
-	return workers, control, serverIP, nil
-}
-
-func setUpNetwork(l lambdaNet, serverIP string, sh shaping) error {
 	steps := [][]string{
-		{"netns", "add", l.NS},
-		{"link", "add", l.HostLink, "type", "veth", "peer", "name", l.NSLink},
-		{"link", "set", l.NSLink, "netns", l.NS},
-		{"addr", "add", l.HostIP + "/30", "dev", l.HostLink},
-		{"link", "set", l.HostLink, "up"},
-		{"-n", l.NS, "addr", "add", l.NSIP + "/30", "dev", l.NSLink},
-		{"-n", l.NS, "link", "set", "lo", "up"},
-		{"-n", l.NS, "link", "set", l.NSLink, "up"},
-	}
-	if l.HostIP != serverIP {
-		steps = append(steps, []string{"-n", l.NS, "route", "add", serverIP + "/32", "via", l.HostIP})
+		{"netns", "add", hubNS},
+		{"netns", "add", serverNS},
+		{"-n", hubNS, "link", "set", "lo", "up"},
+		{"-n", serverNS, "link", "set", "lo", "up"},
+		{"-n", hubNS, "link", "add", linkPrefix + "sh", "type", "veth", "peer", "name", linkPrefix + "sn", "netns", serverNS},
+		{"-n", hubNS, "addr", "add", hubToS3 + "/30", "dev", linkPrefix + "sh"},
+		{"-n", hubNS, "link", "set", linkPrefix + "sh", "up"},
+		{"-n", serverNS, "addr", "add", serverIP + "/30", "dev", linkPrefix + "sn"},
+		{"-n", serverNS, "link", "set", linkPrefix + "sn", "up"},
+		{"-n", serverNS, "route", "add", "10.77.0.0/16", "via", hubToS3},
 	}
 	for _, s := range steps {
 		if err := run("ip", s...); err != nil {
 			return err
 		}
 	}
-	if err := run("tc", sh.tbf(l.HostLink)...); err != nil {
-		return fmt.Errorf("shape %s: %w", l.HostLink, err)
+	// The hub forwards between its links; a new namespace starts with
+	// forwarding off, and the machine's own setting is not touched.
+	return run("ip", "netns", "exec", hubNS, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+}
+
+// setUpLambdas makes n shaped worker namespaces and the control namespace,
+// each joined to the hub (setUpHub first).
+func setUpLambdas(n int, sh shaping) (workers []lambdaNet, control lambdaNet, err error) {
+	if n < 1 || n > 250 {
+		return nil, control, fmt.Errorf("workers %d: want 1 to 250 (one 10.77.k.0/30 per worker)", n)
 	}
-	if err := run("ip", append([]string{"netns", "exec", l.NS, "tc"}, sh.tbf(l.NSLink)...)...); err != nil {
-		return fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
+	for k := 0; k < n; k++ {
+		l := lambdaNetFor(k)
+		if err := setUpNetwork(l, sh); err != nil {
+			return nil, control, fmt.Errorf("network for worker %d: %w", k, err)
+		}
+		workers = append(workers, l)
+	}
+	control = controlNet()
+	if err := setUpNetwork(control, sh); err != nil {
+		return nil, control, fmt.Errorf("network for the planner and finalizer: %w", err)
+	}
+	return workers, control, nil
+}
+
+func setUpNetwork(l lambdaNet, sh shaping) error {
+	steps := [][]string{
+		{"netns", "add", l.NS},
+		{"-n", hubNS, "link", "add", l.HostLink, "type", "veth", "peer", "name", l.NSLink, "netns", l.NS},
+		{"-n", hubNS, "addr", "add", l.HostIP + "/30", "dev", l.HostLink},
+		{"-n", hubNS, "link", "set", l.HostLink, "up"},
+		{"-n", l.NS, "addr", "add", l.NSIP + "/30", "dev", l.NSLink},
+		{"-n", l.NS, "link", "set", "lo", "up"},
+		{"-n", l.NS, "link", "set", l.NSLink, "up"},
+		{"-n", l.NS, "route", "add", serverIP + "/32", "via", l.HostIP},
+	}
+	for _, s := range steps {
+		if err := run("ip", s...); err != nil {
+			return err
+		}
+	}
+	for _, q := range sh.qdiscs(l.HostLink) {
+		if err := run("tc", append([]string{"-n", hubNS}, q...)...); err != nil {
+			return fmt.Errorf("shape %s: %w", l.HostLink, err)
+		}
+	}
+	for _, q := range sh.qdiscs(l.NSLink) {
+		if err := run("tc", append([]string{"-n", l.NS}, q...)...); err != nil {
+			return fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
+		}
 	}
 	return nil
 }
@@ -182,33 +218,39 @@ func tearDownNetworks() error {
 	return nil
 }
 
-// linkBytes is what crossed the shaped links: toWorkers from the host into
+// linkBytes is what crossed the shaped links: toWorkers from the hub into
 // the namespaces (downloads), fromWorkers back (uploads).
 type linkBytes struct{ toWorkers, fromWorkers int64 }
 
 func readLinkBytes(nets []lambdaNet) (linkBytes, error) {
 	var b linkBytes
+	out, err := exec.Command("ip", "-n", hubNS, "-j", "-s", "link", "show").Output()
+	if err != nil {
+		return b, fmt.Errorf("read link counters in %s: %w", hubNS, err)
+	}
+	var links []struct {
+		Name  string `json:"ifname"`
+		Stats struct {
+			RX struct{ Bytes int64 } `json:"rx"`
+			TX struct{ Bytes int64 } `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return b, fmt.Errorf("read link counters in %s: %w", hubNS, err)
+	}
+	byName := map[string]int{}
+	for i, l := range links {
+		byName[l.Name] = i
+	}
 	for _, l := range nets {
-		tx, err := readCounter(l.HostLink, "tx_bytes")
-		if err != nil {
-			return b, err
+		i, ok := byName[l.HostLink]
+		if !ok {
+			return b, fmt.Errorf("link %s not found in %s", l.HostLink, hubNS)
 		}
-		rx, err := readCounter(l.HostLink, "rx_bytes")
-		if err != nil {
-			return b, err
-		}
-		b.toWorkers += tx
-		b.fromWorkers += rx
+		b.toWorkers += links[i].Stats.TX.Bytes
+		b.fromWorkers += links[i].Stats.RX.Bytes
 	}
 	return b, nil
-}
-
-func readCounter(dev, name string) (int64, error) {
-	raw, err := os.ReadFile("/sys/class/net/" + dev + "/statistics/" + name)
-	if err != nil {
-		return 0, fmt.Errorf("read %s counter of %s: %w", name, dev, err)
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 }
 
 func mustBeRoot() error {

@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // runSummary is one run over its repetitions: wall time as median, min and
@@ -33,6 +36,7 @@ type runSummary struct {
 	LinkFromControl int64            `json:"linkFromControl"`
 	Requests        map[string]int64 `json:"requests"`
 	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
+	Predicted       plan.Prediction  `json:"predicted"` // by the local profile, before the run
 	All             []repResult      `json:"repetitions"`
 }
 
@@ -70,18 +74,26 @@ func summarize(r runSpec, reps []repResult) runSummary {
 }
 
 type report struct {
-	Label     string       `json:"label"`
-	When      time.Time    `json:"when"`
-	Machine   string       `json:"machine"`
-	Command   string       `json:"command"`
-	Count     int          `json:"count"`
-	Seed      uint64       `json:"seed"`
-	Workers   int          `json:"workers"`
-	Repeats   int          `json:"repeats"`
-	Shaping   shaping      `json:"shaping"`
-	SourceCRC bool         `json:"sourceCRC"`
-	Notes     []string     `json:"notes,omitempty"`
-	Runs      []runSummary `json:"runs"`
+	Label   string    `json:"label"`
+	When    time.Time `json:"when"`
+	Machine string    `json:"machine"`
+	Command string    `json:"command"`
+	Count   int       `json:"count"`
+	Seed    uint64    `json:"seed"`
+	Workers int       `json:"workers"`
+	Scale   []int     `json:"scale"`
+	Repeats int       `json:"repeats"`
+	Shaping shaping   `json:"shaping"`
+	Delay   string    `json:"delay"` // S3's time to first byte, added by the server's proxy
+	// Calibration is the server as measured before the runs; the link is
+	// scaled from it and the model's local profile filled from it.
+	Calibration        calibration  `json:"calibration"`
+	LinkBytesPerSecond float64      `json:"linkBytesPerSecond"`
+	LinksWide          float64      `json:"linksWide"`
+	Model              plan.Model   `json:"model"`
+	SourceCRC          bool         `json:"sourceCRC"`
+	Notes              []string     `json:"notes,omitempty"`
+	Runs               []runSummary `json:"runs"`
 }
 
 func (r *report) find(name string) *runSummary {
@@ -100,14 +112,14 @@ func (r *report) table() string {
 	for _, s := range r.Runs {
 		archive = max(archive, s.ArchiveBytes)
 	}
-	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d, %s), archive %s; N = %d workers, each its own network namespace capped at %s each way, as are the planner and finalizer; %d repetitions per run.\n\n",
+	fmt.Fprintf(&b, "%d objects of the challenge distribution (seed %d, %s), archive %s; N workers, each its own network namespace capped at %s each way (the server, calibrated at %.0f MB/s of UploadPart, is %.0f such links wide), as are the planner and finalizer; S3's time to first byte %s; %d repetitions per run; predicted by the model's local profile before the runs.\n\n",
 		r.Count, r.Seed, map[bool]string{true: "CRC-32 stored with each source", false: "no checksum stored with the sources, so CRC-32s come from S3's answers to the copies that place the objects, or S3 computes them"}[r.SourceCRC],
-		mib(archive), r.Workers, r.Shaping.Rate, r.Repeats)
-	b.WriteString("| run | stands for | wall s (median) | min | max | through workers (shaped links, in/out) | through planner + finalizer | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
+		mib(archive), r.Shaping.Rate, r.Calibration.IngestRate/1e6, r.LinksWide, r.Delay, r.Repeats)
+	b.WriteString("| run | stands for | wall s (median) | min | max | predicted s | error | through workers (shaped links, in/out) | through planner + finalizer | archive bytes streamed | copied server-side | requests | requests by API | peak worker RSS |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
 	for _, s := range r.Runs {
 		if s.Failed == s.Reps {
-			fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | | %s | |\n", s.Name, s.Stands, mdEscape(tail(s.FirstError, 300)))
+			fmt.Fprintf(&b, "| %s | %s | failed | | | %.2f | | | | | | | %s | |\n", s.Name, s.Stands, s.Predicted.Seconds, mdEscape(tail(s.FirstError, 300)))
 			continue
 		}
 		var ops []string
@@ -118,8 +130,8 @@ func (r *report) table() string {
 		if s.Failed > 0 {
 			failed = fmt.Sprintf(" (%d of %d failed)", s.Failed, s.Reps)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f | %.2f | %s (%s / %s) | %s | %s (%.1f%%) | %s | %d | %s | %s |\n",
-			s.Name, s.Stands, s.MedianSeconds, failed, s.MinSeconds, s.MaxSeconds,
+		fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f | %.2f | %.2f | %+.0f%% | %s (%s / %s) | %s | %s (%.1f%%) | %s | %d | %s | %s |\n",
+			s.Name, s.Stands, s.MedianSeconds, failed, s.MinSeconds, s.MaxSeconds, s.Predicted.Seconds, 100*s.modelError(),
 			mib(s.LinkToWorkers+s.LinkFromWorkers), mib(s.LinkToWorkers), mib(s.LinkFromWorkers), mib(s.LinkToControl+s.LinkFromControl),
 			mib(s.StreamedBytes), 100*float64(s.StreamedBytes)/float64(max(s.ArchiveBytes, 1)), mib(s.CopiedBytes),
 			sum(s.Requests), strings.Join(ops, ", "), mib(s.PeakWorkerRSS))
@@ -200,8 +212,16 @@ func (r *report) updateReadme(path, chart string) error {
 	return os.WriteFile(path, []byte(s), 0o644)
 }
 
-// printVerdict prints the issue's two target numbers as the last two lines,
-// with the reason on the line before when one cannot be measured yet.
+// modelError is the prediction's error relative to the median measured.
+func (s runSummary) modelError() float64 {
+	if s.MedianSeconds <= 0 {
+		return 0
+	}
+	return s.Predicted.Seconds/s.MedianSeconds - 1
+}
+
+// printVerdict prints the issue's three target numbers as the last three
+// lines, with the reason on the line before when one cannot be measured.
 func (r *report) printVerdict() {
 	var lines, why []string
 	duo1, auto := r.find("duo-1"), r.find(fmt.Sprintf("auto-%d", r.Workers))
@@ -218,6 +238,22 @@ func (r *report) printVerdict() {
 	} else {
 		why = append(why, "chain_streamed_fraction is na: "+r.missing("", nil, "chain", chain))
 		lines = append(lines, "chain_streamed_fraction=na")
+	}
+	worst, worstRun := -1.0, ""
+	for _, s := range r.Runs {
+		if s.Failed == s.Reps {
+			continue
+		}
+		if e := math.Abs(s.modelError()); e > worst {
+			worst, worstRun = e, s.Name
+		}
+	}
+	if worst >= 0 {
+		fmt.Printf("model: largest error %s (%s)\n", fmt.Sprintf("%.0f%%", 100*worst), worstRun)
+		lines = append(lines, fmt.Sprintf("model_max_error=%.2f", worst))
+	} else {
+		why = append(why, "model_max_error is na: no run succeeded")
+		lines = append(lines, "model_max_error=na")
 	}
 	if len(why) > 0 {
 		fmt.Println("note: " + strings.Join(why, "; "))

@@ -67,10 +67,39 @@ func slowWorld(t *testing.T) *s3test.Server {
 // cliRun is the command running as a process.
 type cliRun struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	stdout bytes.Buffer
+	stderr lockedBuffer
+	stdout lockedBuffer
 	done   chan struct{}
 	err    error
+}
+
+// lockedBuffer is a bytes.Buffer a test may read while the process writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitStderr waits until the process has written want to stderr.
+func (r *cliRun) waitStderr(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if strings.Contains(r.stderr.String(), want) {
+			return
+		}
+	}
+	t.Fatalf("stderr never said %q:\n%s", want, r.stderr.String())
 }
 
 func startCreate(t *testing.T, bin string, srv *s3test.Server, dest string) *cliRun {
@@ -159,7 +188,9 @@ func TestCreateInterruptedTwice(t *testing.T) {
 	r := startCreate(t, bin, srv, "s3://dst/twice.zip")
 	r.waitMidRun(t, srv)
 	r.cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(2 * time.Millisecond) // two signals at once may arrive as one
+	// Two signals sent at once may arrive as one: the second goes once the
+	// first is taken, while the clean-up runs.
+	r.waitStderr(t, "interrupt again to stop at once")
 	r.cmd.Process.Signal(syscall.SIGINT)
 	code := r.wait(t, 10*time.Second)
 	if stderr := r.stderr.String(); code != 130 || !strings.Contains(stderr, "interrupted again; stopped before the clean-up finished; the next create for the same archive removes what is left, or now: s3zip cleanup s3://dst/twice.zip --work-bucket work") {

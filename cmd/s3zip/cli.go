@@ -19,11 +19,14 @@ func usageErrorf(format string, a ...any) error { return &usageError{fmt.Sprintf
 
 func exitCode(err error) int {
 	var ue *usageError
+	var coded interface{ ExitCode() int } // a deployed run's outcome (sfn.go)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
 		return 2
+	case errors.As(err, &coded):
+		return coded.ExitCode()
 	}
 	return 1
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +33,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	overwrite := fs.Bool("overwrite", false, "replace an existing archive")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log every step")
+	stateMachine := fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -56,6 +58,15 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	req.Options.Overwrite = *overwrite
 	if err := req.Validate(); err != nil {
 		return inFlagTerms(err)
+	}
+	if *stateMachine != "" {
+		// The deployment's own default concurrency applies unless --workers is given.
+		workersSet := false
+		fs.Visit(func(f *flag.Flag) { workersSet = workersSet || f.Name == "workers" })
+		if !workersSet {
+			req.Options.MaxConcurrency = 0
+		}
+		return startDeployed(ctx, *stateMachine, req, *asJSON, stdout, stderrWriter)
 	}
 	if *workBucket == "" {
 		*workBucket = b

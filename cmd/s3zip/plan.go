@@ -50,6 +50,8 @@ type planSummary struct {
 	ReadSeconds  float64 `json:"readSeconds,omitempty"`
 	ReadDollars  float64 `json:"readDollars,omitempty"`
 	AssumedRatio float64 `json:"assumedRatio,omitempty"`
+	// Advice says when the strategy asked for is the wrong tool for the set.
+	Advice string `json:"advice,omitempty"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -95,7 +97,8 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	start := time.Now()
-	p, err := plan.Make(entries, plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers})
+	opts := plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers}
+	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
 	}
@@ -126,6 +129,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		rpred := plan.DefaultModel.PredictRead(rp, workers)
 		sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
 	}
+	if sum.Advice, err = chainAdvice(p, entries, opts); err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -150,6 +156,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	if sum.Advice != "" {
+		fmt.Fprintf(stdout, "advice          %s\n", sum.Advice)
+	}
 	return nil
 }
 

@@ -271,19 +271,19 @@ export class ArchiveWorkflow extends Construct {
 
     // ---- function permissions (explicit statements, no wildcard actions) -------------------
     const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
-    const workAccess = [
+    // Work objects, per function (tests/deployed lists every grant no call uses): the planner
+    // and workers write (plan files, chain rounds), the finalizer and abort read and delete; all
+    // abort uploads under the prefix (chain rounds left open).
+    const workObjectsFor = (name: FunctionName) =>
       new iam.PolicyStatement({
         sid: 'WorkPrefixObjects',
-        actions: [
-          's3:GetObject',
-          's3:GetObjectAttributes',
-          's3:PutObject',
-          's3:DeleteObject',
-          's3:AbortMultipartUpload',
-          's3:ListMultipartUploadParts',
-        ],
+        actions:
+          name === 'planner' || name === 'worker'
+            ? ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload']
+            : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
-      }),
+      });
+    const workAccess = [
       new iam.PolicyStatement({
         sid: 'WorkPrefixList',
         actions: ['s3:ListBucket'],
@@ -292,10 +292,20 @@ export class ArchiveWorkflow extends Construct {
       }),
     ];
 
+    // Cleaning the work prefix also aborts chain-round uploads left in the work bucket, which
+    // needs the bucket's list of uploads (this action takes no s3:prefix condition).
+    // Found by tests/deployed: without it every finalizer and abort failed with AccessDenied.
+    const workUploadsList = new iam.PolicyStatement({
+      sid: 'WorkUploadsList',
+      actions: ['s3:ListBucketMultipartUploads'],
+      resources: [this.workBucket.bucketArn],
+    });
+
     const sourceRead = [
       new iam.PolicyStatement({
         sid: 'SourceObjectsRead',
-        actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:GetObjectAttributes'],
+        // GetObjectVersion: sources of a versioned bucket are read by the version the planner pinned.
+        actions: ['s3:GetObject', 's3:GetObjectVersion'],
         resources: props.sourceBuckets.map((b) => s3Arn(b, `/${sourcePrefix}*`)),
       }),
       new iam.PolicyStatement({
@@ -315,19 +325,16 @@ export class ArchiveWorkflow extends Construct {
     });
 
     const destinationObjects = s3Arn(props.destinationBucket, `/${destinationPrefix}*`);
+    // PutObject covers Create/UploadPart/UploadPartCopy/CompleteMultipartUpload. Each function
+    // gets what it calls (measured by tests/deployed):
+    //   planner   HEAD (GetObject) for the overwrite check, create with tags (PutObjectTagging),
+    //             abort an upload whose create answer was lost;
+    //   worker    UploadPart / UploadPartCopy only;
+    //   finalizer last part + complete, HEAD to verify, DeleteObject of an archive this run
+    //             completed that fails the check (no wrong bytes are left behind).
+    const destinationObjectsFor = (actions: string[]) =>
+      new iam.PolicyStatement({ sid: 'DestinationObjectsWrite', actions, resources: [destinationObjects] });
     const destinationWrite = [
-      new iam.PolicyStatement({
-        sid: 'DestinationObjectsWrite',
-        // PutObject covers Create/UploadPart/UploadPartCopy/CompleteMultipartUpload; GetObject verifies.
-        actions: [
-          's3:PutObject',
-          's3:AbortMultipartUpload',
-          's3:ListMultipartUploadParts',
-          's3:GetObject',
-          's3:PutObjectTagging',
-        ],
-        resources: [destinationObjects],
-      }),
       new iam.PolicyStatement({
         sid: 'DestinationPrefixList',
         // Lets the planner tell "absent" from "forbidden" for the overwrite=false check.
@@ -360,10 +367,26 @@ export class ArchiveWorkflow extends Construct {
       for (const s of statements) fn.addToRolePolicy(s);
     };
     // The planner lists the destination's uploads to abort one whose create answer was lost.
-    add(planner, [...workAccess, ...sourceRead, ...destinationWrite, destinationAbort[1], controlRead]);
-    add(worker, [...workAccess, ...sourceRead, ...destinationWrite]);
-    add(finalizer, [...workAccess, sourceTailRead, ...destinationWrite]);
-    add(abort, [...workAccess, ...destinationAbort]);
+    add(planner, [
+      workObjectsFor('planner'),
+      ...workAccess,
+      ...sourceRead,
+      destinationObjectsFor(['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload', 's3:GetObject']),
+      ...destinationWrite,
+      destinationAbort[1],
+      controlRead,
+    ]);
+    add(worker, [workObjectsFor('worker'), ...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
+    add(finalizer, [
+      workObjectsFor('finalizer'),
+      ...workAccess,
+      workUploadsList,
+      sourceTailRead,
+      destinationObjectsFor(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']),
+      ...destinationWrite,
+    ]);
+    // Abort aborts the job's upload by its id; it never lists the destination's uploads.
+    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
 
     // KMS only where a key is configured, and only on that key.
     const kmsUse = (sid: string, keyArns: string[]) =>
@@ -402,12 +425,18 @@ export class ArchiveWorkflow extends Construct {
       resourceName: stateMachineName,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const childExecutionsArn = stack.formatArn({
-      service: 'states',
-      resource: 'execution',
-      resourceName: `${stateMachineName}/*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
+    // Map Run children are named '<state machine>/<map run>:<id>'; the Step Functions guide
+    // ("IAM policies for using Distributed Map states") has shown both '<name>/*' and '<name>:*'
+    // for DescribeExecution/StopExecution, so both forms are granted, each confined to this
+    // state machine's executions.
+    const childExecutionsArns = ['/*', ':*'].map((suffix) =>
+      stack.formatArn({
+        service: 'states',
+        resource: 'execution',
+        resourceName: `${stateMachineName}${suffix}`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      }),
+    );
 
     const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
       // Step Functions vended logs require the /aws/vendedlogs/ prefix to keep resource policies small.
@@ -467,7 +496,7 @@ export class ArchiveWorkflow extends Construct {
       new iam.PolicyStatement({
         sid: 'MapChildExecutionsControl',
         actions: ['states:DescribeExecution', 'states:StopExecution'],
-        resources: [childExecutionsArn],
+        resources: childExecutionsArns,
       }),
     );
     if (props.encryptionKey) {
@@ -558,7 +587,7 @@ export class ArchiveWorkflow extends Construct {
           // Region and account are tokens in an environment-agnostic stack and literals otherwise.
           appliesTo: [
             {
-              regex: `/^Resource::arn:<AWS::Partition>:states:[^/]+:execution:${escapeRegex(this.stateMachineName)}\\/\\*$/g`,
+              regex: `/^Resource::arn:<AWS::Partition>:states:[^/]+:execution:${escapeRegex(this.stateMachineName)}(\\/|:)\\*$/g`,
             },
           ],
         },

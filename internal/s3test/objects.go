@@ -57,6 +57,9 @@ const (
 	ChecksumCRC32 Checksum = "CRC32"
 	// ChecksumSHA256 stores a SHA256.
 	ChecksumSHA256 Checksum = "SHA256"
+	// ChecksumCRC64NVME stores a CRC64NVME (S3's default for objects uploaded
+	// without a checksum since 2025).
+	ChecksumCRC64NVME Checksum = "CRC64NVME"
 )
 
 type putOptions struct {
@@ -161,7 +164,7 @@ func (s *Server) putMultipart(ctx context.Context, bucket, key string, parts [][
 		}
 		completed = append(completed, types.CompletedPart{
 			PartNumber: aws.Int32(n), ETag: up.ETag,
-			ChecksumCRC32: up.ChecksumCRC32, ChecksumSHA256: up.ChecksumSHA256,
+			ChecksumCRC32: up.ChecksumCRC32, ChecksumSHA256: up.ChecksumSHA256, ChecksumCRC64NVME: up.ChecksumCRC64NVME,
 		})
 	}
 	out, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{

@@ -20,9 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/s3zip/s3zip/internal/mapadapter"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -135,10 +133,10 @@ func (f *Functions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/invoke/"):
 		f.invoke(w, r.Context(), strings.TrimPrefix(r.URL.Path, "/invoke/"), body)
 	case r.URL.Path == "/adapter/read-items":
-		out, err := readItems(r.Context(), f.S3, body)
+		out, err := mapadapter.ReadItems(r.Context(), f.S3, body)
 		reply(w, out, err, "States.ItemReaderFailed")
 	case r.URL.Path == "/adapter/write-results":
-		out, err := writeResults(r.Context(), f.S3, body)
+		out, err := mapadapter.WriteResults(r.Context(), f.S3, body)
 		reply(w, out, err, "States.ResultWriterFailed")
 	default:
 		http.NotFound(w, r)
@@ -197,108 +195,6 @@ func reply(w http.ResponseWriter, out any, err error, errorType string) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(out)
-}
-
-// readItems is the ItemReader: arn:aws:states:::s3:getObject of a JSONL or
-// JSON-array object, with the resolved ReaderConfig and Parameters.
-func readItems(ctx context.Context, c workflow.S3, body []byte) (any, error) {
-	var in struct {
-		Resource     string
-		ReaderConfig struct{ InputType string }
-		Parameters   struct{ Bucket, Key string }
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, err
-	}
-	if in.Resource != "arn:aws:states:::s3:getObject" {
-		return nil, fmt.Errorf("ItemReader resource %q: the adapter reads only arn:aws:states:::s3:getObject", in.Resource)
-	}
-	obj, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &in.Parameters.Bucket, Key: &in.Parameters.Key})
-	if err != nil {
-		return nil, fmt.Errorf("ItemReader s3://%s/%s: %w", in.Parameters.Bucket, in.Parameters.Key, err)
-	}
-	defer obj.Body.Close()
-	doc, err := io.ReadAll(obj.Body)
-	if err != nil {
-		return nil, err
-	}
-	items := []json.RawMessage{}
-	switch in.ReaderConfig.InputType {
-	case "JSONL":
-		for i, line := range bytes.Split(doc, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			if !json.Valid(line) {
-				return nil, fmt.Errorf("ItemReader s3://%s/%s line %d is not JSON", in.Parameters.Bucket, in.Parameters.Key, i+1)
-			}
-			items = append(items, json.RawMessage(line))
-		}
-	case "JSON", "":
-		if err := json.Unmarshal(doc, &items); err != nil {
-			return nil, fmt.Errorf("ItemReader s3://%s/%s: %w", in.Parameters.Bucket, in.Parameters.Key, err)
-		}
-	default:
-		return nil, fmt.Errorf("ItemReader InputType %q: the adapter reads JSON and JSONL", in.ReaderConfig.InputType)
-	}
-	return map[string]any{"Items": items}, nil
-}
-
-// writeResults is the ResultWriter: <Prefix>/<map run id>/SUCCEEDED_n.json,
-// FAILED_n.json and manifest.json (the layout workflow.ResultManifest reads).
-func writeResults(ctx context.Context, c workflow.S3, body []byte) (any, error) {
-	var in struct {
-		Resource          string
-		Parameters        struct{ Bucket, Prefix string }
-		MapRunArn         string
-		Succeeded, Failed []json.RawMessage
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, err
-	}
-	if in.Resource != "arn:aws:states:::s3:putObject" {
-		return nil, fmt.Errorf("ResultWriter resource %q: the adapter writes only arn:aws:states:::s3:putObject", in.Resource)
-	}
-	bucket := in.Parameters.Bucket
-	prefix := ""
-	if in.Parameters.Prefix != "" {
-		prefix = strings.TrimSuffix(in.Parameters.Prefix, "/") + "/"
-	}
-	run := in.MapRunArn[strings.LastIndex(in.MapRunArn, ":")+1:]
-	prefix += run + "/"
-	put := func(key string, v any) (int64, error) {
-		doc, err := json.Marshal(v)
-		if err != nil {
-			return 0, err
-		}
-		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
-		if err != nil {
-			return 0, fmt.Errorf("ResultWriter s3://%s/%s: %w", bucket, key, err)
-		}
-		return int64(len(doc)), nil
-	}
-	var m workflow.ResultManifest
-	m.DestinationBucket, m.MapRunArn = bucket, in.MapRunArn
-	m.ResultFiles.Succeeded, m.ResultFiles.Failed, m.ResultFiles.Pending = []workflow.ResultFile{}, []workflow.ResultFile{}, []workflow.ResultFile{}
-	const perFile = 1000
-	for _, set := range []struct {
-		status  string
-		records []json.RawMessage
-		files   *[]workflow.ResultFile
-	}{{"SUCCEEDED", in.Succeeded, &m.ResultFiles.Succeeded}, {"FAILED", in.Failed, &m.ResultFiles.Failed}} {
-		for i := 0; i < len(set.records); i += perFile {
-			key := fmt.Sprintf("%s%s_%d.json", prefix, set.status, i/perFile)
-			size, err := put(key, set.records[i:min(i+perFile, len(set.records))])
-			if err != nil {
-				return nil, err
-			}
-			*set.files = append(*set.files, workflow.ResultFile{Key: key, Size: size})
-		}
-	}
-	if _, err := put(prefix+"manifest.json", m); err != nil {
-		return nil, err
-	}
-	return workflow.ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}, nil
 }
 
 // Serve starts the functions on 127.0.0.1 and returns the base URL.

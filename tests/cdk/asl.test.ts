@@ -19,9 +19,12 @@ const LAMBDA_SERVICE_ERRORS = [
   'Lambda.ServiceException',
   'Lambda.AWSLambdaException',
   'Lambda.SdkClientException',
+  'Lambda.ClientExecutionTimeoutException',
   'Lambda.TooManyRequestsException',
 ];
-const WORKER_RETRYABLE = ['TransientError', 'DeadlineError', 'Sandbox.Timedout', 'States.Timeout'];
+// A function timeout or out-of-memory is Sandbox.Timedout on current runtimes, Lambda.Unknown
+// when the error payload has no errorType (Step Functions docs, bp-lambda-serviceexception).
+const WORKER_RETRYABLE = ['TransientError', 'DeadlineError', 'Sandbox.Timedout', 'Lambda.Unknown', 'States.Timeout'];
 const NEVER_RETRIED = ['RequestError', 'SourceChangedError', 'ChecksumMismatchError', 'DestinationExistsError', 'LimitError'];
 
 type Json = Record<string, any>;

@@ -237,7 +237,7 @@ const (
 func wantFailure(errType string) string { return "clean " + errType }
 
 // knownTypes are the error types a failure may carry: each says what to do.
-var knownTypes = []string{"RequestError", "SourceChangedError", "ChecksumMismatchError", "DestinationExistsError", "LimitError", "TransientError", "DeadlineError"}
+var knownTypes = []string{"RequestError", "SourceChangedError", "ChecksumMismatchError", "DestinationExistsError", "LimitError", "RefusedError", "TransientError", "DeadlineError"}
 
 // errorType is the name Lambda would report for err.
 func errorType(err error) string {
@@ -250,6 +250,7 @@ func errorType(err error) string {
 		{"ChecksumMismatchError", func(e error) bool { var x *workflow.ChecksumMismatchError; return errors.As(e, &x) }},
 		{"DestinationExistsError", func(e error) bool { var x *workflow.DestinationExistsError; return errors.As(e, &x) }},
 		{"LimitError", func(e error) bool { var x *workflow.LimitError; return errors.As(e, &x) }},
+		{"RefusedError", func(e error) bool { var x *workflow.RefusedError; return errors.As(e, &x) }},
 		{"TransientError", func(e error) bool { var x *workflow.TransientError; return errors.As(e, &x) }},
 		{"DeadlineError", func(e error) bool { var x *workflow.DeadlineError; return errors.As(e, &x) }},
 	}

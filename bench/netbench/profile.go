@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// localModel is plan.Model's local profile: this machine's server as
+// calibrated, the link each emulated Lambda gets, and the worker's own
+// concurrency. Prices stay AWS's, so auto weighs cost as it would there.
+func localModel(cal calibration, link float64, invoke float64) plan.Model {
+	m := plan.DefaultModel
+	cfg := workflow.Config{}.Defaults()
+	m.WorkerBandwidth = link
+	m.RequestLatency = cal.RequestSeconds
+	m.CopyRate = cal.CopyOneRate
+	m.Concurrency = cfg.PartConcurrency
+	// The fixed costs of a run, as a one-object run through the real
+	// runner measured them.
+	m.StartSeconds = cal.PlanSeconds
+	m.FinishSeconds = cal.FinishSeconds
+	m.LaunchRate = cal.LaunchRate
+	m.InvokeSeconds = invoke
+	m.CompletePerPart = 0
+	m.ListPageSeconds = cal.RequestSeconds
+	m.ServerIngestRate, m.ServerGetRate, m.ServerCopyRate = cal.IngestRate, cal.GetRate, cal.CopyRate
+	m.ServerRequestRate = cal.RequestRate
+	m.CompletePerByte = cal.CompletePerByte
+	m.StreamPasses = 2
+	return m
+}
+
+// predict plans the run as the planner will (same listing, names, options
+// and profile) and prices it with the model, before the run.
+func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.Prediction, error) {
+	var entries []plan.Entry
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(srcPrefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return plan.Prediction{}, fmt.Errorf("list the data set: %w", err)
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			entries = append(entries, plan.Entry{Name: strings.TrimPrefix(key, srcPrefix), Size: aws.ToInt64(o.Size),
+				Source: plan.Source{Bucket: bucket, Key: key, ETag: aws.ToString(o.ETag)}})
+		}
+	}
+	strategy, err := plan.ParseStrategy(r.Strategy)
+	if err != nil {
+		return plan.Prediction{}, err
+	}
+	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m})
+	if err != nil {
+		return plan.Prediction{}, fmt.Errorf("plan %s: %w", r.Name, err)
+	}
+	per := r.PartsPerBatch
+	if per == 0 {
+		per = plan.MaxParts
+	}
+	return m.Predict(pl.Stats(), plan.Run{Workers: r.Workers, Orchestrated: true, Loads: pl.Loads(per), HeadsUpFront: len(pl.CRCsNeeded())}), nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+func init() {
+	register(command{"extract", "unpack an archive in S3 into objects under a prefix, server-side where it can be", runExtract})
+}
+
+func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("extract", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported]")
+		fs.PrintDefaults()
+	}
+	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
+	workers := fs.Int("workers", 8, "jobs run at once")
+	overwrite := fs.Bool("overwrite", false, "replace objects that already exist under the prefix")
+	skip := fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive")
+	small := fs.Int64("small-stored", 0, "STORED entries below this many bytes are read and put instead of copied server-side (default 1 MiB; -1 copies all)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	// Flags may follow the two positional arguments.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return fmt.Errorf("extract: want an archive and a destination, got %d arguments", len(pos))
+	}
+	ab, ak, err := parseS3URI(pos[0])
+	if err != nil || ak == "" || strings.HasSuffix(ak, "/") {
+		return fmt.Errorf("extract: archive %q: want s3://BUCKET/KEY.zip", pos[0])
+	}
+	db, dp, err := parseS3URI(pos[1])
+	if err != nil {
+		return fmt.Errorf("extract: destination %q: %w", pos[1], err)
+	}
+	if dp != "" && !strings.HasSuffix(dp, "/") {
+		return fmt.Errorf("extract: destination %q: a prefix must end in / (s3://%s/%s/)", pos[1], db, dp)
+	}
+	if *workers < 1 || *workers > 1000 {
+		return fmt.Errorf("extract: --workers %d: want 1 to 1000", *workers)
+	}
+	client, err := newS3Client(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	counter := s3metrics.New()
+	client = s3.New(client.Options(), counter.Option())
+	progress := newProgressPrinter(os.Stderr)
+	start := time.Now()
+	res, err := extract.Run(ctx, client, extract.Request{
+		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers,
+		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small},
+	}, func(p extract.Progress) {
+		progress.updateExtract(p)
+	})
+	progress.done()
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"result": res, "plan": res.Plan, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
+	}
+	fmt.Fprintf(stdout, "archive     %s (%d entries)\n", res.Archive, res.Entries)
+	fmt.Fprintf(stdout, "objects     %d, %s under s3://%s/%s\n", len(res.Objects), humanBytes(res.Extracted), db, dp)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(stdout, "skipped     %d entries (listed in the report)\n", len(res.Skipped))
+	}
+	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(res.Copied))
+	fmt.Fprintf(stdout, "streamed    %s through workers\n", humanBytes(res.Streamed))
+	var reqs []string
+	for _, c := range counter.Sorted() {
+		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))
+	}
+	fmt.Fprintf(stdout, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
+	fmt.Fprintf(stdout, "report      %s\n", res.Report)
+	fmt.Fprintf(stdout, "wall time   %.2f s\n", wall.Seconds())
+	return nil
+}
+
+// updateExtract shows an extraction's progress with the same printer as create.
+func (p *progressPrinter) updateExtract(pr extract.Progress) {
+	p.update(workflowProgress(pr))
+}
+
+// workflowProgress shows extraction jobs where create shows parts.
+func workflowProgress(pr extract.Progress) workflow.Progress {
+	return workflow.Progress{PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes}
+}

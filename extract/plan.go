@@ -1,0 +1,404 @@
+// Package extract unpacks a ZIP archive stored in S3 into objects under a
+// prefix: the layout of create in reverse. A STORED entry is a byte range of
+// the archive, so S3 copies it into its own object server-side (ranged
+// UploadPartCopy into an upload created with CRC-32 FULL_OBJECT and completed
+// with the entry's CRC-32, so S3 checks every byte); only compressed entries
+// and small stored ones pass through a worker.
+//
+// The planner here is pure: entries and where their data starts in, jobs or
+// a refusal out. Run executes the jobs against S3.
+package extract
+
+import (
+	"fmt"
+	"mime"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/s3zip/s3zip/archive"
+)
+
+// S3 limits the plan keeps to.
+const (
+	MaxCopyPart = 5 << 30 // largest UploadPartCopy range
+	MinPart     = 5 << 20 // smallest part but the last
+	MaxParts    = 10000
+)
+
+// ReportName is the report object written beside the extracted objects.
+const ReportName = ".s3zip-extract-report.json"
+
+// Kind is how a job writes its objects.
+type Kind string
+
+const (
+	// KindCopy: one STORED entry, multipart upload of ranged UploadPartCopy parts.
+	KindCopy Kind = "copy"
+	// KindRead: one ranged GET of neighbouring entries; each is inflated or
+	// taken as is, its CRC-32 checked, and written with PutObject (or a
+	// multipart upload when large).
+	KindRead Kind = "read"
+)
+
+// Options are the choices a request makes.
+type Options struct {
+	// SkipUnsupported skips entries with compression methods other than
+	// STORED and DEFLATE, or encrypted, instead of refusing the archive.
+	SkipUnsupported bool
+	// SmallStored is the size below which a STORED entry is read and put by
+	// a worker instead of copied server-side: a copy costs three requests
+	// (create, copy, complete), a put one plus a share of a grouped GET.
+	// 0 means DefaultSmallStored; negative copies every STORED entry.
+	SmallStored int64
+	// ReadGroup is how many bytes one grouped ranged GET spans at most.
+	ReadGroup int64
+	// CopyPart is the size of the ranges a STORED entry over MaxCopyPart is
+	// copied in (default MaxCopyPart).
+	CopyPart int64
+}
+
+// Defaults for Options.
+const (
+	DefaultSmallStored = 1 << 20
+	DefaultReadGroup   = 8 << 20
+)
+
+// Item is one entry to write as an object.
+type Item struct {
+	Entry  int    `json:"entry"` // index in the central directory
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Method uint16 `json:"method"`
+	// Offset is the entry's local header; Bound where the next entry (or the
+	// central directory) starts: its header and data must end by then.
+	Offset int64 `json:"offset"`
+	Bound  int64 `json:"bound"`
+	// DataStart is where the data starts, from the local header: known at
+	// planning for copies; a read job finds it in the bytes it reads.
+	DataStart      int64     `json:"dataStart"`
+	CompressedSize int64     `json:"compressedSize"`
+	Size           int64     `json:"size"`
+	CRC32          uint32    `json:"crc32"`
+	Modified       time.Time `json:"modified"`
+	ContentType    string    `json:"contentType,omitempty"`
+}
+
+// Range is [Start, End) of the archive.
+type Range struct{ Start, End int64 }
+
+// Job is a unit of work for one worker.
+type Job struct {
+	Kind  Kind   `json:"kind"`
+	Items []Item `json:"items"`
+	// Copy: the archive ranges that become parts 1..n. Read: the one range
+	// read, covering every item's data.
+	Ranges []Range `json:"ranges"`
+}
+
+// Bytes is how many bytes of the archive the job reads or copies.
+func (j *Job) Bytes() int64 {
+	var n int64
+	for _, r := range j.Ranges {
+		n += r.End - r.Start
+	}
+	return n
+}
+
+// Skipped is an entry left out, and why.
+type Skipped struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// Plan is the jobs that extract an archive.
+type Plan struct {
+	Jobs    []Job     `json:"jobs"`
+	Skipped []Skipped `json:"skipped,omitempty"`
+	Objects int       `json:"objects"`
+	Bytes   int64     `json:"bytes"`  // of the extracted objects
+	Copied  int64     `json:"copied"` // archive bytes copied server-side
+	Read    int64     `json:"read"`   // archive bytes read by workers
+}
+
+// RefusedError lists the entries that stop an archive from being extracted.
+// Nothing has been written when it is returned.
+type RefusedError struct {
+	Archive string
+	Entries []Skipped
+}
+
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s cannot be extracted: %d entries refused", e.Archive, len(e.Entries))
+	for i, s := range e.Entries {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n  … and %d more", len(e.Entries)-20)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %q %s", s.Name, s.Why)
+	}
+	b.WriteString("\n(unsafe names are always refused; unsupported compression methods and encryption can be skipped with --skip-unsupported)")
+	return b.String()
+}
+
+// Check validates the central directory before anything is read beyond it:
+// names, methods, encryption, and that every entry's local header and data
+// lie before the central directory without overlapping another entry
+// (judged from the central directory's sizes; PlanJobs checks again with the
+// real data starts). It returns the entries to extract (directories and
+// skipped entries excluded) and those skipped.
+func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped []Skipped, err error) {
+	var refused []Skipped
+	keys := map[string]string{prefix + ReportName: "(the extraction report)"}
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		if why := unsafeName(e.Name); why != "" {
+			refused = append(refused, Skipped{e.Name, why})
+			continue
+		}
+		if why := unsupported(e); why != "" {
+			if opts.SkipUnsupported {
+				skipped = append(skipped, Skipped{e.Name, why})
+			} else {
+				refused = append(refused, Skipped{e.Name, why})
+			}
+			continue
+		}
+		if e.IsDir() {
+			if e.UncompressedSize != 0 {
+				refused = append(refused, Skipped{e.Name, fmt.Sprintf("is a directory entry with %d bytes of content", e.UncompressedSize)})
+			}
+			continue
+		}
+		key := prefix + e.Name
+		if other, dup := keys[key]; dup {
+			refused = append(refused, Skipped{e.Name, fmt.Sprintf("would be written to the same key %q as %s", key, other)})
+			continue
+		}
+		keys[key] = fmt.Sprintf("entry %q", e.Name)
+		keep = append(keep, i)
+	}
+	refused = append(refused, layoutProblems(a, nil)...)
+	if len(refused) > 0 {
+		return nil, nil, &RefusedError{Archive: a.String(), Entries: refused}
+	}
+	return keep, skipped, nil
+}
+
+// layoutProblems lists entries whose local header and data (from the
+// central directory's sizes, or from dataStart when known) do not lie
+// before the central directory, or overlap the next entry: a "zip bomb"
+// layout that makes many entries of the same bytes, or a directory that
+// points outside the file.
+func layoutProblems(a *archive.Archive, dataStart map[int]int64) []Skipped {
+	order := make([]int, len(a.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
+	var out []Skipped
+	for k, i := range order {
+		e := &a.Entries[i]
+		start := e.Offset + 30 + int64(len(e.Name))
+		if ds, ok := dataStart[i]; ok {
+			start = ds
+		}
+		end := start + e.CompressedSize
+		switch {
+		case e.Offset < 0 || e.CompressedSize < 0 || e.UncompressedSize < 0:
+			out = append(out, Skipped{e.Name, "has a negative offset or size"})
+		case end > a.CentralDirStart || end < start:
+			out = append(out, Skipped{e.Name, fmt.Sprintf("has data from %d to %d, past the end of the entries at %d (central directory points outside the data)", start, end, a.CentralDirStart)})
+		case k+1 < len(order) && end > a.Entries[order[k+1]].Offset:
+			next := &a.Entries[order[k+1]]
+			out = append(out, Skipped{e.Name, fmt.Sprintf("has data from %d to %d overlapping entry %q at %d (overlapping entries: a zip bomb layout)", start, end, next.Name, next.Offset)})
+		}
+	}
+	return out
+}
+
+// unsafeName says why name cannot become a key under the prefix, or "".
+func unsafeName(name string) string {
+	if !utf8.ValidString(name) {
+		return "is not valid UTF-8"
+	}
+	if err := archive.CheckName(name); err != nil {
+		var ue *archive.UnsafeNameError
+		if e, ok := err.(*archive.UnsafeNameError); ok {
+			ue = e
+			return ue.Why
+		}
+		return err.Error()
+	}
+	if len(name) > 1024-64 {
+		return fmt.Sprintf("is %d bytes long; S3 keys are at most 1024 bytes with the prefix", len(name))
+	}
+	return ""
+}
+
+func unsupported(e *archive.Entry) string {
+	switch {
+	case e.Flags&0x1 != 0:
+		return "is encrypted"
+	case e.Method != archive.MethodStore && e.Method != archive.MethodDeflate:
+		return fmt.Sprintf("uses compression method %d (%s), not STORED (0) or DEFLATE (8)", e.Method, methodName(e.Method))
+	}
+	return ""
+}
+
+func methodName(m uint16) string {
+	switch m {
+	case 12:
+		return "bzip2"
+	case 14:
+		return "LZMA"
+	case 93:
+		return "Zstandard"
+	case 95:
+		return "XZ"
+	case 9:
+		return "Deflate64"
+	case 98:
+		return "PPMd"
+	case 99:
+		return "AES encryption"
+	}
+	return "unknown"
+}
+
+// Copies returns the entries kept by Check that PlanJobs copies server-side:
+// their data starts must be read from their local headers before planning.
+// The others' headers are read by the read jobs, in the bytes they read
+// anyway.
+func Copies(a *archive.Archive, keep []int, opts Options) []int {
+	small := opts.SmallStored
+	if small == 0 {
+		small = DefaultSmallStored
+	}
+	var out []int
+	for _, i := range keep {
+		if e := &a.Entries[i]; copied(e, small) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func copied(e *archive.Entry, small int64) bool {
+	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small
+}
+
+// PlanJobs turns the entries kept by Check into jobs; dataStart holds where
+// the data of the entries named by Copies starts (from their local headers).
+func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]int64, skipped []Skipped, opts Options) (*Plan, error) {
+	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
+		return nil, &RefusedError{Archive: a.String(), Entries: probs}
+	}
+	small := opts.SmallStored
+	if small == 0 {
+		small = DefaultSmallStored
+	}
+	group := opts.ReadGroup
+	if group <= 0 {
+		group = DefaultReadGroup
+	}
+	copyPart := opts.CopyPart
+	if copyPart < MinPart || copyPart > MaxCopyPart {
+		copyPart = MaxCopyPart
+	}
+	p := &Plan{Skipped: skipped}
+	order := append([]int(nil), keep...)
+	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
+	bound := bounds(a)
+	var cur *Job
+	flush := func() {
+		if cur != nil {
+			p.Jobs = append(p.Jobs, *cur)
+			p.Read += cur.Bytes()
+			cur = nil
+		}
+	}
+	for _, i := range order {
+		e := &a.Entries[i]
+		it := Item{
+			Entry: i, Name: e.Name, Key: prefix + e.Name, Method: e.Method,
+			Offset: e.Offset, Bound: bound[i], DataStart: -1, CompressedSize: e.CompressedSize, Size: e.UncompressedSize,
+			CRC32: e.CRC32, Modified: e.Modified, ContentType: contentType(e.Name),
+		}
+		p.Objects++
+		p.Bytes += it.Size
+		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
+			return nil, &RefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
+		}
+		if copied(e, small) {
+			ds, ok := dataStart[i]
+			if !ok {
+				return nil, fmt.Errorf("entry %q: where its data starts was not read before planning its copy", e.Name)
+			}
+			it.DataStart = ds
+			flush()
+			j := Job{Kind: KindCopy, Items: []Item{it}, Ranges: copyRanges(it.DataStart, it.CompressedSize, copyPart)}
+			if len(j.Ranges) > MaxParts {
+				return nil, fmt.Errorf("entry %q: %d bytes need %d copy parts, more than S3's %d", e.Name, e.CompressedSize, len(j.Ranges), MaxParts)
+			}
+			p.Copied += it.CompressedSize
+			p.Jobs = append(p.Jobs, j)
+			continue
+		}
+		// A read job reads each entry from its local header to the next
+		// entry, so the header's real length is learnt from the bytes read.
+		end := it.Bound
+		if cur != nil && end-cur.Ranges[0].Start <= group {
+			cur.Items = append(cur.Items, it)
+			cur.Ranges[0].End = end
+			continue
+		}
+		flush()
+		cur = &Job{Kind: KindRead, Items: []Item{it}, Ranges: []Range{{it.Offset, end}}}
+	}
+	flush()
+	// Largest first, so the long jobs start early.
+	sort.SliceStable(p.Jobs, func(x, y int) bool { return p.Jobs[x].Bytes() > p.Jobs[y].Bytes() })
+	return p, nil
+}
+
+// bounds returns, per entry, where the next entry by offset (or the central
+// directory) starts.
+func bounds(a *archive.Archive) []int64 {
+	order := make([]int, len(a.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
+	out := make([]int64, len(a.Entries))
+	for k, i := range order {
+		out[i] = a.CentralDirStart
+		if k+1 < len(order) {
+			out[i] = a.Entries[order[k+1]].Offset
+		}
+	}
+	return out
+}
+
+// copyRanges cuts [start, start+n) into copy parts: one part when it fits
+// one UploadPartCopy (a lone part may be any size), else parts of size part.
+func copyRanges(start, n, part int64) []Range {
+	if n == 0 {
+		return []Range{{start, start}}
+	}
+	var rs []Range
+	for off := int64(0); off < n; off += part {
+		rs = append(rs, Range{start + off, start + min(off+part, n)})
+	}
+	return rs
+}
+
+func contentType(name string) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}

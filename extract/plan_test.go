@@ -1,0 +1,181 @@
+package extract
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/s3zip/s3zip/archive"
+)
+
+// layout makes an archive whose entries lie back to back, each local header
+// as long as the central directory says, and their data starts.
+func layout(entries ...archive.Entry) (*archive.Archive, map[int]int64) {
+	a := &archive.Archive{Bucket: "b", Key: "k.zip"}
+	starts := map[int]int64{}
+	var off int64
+	for i, e := range entries {
+		e.Offset = off
+		starts[i] = off + 30 + int64(len(e.Name))
+		off = starts[i] + e.CompressedSize
+		a.Entries = append(a.Entries, e)
+	}
+	a.CentralDirStart, a.CentralDirSize = off, 100
+	a.Size = off + 122
+	return a, starts
+}
+
+func stored(name string, n int64) archive.Entry {
+	return archive.Entry{Name: name, Method: archive.MethodStore, CompressedSize: n, UncompressedSize: n}
+}
+
+func deflated(name string, c, u int64) archive.Entry {
+	return archive.Entry{Name: name, Method: archive.MethodDeflate, CompressedSize: c, UncompressedSize: u}
+}
+
+func planOf(t *testing.T, opts Options, entries ...archive.Entry) *Plan {
+	t.Helper()
+	a, starts := layout(entries...)
+	keep, skipped, err := Check(a, "out/", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanJobs(a, "out/", keep, starts, skipped, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlanCopyParts(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		name  string
+		size  int64
+		parts []int64
+	}{
+		{"lone part under 5 MiB", 3 << 20, []int64{3 << 20}},
+		{"lone part of 5 GiB", 5 * gib, []int64{5 * gib}},
+		{"over 5 GiB: 5 GiB ranges", 12 * gib, []int64{5 * gib, 5 * gib, 2 * gib}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planOf(t, Options{SmallStored: -1}, stored("x.bin", tc.size))
+			if len(p.Jobs) != 1 || p.Jobs[0].Kind != KindCopy {
+				t.Fatalf("jobs %+v, want one copy", p.Jobs)
+			}
+			var got []int64
+			next := p.Jobs[0].Items[0].DataStart
+			for _, r := range p.Jobs[0].Ranges {
+				if r.Start != next {
+					t.Errorf("range %v does not follow %d", r, next)
+				}
+				next = r.End
+				got = append(got, r.End-r.Start)
+			}
+			if len(got) != len(tc.parts) {
+				t.Fatalf("parts %v, want %v", got, tc.parts)
+			}
+			for i := range got {
+				if got[i] != tc.parts[i] {
+					t.Errorf("parts %v, want %v", got, tc.parts)
+				}
+			}
+			if p.Copied != tc.size || p.Read != 0 {
+				t.Errorf("copied %d read %d, want %d and 0", p.Copied, p.Read, tc.size)
+			}
+		})
+	}
+}
+
+func TestPlanKinds(t *testing.T) {
+	p := planOf(t, Options{SmallStored: 1 << 20, ReadGroup: 4 << 20},
+		stored("small1", 1000), stored("small2", 2000), deflated("d.txt", 3000, 9000),
+		stored("big", 8<<20), stored("small3", 10), stored("dir/", 0), stored("empty", 0),
+		deflated("huge.txt", 5<<20, 50<<20))
+	kinds := map[Kind]int{}
+	items := 0
+	for _, j := range p.Jobs {
+		kinds[j.Kind]++
+		items += len(j.Items)
+		if j.Kind == KindRead && len(j.Ranges) == 1 && j.Bytes() > 4<<20 && len(j.Items) > 1 {
+			t.Errorf("a read group spans %d bytes, over the 4 MiB asked", j.Bytes())
+		}
+	}
+	if items != 7 {
+		t.Errorf("%d objects planned, want 7 (the directory makes none)", items)
+	}
+	if kinds[KindCopy] != 1 {
+		t.Errorf("%d copy jobs, want 1 (only big is at least 1 MiB and STORED)", kinds[KindCopy])
+	}
+	if kinds[KindRead] != 3 {
+		t.Errorf("%d read jobs, want 3 (small1..d.txt, small3+empty, huge.txt)", kinds[KindRead])
+	}
+	if p.Jobs[0].Bytes() < p.Jobs[len(p.Jobs)-1].Bytes() {
+		t.Errorf("jobs not largest first")
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []archive.Entry
+		opts    Options
+		want    []string
+	}{
+		{"zip slip", []archive.Entry{stored("../x", 1), stored("a/../../y", 1)}, Options{}, []string{`"../x" has a ".." component`, `"a/../../y"`}},
+		{"absolute and backslash", []archive.Entry{stored("/etc/x", 1), stored(`a\b`, 1)}, Options{}, []string{"absolute", "backslash"}},
+		{"NUL and bad UTF-8", []archive.Entry{stored("a\x00b", 1), stored("\xff\xfe", 1)}, Options{}, []string{"NUL", "UTF-8"}},
+		{"duplicate", []archive.Entry{stored("a", 1), stored("a", 1)}, Options{}, []string{"same key"}},
+		{"the report's name", []archive.Entry{stored(ReportName, 1)}, Options{}, []string{"extraction report"}},
+		{"bzip2", []archive.Entry{{Name: "a", Method: 12, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"bzip2"}},
+		{"encrypted", []archive.Entry{{Name: "a", Flags: 1, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"encrypted"}},
+		{"unsafe names not skipped", []archive.Entry{stored("../x", 1), {Name: "a", Method: 12, CompressedSize: 1}}, Options{SkipUnsupported: true}, []string{`".." component`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := layout(tc.entries...)
+			_, _, err := Check(a, "out/", tc.opts)
+			var re *RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("got %v, want a RefusedError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckLayout(t *testing.T) {
+	a, _ := layout(stored("a", 100), stored("b", 100))
+	a.Entries[1].Offset = a.Entries[0].Offset // both name the same bytes
+	if _, _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
+		t.Errorf("overlapping entries: got %v", err)
+	}
+	a, _ = layout(stored("a", 100))
+	a.Entries[0].CompressedSize, a.Entries[0].UncompressedSize = 1<<40, 1<<40
+	if _, _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("size past the central directory: got %v", err)
+	}
+	// A local header longer than the central directory suggests pushes the
+	// data into the next entry: refused once the real start is known.
+	a, starts := layout(stored("a", 100), stored("b", 100))
+	starts[0] += 50
+	keep, _, err := Check(a, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PlanJobs(a, "", keep, starts, nil, Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
+		t.Errorf("data start pushed into the next entry: got %v", err)
+	}
+}
+
+func TestSkipUnsupported(t *testing.T) {
+	p := planOf(t, Options{SkipUnsupported: true}, stored("a", 5),
+		archive.Entry{Name: "b.bz2", Method: 12, CompressedSize: 3, UncompressedSize: 9},
+		archive.Entry{Name: "c", Flags: 1, CompressedSize: 3, UncompressedSize: 3})
+	if p.Objects != 1 || len(p.Skipped) != 2 {
+		t.Errorf("objects %d skipped %v, want 1 and b.bz2, c", p.Objects, p.Skipped)
+	}
+}

@@ -1,0 +1,766 @@
+package extract
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// Client is the part of the S3 API an extraction uses; *s3.Client has it.
+type Client interface {
+	archive.Client
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
+	UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
+	CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+}
+
+// Request is one extraction.
+type Request struct {
+	Bucket, Key string // the archive
+	DestBucket  string
+	Prefix      string // ends in "/" or is empty
+	Overwrite   bool
+	Workers     int // jobs run at once (default 8)
+	Options
+}
+
+// Written is one object an extraction wrote.
+type Written struct {
+	Key   string `json:"key"`
+	Size  int64  `json:"size"`
+	CRC32 string `json:"crc32"` // 8 hex digits
+}
+
+// Result is what an extraction did.
+type Result struct {
+	Archive   string    `json:"archive"`
+	ETag      string    `json:"etag"`
+	Entries   int       `json:"entries"` // in the central directory
+	Plan      *Plan     `json:"-"`
+	Objects   []Written `json:"objects"`
+	Skipped   []Skipped `json:"skipped,omitempty"`
+	Report    string    `json:"report"`
+	Streamed  int64     `json:"streamedBytes"` // archive bytes read by workers (data only)
+	Copied    int64     `json:"copiedBytes"`   // archive bytes copied server-side
+	Extracted int64     `json:"extractedBytes"`
+	// VerifyRead is archive bytes read only to check copies, on servers
+	// that cannot answer a ranged copy's CRC-32 (0 on AWS).
+	VerifyRead int64 `json:"verifyReadBytes"`
+}
+
+// ExistsError lists objects an extraction would replace.
+type ExistsError struct {
+	Bucket string
+	Keys   []string
+}
+
+func (e *ExistsError) Error() string {
+	shown := e.Keys[:min(len(e.Keys), 20)]
+	more := ""
+	if len(e.Keys) > len(shown) {
+		more = fmt.Sprintf(" … and %d more", len(e.Keys)-len(shown))
+	}
+	return fmt.Sprintf("%d objects already exist in s3://%s where the archive's entries would go: %s%s (use --overwrite to replace them)",
+		len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
+}
+
+// ChecksumError says extracted bytes do not have the CRC-32 the central
+// directory gives: the archive is corrupt (or changed).
+type ChecksumError struct{ Msg string }
+
+func (e *ChecksumError) Error() string { return e.Msg }
+
+// Progress is how far a run is, in archive bytes.
+type Progress struct {
+	Jobs, JobsDone   int
+	Bytes, BytesDone int64
+}
+
+// Run extracts the archive: reads its central directory and local headers,
+// refuses bad archives before writing anything, plans, runs the jobs with at
+// most req.Workers at once, and writes the report. On failure every upload
+// it began is aborted and every object it wrote is deleted.
+func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) (*Result, error) {
+	if req.Workers <= 0 {
+		req.Workers = 8
+	}
+	if req.Prefix != "" && !strings.HasSuffix(req.Prefix, "/") {
+		req.Prefix += "/"
+	}
+	started := time.Now().Add(-5 * time.Minute)
+	a, err := archive.Open(ctx, c, req.Bucket, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	keep, skipped, err := Check(a, req.Prefix, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := a.DataStarts(ctx, Copies(a, keep, req.Options), req.Workers*2)
+	if err != nil {
+		return nil, sourceChanged(err, a)
+	}
+	p, err := PlanJobs(a, req.Prefix, keep, starts, skipped, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	if !req.Overwrite {
+		if err := refuseExisting(ctx, c, req.DestBucket, req.Prefix, p); err != nil {
+			return nil, err
+		}
+	}
+	x := &executor{c: c, a: a, req: req, uploads: map[string]string{}, keys: map[string]bool{}, started: started}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			x.keys[it.Key] = true
+		}
+	}
+	res := &Result{Archive: a.String(), ETag: a.ETag, Entries: len(a.Entries), Plan: p, Skipped: p.Skipped}
+	var total int64
+	for _, j := range p.Jobs {
+		total += j.Bytes()
+	}
+	var done atomic.Int64
+	var jobsDone atomic.Int32
+	var mu sync.Mutex
+	report := func() {
+		if onProgress != nil {
+			mu.Lock()
+			onProgress(Progress{Jobs: len(p.Jobs), JobsDone: int(jobsDone.Load()), Bytes: total, BytesDone: done.Load()})
+			mu.Unlock()
+		}
+	}
+	report()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(req.Workers)
+	for _, j := range p.Jobs {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // failed or interrupted: start no more jobs
+			}
+			if err := x.run(gctx, j); err != nil {
+				return err
+			}
+			done.Add(j.Bytes())
+			jobsDone.Add(1)
+			report()
+			return nil
+		})
+	}
+	err = g.Wait()
+	if err == nil {
+		err = ctx.Err() // interrupted: undone even if every job finished
+	}
+	if err == nil {
+		res.Objects = x.sortedWritten()
+		res.Report, err = x.writeReport(ctx, res)
+	}
+	if err != nil {
+		if cerr := x.cleanup(context.WithoutCancel(ctx)); cerr != nil {
+			return nil, fmt.Errorf("%w; cleaning up after it also failed: %v", err, cerr)
+		}
+		return nil, err
+	}
+	res.Copied, res.Streamed, res.VerifyRead = p.Copied, p.Read, x.verifyRead.Load()
+	for _, w := range res.Objects {
+		res.Extracted += w.Size
+	}
+	return res, nil
+}
+
+// refuseExisting lists the destination prefix and refuses when a planned key
+// (or the report) is there already.
+func refuseExisting(ctx context.Context, c Client, bucket, prefix string, p *Plan) error {
+	want := map[string]bool{prefix + ReportName: true}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			want[it.Key] = true
+		}
+	}
+	var exists []string
+	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix}
+	for {
+		out, err := c.ListObjectsV2(ctx, in)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s to check for existing objects: %w", bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			if want[aws.ToString(o.Key)] {
+				exists = append(exists, aws.ToString(o.Key))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			break
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	if len(exists) > 0 {
+		return &ExistsError{Bucket: bucket, Keys: exists}
+	}
+	return nil
+}
+
+// executor runs jobs and remembers what it began and wrote, to undo it.
+// Writes are not cancelled with the run (a failing job or Ctrl-C): a write
+// cut off mid-request may still land on the server after the cleanup, so
+// every write in flight is let finish, and its answer recorded, before
+// cleaning up. Cancelling stops new jobs and reads.
+type executor struct {
+	c   Client
+	a   *archive.Archive
+	req Request
+
+	mu      sync.Mutex
+	uploads map[string]string // upload ID → key, while open
+	written []Written
+	// quirk: the server answers ranged copies with a wrong CRC-32, so
+	// copies are checked by reading instead.
+	quirk      atomic.Bool
+	verifyRead atomic.Int64    // bytes read only to check copies
+	maybe      []string        // keys whose write failed in a way that may have written them
+	keys       map[string]bool // every key the plan writes
+	started    time.Time       // when the run began (less a margin for clocks)
+}
+
+// mayHaveWritten remembers a key whose write failed other than by its
+// precondition (a lost answer may hide a success), for cleanup to delete.
+func (x *executor) mayHaveWritten(err error, key string) {
+	if isCode(err, "PreconditionFailed") {
+		return // someone else's object: never ours to delete
+	}
+	x.mu.Lock()
+	x.maybe = append(x.maybe, key)
+	x.mu.Unlock()
+}
+
+func (x *executor) began(key, id string) {
+	x.mu.Lock()
+	x.uploads[id] = key
+	x.mu.Unlock()
+}
+
+func (x *executor) ended(id string) {
+	x.mu.Lock()
+	delete(x.uploads, id)
+	x.mu.Unlock()
+}
+
+func (x *executor) wrote(it *Item) {
+	x.mu.Lock()
+	x.written = append(x.written, Written{Key: it.Key, Size: it.Size, CRC32: fmt.Sprintf("%08x", it.CRC32)})
+	x.mu.Unlock()
+}
+
+func (x *executor) sortedWritten() []Written {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := append([]Written(nil), x.written...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (x *executor) run(ctx context.Context, j Job) error {
+	switch j.Kind {
+	case KindCopy:
+		return x.copyEntry(ctx, &j.Items[0], j.Ranges)
+	case KindRead:
+		return x.readGroup(ctx, &j)
+	}
+	return fmt.Errorf("unknown job kind %q", j.Kind)
+}
+
+func crcBase64(crc uint32) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], crc)
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+func decodeCRC(v string) (uint32, bool) {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(b) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b), true
+}
+
+func (x *executor) metadata(it *Item) map[string]string {
+	return map[string]string{"mtime": it.Modified.UTC().Format(time.RFC3339)}
+}
+
+// copyEntry makes a STORED entry an object server-side.
+func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) error {
+	if x.quirk.Load() {
+		return x.copyPlain(ctx, it, ranges)
+	}
+	d := x.req.DestBucket
+	id, err := x.create(ctx, it, true)
+	if err != nil {
+		return err
+	}
+	parts := make([]types.CompletedPart, len(ranges))
+	var combined uint32
+	for k, r := range ranges {
+		out, err := x.copyPart(ctx, it, id, k, r)
+		if err != nil {
+			return err
+		}
+		answer := aws.ToString(out.CopyPartResult.ChecksumCRC32)
+		sum, ok := decodeCRC(answer)
+		if !ok || x.untrusted(answer, r) {
+			// The server cannot tell this range's CRC-32 (versitygw answers
+			// a ranged copy of a checksummed object with the whole object's):
+			// a CRC-32 upload cannot be completed right. Copy without
+			// checksums and check the bytes by reading them instead.
+			x.quirk.Store(true)
+			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id}); err == nil {
+				x.ended(id)
+			}
+			return x.copyPlain(ctx, it, ranges)
+		}
+		if k == 0 {
+			combined = sum
+		} else {
+			combined = plan.CombineCRC(combined, sum, r.End-r.Start)
+		}
+		parts[k] = types.CompletedPart{PartNumber: aws.Int32(int32(k + 1)), ETag: out.CopyPartResult.ETag, ChecksumCRC32: aws.String(answer)}
+	}
+	if combined != it.CRC32 {
+		return &ChecksumError{fmt.Sprintf("entry %q: the archive's bytes %d-%d have CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, it.DataStart, it.DataStart+it.CompressedSize-1, combined, it.CRC32)}
+	}
+	return x.complete(ctx, it, id, parts, true)
+}
+
+// copyPlain copies a STORED entry without S3 checksums, and checks its bytes
+// against the entry's CRC-32 by reading them (only where the server cannot
+// answer a ranged copy's CRC-32).
+func (x *executor) copyPlain(ctx context.Context, it *Item, ranges []Range) error {
+	var combined uint32
+	for k, r := range ranges {
+		sum, err := x.rangeCRC(ctx, r)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", it.Name, err)
+		}
+		x.verifyRead.Add(r.End - r.Start)
+		if k == 0 {
+			combined = sum
+		} else {
+			combined = plan.CombineCRC(combined, sum, r.End-r.Start)
+		}
+	}
+	if combined != it.CRC32 {
+		return &ChecksumError{fmt.Sprintf("entry %q: the archive's bytes %d-%d have CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, it.DataStart, it.DataStart+it.CompressedSize-1, combined, it.CRC32)}
+	}
+	id, err := x.create(ctx, it, false)
+	if err != nil {
+		return err
+	}
+	parts := make([]types.CompletedPart, len(ranges))
+	for k, r := range ranges {
+		out, err := x.copyPart(ctx, it, id, k, r)
+		if err != nil {
+			return err
+		}
+		parts[k] = types.CompletedPart{PartNumber: aws.Int32(int32(k + 1)), ETag: out.CopyPartResult.ETag}
+	}
+	return x.complete(ctx, it, id, parts, false)
+}
+
+func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string, error) {
+	d := x.req.DestBucket
+	in := &s3.CreateMultipartUploadInput{Bucket: &d, Key: &it.Key, ContentType: aws.String(it.ContentType), Metadata: x.metadata(it)}
+	if checksum {
+		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
+	}
+	// Not cancelled with the run: an upload S3 creates must be known, to
+	// be aborted.
+	cr, err := x.c.CreateMultipartUpload(context.WithoutCancel(ctx), in)
+	if err != nil {
+		return "", fmt.Errorf("entry %q: create upload for s3://%s/%s: %w", it.Name, d, it.Key, err)
+	}
+	id := aws.ToString(cr.UploadId)
+	x.began(it.Key, id)
+	return id, nil
+}
+
+func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r Range) (*s3.UploadPartCopyOutput, error) {
+	d := x.req.DestBucket
+	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), &s3.UploadPartCopyInput{
+		Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: aws.Int32(int32(k + 1)),
+		CopySource:        aws.String(copySource(x.a.Bucket, x.a.Key)),
+		CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
+		CopySourceIfMatch: aws.String(x.a.ETag),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("entry %q: copy archive bytes %d-%d into part %d of s3://%s/%s: %w", it.Name, r.Start, r.End-1, k+1, d, it.Key, sourceChanged(err, x.a))
+	}
+	if out.CopyPartResult == nil {
+		return nil, fmt.Errorf("entry %q: copy into part %d of s3://%s/%s: no result in S3's answer", it.Name, k+1, d, it.Key)
+	}
+	return out, nil
+}
+
+func (x *executor) complete(ctx context.Context, it *Item, id string, parts []types.CompletedPart, checksum bool) error {
+	d := x.req.DestBucket
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: &d, Key: &it.Key, UploadId: &id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		MpuObjectSize:   aws.Int64(it.Size),
+	}
+	if checksum {
+		in.ChecksumCRC32, in.ChecksumType = aws.String(crcBase64(it.CRC32)), types.ChecksumTypeFullObject
+	}
+	if !x.req.Overwrite {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
+		x.mayHaveWritten(err, it.Key)
+		return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
+	}
+	x.ended(id)
+	x.wrote(it)
+	return nil
+}
+
+// untrusted reports whether a copy's answered CRC-32 is the archive's stored
+// whole-object CRC for a range that is not the whole object: some servers
+// (versitygw) answer a ranged copy of a checksummed object with it.
+func (x *executor) untrusted(answer string, r Range) bool {
+	return answer == "" || answer == x.a.ChecksumCRC32 && (r.Start != 0 || r.End != x.a.Size)
+}
+
+// rangeCRC reads a range of the archive for its CRC-32.
+func (x *executor) rangeCRC(ctx context.Context, r Range) (uint32, error) {
+	body, err := x.get(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	h := crc32.NewIEEE()
+	if n, err := io.Copy(h, body); err != nil || n != r.End-r.Start {
+		return 0, fmt.Errorf("read archive bytes %d-%d: got %d bytes: %v", r.Start, r.End-1, n, err)
+	}
+	return h.Sum32(), nil
+}
+
+func (x *executor) get(ctx context.Context, r Range) (io.ReadCloser, error) {
+	out, err := x.c.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: &x.a.Bucket, Key: &x.a.Key, IfMatch: aws.String(x.a.ETag),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %s bytes %d-%d: %w", x.a, r.Start, r.End-1, sourceChanged(err, x.a))
+	}
+	return out.Body, nil
+}
+
+// largeObject is the size from which an inflated entry is uploaded in parts
+// rather than buffered for one PutObject.
+const largeObject = 64 << 20
+
+// readGroup reads neighbouring entries with one ranged GET and writes each.
+func (x *executor) readGroup(ctx context.Context, j *Job) error {
+	r := j.Ranges[0]
+	var body io.ReadCloser = io.NopCloser(bytes.NewReader(nil))
+	if r.End > r.Start {
+		var err error
+		if body, err = x.get(ctx, r); err != nil {
+			return err
+		}
+	}
+	defer body.Close()
+	pos := r.Start
+	for k := range j.Items {
+		it := &j.Items[k]
+		if _, err := io.CopyN(io.Discard, body, it.Offset-pos); err != nil {
+			return fmt.Errorf("read %s up to entry %q: %w", x.a, it.Name, err)
+		}
+		var fixed [30]byte
+		if _, err := io.ReadFull(body, fixed[:]); err != nil {
+			return fmt.Errorf("read %s: local header of entry %q at %d: %w", x.a, it.Name, it.Offset, err)
+		}
+		if binary.LittleEndian.Uint32(fixed[:]) != 0x04034b50 {
+			return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf("entry %q: no local header (signature 0x04034b50 missing)", it.Name)}
+		}
+		hlen := int64(30 + int(binary.LittleEndian.Uint16(fixed[26:])) + int(binary.LittleEndian.Uint16(fixed[28:])))
+		it.DataStart = it.Offset + hlen
+		if it.DataStart+it.CompressedSize > it.Bound {
+			return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf(
+				"entry %q: its %d-byte local header and %d bytes of data end at %d, past the next entry at %d (overlapping entries)", it.Name, hlen, it.CompressedSize, it.DataStart+it.CompressedSize, it.Bound)}
+		}
+		if _, err := io.CopyN(io.Discard, body, hlen-30); err != nil {
+			return fmt.Errorf("read %s: local header of entry %q: %w", x.a, it.Name, err)
+		}
+		src := io.LimitReader(body, it.CompressedSize)
+		if err := x.writeEntry(ctx, it, src); err != nil {
+			return err
+		}
+		// Whatever the decoder left of the entry's range (it never needs more).
+		if _, err := io.Copy(io.Discard, src); err != nil {
+			return fmt.Errorf("read %s entry %q: %w", x.a, it.Name, err)
+		}
+		pos = it.DataStart + it.CompressedSize
+	}
+	return nil
+}
+
+// writeEntry decodes an entry's data from src, checks its size and CRC-32
+// and writes it.
+func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) error {
+	var dec io.Reader = src
+	if it.Method == archive.MethodDeflate {
+		fr := flate.NewReader(src)
+		defer fr.Close()
+		dec = fr
+	}
+	if it.Size >= largeObject {
+		return x.uploadLarge(ctx, it, dec)
+	}
+	data := make([]byte, it.Size)
+	if _, err := io.ReadFull(dec, data); err != nil {
+		return &ChecksumError{fmt.Sprintf("entry %q: decoding %d bytes: %v: the archive is corrupt", it.Name, it.Size, err)}
+	}
+	if n, _ := io.Copy(io.Discard, io.LimitReader(dec, 1)); n != 0 {
+		return &ChecksumError{fmt.Sprintf("entry %q decodes to more than the %d bytes the central directory says: the archive is corrupt", it.Name, it.Size)}
+	}
+	if got := crc32.ChecksumIEEE(data); got != it.CRC32 {
+		return &ChecksumError{fmt.Sprintf("entry %q decodes to CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, got, it.CRC32)}
+	}
+	d := x.req.DestBucket
+	in := &s3.PutObjectInput{
+		Bucket: &d, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
+		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
+	}
+	if !x.req.Overwrite {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
+		x.mayHaveWritten(err, it.Key)
+		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+	}
+	x.wrote(it)
+	return nil
+}
+
+// uploadLarge streams a decoded entry into a multipart upload of 16 MiB
+// parts, each with its CRC-32, completed with the entry's CRC-32.
+func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) error {
+	const partSize = 16 << 20
+	d := x.req.DestBucket
+	cr, err := x.c.CreateMultipartUpload(context.WithoutCancel(ctx), &s3.CreateMultipartUploadInput{
+		Bucket: &d, Key: &it.Key, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, ChecksumType: types.ChecksumTypeFullObject,
+		ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
+	})
+	if err != nil {
+		return fmt.Errorf("entry %q: create upload for s3://%s/%s: %w", it.Name, d, it.Key, err)
+	}
+	id := aws.ToString(cr.UploadId)
+	x.began(it.Key, id)
+	buf := make([]byte, partSize)
+	var parts []types.CompletedPart
+	var total int64
+	var whole uint32
+	for total < it.Size {
+		n, err := io.ReadFull(dec, buf[:min(partSize, it.Size-total)])
+		if err != nil {
+			return &ChecksumError{fmt.Sprintf("entry %q: decoding at byte %d of %d: %v: the archive is corrupt", it.Name, total, it.Size, err)}
+		}
+		sum := crc32.ChecksumIEEE(buf[:n])
+		whole = plan.CombineCRC(whole, sum, int64(n))
+		pn := int32(len(parts) + 1)
+		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
+			Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),
+			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(crcBase64(sum)),
+		})
+		if err != nil {
+			return fmt.Errorf("entry %q: upload part %d of s3://%s/%s: %w", it.Name, pn, d, it.Key, err)
+		}
+		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(crcBase64(sum))})
+		total += int64(n)
+	}
+	if n, _ := io.Copy(io.Discard, io.LimitReader(dec, 1)); n != 0 {
+		return &ChecksumError{fmt.Sprintf("entry %q decodes to more than the %d bytes the central directory says: the archive is corrupt", it.Name, it.Size)}
+	}
+	if whole != it.CRC32 {
+		return &ChecksumError{fmt.Sprintf("entry %q decodes to CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, whole, it.CRC32)}
+	}
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: &d, Key: &it.Key, UploadId: &id, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ChecksumType: types.ChecksumTypeFullObject, MpuObjectSize: aws.Int64(it.Size),
+	}
+	if !x.req.Overwrite {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
+		x.mayHaveWritten(err, it.Key)
+		return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+	}
+	x.ended(id)
+	x.wrote(it)
+	return nil
+}
+
+// report is the report object's content.
+type report struct {
+	Archive string    `json:"archive"`
+	ETag    string    `json:"etag"`
+	Objects []Written `json:"objects"`
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+func (x *executor) writeReport(ctx context.Context, res *Result) (string, error) {
+	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
+	d, key := x.req.DestBucket, x.req.Prefix+ReportName
+	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
+		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json")}
+	if !x.req.Overwrite {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
+		x.mayHaveWritten(err, key)
+		return "", fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key))
+	}
+	return fmt.Sprintf("s3://%s/%s", d, key), nil
+}
+
+// cleanup aborts every upload still open and deletes every object written.
+func (x *executor) cleanup(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var errs []error
+	d := x.req.DestBucket
+	for id, key := range x.uploads {
+		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err != nil && !isCode(err, "NoSuchUpload") {
+			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, key, err))
+		}
+	}
+	// An upload whose CreateMultipartUpload answer was lost is known only to
+	// S3: abort the uploads of this run's keys begun since it started.
+	lin := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(x.req.Prefix)}
+	for {
+		out, err := x.c.ListMultipartUploads(ctx, lin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list uploads under s3://%s/%s: %w", d, x.req.Prefix, err))
+			break
+		}
+		for _, u := range out.Uploads {
+			if !x.keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(x.started) {
+				continue
+			}
+			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !isCode(err, "NoSuchUpload") {
+				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		lin.KeyMarker, lin.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	keys := append([]string(nil), x.maybe...)
+	for _, w := range x.written {
+		keys = append(keys, w.Key)
+	}
+	for start := 0; start < len(keys); start += 1000 {
+		var ids []types.ObjectIdentifier
+		for _, k := range keys[start:min(start+1000, len(keys))] {
+			ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
+		}
+		out, err := x.c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &d, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete %d extracted objects from s3://%s: %w", len(ids), d, err))
+			continue
+		}
+		for _, e := range out.Errors {
+			errs = append(errs, fmt.Errorf("delete s3://%s/%s: %s", d, aws.ToString(e.Key), aws.ToString(e.Message)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isCode(err error, codes ...string) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	for _, c := range codes {
+		if ae.ErrorCode() == c {
+			return true
+		}
+	}
+	return false
+}
+
+// SourceChangedError says the archive changed while it was being extracted.
+type SourceChangedError struct {
+	Archive, ETag string
+	Err           error
+}
+
+func (e *SourceChangedError) Error() string {
+	return fmt.Sprintf("%s changed during the extraction (it was ETag %s): %v; run again", e.Archive, e.ETag, e.Err)
+}
+func (e *SourceChangedError) Unwrap() error { return e.Err }
+
+func sourceChanged(err error, a *archive.Archive) error {
+	if isCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
+		return &SourceChangedError{Archive: a.String(), ETag: a.ETag, Err: err}
+	}
+	return err
+}
+
+func classify(err error, bucket, key string) error {
+	switch {
+	case isCode(err, "PreconditionFailed"):
+		return &ExistsError{Bucket: bucket, Keys: []string{key}}
+	case isCode(err, "BadDigest", "InvalidPart"):
+		return &ChecksumError{fmt.Sprintf("S3 refused s3://%s/%s: its bytes do not have the central directory's CRC-32 (%v)", bucket, key, err)}
+	}
+	return err
+}
+
+// copySource is bucket/key for UploadPartCopy with every reserved byte
+// percent-encoded (a bare + would be a space to S3).
+func copySource(bucket, key string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.WriteString(bucket)
+	b.WriteByte('/')
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,293 @@
+package deployed_test
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/faultproxy"
+	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/zipcheck"
+)
+
+const mib = 1 << 20
+
+// sources stores a small mixed set under the allowed source prefix: with and
+// without a stored CRC-32, empty to 7 MiB (copy parts and upload parts).
+func sources(d *Deployment) map[string][]byte {
+	want := map[string][]byte{}
+	rng := rand.NewChaCha8([32]byte{11})
+	for _, o := range []struct {
+		key  string
+		size int
+		crc  s3test.Checksum
+	}{
+		{"in/a.txt", 1000, s3test.ChecksumCRC32},
+		{"in/empty", 0, s3test.ChecksumNone},
+		{"in/big/b.bin", 6*mib + 123, s3test.ChecksumNone},
+		{"in/mid.bin", 3 * mib, s3test.ChecksumCRC32},
+		{"in/ünï/名前.bin", 7 * mib, s3test.ChecksumCRC32},
+	} {
+		body := make([]byte, o.size)
+		_, _ = rng.Read(body)
+		d.S3.PutObject(d.T, sourceBucket, o.key, body, s3test.WithChecksum(o.crc))
+		want[o.key] = body
+	}
+	return want
+}
+
+func request(key, strategy string) map[string]any {
+	return map[string]any{
+		"source":      map[string]any{"bucket": sourceBucket, "prefix": sourcePrefix},
+		"destination": map[string]any{"bucket": destinationBucket, "key": key},
+		"options":     map[string]any{"strategy": strategy, "partSize": 5 * mib},
+	}
+}
+
+func (d *Deployment) checkArchive(key string, want map[string][]byte) {
+	d.T.Helper()
+	path := filepath.Join(d.T.TempDir(), "a.zip")
+	d.S3.DownloadFile(d.T, destinationBucket, key, path)
+	var w []zipcheck.Want
+	for k, body := range want {
+		w = append(w, zipcheck.WantBytes(strings.TrimPrefix(k, sourcePrefix), body))
+	}
+	zipcheck.Check(d.T, path, w)
+}
+
+func (d *Deployment) assertClean() {
+	d.T.Helper()
+	for _, l := range d.S3.Leftovers(d.T, d.Work, destinationBucket) {
+		d.T.Errorf("left behind: %s", l)
+	}
+}
+
+func (d *Deployment) logsOnFailure() {
+	d.T.Helper()
+	if d.T.Failed() {
+		for name, f := range d.Functions {
+			if name == "planner" || name == "worker" || name == "finalizer" || name == "abort" {
+				d.T.Logf("%s logs:\n%.4000s", name, d.Lambdas.Logs(f))
+			}
+		}
+	}
+}
+
+// The template's functions are what `cdk deploy` creates: the handler and
+// runtime the bootstrap binaries need, the architecture `make lambdas` builds.
+func TestDeployedFunctionsAsDeclared(t *testing.T) {
+	tp := requireTemplate(t)
+	fns, err := tp.Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fns) != 4 {
+		t.Fatalf("%d functions in the template, want 4", len(fns))
+	}
+	for _, f := range fns {
+		if f.Handler != "bootstrap" || f.Runtime != "provided.al2023" || strings.Join(f.Architectures, ",") != "arm64" {
+			t.Errorf("%s: handler %q runtime %q architectures %v, want bootstrap, provided.al2023, [arm64] (make lambdas builds linux/arm64)", f.ID, f.Handler, f.Runtime, f.Architectures)
+		}
+		if f.Role == "" {
+			t.Errorf("%s: its role is not a role of the template", f.ID)
+		}
+		for _, k := range []string{"WORK_BUCKET", "WORK_PREFIX", "CONTROL_BUCKET", "ALLOWED_SOURCE_BUCKETS", "ALLOWED_DESTINATIONS"} {
+			if f.Env[k] == "" {
+				t.Errorf("%s: environment has no %s", f.ID, k)
+			}
+		}
+		t.Logf("%s: %d MB, %d s, env %v", f.Name, f.MemoryMB, f.TimeoutSeconds, f.Env)
+	}
+}
+
+// A duo archive of the mixed set, started with StartExecution's input: the
+// packaged functions build it, every S3 call is allowed by its role.
+func TestDeployedBuildsArchive(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	want := sources(d)
+	out := d.Execute("duo-1", request(destinationPrefix+"duo.zip", "duo"))
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal(out.Output, &summary); err != nil {
+		t.Fatalf("output %s: %v", out.Output, err)
+	}
+	d.checkArchive(destinationPrefix+"duo.zip", want)
+	d.assertClean()
+	for _, role := range []string{d.Functions["planner"].Role, d.Functions["worker"].Role, d.Functions["finalizer"].Role, d.Machine.Role} {
+		if len(d.IAM.Calls(role)) == 0 {
+			t.Errorf("role %s made no call: the run did not go through it", role)
+		}
+	}
+	if n := len(d.IAM.Calls(d.Functions["abort"].Role)); n != 0 {
+		t.Errorf("abort's role made %d calls in a successful run", n)
+	}
+	if n, _, _ := d.Functions["worker"].Stats(); n == 0 {
+		t.Errorf("the worker was never invoked")
+	}
+
+	// chain: rounds built in the work bucket (create, copy, complete, abort,
+	// delete there), and a tagged archive (the planner creates it with tags).
+	chain := request(destinationPrefix+"chain.zip", "chain")
+	chain["options"].(map[string]any)["tags"] = map[string]string{"project": "s3zip"}
+	out = d.Execute("chain-1", chain)
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("chain execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+	}
+	d.checkArchive(destinationPrefix+"chain.zip", want)
+	d.assertClean()
+	if summary["entries"] == nil && summary["Entries"] == nil {
+		t.Logf("finalizer output: %s", out.Output)
+	}
+}
+
+// A planner failure goes through Catch → Abort → ArchiveFailed: the
+// execution fails with the planner's own error type, and the existing object
+// at the destination is untouched.
+func TestDeployedAbortsOnPlannerError(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	key := destinationPrefix + "exists.zip"
+	d.S3.PutObject(t, destinationBucket, key, []byte("keep me"))
+	out := d.Execute("exists-1", request(key, "duo"))
+	if out.Status != "FAILED" || out.Error != "DestinationExistsError" {
+		t.Fatalf("execution %s %s, want FAILED DestinationExistsError (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	if got := string(d.S3.GetObject(t, destinationBucket, key)); got != "keep me" {
+		t.Errorf("the existing object was changed to %q", got)
+	}
+	if n, _, _ := d.Functions["abort"].Stats(); n == 0 {
+		t.Errorf("abort was never invoked")
+	}
+	d.assertClean()
+}
+
+// A failed batch (the worker's source changed under it, SourceChangedError,
+// not retried) fails the Distributed Map; its Catch runs Abort, which aborts
+// the upload and deletes the work prefix, Map results included.
+func TestDeployedAbortsWhenMapFails(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	// After planning, every copy of a source is refused as S3 refuses a copy
+	// whose x-amz-copy-source-if-match no longer holds.
+	d.SetPreconditionFailed(func(op string) bool { return op == "UploadPartCopy" })
+	out := d.Execute("changed-1", request(destinationPrefix+"changed.zip", "duo"))
+	if out.Status != "FAILED" {
+		t.Fatalf("execution %s, want FAILED", out.Status)
+	}
+	if out.Error != "SourceChangedError" {
+		t.Errorf("error %s, want the worker's SourceChangedError (cause %.500s)", out.Error, out.Cause)
+	}
+	if n, _, _ := d.Functions["abort"].Stats(); n == 0 {
+		t.Errorf("abort was never invoked")
+	}
+	d.assertClean()
+}
+
+// EventBridge: a request object put under requests/ in the control bucket
+// goes through the template's rule (pattern, input transformer, the rule
+// role's StartExecution) and builds the archive; events of another bucket or
+// prefix start nothing.
+func TestDeployedEventBridgeRoute(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	want := sources(d)
+	req, _ := json.Marshal(request(destinationPrefix+"event.zip", "auto"))
+	d.S3.PutObject(t, d.Control, "requests/r1.json", req)
+	for _, ev := range []struct{ bucket, key string }{
+		{sourceBucket, "requests/r1.json"},
+		{d.Control, "manifests/r1.json"},
+		{d.Control, "other/requests/r1.json"},
+	} {
+		if outs := d.StartFromEvent("ignored", objectCreated(ev.bucket, ev.key, len(req))); len(outs) != 0 {
+			t.Errorf("event for s3://%s/%s started %d executions", ev.bucket, ev.key, len(outs))
+		}
+	}
+	outs := d.StartFromEvent("event-1", objectCreated(d.Control, "requests/r1.json", len(req)))
+	if len(outs) != 1 {
+		t.Fatalf("the request object's event started %d executions, want 1", len(outs))
+	}
+	if outs[0].Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %.2000s", outs[0].Status, outs[0].Error, outs[0].Cause)
+	}
+	d.checkArchive(destinationPrefix+"event.zip", want)
+	d.assertClean()
+}
+
+// Part of the fault table, as deployed: S3 answers 500, 503 SlowDown or
+// resets connections on a share of the workflow's requests; the packaged
+// functions' SDK retries and the ASL's retriers give a correct archive.
+func TestDeployedUnderS3Faults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []faultproxy.Fault
+		rate   float64
+		ops    []faultproxy.Op
+		limit  int
+	}{
+		{"500 and SlowDown", []faultproxy.Fault{faultproxy.InternalError, faultproxy.SlowDown}, 0.2, nil, 0},
+		{"resets before and after", []faultproxy.Fault{faultproxy.Reset, faultproxy.ResetAfter}, 0.2, nil, 0},
+		// The planner's create succeeds but its answer is lost: it lists the
+		// destination's uploads and aborts the one it began.
+		{"lost create answer", []faultproxy.Fault{faultproxy.ResetAfter}, 1, []faultproxy.Op{faultproxy.CreateMultipartUpload}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Deploy(t)
+			defer d.logsOnFailure()
+			want := sources(d)
+			ops := tc.ops
+			if ops == nil {
+				ops = faultproxy.WorkflowOps
+			}
+			d.Faults.SetRules([]faultproxy.Rule{{Ops: ops, Faults: tc.faults, Rate: tc.rate, Limit: tc.limit}})
+			out := d.Execute("faults-1", request(destinationPrefix+"faults.zip", "duo"))
+			t.Logf("injected: %s", d.Faults.Summary())
+			d.Faults.SetRules(nil)
+			if out.Status != "SUCCEEDED" {
+				t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+			}
+			if f, _ := d.Faults.Injected(); f == 0 {
+				t.Errorf("no fault was injected: the case proves nothing")
+			}
+			d.checkArchive(destinationPrefix+"faults.zip", want)
+			d.assertClean()
+		})
+	}
+}
+
+// The finalizer reads the archive back (HeadObject, ChecksumMode ENABLED);
+// when S3's CRC-32 differs from the one computed, it deletes the archive this
+// run completed (no wrong bytes left) and fails with ChecksumMismatchError
+// through Abort. The delete needs s3:DeleteObject on the destination.
+func TestDeployedDeletesAWrongArchive(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	sources(d)
+	key := destinationPrefix + "wrong.zip"
+	d.SetTamper(func(op string, resp *http.Response) {
+		if op == "HeadObject" && strings.HasSuffix(resp.Request.URL.Path, key) && resp.Header.Get("X-Amz-Checksum-Crc32") != "" {
+			resp.Header.Set("X-Amz-Checksum-Crc32", "AAAAAA==")
+		}
+	})
+	out := d.Execute("wrong-1", request(key, "duo"))
+	if out.Status != "FAILED" || out.Error != "ChecksumMismatchError" {
+		t.Fatalf("execution %s %s, want FAILED ChecksumMismatchError (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	if strings.Contains(out.Cause, "deleting it failed") {
+		t.Errorf("the wrong archive could not be deleted: %.500s", out.Cause)
+	}
+	if _, err := d.Admin.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(destinationBucket), Key: aws.String(key)}); err == nil {
+		t.Errorf("the wrong archive is still at s3://%s/%s", destinationBucket, key)
+	}
+	d.assertClean()
+}

@@ -1,0 +1,99 @@
+/**
+ * Runs the state machine definition *as deployed* — the ASL file from the synthesized
+ * template's DefinitionS3Location with its DefinitionSubstitutions resolved the way
+ * CloudFormation resolves them (done by the Go harness, written to DEPLOYED_DEFINITION) —
+ * under aws-local-stepfunctions with the Distributed Map adapter of tests/asl/adapter.ts.
+ *
+ * Lambda tasks call the Lambda Invoke API the harness serves (POST
+ * /2015-03-31/functions/{FunctionName}/invocations, signed-in as the state machine's role
+ * by the header x-s3zip-caller), and turn its answer into what the lambda:invoke integration
+ * gives the state: the {ExecutedVersion, Payload, StatusCode} wrapper on success; on a
+ * function error (X-Amz-Function-Error) an error named after the payload's errorType
+ * (Lambda.Unknown when it has none) whose cause is the payload; on a service error
+ * Lambda.<exception name>.
+ *
+ * Environment: DEPLOYED_URL (harness base URL), DEPLOYED_DEFINITION (file), DEPLOYED_INPUT
+ * (JSON), DEPLOYED_EXECUTION_NAME, DEPLOYED_RETRY_MS (default 50; "asl" keeps the ASL's).
+ * Prints one JSON line {"status","output"|"error","cause","events"}.
+ */
+import * as fs from 'node:fs';
+import { adaptDefinition, type AdapterDeps, type Json } from '../asl/adapter';
+
+const P = Promise as unknown as { withResolvers?: () => unknown };
+if (typeof P.withResolvers !== 'function') {
+  P.withResolvers = function withResolvers<T>() {
+    let resolve!: (v: T | PromiseLike<T>) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<T>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+function env(name: string, fallback?: string): string {
+  const v = process.env[name];
+  if (v !== undefined && v !== '') return v;
+  if (fallback !== undefined) return fallback;
+  throw new Error(`${name} is not set`);
+}
+
+function taskError(name: string, cause: string): Error {
+  const err = new Error(cause);
+  err.name = name;
+  return err;
+}
+
+async function main() {
+  const base = env('DEPLOYED_URL').replace(/\/+$/, '');
+  const definition = JSON.parse(fs.readFileSync(env('DEPLOYED_DEFINITION'), 'utf8')) as Json;
+  const input = JSON.parse(env('DEPLOYED_INPUT')) as Json;
+  const retry = env('DEPLOYED_RETRY_MS', '50');
+
+  const deps: AdapterDeps = {
+    async invoke(functionName: string, payload: Json): Promise<Json> {
+      const res = await fetch(`${base}/2015-03-31/functions/${encodeURIComponent(functionName)}/invocations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-amz-invocation-type': 'RequestResponse' },
+        body: JSON.stringify(payload),
+      });
+      const text = await res.text();
+      if (res.status !== 200) {
+        // A Lambda service error: Step Functions names it Lambda.<exception>.
+        throw taskError(`Lambda.${res.headers.get('x-amzn-errortype') ?? 'ServiceException'}`, text);
+      }
+      if (res.headers.get('x-amz-function-error')) {
+        let errorType = 'Lambda.Unknown';
+        try {
+          const doc = JSON.parse(text) as { errorType?: string };
+          if (doc && typeof doc.errorType === 'string' && doc.errorType !== '') errorType = doc.errorType;
+        } catch {
+          // not JSON: an unhandled error with no type
+        }
+        throw taskError(errorType, text);
+      }
+      return JSON.parse(text) as Json;
+    },
+    adapter: async (what, body) => {
+      const res = await fetch(`${base}/adapter/${what}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await res.text();
+      if (res.status >= 200 && res.status < 300) return JSON.parse(text) as Json;
+      const doc = JSON.parse(text) as { errorType?: string };
+      throw taskError(doc.errorType ?? 'States.Runtime', text);
+    },
+    retryMs: retry === 'asl' ? undefined : Number(retry),
+    executionName: env('DEPLOYED_EXECUTION_NAME', 'deployed-execution'),
+  };
+  const outcome = await adaptDefinition(definition, deps).run(input);
+  process.stdout.write(JSON.stringify(outcome) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`execute.ts: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(2);
+});

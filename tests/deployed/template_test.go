@@ -1,0 +1,448 @@
+package deployed_test
+
+// The synthesized template as the source of truth: synth, CloudFormation's
+// intrinsic functions resolved against the names this "deployment" gives each
+// resource, and the pieces the harness runs (functions, roles, definition, rule).
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/s3zip/s3zip/internal/iameval"
+)
+
+const (
+	region    = "us-east-1"
+	account   = "123456789012"
+	partition = "aws"
+	stackName = "S3ZipStack"
+)
+
+// Resource is one template resource.
+type Resource struct {
+	Type       string
+	Properties map[string]any
+}
+
+// Template is a synthesized stack and the cloud assembly directory it came from.
+type Template struct {
+	Dir       string // cdk.out
+	Resources map[string]Resource
+	assets    map[string]string // S3 object key of an asset → its path in Dir
+}
+
+// LoadTemplate reads <dir>/<stack>.template.json and <stack>.assets.json.
+func LoadTemplate(dir string) (*Template, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, stackName+".template.json"))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct{ Resources map[string]Resource }
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	t := &Template{Dir: dir, Resources: doc.Resources, assets: map[string]string{}}
+	raw, err = os.ReadFile(filepath.Join(dir, stackName+".assets.json"))
+	if err != nil {
+		return nil, err
+	}
+	var assets struct {
+		Files map[string]struct {
+			Source       struct{ Path string }
+			Destinations map[string]struct{ ObjectKey string }
+		}
+	}
+	if err := json.Unmarshal(raw, &assets); err != nil {
+		return nil, fmt.Errorf("assets: %w", err)
+	}
+	for _, f := range assets.Files {
+		for _, d := range f.Destinations {
+			t.assets[d.ObjectKey] = filepath.Join(dir, f.Source.Path)
+		}
+	}
+	return t, nil
+}
+
+// Of returns the logical IDs of resources of a type, sorted.
+func (t *Template) Of(typ string) []string {
+	var ids []string
+	for id, r := range t.Resources {
+		if r.Type == typ {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Name is the physical name this deployment gives a resource: the explicit
+// name property when the template sets one, else one generated the way
+// CloudFormation does (stack name, logical ID, a suffix), lower case for buckets.
+func (t *Template) Name(id string) string {
+	r := t.Resources[id]
+	for _, p := range []string{"BucketName", "FunctionName", "RoleName", "StateMachineName", "LogGroupName", "Name"} {
+		if s, ok := r.Properties[p].(string); ok {
+			return s
+		}
+	}
+	name := stackName + "-" + id
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name += "-7q3kz1"
+	if r.Type == "AWS::S3::Bucket" {
+		name = strings.ToLower(name)
+	}
+	return name
+}
+
+// Arn is the ARN of a resource (Fn::GetAtt [id, Arn]).
+func (t *Template) Arn(id string) (string, error) {
+	n := t.Name(id)
+	switch t.Resources[id].Type {
+	case "AWS::S3::Bucket":
+		return "arn:" + partition + ":s3:::" + n, nil
+	case "AWS::Lambda::Function":
+		return fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, n), nil
+	case "AWS::IAM::Role":
+		return fmt.Sprintf("arn:%s:iam::%s:role/%s", partition, account, n), nil
+	case "AWS::StepFunctions::StateMachine":
+		return fmt.Sprintf("arn:%s:states:%s:%s:stateMachine:%s", partition, region, account, n), nil
+	case "AWS::Logs::LogGroup":
+		return fmt.Sprintf("arn:%s:logs:%s:%s:log-group:%s:*", partition, region, account, n), nil
+	case "AWS::Events::Rule":
+		return fmt.Sprintf("arn:%s:events:%s:%s:rule/%s", partition, region, account, n), nil
+	}
+	return "", fmt.Errorf("Fn::GetAtt %s.Arn: type %s not modelled", id, t.Resources[id].Type)
+}
+
+func (t *Template) ref(name string) (string, error) {
+	switch name {
+	case "AWS::Partition":
+		return partition, nil
+	case "AWS::Region":
+		return region, nil
+	case "AWS::AccountId":
+		return account, nil
+	case "AWS::StackName":
+		return stackName, nil
+	case "AWS::URLSuffix":
+		return "amazonaws.com", nil
+	}
+	r, ok := t.Resources[name]
+	if !ok {
+		return "", fmt.Errorf("Ref %s: no such resource or pseudo parameter", name)
+	}
+	switch r.Type {
+	case "AWS::StepFunctions::StateMachine":
+		return t.Arn(name) // Ref of a state machine is its ARN
+	}
+	return t.Name(name), nil
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!]+)\}`)
+
+// Resolve evaluates CloudFormation intrinsic functions in v.
+func (t *Template) Resolve(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 1 {
+			for fn, arg := range v {
+				switch fn {
+				case "Ref":
+					return t.ref(arg.(string))
+				case "Fn::GetAtt":
+					a := arg.([]any)
+					if a[1] != "Arn" {
+						return nil, fmt.Errorf("Fn::GetAtt %v: only Arn is modelled", a)
+					}
+					return t.Arn(a[0].(string))
+				case "Fn::Join":
+					a := arg.([]any)
+					parts, err := t.Resolve(a[1])
+					if err != nil {
+						return nil, err
+					}
+					var ss []string
+					for _, p := range parts.([]any) {
+						ss = append(ss, fmt.Sprint(p))
+					}
+					return strings.Join(ss, a[0].(string)), nil
+				case "Fn::Sub":
+					s, ok := arg.(string)
+					if !ok {
+						return nil, fmt.Errorf("Fn::Sub with variables is not modelled")
+					}
+					var err error
+					out := subVar.ReplaceAllStringFunc(s, func(m string) string {
+						name := m[2 : len(m)-1]
+						var r string
+						var e error
+						if id, ok := strings.CutSuffix(name, ".Arn"); ok {
+							r, e = t.Arn(id)
+						} else {
+							r, e = t.ref(name)
+						}
+						if e != nil {
+							err = e
+						}
+						return r
+					})
+					return out, err
+				}
+			}
+		}
+		out := map[string]any{}
+		for k, e := range v {
+			r, err := t.Resolve(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			r, err := t.Resolve(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// Function is an AWS::Lambda::Function as the template declares it.
+type Function struct {
+	ID, Name, Arn    string
+	Env              map[string]string
+	TimeoutSeconds   int
+	MemoryMB         int
+	Architectures    []string
+	Handler, Runtime string
+	Role             string // logical ID of its role
+	Bootstrap        string // the packaged binary in the cloud assembly
+}
+
+// Functions returns every function of the template.
+func (t *Template) Functions() ([]Function, error) {
+	var out []Function
+	for _, id := range t.Of("AWS::Lambda::Function") {
+		props, err := t.Resolve(t.Resources[id].Properties)
+		if err != nil {
+			return nil, fmt.Errorf("function %s: %w", id, err)
+		}
+		p := props.(map[string]any)
+		arn, _ := t.Arn(id)
+		f := Function{ID: id, Name: t.Name(id), Arn: arn, Env: map[string]string{}}
+		if e, ok := p["Environment"].(map[string]any); ok {
+			for k, v := range e["Variables"].(map[string]any) {
+				f.Env[k] = fmt.Sprint(v)
+			}
+		}
+		f.TimeoutSeconds = intOf(p["Timeout"], 3) // Lambda's default
+		f.MemoryMB = intOf(p["MemorySize"], 128)
+		for _, a := range asList(p["Architectures"]) {
+			f.Architectures = append(f.Architectures, fmt.Sprint(a))
+		}
+		f.Handler, _ = p["Handler"].(string)
+		f.Runtime, _ = p["Runtime"].(string)
+		roleArn, _ := p["Role"].(string)
+		for _, rid := range t.Of("AWS::IAM::Role") {
+			if a, _ := t.Arn(rid); a == roleArn {
+				f.Role = rid
+			}
+		}
+		code := t.Resources[id].Properties["Code"].(map[string]any)
+		key, _ := code["S3Key"].(string)
+		dir, ok := t.assets[key]
+		if !ok {
+			return nil, fmt.Errorf("function %s: code asset %q is not in the cloud assembly", id, key)
+		}
+		f.Bootstrap = filepath.Join(dir, f.Handler)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func intOf(v any, def int) int {
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case string:
+		var i int
+		if _, err := fmt.Sscan(n, &i); err == nil {
+			return i
+		}
+	}
+	return def
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+// RolePolicies returns each role's identity policies (inline Policies and the
+// AWS::IAM::Policy resources attached to it), by role logical ID. A managed
+// policy attached to a role is an error: its statements are not in the template.
+func (t *Template) RolePolicies() (map[string][]iameval.Policy, error) {
+	out := map[string][]iameval.Policy{}
+	add := func(role, name string, doc any) error {
+		resolved, err := t.Resolve(doc)
+		if err != nil {
+			return fmt.Errorf("policy %s: %w", name, err)
+		}
+		raw, _ := json.Marshal(resolved)
+		p, err := iameval.ParseDocument(name, raw)
+		if err != nil {
+			return err
+		}
+		out[role] = append(out[role], p)
+		return nil
+	}
+	for _, rid := range t.Of("AWS::IAM::Role") {
+		props := t.Resources[rid].Properties
+		if m := props["ManagedPolicyArns"]; m != nil {
+			return nil, fmt.Errorf("role %s has managed policies %v: their statements are not in the template", rid, m)
+		}
+		for _, p := range asList(props["Policies"]) {
+			pm := p.(map[string]any)
+			if err := add(rid, fmt.Sprint(pm["PolicyName"]), pm["PolicyDocument"]); err != nil {
+				return nil, err
+			}
+		}
+		out[rid] = append(out[rid], []iameval.Policy{}...)
+	}
+	for _, pid := range t.Of("AWS::IAM::Policy") {
+		props := t.Resources[pid].Properties
+		for _, r := range asList(props["Roles"]) {
+			role := r.(map[string]any)["Ref"].(string)
+			if err := add(role, pid, props["PolicyDocument"]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// StateMachine is the deployed state machine: its ARN, role and the
+// definition CloudFormation would hand to Step Functions.
+type StateMachine struct {
+	ID, Arn    string
+	Role       string // logical ID
+	Definition []byte
+}
+
+// StateMachine reads the (single) state machine: DefinitionString, or the
+// DefinitionS3Location asset, with DefinitionSubstitutions applied as text,
+// as CloudFormation does before parsing.
+func (t *Template) StateMachine() (*StateMachine, error) {
+	ids := t.Of("AWS::StepFunctions::StateMachine")
+	if len(ids) != 1 {
+		return nil, fmt.Errorf("template has %d state machines, want 1", len(ids))
+	}
+	id := ids[0]
+	props, err := t.Resolve(t.Resources[id].Properties)
+	if err != nil {
+		return nil, fmt.Errorf("state machine %s: %w", id, err)
+	}
+	p := props.(map[string]any)
+	var text string
+	switch {
+	case p["DefinitionString"] != nil:
+		text = fmt.Sprint(p["DefinitionString"])
+	case p["DefinitionS3Location"] != nil:
+		key := fmt.Sprint(p["DefinitionS3Location"].(map[string]any)["Key"])
+		path, ok := t.assets[key]
+		if !ok {
+			return nil, fmt.Errorf("state machine %s: definition asset %q is not in the cloud assembly", id, key)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		text = string(raw)
+	default:
+		return nil, fmt.Errorf("state machine %s has no definition", id)
+	}
+	subs, _ := p["DefinitionSubstitutions"].(map[string]any)
+	var missing []string
+	text = subVar.ReplaceAllStringFunc(text, func(m string) string {
+		v, ok := subs[m[2:len(m)-1]]
+		if !ok {
+			missing = append(missing, m)
+			return m
+		}
+		return fmt.Sprint(v)
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("state machine %s: no DefinitionSubstitutions for %v", id, missing)
+	}
+	if !json.Valid([]byte(text)) {
+		return nil, fmt.Errorf("state machine %s: definition is not JSON after substitution", id)
+	}
+	arn, _ := t.Arn(id)
+	roleArn := fmt.Sprint(p["RoleArn"])
+	sm := &StateMachine{ID: id, Arn: arn, Definition: []byte(text)}
+	for _, rid := range t.Of("AWS::IAM::Role") {
+		if a, _ := t.Arn(rid); a == roleArn {
+			sm.Role = rid
+		}
+	}
+	return sm, nil
+}
+
+// Rule is an EventBridge rule with its (single) target.
+type Rule struct {
+	ID            string
+	Pattern       map[string]any
+	TargetArn     string
+	TargetRole    string // logical ID of the role EventBridge assumes
+	InputPathsMap map[string]string
+	InputTemplate string
+}
+
+// Rules returns the template's EventBridge rules.
+func (t *Template) Rules() ([]Rule, error) {
+	var out []Rule
+	for _, id := range t.Of("AWS::Events::Rule") {
+		props, err := t.Resolve(t.Resources[id].Properties)
+		if err != nil {
+			return nil, fmt.Errorf("rule %s: %w", id, err)
+		}
+		p := props.(map[string]any)
+		targets := asList(p["Targets"])
+		if len(targets) != 1 {
+			return nil, fmt.Errorf("rule %s has %d targets, want 1", id, len(targets))
+		}
+		tg := targets[0].(map[string]any)
+		r := Rule{ID: id, Pattern: p["EventPattern"].(map[string]any), TargetArn: fmt.Sprint(tg["Arn"]), InputPathsMap: map[string]string{}}
+		for _, rid := range t.Of("AWS::IAM::Role") {
+			if a, _ := t.Arn(rid); a == tg["RoleArn"] {
+				r.TargetRole = rid
+			}
+		}
+		if it, ok := tg["InputTransformer"].(map[string]any); ok {
+			for k, v := range it["InputPathsMap"].(map[string]any) {
+				r.InputPathsMap[k] = fmt.Sprint(v)
+			}
+			r.InputTemplate = fmt.Sprint(it["InputTemplate"])
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
