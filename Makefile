@@ -68,6 +68,11 @@ demo:
 bench: tools
 	@bash bench/run.sh full
 
+## bench-compress: s3zip --compress deflate vs zip -6 on a generated text corpus (BENCH_COMPRESS_MB, default 256), and auto's cost on random data
+.PHONY: bench-compress
+bench-compress: tools
+	@bash bench/compress.sh
+
 ## bench-quick: the same on 60 objects, one repetition, in under 4 minutes
 bench-quick: tools
 	@bash bench/run.sh quick

@@ -83,6 +83,48 @@ type Entry struct {
 	CRC32   CRC       `json:"crc32,omitzero"`
 	// Dir marks a directory entry: its name ends in "/" and it has no data.
 	Dir bool `json:"dir,omitempty"`
+	// Method is the entry's compression: MethodStore or MethodDeflate. A
+	// deflated entry's Source holds its compressed bytes, and Size and CRC32
+	// are theirs (what the archive holds, and what workers copy and check);
+	// RawSize and RawCRC32 are the uncompressed data's, which its headers carry.
+	Method   uint16 `json:"method,omitempty"`
+	RawSize  int64  `json:"rawSize,omitempty"`
+	RawCRC32 CRC    `json:"rawCrc32,omitzero"`
+	// Origin is a deflated entry's own object (Source is its compressed copy).
+	Origin *Source `json:"origin,omitempty"`
+	// SHA256 is the uncompressed data's SHA-256 in hex, when the request
+	// asked for digests.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Compression methods (APPNOTE 4.4.5).
+const (
+	MethodStore   = 0
+	MethodDeflate = 8
+)
+
+// UncompressedSize is the size of the entry's data once extracted.
+func (e *Entry) UncompressedSize() int64 {
+	if e.Method == MethodDeflate {
+		return e.RawSize
+	}
+	return e.Size
+}
+
+// zip64Sizes reports whether either of the entry's sizes overflows the
+// 32-bit header fields.
+func (e *Entry) zip64Sizes() bool {
+	return needsZip64Sizes(e.Size) || needsZip64Sizes(e.UncompressedSize())
+}
+
+// headerCRC is the CRC-32 the headers carry: the uncompressed data's.
+// dataCRC is the CRC of the bytes the archive holds (e.CRC32, or what a
+// worker computed).
+func (e *Entry) headerCRC(dataCRC uint32) uint32 {
+	if e.Method == MethodDeflate {
+		return e.RawCRC32.Sum
+	}
+	return dataCRC
 }
 
 // PlacedEntry is an entry at its place in the archive: its local header

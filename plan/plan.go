@@ -239,7 +239,7 @@ func place(entries []Entry, l layout) *Plan {
 	p.Size = p.DirectoryOffset + p.DirectorySize + endRecordsSize(zip64End)
 	p.Zip64 = zip64End
 	for i := range p.Entries {
-		if needsZip64Sizes(p.Entries[i].Size) || p.Entries[i].Offset >= uint32max {
+		if p.Entries[i].zip64Sizes() || p.Entries[i].Offset >= uint32max {
 			p.Zip64 = true
 		}
 	}

@@ -49,7 +49,7 @@ func needsZip64Sizes(size int64) bool { return size >= uint32max }
 // localHeaderSize is the length of an entry's local header.
 func localHeaderSize(e *Entry) int64 {
 	n := int64(localHeaderLen + len(e.Name) + extTimeExtraLen)
-	if needsZip64Sizes(e.Size) {
+	if e.zip64Sizes() {
 		n += zip64LocalExtLen
 	}
 	return n
@@ -62,7 +62,7 @@ func centralHeaderSize(e *PlacedEntry) int64 {
 
 func zip64CentralExtraLen(e *PlacedEntry) int64 {
 	n := int64(0)
-	if needsZip64Sizes(e.Size) {
+	if e.zip64Sizes() {
 		n += 16 // uncompressed and compressed size
 	}
 	if e.Offset >= uint32max {
@@ -135,12 +135,12 @@ func (b *writeBuf) extTime(t time.Time) {
 func AppendLocalHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	b := writeBuf(dst)
 	date, clock := msDosTime(e.ModTime)
-	zip64 := needsZip64Sizes(e.Size)
+	zip64 := e.zip64Sizes()
 	version := uint16(versionDefault)
-	size32 := uint32(e.Size)
+	size32, raw32 := uint32(e.Size), uint32(e.UncompressedSize())
 	if zip64 {
 		version = versionZip64
-		size32 = uint32max
+		size32, raw32 = uint32max, uint32max
 	}
 	extra := uint16(extTimeExtraLen)
 	if zip64 {
@@ -149,12 +149,12 @@ func AppendLocalHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	b.u32(localHeaderSignature)
 	b.u16(version)
 	b.u16(flagUTF8)
-	b.u16(0) // method: stored
+	b.u16(e.Method)
 	b.u16(clock)
 	b.u16(date)
-	b.u32(crc)
+	b.u32(e.headerCRC(crc))
 	b.u32(size32) // compressed
-	b.u32(size32) // uncompressed
+	b.u32(raw32)  // uncompressed
 	b.u16(uint16(len(e.Name)))
 	b.u16(extra)
 	b.str(e.Name)
@@ -162,7 +162,7 @@ func AppendLocalHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 		// APPNOTE 4.5.3: in a local header the ZIP64 field carries both sizes.
 		b.u16(zip64ExtraID)
 		b.u16(16)
-		b.u64(uint64(e.Size))
+		b.u64(uint64(e.UncompressedSize()))
 		b.u64(uint64(e.Size))
 	}
 	b.extTime(e.ModTime)
@@ -173,15 +173,15 @@ func AppendLocalHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 func AppendCentralHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	b := writeBuf(dst)
 	date, clock := msDosTime(e.ModTime)
-	sizeOver := needsZip64Sizes(e.Size)
+	sizeOver := e.zip64Sizes()
 	offsetOver := e.Offset >= uint32max
 	version := uint16(versionDefault)
 	if sizeOver || offsetOver {
 		version = versionZip64
 	}
-	size32, offset32 := uint32(e.Size), uint32(e.Offset)
+	size32, raw32, offset32 := uint32(e.Size), uint32(e.UncompressedSize()), uint32(e.Offset)
 	if sizeOver {
-		size32 = uint32max
+		size32, raw32 = uint32max, uint32max
 	}
 	if offsetOver {
 		offset32 = uint32max
@@ -195,12 +195,12 @@ func AppendCentralHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	b.u16(creatorUnix<<8 | version)
 	b.u16(version)
 	b.u16(flagUTF8)
-	b.u16(0) // method: stored
+	b.u16(e.Method)
 	b.u16(clock)
 	b.u16(date)
-	b.u32(crc)
+	b.u32(e.headerCRC(crc))
 	b.u32(size32)
-	b.u32(size32)
+	b.u32(raw32)
 	b.u16(uint16(len(e.Name)))
 	b.u16(uint16(zipExtra + extTimeExtraLen))
 	b.u16(0) // comment length
@@ -214,7 +214,7 @@ func AppendCentralHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 		b.u16(zip64ExtraID)
 		b.u16(uint16(zipExtra - 4))
 		if sizeOver {
-			b.u64(uint64(e.Size))
+			b.u64(uint64(e.UncompressedSize()))
 			b.u64(uint64(e.Size))
 		}
 		if offsetOver {

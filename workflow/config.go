@@ -26,6 +26,9 @@ type Config struct {
 	DeadlineMargin        time.Duration
 	MaxEntries            int   // 0: no limit
 	MaxArchiveBytes       int64 // 0: no limit
+	// PieceSize is how much of an object one read job reads and compresses
+	// (its compressed copy is held in memory): at most half MemoryBudget.
+	PieceSize int64
 	// Model is the profile of where the run happens, for auto's choices:
 	// nil is AWS (plan.DefaultModel); a local run against one machine's
 	// server passes that server's calibrated profile.
@@ -58,6 +61,10 @@ func (c Config) Defaults() Config {
 	if c.DeadlineMargin <= 0 {
 		c.DeadlineMargin = 30 * time.Second
 	}
+	if c.PieceSize <= 0 {
+		c.PieceSize = DefaultPieceSize
+	}
+	c.PieceSize = min(c.PieceSize, c.MemoryBudget/2)
 	return c
 }
 

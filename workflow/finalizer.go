@@ -85,6 +85,10 @@ type ReportEntry struct {
 	Size   int64  `json:"size"`
 	CRC32  string `json:"crc32"`
 	Offset int64  `json:"offset"`
+	// Compressed is a deflated entry's size in the archive.
+	Compressed int64 `json:"compressedSize,omitempty"`
+	// SHA256 is the data's SHA-256, when the request asked for digests.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Finalize runs the finalizer. Run again after it completed the upload, it
@@ -350,7 +354,12 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 		if e.Source.Key != "" {
 			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
 		}
-		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset}
+		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256}
+		if e.Method == plan.MethodDeflate {
+			o := e.Origin
+			r.Entries[i].Source = "s3://" + o.Bucket + "/" + o.Key
+			r.Entries[i].Size, r.Entries[i].CRC32, r.Entries[i].Compressed = e.RawSize, e.RawCRC32.String(), e.Size
+		}
 	}
 	doc, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

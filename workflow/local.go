@@ -42,6 +42,7 @@ type Phase string
 
 const (
 	PhasePlanning   Phase = "planning"
+	PhaseReading    Phase = "reading"
 	PhaseBuilding   Phase = "building"
 	PhaseFinalizing Phase = "finalizing"
 	PhaseDone       Phase = "done"
@@ -58,6 +59,7 @@ type Runner struct {
 	Log           *slog.Logger
 	PartsPerBatch int       // items per batch (default 10)
 	Batch         BatchFunc // nil: an in-process Worker
+	Read          ReadFunc  // nil: an in-process Reader
 	Attempts      int       // tries per batch for retryable errors (default 3)
 	OnProgress    func(Progress)
 }
@@ -77,7 +79,22 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	}
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
 	r.report(Progress{Phase: PhasePlanning})
-	job, err := planner.Plan(ctx, PlanInput{Request: request, Execution: execution})
+	in := PlanInput{Request: request, Execution: execution}
+	if planner.NeedsReadPass(ctx, request) {
+		rp, err := planner.PlanReads(ctx, in)
+		if err != nil {
+			if plannedNothing(err) {
+				return nil, err
+			}
+			return nil, r.abort(ctx, request, execution, err)
+		}
+		if err := r.readPass(ctx, cfg, log, rp, execution); err != nil {
+			return nil, r.abort(ctx, request, execution, err)
+		}
+		in.Reads = &rp.ReadsDone
+		r.report(Progress{Phase: PhasePlanning}) // the layout, from the sizes read
+	}
+	job, err := planner.Plan(ctx, in)
 	if err != nil {
 		if plannedNothing(err) {
 			return nil, err
@@ -132,6 +149,60 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 		r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
 	}
 	return out, err
+}
+
+// ReadFunc runs one read job: in process (Reader.Read) or elsewhere.
+type ReadFunc func(ctx context.Context, job ReadJob) (*ReadResult, error)
+
+// readPass is the read pass's Distributed Map: the read jobs, at most
+// ReadPlan.Concurrency at once, each retried like a batch, the results
+// written in job order for the planner.
+func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan, execution string) error {
+	doc, err := getBytes(ctx, r.S3, cfg.WorkBucket, rp.JobsKey, maxManifestBytes)
+	if err != nil {
+		return fmt.Errorf("read pass ItemReader: %w", err)
+	}
+	var jobs []ReadJob
+	if err := json.Unmarshal(doc, &jobs); err != nil {
+		return fmt.Errorf("read pass ItemReader s3://%s/%s: %w", cfg.WorkBucket, rp.JobsKey, err)
+	}
+	read := r.Read
+	if read == nil {
+		read = (&Reader{S3: r.S3}).Read
+	}
+	var bytesTotal int64
+	for _, j := range jobs {
+		bytesTotal += j.Length
+	}
+	var done, bytesDone atomic.Int64
+	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
+	results := make([]ReadResult, len(jobs))
+	limit := rp.Concurrency
+	if r.Read == nil {
+		// In process the jobs share one worker's memory budget: each holds
+		// at most a compressed piece (never more than the piece) and a little.
+		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
+	}
+	err = forEach(ctx, limit, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		err := r.retry(ctx, func() error {
+			res, err := read(ctx, j)
+			if err == nil {
+				results[i] = *res
+			}
+			return err
+		}, Retryable, "read", execution)
+		if err != nil {
+			return fmt.Errorf("read job %d (s3://%s/%s bytes %d-%d): %w", i, j.Source.Bucket, j.Source.Key, j.Offset, j.Offset+j.Length-1, err)
+		}
+		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(1)), Bytes: bytesTotal, BytesDone: bytesDone.Add(j.Length)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("read pass done", "execution", execution, "jobs", len(jobs), "bytes", bytesTotal)
+	return writeJSON(ctx, r.S3, cfg.WorkBucket, rp.ResultsKey, results)
 }
 
 // retry runs fn up to Attempts times while should(err) says the state

@@ -53,6 +53,9 @@ type Planner struct {
 type PlanInput struct {
 	Request   json.RawMessage `json:"request"`
 	Execution string          `json:"execution"`
+	// Reads is the read pass's outcome, when the request needed one
+	// (PlanReads): the layout is planned from its entries.
+	Reads *ReadsDone `json:"reads,omitempty"`
 }
 
 // Job is what every later state needs: small, whatever the archive's size.
@@ -80,32 +83,23 @@ const maxManifestBytes = 1 << 30
 func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	started := time.Now()
 	cfg := pl.Config.Defaults()
-	if in.Execution == "" {
-		return nil, requestError("execution name is missing (the state machine passes $$.Execution.Name)")
-	}
-	req, err := pl.readRequest(ctx, cfg, in.Request)
+	req, err := pl.begin(ctx, cfg, in)
 	if err != nil {
-		return nil, err
-	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkAllowed(cfg, req); err != nil {
 		return nil, err
 	}
 	log := pl.logger().With("execution", in.Execution, "destination", req.Destination.URI())
-
-	if !req.Options.Overwrite {
-		if err := pl.checkDestinationFree(ctx, req.Destination); err != nil {
-			return nil, err
-		}
+	if req.Options.needsReadPass() && in.Reads == nil {
+		// Planning STORED would silently ignore what the request asks for.
+		return nil, requestError("options.compression %q and options.digests %q need the read pass (PlanReads and the read map) before PlanArchive; this caller ran PlanArchive directly", req.Options.Compression, req.Options.Digests)
 	}
-	entries, err := pl.entries(ctx, cfg, req)
+	var entries []plan.Entry
+	if in.Reads != nil {
+		entries, err = pl.readEntries(ctx, cfg, req, in.Execution, in.Reads)
+	} else {
+		entries, err = pl.listed(ctx, cfg, req)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if cfg.MaxEntries > 0 && len(entries) > cfg.MaxEntries {
-		return nil, &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", len(entries), cfg.MaxEntries)}
 	}
 	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
 	concurrency := req.Options.MaxConcurrency
@@ -184,6 +178,41 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	log.Info("planned", "entries", st.Entries, "archiveBytes", st.ArchiveBytes, "streamedBytes", st.StreamedBytes,
 		"copiedBytes", st.CopiedBytes, "parts", st.Parts, "strategy", p.Strategy, "uploadId", job.UploadID, "millis", time.Since(started).Milliseconds())
 	return job, nil
+}
+
+// begin reads and checks the request, before anything is listed or written.
+func (pl *Planner) begin(ctx context.Context, cfg Config, in PlanInput) (*Request, error) {
+	if in.Execution == "" {
+		return nil, requestError("execution name is missing (the state machine passes $$.Execution.Name)")
+	}
+	req, err := pl.readRequest(ctx, cfg, in.Request)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkAllowed(cfg, req); err != nil {
+		return nil, err
+	}
+	if !req.Options.Overwrite {
+		if err := pl.checkDestinationFree(ctx, req.Destination); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// listed lists or reads the request's sources and checks the entry limit.
+func (pl *Planner) listed(ctx context.Context, cfg Config, req *Request) ([]plan.Entry, error) {
+	entries, err := pl.entries(ctx, cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxEntries > 0 && len(entries) > cfg.MaxEntries {
+		return nil, &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", len(entries), cfg.MaxEntries)}
+	}
+	return entries, nil
 }
 
 func (pl *Planner) logger() *slog.Logger {

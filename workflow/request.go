@@ -64,6 +64,15 @@ type Options struct {
 	Overwrite      bool              `json:"overwrite,omitempty"`
 	MaxConcurrency int               `json:"maxConcurrency,omitempty"`
 	PartSize       int64             `json:"partSize,omitempty"`
+	// Compression is none (the default), deflate or auto; Level the DEFLATE
+	// level, 1 (fastest) to 9 (smallest), 0 for DefaultLevel.
+	Compression string `json:"compression,omitempty"`
+	Level       int    `json:"level,omitempty"`
+	// Digests are the digests computed for every entry (only "sha256"),
+	// given in the report; ChecksumsFile names one more entry listing them
+	// in the `sha256sum -c` format (e.g. "SHA256SUMS").
+	Digests       []string `json:"digests,omitempty"`
+	ChecksumsFile string   `json:"checksumsFile,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.
@@ -192,6 +201,31 @@ func (r *Request) Validate() error {
 	}
 	if o.PartSize != 0 && (o.PartSize < plan.MinPartSize || o.PartSize > plan.MaxPartSize) {
 		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, plan.MinPartSize, plan.MaxPartSize))
+	}
+	switch o.Compression {
+	case "", CompressNone, CompressDeflate, CompressAuto:
+	default:
+		add(fmt.Sprintf("options.compression %q: want none, deflate or auto", o.Compression))
+	}
+	for _, d := range o.Digests {
+		if d != DigestSHA256 {
+			add(fmt.Sprintf("options.digests: %q is not supported; the only digest is sha256", d))
+		}
+	}
+	if o.ChecksumsFile != "" {
+		if !o.sha256() {
+			add(`options.checksumsFile needs options.digests ["sha256"]`)
+		}
+		if msg := plan.CheckName(o.ChecksumsFile); msg != "" {
+			add("options.checksumsFile: " + msg)
+		} else if strings.HasSuffix(o.ChecksumsFile, "/") {
+			add(fmt.Sprintf("options.checksumsFile %q names a folder; name a file, e.g. SHA256SUMS", o.ChecksumsFile))
+		}
+	}
+	if o.Level < 0 || o.Level > 9 {
+		add(fmt.Sprintf("options.level %d: want 1 (fastest) to 9 (smallest), or 0 for the default %d", o.Level, DefaultLevel))
+	} else if o.Level != 0 && !o.needsReadPass() {
+		add("options.level applies to compression deflate or auto; set options.compression too")
 	}
 	if bad != nil {
 		return &RequestError{bad}

@@ -17,7 +17,8 @@ const defaultWorkers = 8
 type requestFlags struct {
 	source, manifest, endpoint  *string
 	strategy, names, duplicates *string
-	workers                     *int
+	compress, digest, sumsFile  *string
+	workers, level              *int
 	partSize                    *int64
 	directories                 *bool
 }
@@ -33,6 +34,10 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
 		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
+		compress:    fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
+		digest:      fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
+		sumsFile:    fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
+		level:       fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
 	}
 }
 
@@ -55,6 +60,22 @@ func (f *requestFlags) check(cmd string) error {
 	if p := *f.partSize; p != 0 && (p < plan.MinPartSize || p > plan.MaxPartSize) {
 		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, plan.MinPartSize, plan.MaxPartSize))
 	}
+	switch *f.compress {
+	case workflow.CompressNone, workflow.CompressDeflate, workflow.CompressAuto:
+	default:
+		bad = append(bad, fmt.Sprintf("--compress %q: want none, deflate or auto", *f.compress))
+	}
+	if l := *f.level; l < 0 || l > 9 {
+		bad = append(bad, fmt.Sprintf("--level %d: want 1 (fastest) to 9 (smallest)", l))
+	} else if l != 0 && *f.compress == workflow.CompressNone {
+		bad = append(bad, "--level applies to --compress deflate or auto; add --compress deflate")
+	}
+	if d := *f.digest; d != "" && d != workflow.DigestSHA256 {
+		bad = append(bad, fmt.Sprintf("--digest %q: the only digest is sha256", d))
+	}
+	if *f.sumsFile != "" && *f.digest == "" {
+		bad = append(bad, "--checksums-file needs --digest sha256")
+	}
 	if len(bad) == 1 {
 		return usageErrorf("%s: %s", cmd, bad[0])
 	}
@@ -75,8 +96,15 @@ func (f *requestFlags) check(cmd string) error {
 func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	req := workflow.Request{Options: workflow.Options{
 		Strategy: *f.strategy, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
-		MaxConcurrency: *f.workers, PartSize: *f.partSize,
+		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level,
 	}}
+	if *f.compress != workflow.CompressNone {
+		req.Options.Compression = *f.compress
+	}
+	if *f.digest != "" {
+		req.Options.Digests = []string{*f.digest}
+	}
+	req.Options.ChecksumsFile = *f.sumsFile
 	switch {
 	case *f.source != "" && *f.manifest == "":
 		b, k, err := parseS3URI(*f.source)
@@ -109,6 +137,10 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.maxConcurrency`), "--workers"},
 	{regexp.MustCompile(`options\.partSize`), "--part-size"},
 	{regexp.MustCompile(`options\.strategy`), "--strategy"},
+	{regexp.MustCompile(`options\.compression`), "--compress"},
+	{regexp.MustCompile(`options\.level`), "--level"},
+	{regexp.MustCompile(`options\.digests`), "--digest"},
+	{regexp.MustCompile(`options\.checksumsFile`), "--checksums-file"},
 	{regexp.MustCompile(`options\.names`), "--names"},
 	{regexp.MustCompile(`options\.duplicates`), "--duplicates"},
 	{regexp.MustCompile(`options\.directories`), "--directories"},

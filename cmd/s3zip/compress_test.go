@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/s3zip/s3zip/internal/s3test"
+)
+
+// create --compress deflate, then verify (which inflates every DEFLATE entry
+// and checks its CRC-32) and get (which extracts them); a flipped byte in
+// the compressed data fails verify.
+func TestCreateCompressedVerifyGet(t *testing.T) {
+	srv := cliServer(t)
+	ep := "--endpoint=" + srv.Endpoint()
+	srv.CreateBucket(t, "out")
+	var text bytes.Buffer
+	for i := 0; text.Len() < 2<<20; i++ {
+		fmt.Fprintf(&text, "line %d of a log that compresses well, status=200\n", i%977)
+	}
+	files := map[string][]byte{"log.txt": text.Bytes(), "random.bin": s3test.Bytes(9, 300<<10), "empty.txt": {}}
+	for name, body := range files {
+		srv.PutObject(t, "cli", "c/"+name, body)
+	}
+	r := s3zip(t, nil, "create", "--source", "s3://cli/c/", "--dest", "s3://out/c.zip", "--compress", "deflate", "--level", "6", ep)
+	expect{}.check(t, r)
+	archive := srv.GetObject(t, "out", "c.zip")
+	if len(archive) > 300<<10+(2<<20)/5 {
+		t.Errorf("archive is %d bytes: the text was not compressed", len(archive))
+	}
+
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"verify", "s3://out/c.zip", ep}, &out); err != nil {
+		t.Fatalf("verify: %v\n%s", err, out.String())
+	}
+	dir := filepath.Join(t.TempDir(), "x")
+	if err := run(t.Context(), []string{"get", "s3://out/c.zip", dir, ep}, &out); err != nil {
+		t.Fatalf("get: %v\n%s", err, out.String())
+	}
+	for name, want := range files {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(want))
+		}
+	}
+
+	// A byte of the compressed text changed: verify says so.
+	bad := bytes.Clone(archive)
+	at := bytes.Index(bad, []byte("log.txt")) + len("log.txt") + 9 + 1000 // inside its data (after the 9-byte time extra)
+	bad[at] ^= 0x55
+	srv.PutObject(t, "out", "bad.zip", bad)
+	err := run(t.Context(), []string{"verify", "s3://out/bad.zip", ep}, &out)
+	if err == nil || !strings.Contains(out.String()+err.Error(), "log.txt") {
+		t.Errorf("verify of a corrupted DEFLATE entry: %v\n%s", err, out.String())
+	}
+}
+
+func TestCompressFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--compress", "zstd"}, `--compress "zstd": want none, deflate or auto`},
+		{[]string{"--compress", "deflate", "--level", "12"}, "--level 12: want 1 (fastest) to 9"},
+		{[]string{"--level", "3"}, "--level applies to --compress deflate or auto"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := s3zip(t, nil, append([]string{"create", "--source", "s3://b/p/", "--dest", "s3://b/x.zip", "--endpoint", "http://127.0.0.1:1"}, tc.args...)...)
+			expect{code: 2, stderr: []string{tc.wantErr}}.check(t, r)
+		})
+	}
+}

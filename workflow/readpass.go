@@ -1,0 +1,639 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/klauspost/compress/flate"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// The read pass: before the layout is planned, the entries that need their
+// bytes read (to be deflated) are read by a fan-out of read jobs, each one
+// piece of one object. A piece is compressed on its own and ends on a flush
+// (only an object's last piece is final), so an object's pieces concatenate
+// into one valid DEFLATE stream, the way pigz parallelises; the pieces'
+// CRC-32s combine into the object's. The compressed bytes go to intermediate
+// objects under the work prefix, which then become the entries' sources, and
+// the layout is planned with the compressed sizes.
+
+// Compression settings (Options.Compression).
+const (
+	CompressNone    = "none"
+	CompressDeflate = "deflate"
+	CompressAuto    = "auto"
+
+	// DefaultLevel is the DEFLATE level when the request gives none.
+	DefaultLevel = 6
+	// DefaultPieceSize is how much of an object one read job reads.
+	DefaultPieceSize = 64 << 20
+	// autoSample is how much of a piece's start auto compresses to decide
+	// whether the rest is worth it.
+	autoSample = 256 << 10
+	// autoMaxRatio is the compressed/uncompressed ratio of the sample above
+	// which auto stores the entry: below 10% saving, DEFLATE costs readers
+	// time for little.
+	autoMaxRatio = 0.9
+)
+
+// compressedExtensions are formats that are compressed already: auto stores
+// them without reading.
+var compressedExtensions = map[string]bool{
+	".zip": true, ".gz": true, ".tgz": true, ".bz2": true, ".xz": true, ".zst": true, ".7z": true, ".rar": true, ".lz4": true, ".br": true,
+	".jpg": true, ".jpeg": true, ".png": true, ".gif": true, ".webp": true, ".heic": true, ".avif": true,
+	".mp3": true, ".aac": true, ".ogg": true, ".opus": true, ".flac": true, ".m4a": true,
+	".mp4": true, ".m4v": true, ".mov": true, ".mkv": true, ".webm": true, ".avi": true,
+	".pdf": true, ".docx": true, ".xlsx": true, ".pptx": true, ".jar": true, ".apk": true, ".parquet": true, ".orc": true,
+}
+
+// compressedMagic are the first bytes of compressed formats (checked on the
+// sample a read job takes anyway).
+var compressedMagic = [][]byte{
+	{0x1f, 0x8b},             // gzip
+	{'P', 'K', 3, 4},         // zip and its kin
+	{0x28, 0xb5, 0x2f, 0xfd}, // zstd
+	{'B', 'Z', 'h'},          // bzip2
+	{0xfd, '7', 'z', 'X', 'Z', 0},
+	{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c},
+	{0xff, 0xd8, 0xff},       // JPEG
+	{0x89, 'P', 'N', 'G'},    // PNG
+	{'G', 'I', 'F', '8'},     // GIF
+	{'P', 'A', 'R', '1'},     // Parquet
+	{0x04, 0x22, 0x4d, 0x18}, // LZ4
+}
+
+func compressedMagicBytes(b []byte) bool {
+	for _, m := range compressedMagic {
+		if bytes.HasPrefix(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// DigestSHA256 is the one digest options.digests offers.
+const DigestSHA256 = "sha256"
+
+// needsReadPass reports whether the request asks for entries' bytes.
+func (o Options) needsReadPass() bool { return o.compresses() || o.sha256() }
+
+func (o Options) compresses() bool {
+	return o.Compression == CompressDeflate || o.Compression == CompressAuto
+}
+
+func (o Options) sha256() bool {
+	for _, d := range o.Digests {
+		if d == DigestSHA256 {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadJob is one piece of one entry to read and compress.
+type ReadJob struct {
+	Entry  int         `json:"entry"` // index in the read pass's entries
+	Piece  int         `json:"piece"`
+	Pieces int         `json:"pieces"`
+	Source plan.Source `json:"source"`
+	Offset int64       `json:"offset"`
+	Length int64       `json:"length"`
+	Level  int         `json:"level"`
+	Auto   bool        `json:"auto,omitempty"`
+	// SHA256 asks for the piece's SHA-256 (a whole object's: SHA-256 does
+	// not combine, so only a one-piece job or a Hash job computes it).
+	SHA256 bool `json:"sha256,omitempty"`
+	// Hash is a job that reads a whole object for its SHA-256 and CRC-32
+	// only: nothing is compressed or written.
+	Hash bool `json:"hash,omitempty"`
+	// Bucket and Key are the intermediate object the compressed piece goes to.
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+}
+
+// ReadResult is what a read job learned.
+type ReadResult struct {
+	Entry int `json:"entry"`
+	Piece int `json:"piece"`
+	// RawCRC32 is the CRC-32 of the piece's bytes as read.
+	RawCRC32 plan.CRC `json:"rawCrc32"`
+	// Stored says the piece was not worth compressing (auto) or grew: no
+	// intermediate object was written.
+	Stored bool `json:"stored,omitempty"`
+	// Size and CRC32 are the compressed piece's.
+	Size  int64    `json:"size"`
+	CRC32 plan.CRC `json:"crc32"`
+	// SHA256 is the bytes' SHA-256 in hex, when the job asked for it.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// ReadPass is where a read pass keeps its entries and jobs.
+type ReadPass struct {
+	EntriesKey string    `json:"entriesKey"` // JSON array of plan.Entry, named and deduplicated
+	Jobs       []ReadJob `json:"-"`
+}
+
+// readJobs cuts the entries that need reading into pieces.
+func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix string) []ReadJob {
+	level := o.Level
+	if level == 0 {
+		level = DefaultLevel
+	}
+	var jobs []ReadJob
+	for i, e := range entries {
+		if e.Dir || e.Size == 0 {
+			continue
+		}
+		compress := o.compresses() && !(o.Compression == CompressAuto && compressedExtensions[strings.ToLower(path.Ext(e.Name))])
+		pieces := int((e.Size + pieceSize - 1) / pieceSize)
+		if compress {
+			for p := 0; p < pieces; p++ {
+				off := int64(p) * pieceSize
+				jobs = append(jobs, ReadJob{Entry: i, Piece: p, Pieces: pieces, Source: e.Source, Offset: off, Length: min(pieceSize, e.Size-off),
+					Level: level, Auto: o.Compression == CompressAuto, SHA256: o.sha256() && pieces == 1, Bucket: bucket, Key: fmt.Sprintf("%sdeflate/%d.%d", prefix, i, p)})
+			}
+		}
+		if o.sha256() && (!compress || pieces > 1) {
+			jobs = append(jobs, ReadJob{Entry: i, Piece: -1, Pieces: 1, Source: e.Source, Length: e.Size, SHA256: true, Hash: true})
+		}
+	}
+	return jobs
+}
+
+// readS3 is what a read job needs of S3.
+type readS3 interface {
+	objectGetter
+	objectPutter
+}
+
+// Reader runs read jobs.
+type Reader struct {
+	S3 readS3
+}
+
+// Read reads one piece, compresses it and writes the compressed bytes to
+// the job's intermediate object. Memory: the compressed piece (at most the
+// piece and a little) and the compressor's state.
+func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
+	src := job.Source
+	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
+	if src.ETag != "" {
+		in.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		in.VersionId = &src.VersionID
+	}
+	out, err := r.S3.GetObject(ctx, in)
+	if err != nil {
+		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
+	}
+	defer out.Body.Close()
+	res := &ReadResult{Entry: job.Entry, Piece: job.Piece}
+	raw := crc32.NewIEEE()
+	var sum hash.Hash
+	var sink io.Writer = raw
+	if job.SHA256 {
+		sum = sha256.New()
+		sink = io.MultiWriter(raw, sum)
+	}
+	what := fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, job.Offset, job.Offset+job.Length-1)
+	body := io.TeeReader(io.LimitReader(out.Body, job.Length), sink)
+	// finish reads what is left for the digest and checks the length.
+	finish := func(read int64) error {
+		if sum != nil {
+			n, err := io.Copy(io.Discard, body)
+			if err != nil {
+				return &TransientError{Op: what, Err: err}
+			}
+			read += n
+			res.SHA256 = hex.EncodeToString(sum.Sum(nil))
+		}
+		if read != job.Length && (sum != nil || !res.Stored) {
+			return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
+		}
+		res.RawCRC32 = plan.KnownCRC(raw.Sum32())
+		return nil
+	}
+	if job.Hash {
+		res.Stored = true
+		return res, finish(0)
+	}
+	var comp bytes.Buffer
+	comp.Grow(int(min(job.Length/2, 8<<20)))
+	fw, err := flate.NewWriter(&comp, job.Level)
+	if err != nil {
+		return nil, requestError("options.level %d: %v", job.Level, err)
+	}
+	if job.Auto {
+		// Auto tries the piece's start: a known compressed format, or a
+		// sample that does not shrink enough, and the piece is stored. The
+		// rest of it is not read.
+		sample := make([]byte, min(job.Length, autoSample))
+		if _, err := io.ReadFull(body, sample); err != nil {
+			return nil, &TransientError{Op: what, Err: err}
+		}
+		if job.Piece == 0 && compressedMagicBytes(sample) {
+			res.Stored = true
+			return res, finish(int64(len(sample)))
+		}
+		if _, err := fw.Write(sample); err != nil {
+			return nil, err
+		}
+		if err := fw.Flush(); err != nil {
+			return nil, err
+		}
+		if float64(comp.Len()) > autoMaxRatio*float64(len(sample)) {
+			res.Stored = true
+			return res, finish(int64(len(sample)))
+		}
+	}
+	n, err := io.Copy(fw, body)
+	if err != nil {
+		return nil, &TransientError{Op: what, Err: err}
+	}
+	if job.Auto {
+		n += min(job.Length, autoSample)
+	}
+	if err := finish(n); err != nil {
+		return nil, err
+	}
+	// Only the last piece ends the stream; the others end on a flush, byte
+	// aligned, so the next piece's blocks follow them.
+	if job.Piece == job.Pieces-1 {
+		err = fw.Close()
+	} else {
+		err = fw.Flush()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if job.Pieces == 1 && int64(comp.Len()) >= job.Length {
+		res.Stored = true // grew: the entry stays STORED from its source
+		return res, nil
+	}
+	res.Size, res.CRC32 = int64(comp.Len()), plan.KnownCRC(crc32.ChecksumIEEE(comp.Bytes()))
+	// No stored checksum: the layout copies ranges of these objects, and
+	// the plan carries their CRC-32 itself.
+	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp.Bytes()), ContentLength: aws.Int64(int64(comp.Len()))}, plain); err != nil {
+		return nil, s3Error("PutObject", job.Bucket, job.Key, false, err)
+	}
+	return res, nil
+}
+
+// mergeS3 is what joining an entry's pieces needs of S3.
+type mergeS3 interface {
+	objectGetter
+	objectHeader
+	uploadCreator
+	partUploader
+	partCopier
+	uploadCompleter
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+}
+
+// dropPieces deletes pieces no entry reads any more (joined, or of an entry
+// left STORED) as soon as that is known. It is best effort: whatever it
+// misses is under the work prefix, which the finalizer or Abort deletes.
+func dropPieces(ctx context.Context, c mergeS3, bucket string, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	ids := make([]types.ObjectIdentifier, len(keys))
+	for i := range keys {
+		ids[i] = types.ObjectIdentifier{Key: &keys[i]}
+	}
+	_, _ = c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+}
+
+// applyReads turns the read results into the entries the layout is planned
+// from: an entry that shrank becomes a DEFLATE entry whose source is its
+// intermediate object (its pieces joined by a multipart upload); the others
+// stay STORED from their sources.
+func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry, jobs []ReadJob, results []ReadResult) error {
+	if len(jobs) != len(results) {
+		return fmt.Errorf("read pass: %d results for %d jobs", len(results), len(jobs))
+	}
+	type piece struct {
+		job ReadJob
+		res ReadResult
+	}
+	// Results are matched to jobs by entry and piece, not by position: a
+	// map's result files need not keep the jobs' order.
+	type jobKey struct{ entry, piece int }
+	got := make(map[jobKey]ReadResult, len(results))
+	for _, r := range results {
+		got[jobKey{r.Entry, r.Piece}] = r
+	}
+	byEntry := map[int][]piece{}
+	for _, j := range jobs {
+		r, ok := got[jobKey{j.Entry, j.Piece}]
+		if !ok {
+			return fmt.Errorf("read pass: no result for entry %d piece %d (s3://%s/%s)", j.Entry, j.Piece, j.Source.Bucket, j.Source.Key)
+		}
+		e := &entries[j.Entry]
+		if j.SHA256 {
+			if len(r.SHA256) != 2*sha256.Size {
+				return fmt.Errorf("read pass: the result for s3://%s/%s has no SHA-256", e.Source.Bucket, e.Source.Key)
+			}
+			e.SHA256 = r.SHA256
+		}
+		if j.Hash {
+			if e.CRC32.Known && e.CRC32.Sum != r.RawCRC32.Sum {
+				return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, r.RawCRC32.Sum, e.CRC32.Sum)}
+			}
+			e.CRC32 = r.RawCRC32 // read whole: its CRC is known now
+			continue
+		}
+		byEntry[j.Entry] = append(byEntry[j.Entry], piece{j, r})
+	}
+	idx := make([]int, 0, len(byEntry))
+	for i := range byEntry {
+		idx = append(idx, i)
+	}
+	return forEach(ctx, cfg.HeadConcurrency, len(idx), func(ctx context.Context, k int) error {
+		e := &entries[idx[k]]
+		pieces := byEntry[idx[k]]
+		var written []string // pieces with an object
+		for _, p := range pieces {
+			if !p.res.Stored {
+				written = append(written, p.job.Key)
+			}
+		}
+		var raw, comp uint32
+		var size int64
+		for _, p := range pieces {
+			if p.res.Stored {
+				// A piece not worth compressing: the whole entry is stored.
+				dropPieces(ctx, c, p.job.Bucket, written)
+				return nil
+			}
+			raw = plan.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
+			comp = plan.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
+			size += p.res.Size
+		}
+		if e.CRC32.Known && e.CRC32.Sum != raw {
+			return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, raw, e.CRC32.Sum)}
+		}
+		if size >= e.Size {
+			dropPieces(ctx, c, pieces[0].job.Bucket, written)
+			return nil // grew
+		}
+		src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
+		if len(pieces) > 1 {
+			// (A key beside the pieces, not above them: a POSIX-backed
+			// server cannot hold both k and k/….)
+			src.Key = strings.TrimSuffix(src.Key, ".0")
+			if err := joinPieces(ctx, c, src, pieces[0].job.Bucket, func(yield func(string, int64) bool) {
+				for _, p := range pieces {
+					if !yield(p.job.Key, p.res.Size) {
+						return
+					}
+				}
+			}); err != nil {
+				return err
+			}
+			dropPieces(ctx, c, src.Bucket, written)
+		}
+		origin := e.Source
+		e.RawSize, e.RawCRC32, e.Origin = e.Size, plan.KnownCRC(raw), &origin
+		e.Method, e.Source, e.Size, e.CRC32 = plan.MethodDeflate, src, size, plan.KnownCRC(comp)
+		return nil
+	})
+}
+
+// joinPieces joins pieces into dst by a multipart upload: a piece of at
+// least the minimum part size is copied server side, smaller ones are read
+// and sent together (at most a part's minimum plus one piece in memory).
+func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, pieces func(func(string, int64) bool)) error {
+	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &dst.Bucket, Key: &dst.Key}, plain)
+	if err != nil {
+		return s3Error("CreateMultipartUpload", dst.Bucket, dst.Key, false, err)
+	}
+	id := up.UploadId
+	done := false
+	defer func() {
+		if !done {
+			c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id})
+		}
+	}()
+	var parts []types.CompletedPart
+	var buf []byte
+	send := func() error {
+		n := int32(len(parts) + 1)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf)))}, plain)
+		if err != nil {
+			return s3Error("UploadPart", dst.Bucket, dst.Key, false, err)
+		}
+		parts = append(parts, types.CompletedPart{PartNumber: &n, ETag: out.ETag})
+		buf = buf[:0]
+		return nil
+	}
+	var ferr error
+	pieces(func(key string, size int64) bool {
+		if len(buf) == 0 && size >= plan.MinPartSize {
+			n := int32(len(parts) + 1)
+			out, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, CopySource: aws.String(copySource(bucket, key, ""))})
+			if err != nil {
+				ferr = s3Error("UploadPartCopy", bucket, key, false, err)
+				return false
+			}
+			parts = append(parts, types.CompletedPart{PartNumber: &n, ETag: out.CopyPartResult.ETag})
+			return true
+		}
+		b, err := getBytes(ctx, c, bucket, key, size)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if int64(len(b)) != size {
+			ferr = fmt.Errorf("intermediate s3://%s/%s is %d bytes, its read job wrote %d", bucket, key, len(b), size)
+			return false
+		}
+		buf = append(buf, b...)
+		if len(buf) >= plan.MinPartSize {
+			ferr = send()
+		}
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	if len(buf) > 0 {
+		if err := send(); err != nil {
+			return err
+		}
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}, plain); err != nil {
+		return s3Error("CompleteMultipartUpload", dst.Bucket, dst.Key, false, err)
+	}
+	done = true
+	return nil
+}
+
+// writeJSON writes v as a work object.
+func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) error {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+	return s3Error("PutObject", bucket, key, false, err)
+}
+
+// ReadsDone is where a finished read pass left its entries, jobs and results
+// (the results in job order).
+type ReadsDone struct {
+	EntriesKey string `json:"entriesKey"`
+	JobsKey    string `json:"jobsKey"`
+	ResultsKey string `json:"resultsKey"`
+}
+
+// ReadPlan is what PlanReads hands the read pass.
+type ReadPlan struct {
+	ReadsDone
+	Jobs        int `json:"jobs"`
+	Concurrency int `json:"maxConcurrency"`
+}
+
+// NeedsReadPass reports whether the request asks for the entries' bytes to
+// be read before the layout (compression deflate or auto).
+func (pl *Planner) NeedsReadPass(ctx context.Context, raw json.RawMessage) bool {
+	req, err := pl.readRequest(ctx, pl.Config.Defaults(), raw)
+	return err == nil && req.Options.needsReadPass()
+}
+
+// PlanReads is the planner's first half when a read pass is needed: it
+// checks the request, lists the entries, and writes them and the read jobs
+// to the work prefix. Plan, given the results (PlanInput.Reads), does the rest.
+func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, error) {
+	cfg := pl.Config.Defaults()
+	req, err := pl.begin(ctx, cfg, in)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := pl.listed(ctx, cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	prefix := cfg.workPrefix(in.Execution)
+	jobs := readJobs(entries, req.Options, cfg.PieceSize, cfg.WorkBucket, prefix)
+	rp := &ReadPlan{ReadsDone: ReadsDone{EntriesKey: prefix + "reads/entries.json", JobsKey: prefix + "reads/jobs.json", ResultsKey: prefix + "reads/results.json"}, Jobs: len(jobs)}
+	if rp.Concurrency = req.Options.MaxConcurrency; rp.Concurrency == 0 {
+		rp.Concurrency = cfg.DefaultMaxConcurrency
+	}
+	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.EntriesKey, entries); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.JobsKey, jobs); err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// readEntries reads the read pass's entries and results and applies them.
+func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, execution string, r *ReadsDone) ([]plan.Entry, error) {
+	prefix := cfg.WorkPrefix
+	for _, k := range []string{r.EntriesKey, r.JobsKey, r.ResultsKey} {
+		if !strings.HasPrefix(k, prefix) {
+			return nil, fmt.Errorf("read pass object %q is outside the work prefix %s", k, prefix)
+		}
+	}
+	var entries []plan.Entry
+	var jobs []ReadJob
+	var results []ReadResult
+	for _, d := range []struct {
+		key string
+		v   any
+	}{{r.EntriesKey, &entries}, {r.JobsKey, &jobs}, {r.ResultsKey, &results}} {
+		doc, err := getBytes(ctx, pl.S3, cfg.WorkBucket, d.key, maxManifestBytes)
+		if err != nil {
+			return nil, fmt.Errorf("read pass: %w", err)
+		}
+		if err := json.Unmarshal(doc, d.v); err != nil {
+			return nil, fmt.Errorf("read pass s3://%s/%s: %w", cfg.WorkBucket, d.key, err)
+		}
+	}
+	c, ok := pl.S3.(mergeS3)
+	if !ok {
+		return nil, fmt.Errorf("internal error: the planner's S3 client cannot join compressed pieces")
+	}
+	if err := applyReads(ctx, c, cfg, entries, jobs, results); err != nil {
+		return nil, err
+	}
+	if req.Options.sha256() {
+		for i := range entries {
+			if e := &entries[i]; !e.Dir && e.UncompressedSize() == 0 {
+				e.SHA256 = emptySHA256 // not read: there is nothing to read
+			}
+		}
+	}
+	if name := req.Options.ChecksumsFile; name != "" {
+		return addChecksumsFile(ctx, pl.S3, entries, name, cfg.WorkBucket, cfg.workPrefix(execution))
+	}
+	return entries, nil
+}
+
+// emptySHA256 is the SHA-256 of no bytes (entries without data are not read).
+var emptySHA256 = hex.EncodeToString(func() []byte { s := sha256.Sum256(nil); return s[:] }())
+
+// checksumsFile is the `sha256sum -c` listing of the entries' digests, in
+// archive order: "<hex>  <name>\n" (a name with a newline or carriage
+// return is escaped the way sha256sum does, with a leading backslash).
+func checksumsFile(entries []plan.Entry) ([]byte, error) {
+	var b bytes.Buffer
+	for _, e := range entries {
+		if e.Dir {
+			continue
+		}
+		sum := e.SHA256
+		if sum == "" {
+			return nil, fmt.Errorf("internal error: entry %q has no SHA-256 after the read pass", e.Name)
+		}
+		name := e.Name
+		if strings.ContainsAny(name, "\n\r") {
+			b.WriteByte('\\')
+			name = strings.NewReplacer("\n", "\\n", "\r", "\\r").Replace(name)
+		}
+		fmt.Fprintf(&b, "%s  %s\n", sum, name)
+	}
+	return b.Bytes(), nil
+}
+
+// addChecksumsFile writes the checksums file to the work prefix and adds it
+// as the last entry (STORED; its CRC-32 is known from its bytes).
+func addChecksumsFile(ctx context.Context, c objectPutter, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
+	for _, e := range entries {
+		if e.Name == name {
+			return nil, requestError("options.checksumsFile %q is also the name of s3://%s/%s; choose another name", name, e.Source.Bucket, e.Source.Key)
+		}
+	}
+	body, err := checksumsFile(entries)
+	if err != nil {
+		return nil, err
+	}
+	key := prefix + "checksums"
+	out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))},
+		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
+	if err != nil {
+		return nil, s3Error("PutObject", bucket, key, false, err)
+	}
+	return append(entries, plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: key, ETag: aws.ToString(out.ETag)}, Size: int64(len(body)),
+		ModTime: time.Now().UTC(), CRC32: plan.KnownCRC(crc32.ChecksumIEEE(body)), SHA256: fmt.Sprintf("%x", sha256.Sum256(body))}), nil
+}
