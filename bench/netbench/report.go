@@ -188,6 +188,8 @@ func (r *report) updateReadme(path, chart string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n<!-- written by `make bench` (bench/netbench); edits here are overwritten -->\n", startMarker)
+	fmt.Fprintf(&b, "Each emulated Lambda's link is scaled to 1/%.0f of what the local S3 server was measured to take in, because on AWS S3 is thousands of Lambdas wide while one server on 2 cores is only a few 600 Mbit/s links wide. ", r.LinksWide)
+	b.WriteString("A run here stands for the same run on AWS with N Lambdas and an S3 that does not slow down: what it shows is N workers against one, and the model's local profile predicted every run before it ran.\n\n")
 	fmt.Fprintf(&b, "Measured %s on %s with `%s` (bench/README.md says how).\n\n", r.When.Format("2006-01-02"), r.Machine, map[bool]string{true: "make " + r.Label, false: r.Command}[r.Label != ""])
 	b.WriteString(r.table())
 	if chart != "" {
