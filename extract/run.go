@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
 	"io"
 	"sort"
@@ -20,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/archive"
@@ -252,7 +252,7 @@ type executor struct {
 // mayHaveWritten remembers a key whose write failed other than by its
 // precondition (a lost answer may hide a success), for cleanup to delete.
 func (x *executor) mayHaveWritten(err error, key string) {
-	if isCode(err, "PreconditionFailed") {
+	if s3ref.IsCode(err, "PreconditionFailed") {
 		return // someone else's object: never ours to delete
 	}
 	x.mu.Lock()
@@ -413,7 +413,7 @@ func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r R
 	d := x.req.DestBucket
 	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), &s3.UploadPartCopyInput{
 		Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: aws.Int32(int32(k + 1)),
-		CopySource:        aws.String(copySource(x.a.Bucket, x.a.Key)),
+		CopySource:        aws.String(s3ref.CopySource(x.a.Bucket, x.a.Key, "")),
 		CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
 		CopySourceIfMatch: aws.String(x.a.ETag),
 	})
@@ -656,7 +656,7 @@ func (x *executor) cleanup(ctx context.Context) error {
 	var errs []error
 	d := x.req.DestBucket
 	for id, key := range x.uploads {
-		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err != nil && !isCode(err, "NoSuchUpload") {
+		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
 			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, key, err))
 		}
 	}
@@ -673,7 +673,7 @@ func (x *executor) cleanup(ctx context.Context) error {
 			if !x.keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(x.started) {
 				continue
 			}
-			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !isCode(err, "NoSuchUpload") {
+			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
 				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
 			}
 		}
@@ -703,19 +703,6 @@ func (x *executor) cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func isCode(err error, codes ...string) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	for _, c := range codes {
-		if ae.ErrorCode() == c {
-			return true
-		}
-	}
-	return false
-}
-
 // SourceChangedError says the archive changed while it was being extracted.
 type SourceChangedError struct {
 	Archive, ETag string
@@ -728,7 +715,7 @@ func (e *SourceChangedError) Error() string {
 func (e *SourceChangedError) Unwrap() error { return e.Err }
 
 func sourceChanged(err error, a *archive.Archive) error {
-	if isCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
+	if s3ref.IsCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
 		return &SourceChangedError{Archive: a.String(), ETag: a.ETag, Err: err}
 	}
 	return err
@@ -736,31 +723,10 @@ func sourceChanged(err error, a *archive.Archive) error {
 
 func classify(err error, bucket, key string) error {
 	switch {
-	case isCode(err, "PreconditionFailed"):
+	case s3ref.IsCode(err, "PreconditionFailed"):
 		return &ExistsError{Bucket: bucket, Keys: []string{key}}
-	case isCode(err, "BadDigest", "InvalidPart"):
+	case s3ref.IsCode(err, "BadDigest", "InvalidPart"):
 		return &ChecksumError{fmt.Sprintf("S3 refused s3://%s/%s: its bytes do not have the central directory's CRC-32 (%v)", bucket, key, err)}
 	}
 	return err
-}
-
-// copySource is bucket/key for UploadPartCopy with every reserved byte
-// percent-encoded (a bare + would be a space to S3).
-func copySource(bucket, key string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.WriteString(bucket)
-	b.WriteByte('/')
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
 }

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -69,8 +70,8 @@ func TestCopySourceEscapesEveryReservedByte(t *testing.T) {
 	for key, want := range map[string]string{
 		"a b+c.txt": "b/a%20b%2Bc.txt", "d/e&f=g;h": "b/d/e%26f%3Dg%3Bh", "ü/x~y_z-1.2": "b/%C3%BC/x~y_z-1.2",
 	} {
-		if got := copySource("b", key, ""); got != want {
-			t.Errorf("copySource(%q) = %q, want %q", key, got, want)
+		if got := s3ref.CopySource("b", key, ""); got != want {
+			t.Errorf("s3ref.CopySource(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
 	"hash/fnv"
 	"log/slog"
@@ -116,7 +117,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	out, err := w.S3.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber:      aws.Int32(int32(item.Number)),
-		CopySource:      aws.String(copySource(job.WorkBucket, x.key, "")),
+		CopySource:      aws.String(s3ref.CopySource(job.WorkBucket, x.key, "")),
 		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", x.lead, x.lead+x.content-1)),
 	})
 	if err != nil {
@@ -246,7 +247,7 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 		e := &entries[seg.Entry]
 		g.Go(func() error {
 			in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
-				CopySource:      aws.String(copySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID)),
+				CopySource:      aws.String(s3ref.CopySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID)),
 				CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", seg.From, seg.To-1))}
 			if e.Source.ETag != "" {
 				in.CopySourceIfMatch = &e.Source.ETag
@@ -293,7 +294,7 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	}
 	g.Go(func() error {
 		out, err := u.c.UploadPartCopy(gctx, &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
-			CopySource: aws.String(copySource(u.bucket, x.key, "")), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))})
+			CopySource: aws.String(s3ref.CopySource(u.bucket, x.key, "")), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))})
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"net/http"
 
 	"github.com/aws/smithy-go"
@@ -132,25 +133,11 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 }
 
-// isCode reports whether err is an S3 API error with one of codes.
-func isCode(err error, codes ...string) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	for _, c := range codes {
-		if ae.ErrorCode() == c {
-			return true
-		}
-	}
-	return false
-}
-
 // isNotFound reports whether err says the object or upload does not exist.
 func isNotFound(err error) bool {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
 		return true
 	}
-	return isCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
+	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
 }

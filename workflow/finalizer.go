@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -133,7 +134,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	completed := false
 	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, buildDirectory, nil)
 	if err != nil {
-		if !isCode(err, "NoSuchUpload") {
+		if !s3ref.IsCode(err, "NoSuchUpload") {
 			return nil, fmt.Errorf("final part %d: %w", final.Number, err)
 		}
 		completed = true // a previous run completed the upload (check makes sure)
@@ -161,7 +162,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	}
 	if !completed {
 		if etag, err = f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
-			if !isCode(err, "NoSuchUpload") {
+			if !s3ref.IsCode(err, "NoSuchUpload") {
 				return nil, err
 			}
 		}
@@ -294,7 +295,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 	}
 	out, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
-		if isCode(err, "PreconditionFailed") {
+		if s3ref.IsCode(err, "PreconditionFailed") {
 			// A retried Complete whose first attempt succeeded meets its own
 			// archive: same size and CRC-32 means done.
 			d := job.Destination
@@ -304,7 +305,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 			}
 			return "", &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
 		}
-		if isCode(err, "BadDigest", "InvalidPart") {
+		if s3ref.IsCode(err, "BadDigest", "InvalidPart") {
 			return "", &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
 		}
 		return "", s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
@@ -370,7 +371,7 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 		in.IfNoneMatch = aws.String("*")
 	}
 	_, err = f.S3.PutObject(ctx, in)
-	if err != nil && isCode(err, "PreconditionFailed", "ConditionalRequestConflict") {
+	if err != nil && s3ref.IsCode(err, "PreconditionFailed", "ConditionalRequestConflict") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
 		if doc, gerr := getBytes(ctx, f.S3, job.Destination.Bucket, key, 4<<30); gerr == nil {

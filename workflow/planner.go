@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -561,7 +562,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 		}
 		n := p.next.Add(1)%plan.MaxParts + 1
 		in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-			CopySource: aws.String(copySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
+			CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
 		if src.ETag != "" {
 			in.CopySourceIfMatch = &src.ETag
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -449,7 +450,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 	pieces(func(key string, size int64) bool {
 		if len(buf) == 0 && size >= plan.MinPartSize {
 			n := int32(len(parts) + 1)
-			out, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, CopySource: aws.String(copySource(bucket, key, ""))})
+			out, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, CopySource: aws.String(s3ref.CopySource(bucket, key, ""))})
 			if err != nil {
 				ferr = s3Error("UploadPartCopy", bucket, key, false, err)
 				return false

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,31 +80,6 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 		return 0, false
 	}
 	return decodeCRC(aws.ToString(h.ChecksumCRC32))
-}
-
-// copySource is UploadPartCopy's x-amz-copy-source: bucket/key with the
-// key percent-encoded byte by byte except unreserved characters and "/"
-// (S3 would read a bare "+" as a space), and the version.
-func copySource(bucket, key, version string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.WriteString(bucket)
-	b.WriteByte('/')
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	if version != "" {
-		b.WriteString("?versionId=" + url.QueryEscape(version))
-	}
-	return b.String()
 }
 
 // getBytes reads a whole (small) object, refusing more than limit bytes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
 	"log/slog"
 	"strconv"
@@ -325,7 +326,7 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 	in := &s3.UploadPartCopyInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber:      aws.Int32(int32(item.Number)),
-		CopySource:      aws.String(copySource(src.Bucket, src.Key, src.VersionID)),
+		CopySource:      aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
 		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
 	}
 	if src.ETag != "" {
