@@ -19,27 +19,7 @@
  */
 import { readArchiveTemplate, renderDefinition } from '../../infra/lib/asl';
 import { adaptDefinition, type AdapterDeps, type Json } from './adapter';
-
-// aws-local-stepfunctions 3 calls Promise.withResolvers (Node >= 22); Node 20 lacks it.
-const P = Promise as unknown as { withResolvers?: () => unknown };
-if (typeof P.withResolvers !== 'function') {
-  P.withResolvers = function withResolvers<T>() {
-    let resolve!: (v: T | PromiseLike<T>) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<T>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
-function env(name: string, fallback?: string): string {
-  const v = process.env[name];
-  if (v !== undefined && v !== '') return v;
-  if (fallback !== undefined) return fallback;
-  throw new Error(`${name} is not set`);
-}
+import { env } from './node-compat';
 
 /** The fake function ARNs the placeholders render to, and the handler each one names. */
 const FUNCTIONS: Record<string, string> = {

@@ -18,26 +18,7 @@
  */
 import * as fs from 'node:fs';
 import { adaptDefinition, type AdapterDeps, type Json } from '../asl/adapter';
-
-const P = Promise as unknown as { withResolvers?: () => unknown };
-if (typeof P.withResolvers !== 'function') {
-  P.withResolvers = function withResolvers<T>() {
-    let resolve!: (v: T | PromiseLike<T>) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<T>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
-function env(name: string, fallback?: string): string {
-  const v = process.env[name];
-  if (v !== undefined && v !== '') return v;
-  if (fallback !== undefined) return fallback;
-  throw new Error(`${name} is not set`);
-}
+import { env } from '../asl/node-compat';
 
 function taskError(name: string, cause: string): Error {
   const err = new Error(cause);
