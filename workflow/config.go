@@ -29,6 +29,12 @@ type Config struct {
 	// PieceSize is how much of an object one read job reads and compresses
 	// (its compressed copy is held in memory): at most half MemoryBudget.
 	PieceSize int64
+	// PartsPerBatch is how many part jobs one worker invocation builds (the
+	// BuildParts Map's ItemBatcher, through Job.PartsPerBatch).
+	PartsPerBatch int
+	// MaxReadsPerBatch bounds how many read jobs one reader invocation runs
+	// (the ReadEntries Map's ItemBatcher, through ReadPlan.ReadsPerBatch).
+	MaxReadsPerBatch int
 	// Model is the profile of where the run happens, for auto's choices:
 	// nil is AWS (plan.DefaultModel); a local run against one machine's
 	// server passes that server's calibrated profile.
@@ -65,8 +71,30 @@ func (c Config) Defaults() Config {
 		c.PieceSize = DefaultPieceSize
 	}
 	c.PieceSize = min(c.PieceSize, c.MemoryBudget/2)
+	if c.PartsPerBatch <= 0 {
+		c.PartsPerBatch = DefaultPartsPerBatch
+	}
+	if c.MaxReadsPerBatch <= 0 {
+		c.MaxReadsPerBatch = DefaultMaxReadsPerBatch
+	}
 	return c
 }
+
+// Batch sizes of the two Distributed Maps. They are the one source of these
+// numbers: the planner writes them into the state (Job.PartsPerBatch,
+// ReadPlan.ReadsPerBatch), the ASL reads them from there
+// (MaxItemsPerBatchPath), the local runner batches by the same fields, and a
+// deployment changes them through PARTS_PER_BATCH and MAX_READS_PER_BATCH.
+const (
+	// DefaultPartsPerBatch part jobs per worker invocation: a part is 5 MiB
+	// to 5 GiB, so 8 keep an invocation well inside its timeout while
+	// sparing 7 of 8 child executions.
+	DefaultPartsPerBatch = 8
+	// DefaultMaxReadsPerBatch read jobs (pieces of at most PieceSize) per
+	// reader invocation at most; fewer when there are few jobs for the
+	// concurrency, so that every reader gets some.
+	DefaultMaxReadsPerBatch = 8
+)
 
 // ConfigFromEnv reads the Lambda environment.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
@@ -97,6 +125,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{"GET_CONCURRENCY", &c.GetConcurrency},
 		{"PART_CONCURRENCY", &c.PartConcurrency},
 		{"MAX_ENTRIES", &c.MaxEntries},
+		{"PARTS_PER_BATCH", &c.PartsPerBatch},
+		{"MAX_READS_PER_BATCH", &c.MaxReadsPerBatch},
 	}
 	for _, v := range ints {
 		if s := getenv(v.name); s != "" {
@@ -110,7 +140,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, v := range []struct {
 		name string
 		dst  *int64
-	}{{"MEMORY_BUDGET_BYTES", &c.MemoryBudget}, {"MAX_ARCHIVE_BYTES", &c.MaxArchiveBytes}} {
+	}{{"MEMORY_BUDGET_BYTES", &c.MemoryBudget}, {"MAX_ARCHIVE_BYTES", &c.MaxArchiveBytes}, {"PIECE_SIZE_BYTES", &c.PieceSize}} {
 		if s := getenv(v.name); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {

@@ -49,19 +49,20 @@ const (
 )
 
 // Runner runs the workflow outside Step Functions, the way the state machine
-// does: PlanArchive, BuildParts (batches of part jobs, at most
-// MaxConcurrency at once, retried like the Map's Retry policy, results
-// written in the ResultWriter's layout), FinalizeArchive, and Abort on any
-// failure.
+// does, handler call for handler call: PlanArchive; when it returns a
+// ReadPlan, ReadEntries (batches of read jobs) and PlanLayout; BuildParts
+// (batches of part jobs); FinalizeArchive; and Abort on any failure. The
+// Maps' batches are Job.PartsPerBatch and ReadPlan.ReadsPerBatch items, at
+// most MaxConcurrency at once, retried like the Map's Retry policy, their
+// results written in the ResultWriter's layout.
 type Runner struct {
-	S3            S3
-	Config        Config
-	Log           *slog.Logger
-	PartsPerBatch int       // items per batch (default 10)
-	Batch         BatchFunc // nil: an in-process Worker
-	Read          ReadFunc  // nil: an in-process Reader
-	Attempts      int       // tries per batch for retryable errors (default 3)
-	OnProgress    func(Progress)
+	S3         S3
+	Config     Config
+	Log        *slog.Logger
+	Batch      BatchFunc     // nil: an in-process Worker
+	Read       ReadBatchFunc // nil: an in-process Reader
+	Attempts   int           // tries per batch for retryable errors (default 3)
+	OnProgress func(Progress)
 }
 
 // RunResult is a finished run.
@@ -79,22 +80,22 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	}
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
 	r.report(Progress{Phase: PhasePlanning})
+	// PlanArchive: the job, or the read jobs first.
 	in := PlanInput{Request: request, Execution: execution}
-	if planner.NeedsReadPass(ctx, request) {
-		rp, err := planner.PlanReads(ctx, in)
-		if err != nil {
-			if plannedNothing(err) {
-				return nil, err
-			}
-			return nil, r.abort(ctx, request, execution, err)
+	job, rp, err := planner.Start(ctx, in)
+	if err == nil && rp != nil {
+		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.
+		var results *MapResults
+		if results, err = r.readPass(ctx, cfg, log, rp); err != nil {
+			state, _ := json.Marshal(rp)
+			return nil, r.abort(ctx, state, execution, err)
 		}
-		if err := r.readPass(ctx, cfg, log, rp, execution); err != nil {
-			return nil, r.abort(ctx, request, execution, err)
-		}
-		in.Reads = &rp.ReadsDone
+		reads := rp.Reads
+		reads.Results = results
+		in.Reads = &reads
 		r.report(Progress{Phase: PhasePlanning}) // the layout, from the sizes read
+		job, _, err = planner.Start(ctx, in)
 	}
-	job, err := planner.Plan(ctx, in)
 	if err != nil {
 		if plannedNothing(err) {
 			return nil, err
@@ -151,58 +152,66 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	return out, err
 }
 
-// ReadFunc runs one read job: in process (Reader.Read) or elsewhere.
-type ReadFunc func(ctx context.Context, job ReadJob) (*ReadResult, error)
+// ReadBatchFunc runs one ReadEntries batch: in process (Reader.ReadBatch)
+// or elsewhere.
+type ReadBatchFunc func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error)
 
-// readPass is the read pass's Distributed Map: the read jobs, at most
-// ReadPlan.Concurrency at once, each retried like a batch, the results
-// written in job order for the planner.
-func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan, execution string) error {
-	doc, err := getBytes(ctx, r.S3, cfg.WorkBucket, rp.JobsKey, maxManifestBytes)
+// readPass is the ReadEntries Distributed Map: ItemReader over the read
+// jobs, ItemBatcher (ReadsPerBatch), MaxConcurrency, Retry, ResultWriter
+// (under map/reads, where Abort looks for failed batches too).
+func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan) (*MapResults, error) {
+	doc, err := getBytes(ctx, r.S3, rp.WorkBucket, rp.Reads.JobsKey, maxManifestBytes)
 	if err != nil {
-		return fmt.Errorf("read pass ItemReader: %w", err)
+		return nil, fmt.Errorf("ReadEntries ItemReader: %w", err)
 	}
 	var jobs []ReadJob
 	if err := json.Unmarshal(doc, &jobs); err != nil {
-		return fmt.Errorf("read pass ItemReader s3://%s/%s: %w", cfg.WorkBucket, rp.JobsKey, err)
+		return nil, fmt.Errorf("ReadEntries ItemReader s3://%s/%s: %w", rp.WorkBucket, rp.Reads.JobsKey, err)
 	}
 	read := r.Read
 	if read == nil {
-		read = (&Reader{S3: r.S3}).Read
+		read = (&Reader{S3: r.S3}).ReadBatch
 	}
+	per := max(1, rp.ReadsPerBatch)
 	var bytesTotal int64
 	for _, j := range jobs {
 		bytesTotal += j.Length
 	}
 	var done, bytesDone atomic.Int64
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
-	results := make([]ReadResult, len(jobs))
-	limit := rp.Concurrency
+	batches := (len(jobs) + per - 1) / per
+	children := make([]ChildResult, batches)
+	limit := rp.MaxConcurrency
 	if r.Read == nil {
-		// In process the jobs share one worker's memory budget: each holds
+		// In process the batches share one worker's memory budget: each holds
 		// at most a compressed piece (never more than the piece) and a little.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
 	}
-	err = forEach(ctx, limit, len(jobs), func(ctx context.Context, i int) error {
-		j := jobs[i]
+	err = forEach(ctx, limit, batches, func(ctx context.Context, b int) error {
+		in := ReadBatchInput{Items: jobs[b*per : min((b+1)*per, len(jobs))]}
+		var out *ReadBatchResult
 		err := r.retry(ctx, func() error {
-			res, err := read(ctx, j)
-			if err == nil {
-				results[i] = *res
-			}
+			var err error
+			out, err = read(ctx, in)
 			return err
-		}, Retryable, "read", execution)
+		}, Retryable, "read batch", rp.Execution)
 		if err != nil {
-			return fmt.Errorf("read job %d (s3://%s/%s bytes %d-%d): %w", i, j.Source.Bucket, j.Source.Key, j.Offset, j.Offset+j.Length-1, err)
+			return fmt.Errorf("read batch %d: %w", b, err)
 		}
-		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(1)), Bytes: bytesTotal, BytesDone: bytesDone.Add(j.Length)})
+		output, _ := json.Marshal(out)
+		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
+		var n int64
+		for _, j := range in.Items {
+			n += j.Length
+		}
+		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(in.Items)))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	log.Info("read pass done", "execution", execution, "jobs", len(jobs), "bytes", bytesTotal)
-	return writeJSON(ctx, r.S3, cfg.WorkBucket, rp.ResultsKey, results)
+	log.Info("read pass done", "execution", rp.Execution, "jobs", len(jobs), "batches", batches, "bytes", bytesTotal)
+	return writeMapResults(ctx, r.S3, rp.WorkBucket, rp.WorkPrefix+"map/reads/", children)
 }
 
 // retry runs fn up to Attempts times while should(err) says the state
@@ -239,10 +248,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
 	}
-	per := r.PartsPerBatch
-	if per <= 0 {
-		per = 10
-	}
+	per := max(1, job.PartsPerBatch)
 	var batches [][]plan.PartJob
 	for i := 0; i < len(items); i += per {
 		batches = append(batches, items[i:min(i+per, len(items))])
@@ -296,23 +302,24 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if err != nil {
 		return nil, err
 	}
-	return writeMapResults(ctx, r.S3, job, children)
+	return writeMapResults(ctx, r.S3, job.WorkBucket, job.WorkPrefix+"map/", children)
 }
 
-// writeMapResults writes the ResultWriter's layout: result files and a manifest.
-func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []ChildResult) (*MapResults, error) {
+// writeMapResults writes the ResultWriter's layout under prefix: result
+// files and a manifest.
+func writeMapResults(ctx context.Context, c objectPutter, bucket, prefix string, children []ChildResult) (*MapResults, error) {
 	run := fmt.Sprintf("local-%d", time.Now().UnixNano())
-	prefix := job.WorkPrefix + "map/" + run + "/"
+	prefix += run + "/"
 	put := func(key string, v any) (int64, error) {
 		doc, err := json.Marshal(v)
 		if err != nil {
 			return 0, err
 		}
-		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
-		return int64(len(doc)), s3Error("PutObject", job.WorkBucket, key, false, err)
+		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+		return int64(len(doc)), s3Error("PutObject", bucket, key, false, err)
 	}
 	var m ResultManifest
-	m.DestinationBucket, m.MapRunArn = job.WorkBucket, run
+	m.DestinationBucket, m.MapRunArn = bucket, run
 	const perFile = 1000
 	for i := 0; i < len(children); i += perFile {
 		key := fmt.Sprintf("%sSUCCEEDED_%d.json", prefix, i/perFile)
@@ -326,7 +333,7 @@ func writeMapResults(ctx context.Context, c objectPutter, job *Job, children []C
 	if _, err := put(prefix+"manifest.json", m); err != nil {
 		return nil, err
 	}
-	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}, nil
+	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}}, nil
 }
 
 // plannedNothing reports whether the planner failed before it wrote or

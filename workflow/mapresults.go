@@ -52,41 +52,53 @@ const maxResultFileBytes = 1 << 30
 
 // readMapResults collects the part results of every succeeded batch.
 func readMapResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]PartResult, error) {
+	var parts []PartResult
+	err := eachMapOutput(ctx, c, d, func(output []byte) error {
+		var out BatchResult
+		if err := json.Unmarshal(output, &out); err != nil {
+			return fmt.Errorf("worker output: %w", err)
+		}
+		parts = append(parts, out.Parts...)
+		return nil
+	})
+	return parts, err
+}
+
+// eachMapOutput calls fn with the output of every child execution of a Map
+// run, from its ResultWriter manifest; any failed or pending child is an error.
+func eachMapOutput(ctx context.Context, c objectGetter, d *ResultWriterDetails, fn func(output []byte) error) error {
 	doc, err := getBytes(ctx, c, d.Bucket, d.Key, 64<<20)
 	if err != nil {
-		return nil, fmt.Errorf("Map results manifest: %w", err)
+		return fmt.Errorf("Map results manifest: %w", err)
 	}
 	var m ResultManifest
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, fmt.Errorf("Map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
+		return fmt.Errorf("Map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
 	}
 	if n := len(m.ResultFiles.Failed) + len(m.ResultFiles.Pending); n > 0 {
-		return nil, fmt.Errorf("Map results: %d result files of failed or pending batches; the archive cannot be completed", n)
+		return fmt.Errorf("Map results: %d result files of failed or pending batches; the archive cannot be completed", n)
 	}
 	bucket := m.DestinationBucket
 	if bucket == "" {
 		bucket = d.Bucket
 	}
-	var parts []PartResult
 	for _, f := range m.ResultFiles.Succeeded {
 		doc, err := getBytes(ctx, c, bucket, f.Key, maxResultFileBytes)
 		if err != nil {
-			return nil, fmt.Errorf("Map result file: %w", err)
+			return fmt.Errorf("Map result file: %w", err)
 		}
 		var children []ChildResult
 		if err := json.Unmarshal(doc, &children); err != nil {
-			return nil, fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
+			return fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
 		}
 		for _, ch := range children {
 			if ch.Status != "SUCCEEDED" {
-				return nil, fmt.Errorf("Map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)
+				return fmt.Errorf("Map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)
 			}
-			var out BatchResult
-			if err := json.Unmarshal([]byte(ch.Output), &out); err != nil {
-				return nil, fmt.Errorf("Map result file s3://%s/%s: worker output: %w", bucket, f.Key, err)
+			if err := fn([]byte(ch.Output)); err != nil {
+				return fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
 			}
-			parts = append(parts, out.Parts...)
 		}
 	}
-	return parts, nil
+	return nil
 }

@@ -72,6 +72,7 @@ type Job struct {
 	UploadID       string      `json:"uploadId"`
 	WorkerParts    int         `json:"workerParts"` // part jobs: lines of parts.jsonl
 	MaxConcurrency int         `json:"maxConcurrency"`
+	PartsPerBatch  int         `json:"partsPerBatch"` // BuildParts' MaxItemsPerBatchPath
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`
@@ -91,7 +92,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	log := pl.logger().With("execution", in.Execution, "destination", req.Destination.URI())
 	if req.Options.needsReadPass() && in.Reads == nil {
 		// Planning STORED would silently ignore what the request asks for.
-		return nil, requestError("options.compression %q and options.digests %q need the read pass (PlanReads and the read map) before PlanArchive; this caller ran PlanArchive directly", req.Options.Compression, req.Options.Digests)
+		return nil, requestError("options.compression %q and options.digests %q need the read pass (Planner.Start, the ReadEntries map) before the layout; this caller ran Plan directly", req.Options.Compression, req.Options.Digests)
 	}
 	var entries []plan.Entry
 	if in.Reads != nil {
@@ -130,7 +131,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	job := &Job{
 		Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: concurrency, Overwrite: req.Options.Overwrite,
+		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: concurrency, PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
 	}
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {

@@ -142,12 +142,6 @@ type ReadResult struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// ReadPass is where a read pass keeps its entries and jobs.
-type ReadPass struct {
-	EntriesKey string    `json:"entriesKey"` // JSON array of plan.Entry, named and deduplicated
-	Jobs       []ReadJob `json:"-"`
-}
-
 // readJobs cuts the entries that need reading into pieces.
 func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix string) []ReadJob {
 	level := o.Level
@@ -498,23 +492,74 @@ func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) e
 	return s3Error("PutObject", bucket, key, false, err)
 }
 
-// ReadsDone is where a finished read pass left its entries, jobs and results
-// (the results in job order).
+// ReadsDone is the read pass as PlanLayout gets it: where its entries and
+// jobs are, and where the ReadEntries Map wrote its results.
 type ReadsDone struct {
 	EntriesKey string `json:"entriesKey"`
 	JobsKey    string `json:"jobsKey"`
-	ResultsKey string `json:"resultsKey"`
+	// Results is the ReadEntries Map's output (its ResultWriter manifest);
+	// nil when there was nothing to read.
+	Results *MapResults `json:"results,omitempty"`
 }
 
-// ReadPlan is what PlanReads hands the read pass.
+// ReadPlan is what PlanArchive returns instead of a Job when the entries
+// must be read first: the state the ReadEntries Map runs on. Its "reads"
+// field is what routes the execution there (a Job has none).
 type ReadPlan struct {
-	ReadsDone
-	Jobs        int `json:"jobs"`
-	Concurrency int `json:"maxConcurrency"`
+	Execution      string    `json:"execution"`
+	WorkBucket     string    `json:"workBucket"`
+	WorkPrefix     string    `json:"workPrefix"`
+	Jobs           int       `json:"jobs"`           // read jobs: items of Reads.JobsKey
+	MaxConcurrency int       `json:"maxConcurrency"` // ReadEntries' MaxConcurrencyPath
+	ReadsPerBatch  int       `json:"readsPerBatch"`  // ReadEntries' MaxItemsPerBatchPath
+	Reads          ReadsDone `json:"reads"`
+}
+
+// readsPerBatch spreads jobs over the concurrency, at most max per batch.
+func readsPerBatch(jobs, concurrency, most int) int {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	return min(most, max(1, (jobs+concurrency-1)/concurrency))
+}
+
+// Start is the planner Lambda's handler, for PlanArchive and PlanLayout
+// alike. Given a request that needs its entries read (and no read pass
+// done), it lists them, writes the read jobs and returns the ReadPlan the
+// ReadEntries Map runs; otherwise, or given the read pass's outcome
+// (in.Reads), it plans the layout and returns the Job. A request with
+// nothing to read (compression none, no digests) costs nothing more than it
+// did before the read pass existed.
+func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, error) {
+	if in.Reads == nil && pl.NeedsReadPass(ctx, in.Request) {
+		rp, err := pl.PlanReads(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rp.Jobs > 0 {
+			return nil, rp, nil
+		}
+		in.Reads = &rp.Reads // nothing to read (e.g. only empty objects): on to the layout
+	}
+	job, err := pl.Plan(ctx, in)
+	return job, nil, err
+}
+
+// Handle is Start with one result, as the Lambda returns it: the Job or the
+// ReadPlan.
+func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
+	job, rp, err := pl.Start(ctx, in)
+	switch {
+	case err != nil:
+		return nil, err
+	case rp != nil:
+		return rp, nil
+	}
+	return job, nil
 }
 
 // NeedsReadPass reports whether the request asks for the entries' bytes to
-// be read before the layout (compression deflate or auto).
+// be read before the layout (compression deflate or auto, or digests).
 func (pl *Planner) NeedsReadPass(ctx context.Context, raw json.RawMessage) bool {
 	req, err := pl.readRequest(ctx, pl.Config.Defaults(), raw)
 	return err == nil && req.Options.needsReadPass()
@@ -535,40 +580,97 @@ func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, erro
 	}
 	prefix := cfg.workPrefix(in.Execution)
 	jobs := readJobs(entries, req.Options, cfg.PieceSize, cfg.WorkBucket, prefix)
-	rp := &ReadPlan{ReadsDone: ReadsDone{EntriesKey: prefix + "reads/entries.json", JobsKey: prefix + "reads/jobs.json", ResultsKey: prefix + "reads/results.json"}, Jobs: len(jobs)}
-	if rp.Concurrency = req.Options.MaxConcurrency; rp.Concurrency == 0 {
-		rp.Concurrency = cfg.DefaultMaxConcurrency
+	rp := &ReadPlan{Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix, Jobs: len(jobs),
+		Reads: ReadsDone{EntriesKey: prefix + "reads/entries.json", JobsKey: prefix + "reads/jobs.json"}}
+	if rp.MaxConcurrency = req.Options.MaxConcurrency; rp.MaxConcurrency == 0 {
+		rp.MaxConcurrency = cfg.DefaultMaxConcurrency
 	}
-	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.EntriesKey, entries); err != nil {
+	rp.ReadsPerBatch = readsPerBatch(len(jobs), rp.MaxConcurrency, cfg.MaxReadsPerBatch)
+	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.EntriesKey, entries); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.JobsKey, jobs); err != nil {
+	if jobs == nil {
+		jobs = []ReadJob{} // the ItemReader wants a JSON array
+	}
+	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.JobsKey, jobs); err != nil {
 		return nil, err
 	}
 	return rp, nil
 }
 
+// ReadBatchInput is one ReadEntries batch, as the ItemBatcher makes it.
+type ReadBatchInput struct {
+	Items []ReadJob `json:"Items"`
+}
+
+// ReadBatchResult is a reader invocation's output, one result per job.
+type ReadBatchResult struct {
+	Results []ReadResult `json:"results"`
+}
+
+// ReadBatch is the reader Lambda's handler: the batch's jobs one after the
+// other (DEFLATE is CPU-bound, and the reader has one vCPU; memory holds one
+// compressed piece at a time).
+func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+	out := &ReadBatchResult{Results: make([]ReadResult, 0, len(in.Items))}
+	for _, j := range in.Items {
+		res, err := r.Read(ctx, j)
+		if err != nil {
+			return nil, fmt.Errorf("read job entry %d piece %d (s3://%s/%s bytes %d-%d): %w", j.Entry, j.Piece, j.Source.Bucket, j.Source.Key, j.Offset, j.Offset+j.Length-1, err)
+		}
+		out.Results = append(out.Results, *res)
+	}
+	return out, nil
+}
+
+// readReadResults collects the read results of every ReadEntries batch from
+// the Map's ResultWriter layout.
+func readReadResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]ReadResult, error) {
+	var results []ReadResult
+	err := eachMapOutput(ctx, c, d, func(output []byte) error {
+		var out ReadBatchResult
+		if err := json.Unmarshal(output, &out); err != nil {
+			return fmt.Errorf("reader output: %w", err)
+		}
+		results = append(results, out.Results...)
+		return nil
+	})
+	return results, err
+}
+
 // readEntries reads the read pass's entries and results and applies them.
 func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, execution string, r *ReadsDone) ([]plan.Entry, error) {
-	prefix := cfg.WorkPrefix
-	for _, k := range []string{r.EntriesKey, r.JobsKey, r.ResultsKey} {
+	prefix := cfg.workPrefix(execution)
+	for _, k := range []string{r.EntriesKey, r.JobsKey} {
 		if !strings.HasPrefix(k, prefix) {
-			return nil, fmt.Errorf("read pass object %q is outside the work prefix %s", k, prefix)
+			return nil, fmt.Errorf("read pass object %q is outside this execution's work prefix %s", k, prefix)
 		}
 	}
 	var entries []plan.Entry
 	var jobs []ReadJob
-	var results []ReadResult
 	for _, d := range []struct {
 		key string
 		v   any
-	}{{r.EntriesKey, &entries}, {r.JobsKey, &jobs}, {r.ResultsKey, &results}} {
+	}{{r.EntriesKey, &entries}, {r.JobsKey, &jobs}} {
 		doc, err := getBytes(ctx, pl.S3, cfg.WorkBucket, d.key, maxManifestBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read pass: %w", err)
 		}
 		if err := json.Unmarshal(doc, d.v); err != nil {
 			return nil, fmt.Errorf("read pass s3://%s/%s: %w", cfg.WorkBucket, d.key, err)
+		}
+	}
+	var results []ReadResult
+	if len(jobs) > 0 {
+		if r.Results == nil || r.Results.ResultWriterDetails == nil {
+			return nil, fmt.Errorf("read pass: %d read jobs and no ReadEntries results", len(jobs))
+		}
+		if d := r.Results.ResultWriterDetails; d.Bucket != cfg.WorkBucket || !strings.HasPrefix(d.Key, prefix) {
+			return nil, fmt.Errorf("read pass results s3://%s/%s are outside this execution's work prefix s3://%s/%s", d.Bucket, d.Key, cfg.WorkBucket, prefix)
+		}
+		var err error
+		if results, err = readReadResults(ctx, pl.S3, r.Results.ResultWriterDetails); err != nil {
+			return nil, fmt.Errorf("read pass: %w", err)
 		}
 	}
 	c, ok := pl.S3.(mergeS3)

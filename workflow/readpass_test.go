@@ -95,9 +95,9 @@ func TestRunCompresses(t *testing.T) {
 			r := e.runner()
 			r.Config.PieceSize = c.pieceSize
 			reads := 0
-			r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
-				reads++
-				return (&Reader{S3: e.s3}).Read(ctx, job)
+			r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+				reads += len(in.Items)
+				return (&Reader{S3: e.s3}).ReadBatch(ctx, in)
 			}
 			r.Config.DefaultMaxConcurrency = 1 // reads counted without a lock
 			res, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", fmt.Sprintf(`,"compression":%q`, c.compression)), "exec-compress")
@@ -157,8 +157,8 @@ func checkMethods(t *testing.T, path string, deflated []string) {
 func TestRunCompressionNoneReadsNothing(t *testing.T) {
 	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumCRC32}})
 	r := e.runner()
-	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
-		t.Errorf("read job %+v ran for compression none", job)
+	r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+		t.Errorf("read batch %+v ran for compression none", in)
 		return nil, errors.New("no read pass expected")
 	}
 	if _, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"none"`), "exec-none"); err != nil {
@@ -183,12 +183,12 @@ func TestRunCompressFailsCleanly(t *testing.T) {
 	r.Config.PieceSize = mib
 	r.Config.DefaultMaxConcurrency = 1
 	n := 0
-	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+	r.Read = perJob(func(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		if n++; n == 5 {
 			return nil, &SourceChangedError{Bucket: job.Source.Bucket, Key: job.Source.Key, Err: errors.New("injected")}
 		}
 		return (&Reader{S3: e.s3}).Read(ctx, job)
-	}
+	})
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-fail")
 	var changed *SourceChangedError
 	if !errors.As(err, &changed) {
@@ -351,13 +351,13 @@ func TestRunCompressSourceChangedBeforeRead(t *testing.T) {
 	r := e.runner()
 	r.Config.DefaultMaxConcurrency = 1
 	changed := false
-	r.Read = func(ctx context.Context, job ReadJob) (*ReadResult, error) {
+	r.Read = perJob(func(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		if !changed {
 			changed = true
 			srv.PutObject(t, "src", "in/b.txt", logText(3, 2*mib))
 		}
 		return (&Reader{S3: e.s3}).Read(ctx, job)
-	}
+	})
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-changed")
 	var sce *SourceChangedError
 	if !errors.As(err, &sce) || sce.Key != "in/b.txt" {
@@ -449,4 +449,19 @@ func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 		keys = append(keys, aws.ToString(o.Key))
 	}
 	return keys
+}
+
+// perJob makes a batch function of a per-job one, as Reader.ReadBatch runs Read.
+func perJob(read func(context.Context, ReadJob) (*ReadResult, error)) ReadBatchFunc {
+	return func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+		out := &ReadBatchResult{}
+		for _, j := range in.Items {
+			res, err := read(ctx, j)
+			if err != nil {
+				return nil, err
+			}
+			out.Results = append(out.Results, *res)
+		}
+		return out, nil
+	}
 }

@@ -52,7 +52,7 @@ func newEnv(t *testing.T, objects []object) *env {
 }
 
 func (e *env) runner() *Runner {
-	return &Runner{S3: e.s3, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 2}
+	return &Runner{S3: e.s3, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 2}}
 }
 
 func request(strategy, prefix, dest string, extra string) json.RawMessage {

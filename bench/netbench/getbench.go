@@ -113,7 +113,7 @@ func getBenchmark(ctx context.Context, o options, g getOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
-	runner := &workflow.Runner{S3: env.base, Config: workflow.Config{WorkBucket: bucket}, PartsPerBatch: 4}
+	runner := &workflow.Runner{S3: env.base, Config: workflow.Config{WorkBucket: bucket, PartsPerBatch: 4}}
 	req, _ := json.Marshal(workflow.Request{Source: workflow.Source{Bucket: bucket, Prefix: srcPrefix},
 		Destination: workflow.Destination{Bucket: bucket, Key: "out/get.zip"}, Options: workflow.Options{Strategy: "duo"}})
 	out, err := runner.Run(ctx, req, "bench-get")

@@ -535,11 +535,10 @@ func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool,
 		per = plan.MaxParts
 	}
 	runner := &workflow.Runner{
-		S3:            client,
-		Config:        workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers, Model: model},
-		PartsPerBatch: per,
-		Batch:         phases.wrap(pool.build),
-		Log:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		S3:     client,
+		Config: workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers, Model: model, PartsPerBatch: per},
+		Batch:  phases.wrap(pool.build),
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	dest := fmt.Sprintf("out/%s-%d.zip", r.Name, rep)
 	req, _ := json.Marshal(workflow.Request{

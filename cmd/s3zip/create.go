@@ -28,7 +28,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
 	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket")
 	dest := fs.String("dest", "", "write the archive to `s3://bucket/key.zip`")
-	batch := fs.Int("batch", 4, "part jobs per batch (the Map's MaxItemsPerBatch)")
+	batch := fs.Int("batch", workflow.DefaultPartsPerBatch, "part jobs per batch (the Map's MaxItemsPerBatch, as deployed)")
 	workBucket := fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing archive")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -89,11 +89,10 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	log := slog.New(quietOnInterrupt{ctx, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
 	progress := newProgressPrinter(os.Stderr)
 	runner := &workflow.Runner{
-		S3:            client,
-		Config:        workflow.Config{WorkBucket: *workBucket, DefaultMaxConcurrency: *rf.workers},
-		Log:           log,
-		PartsPerBatch: *batch,
-		OnProgress:    progress.update,
+		S3:         client,
+		Config:     workflow.Config{WorkBucket: *workBucket, DefaultMaxConcurrency: *rf.workers, PartsPerBatch: *batch},
+		Log:        log,
+		OnProgress: progress.update,
 	}
 	raw, _ := json.Marshal(req)
 	start := time.Now()

@@ -1,5 +1,6 @@
-// The planner Lambda: validates the request, lists or reads the sources,
-// plans the archive, writes the plan and creates the multipart upload.
+// The planner Lambda (PlanArchive and PlanLayout): validates the request,
+// lists or reads the sources, writes the read jobs when the entries must be
+// read first, plans the archive, writes the plan and creates the multipart upload.
 package main
 
 import (
@@ -15,5 +16,5 @@ func main() {
 		lambdaenv.Fatal(err)
 	}
 	p := &workflow.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(p.Plan)
+	lambdaenv.Start(p.Handle)
 }

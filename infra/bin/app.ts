@@ -4,7 +4,7 @@
  *
  * Context (all optional, so `cdk synth` works offline with no AWS account):
  *   -c sourceBuckets=a,b  -c sourcePrefix=photos/  -c destinationBucket=d  -c destinationPrefix=archives/
- *   -c partsPerBatch=8  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
+ *   -c partsPerBatch=8  -c maxReadsPerBatch=8  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
  *   -c functionsDir=/path/to/functions   (default dist/functions, built by `make lambdas`)
  */
 import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
@@ -54,6 +54,7 @@ new S3ZipStack(
     destinationPrefix: contextString(app, 'destinationPrefix'),
     functionsDir: contextString(app, 'functionsDir'),
     partsPerBatch: contextInt(app, 'partsPerBatch'),
+    maxReadsPerBatch: contextInt(app, 'maxReadsPerBatch'),
     defaultMaxConcurrency: contextInt(app, 'defaultMaxConcurrency'),
     mapExecutionType: mapExecutionType as ArchiveWorkflowProps['mapExecutionType'],
   },

@@ -19,8 +19,8 @@ const REPO_ROOT = path.resolve(__dirname, '..', '..');
 /** Where `make lambdas` puts dist/functions/<name>/bootstrap. */
 export const DEFAULT_FUNCTIONS_DIR = path.join(REPO_ROOT, 'dist', 'functions');
 
-/** The four Go Lambda functions, by the directory name of their bootstrap binary. */
-export const FUNCTION_NAMES = ['planner', 'worker', 'finalizer', 'abort'] as const;
+/** The five Go Lambda functions, by the directory name of their bootstrap binary. */
+export const FUNCTION_NAMES = ['planner', 'reader', 'worker', 'finalizer', 'abort'] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
 /** Prefix in the control bucket whose new objects start an execution. */
@@ -61,12 +61,19 @@ export interface ArchiveWorkflowProps {
   /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
   readonly functionsDir?: string;
   readonly planner?: FunctionSizing;
+  /** The read pass's function (compression, digests). */
+  readonly reader?: FunctionSizing;
   readonly worker?: FunctionSizing;
   readonly finalizer?: FunctionSizing;
   readonly abort?: FunctionSizing;
 
-  /** Part jobs per worker invocation (ItemBatcher MaxItemsPerBatch). @default 8 */
+  /**
+   * Part jobs per worker invocation (env PARTS_PER_BATCH; the planner writes it into the job and
+   * the ASL's ItemBatcher reads it from there). @default workflow.DefaultPartsPerBatch (Go)
+   */
   readonly partsPerBatch?: number;
+  /** Most read jobs per reader invocation (env MAX_READS_PER_BATCH). @default workflow.DefaultMaxReadsPerBatch (Go) */
+  readonly maxReadsPerBatch?: number;
   /** Map concurrency when a request sets none (env DEFAULT_MAX_CONCURRENCY). @default 100 */
   readonly defaultMaxConcurrency?: number;
   /**
@@ -88,6 +95,9 @@ export interface ArchiveWorkflowProps {
 // peaks near 1.1 GB and the finalizer near 1.4 GB; 2,048 MB leaves headroom.
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
   planner: { memorySize: 2048, timeout: Duration.minutes(15) },
+  // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most
+  // 64 MiB, held compressed) at a time; more memory would buy vCPUs it does not use.
+  reader: { memorySize: 1769, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: workers hash and stream bytes.
   worker: { memorySize: 1769, timeout: Duration.minutes(15) },
   finalizer: { memorySize: 2048, timeout: Duration.minutes(15) },
@@ -139,9 +149,10 @@ export class ArchiveWorkflow extends Construct {
     const destinationPrefix = normalizePrefix(props.destinationPrefix);
     const workPrefix = normalizePrefix(props.workPrefix ?? 's3zip-work/');
     if (workPrefix === '') throw new Error('ArchiveWorkflow: workPrefix must not be empty');
-    const partsPerBatch = props.partsPerBatch ?? 8;
-    if (!Number.isInteger(partsPerBatch) || partsPerBatch < 1) {
-      throw new Error(`ArchiveWorkflow: partsPerBatch must be a positive integer, got ${partsPerBatch}`);
+    for (const [name, value] of [['partsPerBatch', props.partsPerBatch], ['maxReadsPerBatch', props.maxReadsPerBatch]] as const) {
+      if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+        throw new Error(`ArchiveWorkflow: ${name} must be a positive integer, got ${value}`);
+      }
     }
     const defaultMaxConcurrency = props.defaultMaxConcurrency ?? 100;
     const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
@@ -153,11 +164,13 @@ export class ArchiveWorkflow extends Construct {
       memorySize: props[name]?.memorySize ?? DEFAULT_SIZING[name].memorySize,
       timeout: props[name]?.timeout ?? DEFAULT_SIZING[name].timeout,
     });
-    if (mapExecutionType === 'EXPRESS' && sizing('worker').timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
-      throw new Error(
-        `ArchiveWorkflow: EXPRESS map children end after 5 minutes including retries; ` +
-          `set worker.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
-      );
+    for (const name of ['worker', 'reader'] as const) {
+      if (mapExecutionType === 'EXPRESS' && sizing(name).timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
+        throw new Error(
+          `ArchiveWorkflow: EXPRESS map children end after 5 minutes including retries; ` +
+            `set ${name}.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
+        );
+      }
     }
 
     // ---- buckets ---------------------------------------------------------------------------
@@ -223,6 +236,9 @@ export class ArchiveWorkflow extends Construct {
       ALLOWED_DESTINATIONS: `${props.destinationBucket}/${destinationPrefix}`,
     };
     if (sourcePrefix !== '') env.ALLOWED_SOURCE_PREFIX = sourcePrefix;
+    // Batch sizes: unset, the Go defaults hold (one place); the planner writes them into the state.
+    if (props.partsPerBatch !== undefined) env.PARTS_PER_BATCH = String(props.partsPerBatch);
+    if (props.maxReadsPerBatch !== undefined) env.MAX_READS_PER_BATCH = String(props.maxReadsPerBatch);
     // Archives are encrypted with the destination key unless a request names another.
     if (props.destinationKmsKeyArn) env.DESTINATION_KMS_KEY_ARN = props.destinationKmsKeyArn;
 
@@ -263,16 +279,18 @@ export class ArchiveWorkflow extends Construct {
 
     this.functions = {
       planner: makeFunction('planner', 'Planner', 's3zip: plan the ZIP layout and its multipart parts'),
+      reader: makeFunction('reader', 'Reader', 's3zip: read and compress pieces of entries (the read pass)'),
       worker: makeFunction('worker', 'Worker', 's3zip: build a batch of multipart parts'),
       finalizer: makeFunction('finalizer', 'Finalizer', 's3zip: write the central directory and complete the archive'),
       abort: makeFunction('abort', 'Abort', 's3zip: abort the upload and delete work objects'),
     };
-    const { planner, worker, finalizer, abort } = this.functions;
+    const { planner, reader, worker, finalizer, abort } = this.functions;
 
     // ---- function permissions (explicit statements, no wildcard actions) -------------------
     const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
     // Work objects, per function (tests/deployed lists every grant no call uses): the planner
-    // writes (plan files, the pad); workers write chain rounds and delete each one once the next
+    // writes (plan files, the pad, read jobs, an entry's compressed pieces joined) and deletes
+    // (pieces once joined, or of an entry left STORED); the reader writes compressed pieces; workers write chain rounds and delete each one once the next
     // round has copied it (a chain holds a few rounds at a time, not all of them; found by
     // tests/deployed); the finalizer and abort read and delete; all abort uploads under the
     // prefix (chain rounds left open).
@@ -281,8 +299,10 @@ export class ArchiveWorkflow extends Construct {
         sid: 'WorkPrefixObjects',
         actions:
           name === 'planner'
-            ? ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload']
-            : name === 'worker'
+            ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
+            : name === 'reader'
+              ? ['s3:PutObject']
+              : name === 'worker'
               ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
               : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
@@ -380,6 +400,9 @@ export class ArchiveWorkflow extends Construct {
       destinationAbort[1],
       controlRead,
     ]);
+    // The reader reads sources by range (If-Match on the planned ETag) and writes pieces under the
+    // work prefix: no listing, no destination, no delete.
+    add(reader, [workObjectsFor('reader'), sourceRead[0]]);
     add(worker, [workObjectsFor('worker'), ...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
     add(finalizer, [
       workObjectsFor('finalizer'),
@@ -401,7 +424,7 @@ export class ArchiveWorkflow extends Construct {
       });
     if (props.encryptionKey) {
       const s = kmsUse('WorkAndControlKey', [props.encryptionKey.keyArn]);
-      for (const fn of [planner, worker, finalizer, abort]) fn.addToRolePolicy(s);
+      for (const fn of [planner, reader, worker, finalizer, abort]) fn.addToRolePolicy(s);
     }
     if (props.sourceKmsKeyArns && props.sourceKmsKeyArns.length > 0) {
       const s = new iam.PolicyStatement({
@@ -410,6 +433,7 @@ export class ArchiveWorkflow extends Construct {
         resources: props.sourceKmsKeyArns,
       });
       planner.addToRolePolicy(s);
+      reader.addToRolePolicy(s);
       worker.addToRolePolicy(s);
       finalizer.addToRolePolicy(s);
     }
@@ -451,10 +475,10 @@ export class ArchiveWorkflow extends Construct {
 
     this.definitionSubstitutions = {
       PlannerFunctionArn: planner.functionArn,
+      ReaderFunctionArn: reader.functionArn,
       WorkerFunctionArn: worker.functionArn,
       FinalizerFunctionArn: finalizer.functionArn,
       AbortFunctionArn: abort.functionArn,
-      PartsPerBatch: String(partsPerBatch),
       MapExecutionType: mapExecutionType,
     };
 
@@ -467,7 +491,7 @@ export class ArchiveWorkflow extends Construct {
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
     });
 
-    const fns = [planner, worker, finalizer, abort];
+    const fns = [planner, reader, worker, finalizer, abort];
     this.stateMachine.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'InvokeWorkflowFunctions',
@@ -547,10 +571,12 @@ export class ArchiveWorkflow extends Construct {
     for (const name of FUNCTION_NAMES) {
       const fn = this.functions[name];
       const appliesTo: (string | { regex: string })[] = [workObjectsFinding];
-      if (name === 'planner' || name === 'worker' || name === 'finalizer') {
+      if (name === 'planner' || name === 'reader' || name === 'worker' || name === 'finalizer') {
         appliesTo.push(...ctx.props.sourceBuckets.map((b) => `Resource::arn:<AWS::Partition>:s3:::${b}/${ctx.sourcePrefix}*`));
       }
-      appliesTo.push(`Resource::arn:<AWS::Partition>:s3:::${ctx.props.destinationBucket}/${ctx.destinationPrefix}*`);
+      if (name !== 'reader') {
+        appliesTo.push(`Resource::arn:<AWS::Partition>:s3:::${ctx.props.destinationBucket}/${ctx.destinationPrefix}*`);
+      }
       if (name === 'planner') {
         appliesTo.push(`Resource::<${stack.getLogicalId(this.controlBucket.node.defaultChild as s3.CfnBucket)}.Arn>/*`);
       }
@@ -575,13 +601,13 @@ export class ArchiveWorkflow extends Construct {
       [
         {
           id: 'AwsSolutions-IAM5',
-          reason: 'Lambda invoke on <function ARN>:* allows the versions and aliases of exactly the four workflow functions.',
+          reason: 'Lambda invoke on <function ARN>:* allows the versions and aliases of exactly the five workflow functions.',
           appliesTo: fnArnFindings,
         },
         {
           id: 'AwsSolutions-IAM5',
           reason:
-            'The Distributed Map ItemReader reads parts.jsonl and the ResultWriter writes results under the per-execution work prefix; keys are unknown at deploy time.',
+            'The Distributed Maps\' ItemReaders read reads/jobs.json and parts.jsonl and their ResultWriters write results under the per-execution work prefix; keys are unknown at deploy time.',
           appliesTo: [workObjectsFinding],
         },
         {

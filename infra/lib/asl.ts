@@ -3,9 +3,10 @@
  *
  * statemachine/archive.asl.json is the single source of truth. CDK uploads it unchanged
  * (DefinitionBody.fromFile) and CloudFormation replaces each `${Name}` with the matching
- * DefinitionSubstitutions value as plain text *before* it parses the JSON. So a number
- * placeholder is written unquoted (`"MaxItemsPerBatch": ${PartsPerBatch}`): the file is a
- * template that becomes JSON only after substitution. renderDefinition does exactly what
+ * DefinitionSubstitutions value as plain text *before* it parses the JSON. Every placeholder
+ * stands inside a JSON string, so the file is plain JSON before and after substitution;
+ * numbers that vary (batch sizes, concurrency) come from the state the planner writes
+ * (`MaxItemsPerBatchPath`, `MaxConcurrencyPath`). renderDefinition does exactly what
  * CloudFormation does, for tests and for the local runner.
  */
 import * as fs from 'node:fs';
@@ -17,18 +18,16 @@ export const ARCHIVE_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachin
 /** Placeholders whose values are Lambda function ARNs (JSON strings in the file). */
 export const FUNCTION_ARN_PLACEHOLDERS = [
   'PlannerFunctionArn',
+  'ReaderFunctionArn',
   'WorkerFunctionArn',
   'FinalizerFunctionArn',
   'AbortFunctionArn',
 ] as const;
 
-/** Placeholders that stand for a whole JSON number (unquoted in the file). */
-export const NUMBER_PLACEHOLDERS = ['PartsPerBatch'] as const;
-
-/** Placeholders that stand inside a JSON string (quoted in the file). */
+/** Every placeholder; each stands inside a JSON string (quoted in the file). */
 export const STRING_PLACEHOLDERS = [...FUNCTION_ARN_PLACEHOLDERS, 'MapExecutionType'] as const;
 
-export type Placeholder = (typeof STRING_PLACEHOLDERS)[number] | (typeof NUMBER_PLACEHOLDERS)[number];
+export type Placeholder = (typeof STRING_PLACEHOLDERS)[number];
 
 const PLACEHOLDER_RE = /\$\{([A-Za-z0-9_]+)\}/g;
 

@@ -5,11 +5,15 @@
 package asl_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,7 +65,7 @@ func newEnv(t *testing.T) *env {
 		srv.PutObject(t, "src", o.key, body, s3test.WithChecksum(o.checksum))
 		e.want[o.key] = body
 	}
-	e.fns = &Functions{S3: e.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}}
+	e.fns = &Functions{S3: e.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	e.url = e.fns.Serve(t)
 	return e
 }
@@ -72,7 +76,7 @@ func request(dest string, extra string) json.RawMessage {
 
 func (e *env) execute(t *testing.T, req json.RawMessage, execution string) *Outcome {
 	t.Helper()
-	out := Execute(t, e.url, req, RunOptions{Execution: execution, PartsPerBatch: 1})
+	out := Execute(t, e.url, req, RunOptions{Execution: execution})
 	t.Logf("execution %s: %s %s %s", execution, out.Status, out.Error, trim(out.Cause, 300))
 	for _, c := range e.fns.Calls("") {
 		t.Logf("  %s #%d: errorType=%q err=%v", c.Function, c.Attempt, c.ErrorType, c.Err)
@@ -144,13 +148,31 @@ func TestASLBuildsValidArchive(t *testing.T) {
 	if n := len(e.fns.Calls("abort")); n != 0 {
 		t.Errorf("abort invoked %d times on a successful run", n)
 	}
-	for _, state := range []string{"PlanArchive", "BuildParts", "FinalizeArchive", "ArchiveCreated"} {
-		if len(events(out, "StateEntered", state)) != 1 {
-			t.Errorf("state %s was not entered exactly once", state)
-		}
+	// Nothing to read (compression none, no digests): exactly the states
+	// there were before the read pass existed, and no reader invocation.
+	if got, want := topLevelStates(out), []string{"PlanArchive", "HasWorkerParts", "BuildParts", "FinalizeArchive", "ArchiveCreated"}; !slices.Equal(got, want) {
+		t.Errorf("states entered: %v, want %v (no read-pass state)", got, want)
+	}
+	if n := len(e.fns.Calls("reader")); n != 0 {
+		t.Errorf("reader invoked %d times for an uncompressed archive", n)
+	}
+	if n := len(e.fns.Calls("planner")); n != 1 {
+		t.Errorf("planner invoked %d times, want 1", n)
 	}
 	e.checkArchive(t, "out/a.zip")
 	e.assertClean(t, "")
+}
+
+// topLevelStates lists the states the execution entered, in order, outside
+// the Maps' child executions.
+func topLevelStates(out *Outcome) []string {
+	var states []string
+	for _, ev := range out.Events {
+		if ev.Type == "StateEntered" && ev.Child == "" {
+			states = append(states, ev.State)
+		}
+	}
+	return states
 }
 
 // (2) A worker's TransientError is retried by BuildBatch's Retry policy in the ASL.
@@ -273,4 +295,107 @@ func TestASLPlannerErrorFailsWithItsType(t *testing.T) {
 		t.Errorf("the existing destination object was changed: %q", got)
 	}
 	e.assertClean(t, "")
+}
+
+// (4) The read pass as deployed: a compressed archive with SHA256SUMS goes
+// PlanArchive → ReadEntries (reader batches) → PlanLayout → BuildParts →
+// FinalizeArchive. Text compresses (one entry cut into many pieces and
+// joined), random bytes stay STORED; every ZIP reader reads the archive and
+// the extracted files pass `sha256sum -c`.
+func TestASLCompressesWithChecksums(t *testing.T) {
+	e := newEnv(t)
+	text := func(seed uint64, n int) []byte {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var b bytes.Buffer
+		for b.Len() < n {
+			fmt.Fprintf(&b, "2026-11-23T11:%02d:%02d.%03dZ INFO request id=%08x path=/api/v1/items/%d status=%d bytes=%d\n",
+				rng.IntN(60), rng.IntN(60), rng.IntN(1000), rng.Uint32(), rng.IntN(5000), []int{200, 200, 200, 404, 500}[rng.IntN(5)], rng.IntN(100000))
+		}
+		return b.Bytes()[:n]
+	}
+	for k, body := range map[string][]byte{"in/logs/app.log": text(1, 9*mib+77), "in/logs/small.csv": text(2, 40<<10)} {
+		e.srv.PutObject(t, "src", k, body)
+		e.want[k] = body
+	}
+	e.fns.Config.PieceSize = 2 * mib // app.log: 5 pieces, joined by PlanLayout
+	e.fns.Config.MaxReadsPerBatch = 2
+	out := e.execute(t, request("out/c.zip", `,"compression":"deflate","digests":["sha256"],"checksumsFile":"SHA256SUMS"`), "exec-compress")
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
+	}
+	if got, want := topLevelStates(out), []string{"PlanArchive", "HasWorkerParts", "ReadEntries", "PlanLayout", "HasWorkerParts", "BuildParts", "FinalizeArchive", "ArchiveCreated"}; !slices.Equal(got, want) {
+		t.Errorf("states entered: %v, want %v", got, want)
+	}
+	if n := len(e.fns.Calls("reader")); n < 2 {
+		t.Errorf("reader invoked %d times; the read jobs should make several batches", n)
+	}
+	if n := len(e.fns.Calls("planner")); n != 2 {
+		t.Errorf("planner invoked %d times, want 2 (PlanArchive, PlanLayout)", n)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.zip")
+	e.srv.DownloadFile(t, "dst", "out/c.zip", path)
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sums []byte
+	methods := map[string]uint16{}
+	for _, f := range zr.File {
+		methods[f.Name] = f.Method
+		if f.Name == "SHA256SUMS" {
+			rc, _ := f.Open()
+			sums, _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	}
+	zr.Close()
+	for name, want := range map[string]uint16{"logs/app.log": zip.Deflate, "logs/small.csv": zip.Deflate, "small/a.txt": zip.Store, "big/b.bin": zip.Store, "SHA256SUMS": zip.Store} {
+		if methods[name] != want {
+			t.Errorf("%s: method %d, want %d", name, methods[name], want)
+		}
+	}
+	var want []zipcheck.Want
+	for k, body := range e.want {
+		want = append(want, zipcheck.WantBytes(strings.TrimPrefix(k, "in/"), body))
+	}
+	zipcheck.Check(t, path, append(want, zipcheck.WantBytes("SHA256SUMS", sums)))
+	x := filepath.Join(dir, "x")
+	if b, err := exec.Command("unzip", "-q", path, "-d", x).CombinedOutput(); err != nil {
+		t.Fatalf("unzip: %v\n%s", err, b)
+	}
+	check := exec.Command("sha256sum", "-c", "--strict", "SHA256SUMS")
+	check.Dir = x
+	if b, err := check.CombinedOutput(); err != nil || strings.Count(string(b), ": OK") != len(e.want) {
+		t.Fatalf("sha256sum -c: %v\n%s", err, b)
+	}
+	e.assertClean(t, "")
+}
+
+// (4b) A reader failure that cannot heal (the source changed under the read:
+// GetObject If-Match answers 412) fails ReadEntries; Abort recovers the
+// batch's own error and leaves nothing (no intermediate pieces, no upload).
+func TestASLReadPassFailureCleansUp(t *testing.T) {
+	e := newEnv(t)
+	e.fns.Config.PieceSize = mib
+	e.fns.SetFault("reader", func(_ context.Context, attempt int, _ json.RawMessage) error {
+		if attempt == 2 {
+			e.srv.PutObject(t, "src", "in/big/c.bin", make([]byte, 7*mib))
+		}
+		return nil
+	})
+	out := e.execute(t, request("out/c.zip", `,"compression":"deflate","maxConcurrency":1`), "exec-read-fail")
+	if out.Status != "FAILED" || out.Error != "SourceChangedError" {
+		t.Fatalf("execution %s %q (%s), want FAILED SourceChangedError", out.Status, out.Error, trim(out.Cause, 300))
+	}
+	if caught := events(out, "StateCaught", "ReadEntries"); len(caught) != 1 {
+		t.Errorf("ReadEntries Catch events: %+v", caught)
+	}
+	if n := len(e.fns.Calls("worker")) + len(e.fns.Calls("finalizer")); n != 0 {
+		t.Errorf("worker/finalizer invoked %d times after a failed read pass", n)
+	}
+	if n := len(e.fns.Calls("abort")); n != 1 {
+		t.Errorf("abort invoked %d times, want 1", n)
+	}
+	e.assertClean(t, "out/c.zip")
 }

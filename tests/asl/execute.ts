@@ -8,7 +8,6 @@
  *   ASL_INVOKE_URL      base URL of the handler server (required), e.g. http://127.0.0.1:41234
  *   ASL_INPUT           execution input, JSON (required)
  *   ASL_EXECUTION_NAME  $$.Execution.Name (default "local-execution")
- *   ASL_PARTS_PER_BATCH value of ${PartsPerBatch} (default 2)
  *   ASL_RETRY_MS        pause before every Retry, in ms; "" or "asl" keeps the ASL's own
  *                       IntervalSeconds/BackoffRate/jitter (default 50)
  *   ASL_FILE            template to run (default: statemachine/archive.asl.json)
@@ -24,6 +23,7 @@ import { env } from './node-compat';
 /** The fake function ARNs the placeholders render to, and the handler each one names. */
 const FUNCTIONS: Record<string, string> = {
   PlannerFunctionArn: 'planner',
+  ReaderFunctionArn: 'reader',
   WorkerFunctionArn: 'worker',
   FinalizerFunctionArn: 'finalizer',
   AbortFunctionArn: 'abort',
@@ -57,10 +57,8 @@ async function main() {
   const retry = env('ASL_RETRY_MS', '50');
   const template = process.env.ASL_FILE ? readArchiveTemplate(process.env.ASL_FILE) : readArchiveTemplate();
 
-  const substitutions: Record<string, string | number> = {
-    MapExecutionType: 'STANDARD',
-    PartsPerBatch: Number(env('ASL_PARTS_PER_BATCH', '2')),
-  };
+  // Batch sizes are not substituted: they come from the state (the planner's Config).
+  const substitutions: Record<string, string | number> = { MapExecutionType: 'STANDARD' };
   const byArn = new Map<string, string>();
   for (const [placeholder, fn] of Object.entries(FUNCTIONS)) {
     substitutions[placeholder] = arnOf(fn);

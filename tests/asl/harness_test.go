@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -42,7 +41,7 @@ type Invocation struct {
 	ErrorType string // what the function reported (Lambda semantics)
 }
 
-// Functions serves the four handlers over HTTP the way Lambda would run them.
+// Functions serves the five handlers over HTTP the way Lambda would run them.
 type Functions struct {
 	S3     workflow.S3
 	Config workflow.Config
@@ -89,7 +88,16 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
-			return h.Plan(ctx, in)
+			return h.Handle(ctx, in)
+		}, true
+	case "reader":
+		h := &workflow.Reader{S3: f.S3}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) {
+			var in workflow.ReadBatchInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, err
+			}
+			return h.ReadBatch(ctx, in)
 		}, true
 	case "worker":
 		h := &workflow.Worker{S3: f.S3, Config: cfg, Log: f.Log}
@@ -122,7 +130,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 	return nil, false
 }
 
-// ServeHTTP: POST /invoke/{planner|worker|finalizer|abort} and /adapter/{read-items|write-results}.
+// ServeHTTP: POST /invoke/{planner|reader|worker|finalizer|abort} and /adapter/{read-items|write-results}.
 func (f *Functions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil || r.Method != http.MethodPost {
@@ -257,11 +265,11 @@ func requireNode(t *testing.T, root string) string {
 	return node
 }
 
-// RunOptions configure one execution.
+// RunOptions configure one execution. (Batch sizes come from the state:
+// set Functions.Config.PartsPerBatch / MaxReadsPerBatch.)
 type RunOptions struct {
-	Execution     string
-	PartsPerBatch int
-	RetryMillis   string // "" → execute.ts default; "asl" keeps the ASL's intervals
+	Execution   string
+	RetryMillis string // "" → execute.ts default; "asl" keeps the ASL's intervals
 }
 
 // Execute runs statemachine/archive.asl.json once with input against the
@@ -274,9 +282,6 @@ func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.PartsPerBatch == 0 {
-		o.PartsPerBatch = 2
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--import", "tsx", filepath.Join("tests", "asl", "execute.ts"))
@@ -285,7 +290,6 @@ func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
 		"ASL_INVOKE_URL="+url,
 		"ASL_INPUT="+string(in),
 		"ASL_EXECUTION_NAME="+o.Execution,
-		fmt.Sprintf("ASL_PARTS_PER_BATCH=%d", o.PartsPerBatch),
 		"ASL_RETRY_MS="+o.RetryMillis,
 	)
 	var stdout, stderr bytes.Buffer

@@ -438,7 +438,9 @@ func TestManifestCRCNotStoredInS3(t *testing.T) {
 	before := snapshot(t, w.c)
 	for _, strategy := range []string{"stream", "duo"} {
 		t.Run(strategy, func(t *testing.T) {
-			r := &workflow.Runner{S3: w.c, Config: baseConfig(), PartsPerBatch: 2}
+			cfg := baseConfig()
+			cfg.PartsPerBatch = 2
+			r := &workflow.Runner{S3: w.c, Config: cfg}
 			req := manifestReq("manifests/wrong-crc.csv", map[string]any{"strategy": strategy})
 			_, err := r.Run(context.Background(), req.raw(t), "wrong-crc-"+strategy)
 			// The worker or finalizer that reads the object finds the mismatch

@@ -7,7 +7,6 @@ import { describe, test } from 'node:test';
 import aslValidator from 'asl-validator';
 import {
   ARCHIVE_ASL_PATH,
-  NUMBER_PLACEHOLDERS,
   STRING_PLACEHOLDERS,
   placeholdersIn,
   readArchiveTemplate,
@@ -33,6 +32,8 @@ const def = renderDefinition(REALISTIC_SUBSTITUTIONS, template) as Json;
 const states = def.States as Record<string, Json>;
 const buildParts = states.BuildParts;
 const buildBatch = buildParts.ItemProcessor.States.BuildBatch as Json;
+const readEntries = states.ReadEntries;
+const readBatch = readEntries.ItemProcessor.States.ReadBatch as Json;
 
 function retrierFor(state: Json, error: string): Json | undefined {
   return (state.Retry as Json[] | undefined)?.find((r) => (r.ErrorEquals as string[]).includes(error));
@@ -40,33 +41,45 @@ function retrierFor(state: Json, error: string): Json | undefined {
 
 describe('placeholders', () => {
   test('the file uses exactly the known placeholders', () => {
-    assert.deepEqual(placeholdersIn(template), [...STRING_PLACEHOLDERS, ...NUMBER_PLACEHOLDERS].sort());
+    assert.deepEqual(placeholdersIn(template), [...STRING_PLACEHOLDERS].sort());
   });
 
-  test('string placeholders sit inside JSON strings, number placeholders are bare values', () => {
+  test('the file is plain JSON before substitution: every placeholder is a whole quoted string', () => {
+    assert.doesNotThrow(() => JSON.parse(template));
     for (const name of STRING_PLACEHOLDERS) {
       const all = template.split(`\${${name}}`).length - 1;
       const quoted = template.split(`"\${${name}}"`).length - 1;
       assert.ok(all > 0, `${name} is used`);
       assert.equal(quoted, all, `every \${${name}} is a whole quoted JSON string`);
     }
-    for (const name of NUMBER_PLACEHOLDERS) {
-      const bare = new RegExp(`:\\s*\\$\\{${name}\\}\\s*[,}\\n]`, 'g');
-      const all = template.split(`\${${name}}`).length - 1;
-      assert.ok(all > 0, `${name} is used`);
-      assert.equal(template.match(bare)?.length ?? 0, all, `every \${${name}} is an unquoted JSON value`);
+  });
+
+  test('batch sizes and concurrency come from the state, not the deployment', () => {
+    for (const map of [buildParts, readEntries]) {
+      assert.equal(map.ItemBatcher.MaxItemsPerBatch, undefined);
+      assert.equal(map.MaxConcurrency, undefined);
+      assert.equal(map.MaxConcurrencyPath, '$.maxConcurrency');
+    }
+    assert.equal(buildParts.ItemBatcher.MaxItemsPerBatchPath, '$.partsPerBatch');
+    assert.equal(readEntries.ItemBatcher.MaxItemsPerBatchPath, '$.readsPerBatch');
+  });
+
+  test('every literal number is named in its state\'s Comment', () => {
+    // Retry numbers are self-describing fields; these are the others.
+    for (const [s, field, value] of [
+      [buildParts, 'MaxInputBytesPerBatch', buildParts.ItemBatcher.MaxInputBytesPerBatch],
+      [readEntries, 'MaxInputBytesPerBatch', readEntries.ItemBatcher.MaxInputBytesPerBatch],
+      [buildBatch, 'TimeoutSeconds', buildBatch.TimeoutSeconds],
+      [readBatch, 'TimeoutSeconds', readBatch.TimeoutSeconds],
+    ] as const) {
+      assert.ok(Number.isInteger(value), field);
+      assert.ok(String(s.Comment).includes(`${field} ${value}`), `${field} ${value} is explained in the Comment: ${s.Comment}`);
     }
   });
 
-  test('substituted numbers become JSON numbers', () => {
-    assert.equal(buildParts.ItemBatcher.MaxItemsPerBatch, 8);
-    const other = renderDefinition({ ...REALISTIC_SUBSTITUTIONS, PartsPerBatch: 25 }, template) as Json;
-    assert.equal(other.States.BuildParts.ItemBatcher.MaxItemsPerBatch, 25);
-  });
-
   test('a missing substitution is an error, not a silent leftover', () => {
-    const { PartsPerBatch: _omitted, ...rest } = REALISTIC_SUBSTITUTIONS;
-    assert.throws(() => renderDefinition(rest, template), /PartsPerBatch/);
+    const { ReaderFunctionArn: _omitted, ...rest } = REALISTIC_SUBSTITUTIONS;
+    assert.throws(() => renderDefinition(rest, template), /ReaderFunctionArn/);
   });
 
   test('no placeholder survives rendering', () => {
@@ -137,19 +150,25 @@ describe('standard JSONPath ASL only (aws-local-stepfunctions runs it)', () => {
 });
 
 describe('contract: flow', () => {
-  test('PlanArchive -> HasWorkerParts -> BuildParts | FinalizeArchive -> Succeed', () => {
+  test('PlanArchive -> HasWorkerParts -> [ReadEntries -> PlanLayout -> HasWorkerParts] -> BuildParts | FinalizeArchive -> Succeed', () => {
     assert.equal(def.StartAt, 'PlanArchive');
     assert.equal(states.PlanArchive.Next, 'HasWorkerParts');
     const choice = states.HasWorkerParts;
     assert.equal(choice.Type, 'Choice');
-    assert.deepEqual(choice.Choices, [{ Variable: '$.workerParts', NumericGreaterThan: 0, Next: 'BuildParts' }]);
+    // One Choice routes the read plan too: a job with nothing to read takes no extra transition.
+    assert.deepEqual(choice.Choices, [
+      { Variable: '$.reads', IsPresent: true, Next: 'ReadEntries' },
+      { Variable: '$.workerParts', NumericGreaterThan: 0, Next: 'BuildParts' },
+    ]);
+    assert.equal(readEntries.Next, 'PlanLayout');
+    assert.equal(states.PlanLayout.Next, 'HasWorkerParts');
     assert.equal(choice.Default, 'FinalizeArchive');
     assert.equal(buildParts.Next, 'FinalizeArchive');
     assert.equal(states[states.FinalizeArchive.Next].Type, 'Succeed');
   });
 
   test('every failure of a top-level task or the Map goes to Abort with the error at $.error', () => {
-    for (const name of ['PlanArchive', 'BuildParts', 'FinalizeArchive']) {
+    for (const name of ['PlanArchive', 'ReadEntries', 'PlanLayout', 'BuildParts', 'FinalizeArchive']) {
       assert.deepEqual(states[name].Catch, [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abort' }], name);
     }
   });
@@ -180,6 +199,34 @@ describe('contract: payloads', () => {
     assert.equal(s.Parameters.FunctionName, REALISTIC_SUBSTITUTIONS.PlannerFunctionArn);
     assert.deepEqual(s.Parameters.Payload, { 'request.$': '$', 'execution.$': '$$.Execution.Name' });
     assert.equal(s.OutputPath, '$.Payload');
+  });
+
+  test('PlanLayout sends {request (the execution input), execution, reads} to the planner', () => {
+    const s = states.PlanLayout;
+    assert.equal(s.Resource, 'arn:aws:states:::lambda:invoke');
+    assert.equal(s.Parameters.FunctionName, REALISTIC_SUBSTITUTIONS.PlannerFunctionArn);
+    assert.deepEqual(s.Parameters.Payload, { 'request.$': '$$.Execution.Input', 'execution.$': '$$.Execution.Name', 'reads.$': '$.reads' });
+    assert.equal(s.OutputPath, '$.Payload');
+    assert.deepEqual(s.Retry, states.PlanArchive.Retry);
+  });
+
+  test('ReadEntries reads the read jobs, batches by the read plan, writes results under workPrefix + "map/reads"', () => {
+    assert.deepEqual(readEntries.ItemReader, {
+      Resource: 'arn:aws:states:::s3:getObject',
+      ReaderConfig: { InputType: 'JSON' },
+      Parameters: { 'Bucket.$': '$.workBucket', 'Key.$': '$.reads.jobsKey' },
+    });
+    assert.ok(readEntries.ItemBatcher.MaxInputBytesPerBatch <= 262144);
+    assert.equal(readEntries.ToleratedFailurePercentage, 0);
+    assert.deepEqual(readEntries.ItemProcessor.ProcessorConfig, { Mode: 'DISTRIBUTED', ExecutionType: 'STANDARD' });
+    assert.deepEqual(readEntries.ResultWriter, {
+      Resource: 'arn:aws:states:::s3:putObject',
+      Parameters: { 'Bucket.$': '$.workBucket', 'Prefix.$': "States.Format('{}map/reads', $.workPrefix)" },
+    });
+    assert.equal(readEntries.ResultPath, '$.reads.results');
+    assert.deepEqual(readBatch.Parameters, { FunctionName: REALISTIC_SUBSTITUTIONS.ReaderFunctionArn, 'Payload.$': '$' });
+    assert.equal(readBatch.OutputPath, '$.Payload');
+    assert.ok(readBatch.TimeoutSeconds > 900, 'never cuts a 15-minute reader short');
   });
 
   test('BuildParts reads parts.jsonl, batches with the job, writes results under workPrefix + "map"', () => {
@@ -231,6 +278,8 @@ describe('contract: retries', () => {
   test('every Lambda task retries the Lambda service errors with backoff and full jitter', () => {
     for (const [name, s] of [
       ['PlanArchive', states.PlanArchive],
+      ['PlanLayout', states.PlanLayout],
+      ['ReadBatch', readBatch],
       ['BuildBatch', buildBatch],
       ['FinalizeArchive', states.FinalizeArchive],
     ] as const) {
@@ -245,12 +294,14 @@ describe('contract: retries', () => {
     assert.ok(retrierFor(buildBatch, 'Lambda.TooManyRequestsException')!.MaxAttempts >= 6, 'worker throttling gets ~6 attempts');
   });
 
-  test('the worker retries transient conditions 3 times', () => {
-    for (const err of WORKER_RETRYABLE) {
-      const r = retrierFor(buildBatch, err);
-      assert.ok(r, `BuildBatch retries ${err}`);
-      assert.equal(r.MaxAttempts, 3, err);
-      assert.ok(r.BackoffRate > 1, err);
+  test('the worker and the reader retry transient conditions 3 times', () => {
+    for (const [name, s] of [['BuildBatch', buildBatch], ['ReadBatch', readBatch]] as const) {
+      for (const err of WORKER_RETRYABLE) {
+        const r = retrierFor(s, err);
+        assert.ok(r, `${name} retries ${err}`);
+        assert.equal(r.MaxAttempts, 3, err);
+        assert.ok(r.BackoffRate > 1, err);
+      }
     }
   });
 
@@ -261,6 +312,9 @@ describe('contract: retries', () => {
   test('conditions that cannot heal are never retried anywhere but Abort', () => {
     for (const [name, s] of [
       ['PlanArchive', states.PlanArchive],
+      ['ReadEntries', readEntries],
+      ['ReadBatch', readBatch],
+      ['PlanLayout', states.PlanLayout],
       ['BuildParts', buildParts],
       ['BuildBatch', buildBatch],
       ['FinalizeArchive', states.FinalizeArchive],

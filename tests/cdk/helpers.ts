@@ -33,8 +33,8 @@ export function tempDir(prefix: string): string {
 }
 
 /**
- * Folder with <name>/bootstrap for the four functions. The real binaries (dist/functions, from
- * `make lambdas`) are used when all four exist. Otherwise -- e.g. `npm test` before the Go
+ * Folder with <name>/bootstrap for the five functions. The real binaries (dist/functions, from
+ * `make lambdas`) are used when all five exist. Otherwise -- e.g. `npm test` before the Go
  * build, or on a machine without Go -- each function gets a temp folder holding a placeholder
  * `bootstrap` file: Code.fromAsset only hashes and copies the folder, it never runs or
  * inspects the binary, so the synthesized template is the same apart from asset hashes.

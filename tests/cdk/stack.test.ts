@@ -74,10 +74,10 @@ describe('state machine definition', () => {
   test('each function placeholder is bound to the right function', () => {
     const subs = stateMachineProps.DefinitionSubstitutions as Record<string, unknown>;
     assert.deepEqual(subs.PlannerFunctionArn, { 'Fn::GetAtt': [ids.fn.planner, 'Arn'] });
+    assert.deepEqual(subs.ReaderFunctionArn, { 'Fn::GetAtt': [ids.fn.reader, 'Arn'] });
     assert.deepEqual(subs.WorkerFunctionArn, { 'Fn::GetAtt': [ids.fn.worker, 'Arn'] });
     assert.deepEqual(subs.FinalizerFunctionArn, { 'Fn::GetAtt': [ids.fn.finalizer, 'Arn'] });
     assert.deepEqual(subs.AbortFunctionArn, { 'Fn::GetAtt': [ids.fn.abort, 'Arn'] });
-    assert.equal(subs.PartsPerBatch, '8');
     assert.equal(subs.MapExecutionType, 'STANDARD');
   });
 
@@ -92,21 +92,49 @@ describe('state machine definition', () => {
     const def = renderDefinition(subs) as any;
     const fnOf = (s: any) => String(s.Parameters.FunctionName).split(':').pop();
     assert.equal(fnOf(def.States.PlanArchive), ids.fn.planner);
+    assert.equal(fnOf(def.States.PlanLayout), ids.fn.planner);
+    assert.equal(fnOf(def.States.ReadEntries.ItemProcessor.States.ReadBatch), ids.fn.reader);
     assert.equal(fnOf(def.States.BuildParts.ItemProcessor.States.BuildBatch), ids.fn.worker);
     assert.equal(fnOf(def.States.FinalizeArchive), ids.fn.finalizer);
     assert.equal(fnOf(def.States.Abort), ids.fn.abort);
-    assert.equal(def.States.BuildParts.ItemBatcher.MaxItemsPerBatch, 8);
+    assert.equal(def.States.BuildParts.ItemBatcher.MaxItemsPerBatchPath, '$.partsPerBatch');
   });
 
-  test('partsPerBatch and mapExecutionType props flow into the substitutions', () => {
-    const b = build({ partsPerBatch: 3, mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(4) } }, { nag: false });
+  test('batch sizes reach the planner as environment (the Go defaults hold when unset); mapExecutionType the substitutions', () => {
+    for (const name of FUNCTION_NAMES) {
+      const env = json.Resources[ids.fn[name]].Properties!.Environment.Variables;
+      assert.equal(env.PARTS_PER_BATCH, undefined, name);
+      assert.equal(env.MAX_READS_PER_BATCH, undefined, name);
+    }
+    const b = build(
+      { partsPerBatch: 3, maxReadsPerBatch: 5, mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(4) }, reader: { timeout: Duration.minutes(4) } },
+      { nag: false },
+    );
     b.template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
-      DefinitionSubstitutions: Match.objectLike({ PartsPerBatch: '3', MapExecutionType: 'EXPRESS' }),
+      DefinitionSubstitutions: Match.objectLike({ MapExecutionType: 'EXPRESS' }),
     });
+    b.template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ PARTS_PER_BATCH: '3', MAX_READS_PER_BATCH: '5' }) },
+    });
+    assert.throws(() => build({ partsPerBatch: 0 }, { nag: false }), /partsPerBatch must be a positive integer/);
   });
 
-  test('EXPRESS children with a worker that can outlive them are refused', () => {
+  test('EXPRESS children with a worker or reader that can outlive them are refused', () => {
     assert.throws(() => build({ mapExecutionType: 'EXPRESS' }, { nag: false }), /EXPRESS.*5 minutes/);
+    assert.throws(
+      () => build({ mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(4) } }, { nag: false }),
+      /reader\.timeout/,
+    );
+  });
+
+  test('the Map tasks outlast their functions (TimeoutSeconds 960 > 900 s)', () => {
+    const def = renderDefinition(Object.fromEntries(Object.keys(stateMachineProps.DefinitionSubstitutions).map((k) => [k, k === 'MapExecutionType' ? 'STANDARD' : 'arn:aws:lambda:eu-west-1:123456789012:function:x']))) as any;
+    for (const [name, task] of [
+      ['worker', def.States.BuildParts.ItemProcessor.States.BuildBatch],
+      ['reader', def.States.ReadEntries.ItemProcessor.States.ReadBatch],
+    ] as const) {
+      assert.ok(task.TimeoutSeconds > json.Resources[ids.fn[name]].Properties!.Timeout, name);
+    }
   });
 
   test('STANDARD type, logging ALL without execution data, tracing on', () => {
@@ -123,6 +151,7 @@ describe('state machine definition', () => {
 describe('functions', () => {
   const expected: Record<string, { memory: number; timeout: number }> = {
     planner: { memory: 2048, timeout: 900 },
+    reader: { memory: 1769, timeout: 900 },
     worker: { memory: 1769, timeout: 900 },
     finalizer: { memory: 2048, timeout: 900 },
     abort: { memory: 512, timeout: 300 },
@@ -259,12 +288,12 @@ describe('IAM: least privilege', () => {
     }
   });
 
-  test('sources: read-only; planner and worker read, the finalizer reads the tail, abort nothing', () => {
+  test('sources: read-only; planner, reader and worker read, the finalizer reads the tail, abort nothing', () => {
     for (const name of FUNCTION_NAMES) {
       const st = s3Statements(statementsOfRole(json, ids.role[name]));
       for (const b of SOURCE_BUCKETS) {
         const actions = actionsOn(st, `arn:<AWS::Partition>:s3:::${b}/photos/*`);
-        if (name === 'planner' || name === 'worker') {
+        if (name === 'planner' || name === 'reader' || name === 'worker') {
           assert.deepEqual([...actions].sort(), ['s3:GetObject', 's3:GetObjectVersion'], `${name} ${b}`);
         } else if (name === 'finalizer') {
           // The last part may hold small objects after the last copy: the finalizer reads them.
@@ -289,16 +318,19 @@ describe('IAM: least privilege', () => {
     }
     const abort = actionsOn(statementsOfRole(json, ids.role.abort), dest);
     assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts']);
+    assert.equal(actionsOn(statementsOfRole(json, ids.role.reader), dest).size, 0, 'the reader never touches the destination');
   });
 
-  test('work prefix: planner and worker write, workers delete consumed chain rounds, finalizer and abort delete, all abort uploads', () => {
+  test('work prefix: planner, reader and worker write, planner drops joined pieces, workers delete consumed chain rounds, finalizer and abort delete', () => {
     const work = `<${ids.workBucket}.Arn>/s3zip-work/*`;
     for (const name of FUNCTION_NAMES) {
       const actions = actionsOn(statementsOfRole(json, ids.role[name]), work);
       const want =
         name === 'planner'
-          ? ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject']
-          : name === 'worker'
+          ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
+          : name === 'reader'
+            ? ['s3:PutObject']
+            : name === 'worker'
             ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
             : ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject'];
       assert.deepEqual([...actions].sort(), want, name);
@@ -323,7 +355,7 @@ describe('IAM: least privilege', () => {
     }
   });
 
-  test('state machine role: invoke exactly the four functions (and their versions)', () => {
+  test('state machine role: invoke exactly the five functions (and their versions)', () => {
     const st = statementsOfRole(json, ids.stateMachineRole).filter((s) => list(s.Action).includes('lambda:InvokeFunction'));
     assert.equal(st.length, 1);
     assert.deepEqual(list(st[0].Action), ['lambda:InvokeFunction']);
@@ -376,8 +408,8 @@ describe('IAM: least privilege', () => {
     const sourceUsers = kmsStatements.filter(({ statement }) => list(statement.Resource).includes(sourceKey));
     assert.deepEqual(
       sourceUsers.flatMap((s) => list(s.statement.Action)).sort(),
-      ['kms:Decrypt', 'kms:Decrypt', 'kms:Decrypt'],
-      'planner, worker and finalizer decrypt',
+      ['kms:Decrypt', 'kms:Decrypt', 'kms:Decrypt', 'kms:Decrypt'],
+      'planner, reader, worker and finalizer decrypt',
     );
   });
 
@@ -397,7 +429,7 @@ describe('IAM: least privilege', () => {
     }
     const kmsStatements = identityStatements(b.json).filter(({ statement }) => list(statement.Action).some((a) => a.startsWith('kms:')));
     const roles = new Set(kmsStatements.flatMap((s) => s.roles));
-    assert.equal(roles.size, 5, 'four functions and the state machine');
+    assert.equal(roles.size, 6, 'five functions and the state machine');
     for (const { statement } of kmsStatements) {
       assert.deepEqual(list(statement.Resource).map(render), [`<${keyId}.Arn>`]);
     }
@@ -435,7 +467,7 @@ describe('trigger', () => {
     const p = json.Resources[ids.controlBucket].Properties!;
     assert.deepEqual(p.NotificationConfiguration, { EventBridgeConfiguration: { EventBridgeEnabled: true } });
     assert.equal(resourcesOfType(json, 'Custom::S3BucketNotifications').length, 0);
-    assert.equal(resourcesOfType(json, 'AWS::Lambda::Function').length, 4, 'only the four workflow functions');
+    assert.equal(resourcesOfType(json, 'AWS::Lambda::Function').length, 5, 'only the five workflow functions');
   });
 
   test('the rule role may start only this state machine', () => {

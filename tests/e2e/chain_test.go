@@ -34,7 +34,7 @@ func (w *world) chainPeak(t *testing.T, prefix, dest string, objects map[string]
 		cancel()
 	})
 	raw, _ := json.Marshal(listRequest("chain", "src", prefix, dest, nil))
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 1}
+	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	started := time.Now()
 	res, err := r.Run(ctx, raw, "e2e-"+t.Name())
 	peak, samples, serr := usage.Stop()

@@ -189,7 +189,7 @@ func runKinds(t *testing.T, c kindsCase) {
 			}))
 			dest := "out/" + s + ".zip"
 			raw, _ := json.Marshal(listRequest(s, "src", "kinds/", dest, nil))
-			r := &workflow.Runner{S3: client, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, MemoryBudget: c.budget}, PartsPerBatch: 3}
+			r := &workflow.Runner{S3: client, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, MemoryBudget: c.budget, PartsPerBatch: 3}}
 			t0 := time.Now()
 			res, err := r.Run(context.Background(), raw, "e2e-kinds-"+s)
 			if err != nil {

@@ -86,7 +86,7 @@ func (w *world) run(t *testing.T, req map[string]any) (*workflow.RunResult, erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	return r.Run(context.Background(), raw, "e2e-"+strings.ReplaceAll(t.Name(), "/", "-"))
 }
 
@@ -309,7 +309,7 @@ func TestCRCsFromCopies(t *testing.T) {
 			}))
 			dest := "out/crc-" + s + ".zip"
 			raw, _ := json.Marshal(listRequest(s, "src", "k/", dest, nil))
-			r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+			r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 			res, err := r.Run(context.Background(), raw, "e2e-crc-"+s)
 			if err != nil {
 				t.Fatal(err)
@@ -377,7 +377,7 @@ func TestCRCsOfCopiedTails(t *testing.T) {
 		}
 	}))
 	raw, _ := json.Marshal(listRequest("duo", "src", "t/", "out/tails.zip", nil))
-	r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 1}
+	r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	res, err := r.Run(context.Background(), raw, "e2e-tails")
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		w.clean(t)
 	})
 	t.Run("report-appears-mid-run", func(t *testing.T) {
-		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work"}, PartsPerBatch: 1}
+		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", PartsPerBatch: 1}}
 		worker := &workflow.Worker{S3: w.s3, Config: workflow.Config{WorkBucket: "work"}}
 		var once sync.Once
 		r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {

@@ -146,7 +146,7 @@ func TestExtractRoundTrip(t *testing.T) {
 			"destination": map[string]any{"bucket": "src", "key": key},
 			"options":     map[string]any{"strategy": strategy},
 		})
-		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 		if _, err := r.Run(context.Background(), raw, "extract-"+strategy); err != nil {
 			t.Fatalf("create %s: %v", strategy, err)
 		}
@@ -548,7 +548,7 @@ func TestExtractFaults(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{
 		"source": map[string]any{"bucket": "src", "prefix": "in/"}, "destination": map[string]any{"bucket": "src", "key": "a.zip"},
 	})
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	if _, err := r.Run(context.Background(), raw, "faults"); err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestExtractOver5GiBEntry(t *testing.T) {
 		"source": map[string]any{"bucket": "src", "prefix": "in/"}, "destination": map[string]any{"bucket": "src", "key": "big.zip"},
 		"options": map[string]any{"strategy": "duo"},
 	})
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 3}
+	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	if _, err := r.Run(ctx, raw, "big"); err != nil {
 		t.Fatal(err)
 	}

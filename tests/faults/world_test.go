@@ -169,7 +169,7 @@ func request(strategy, prefix, dest string, overwrite bool) json.RawMessage {
 var quiet = slogDiscard()
 
 func (w *world) runner(c workflow.S3) *workflow.Runner {
-	return &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}, PartsPerBatch: 2, Log: quiet}
+	return &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 2}, Log: quiet}
 }
 
 func config() workflow.Config {
