@@ -4,7 +4,7 @@
  *
  * Context (all optional, so `cdk synth` works offline with no AWS account):
  *   -c sourceBuckets=a,b  -c sourcePrefix=photos/  -c destinationBucket=d  -c destinationPrefix=archives/
- *   -c partsPerBatch=8  -c maxReadsPerBatch=8  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
+ *   -c partsPerBatch=8  -c maxReadsPerBatch=8  -c pieceSize=67108864  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
  *   -c functionsDir=/path/to/functions   (default dist/functions, built by `make lambdas`)
  */
 import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
@@ -55,6 +55,7 @@ new S3ZipStack(
     functionsDir: contextString(app, 'functionsDir'),
     partsPerBatch: contextInt(app, 'partsPerBatch'),
     maxReadsPerBatch: contextInt(app, 'maxReadsPerBatch'),
+    pieceSize: contextInt(app, 'pieceSize'),
     defaultMaxConcurrency: contextInt(app, 'defaultMaxConcurrency'),
     mapExecutionType: mapExecutionType as ArchiveWorkflowProps['mapExecutionType'],
   },

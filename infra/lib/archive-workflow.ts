@@ -74,6 +74,11 @@ export interface ArchiveWorkflowProps {
   readonly partsPerBatch?: number;
   /** Most read jobs per reader invocation (env MAX_READS_PER_BATCH). @default workflow.DefaultMaxReadsPerBatch (Go) */
   readonly maxReadsPerBatch?: number;
+  /**
+   * Bytes of an object one read job reads and compresses (env PIECE_SIZE_BYTES); a reader holds
+   * one compressed piece in memory. @default workflow.DefaultPieceSize (Go, 64 MiB)
+   */
+  readonly pieceSize?: number;
   /** Map concurrency when a request sets none (env DEFAULT_MAX_CONCURRENCY). @default 100 */
   readonly defaultMaxConcurrency?: number;
   /**
@@ -149,7 +154,11 @@ export class ArchiveWorkflow extends Construct {
     const destinationPrefix = normalizePrefix(props.destinationPrefix);
     const workPrefix = normalizePrefix(props.workPrefix ?? 's3zip-work/');
     if (workPrefix === '') throw new Error('ArchiveWorkflow: workPrefix must not be empty');
-    for (const [name, value] of [['partsPerBatch', props.partsPerBatch], ['maxReadsPerBatch', props.maxReadsPerBatch]] as const) {
+    for (const [name, value] of [
+      ['partsPerBatch', props.partsPerBatch],
+      ['maxReadsPerBatch', props.maxReadsPerBatch],
+      ['pieceSize', props.pieceSize],
+    ] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
         throw new Error(`ArchiveWorkflow: ${name} must be a positive integer, got ${value}`);
       }
@@ -239,6 +248,7 @@ export class ArchiveWorkflow extends Construct {
     // Batch sizes: unset, the Go defaults hold (one place); the planner writes them into the state.
     if (props.partsPerBatch !== undefined) env.PARTS_PER_BATCH = String(props.partsPerBatch);
     if (props.maxReadsPerBatch !== undefined) env.MAX_READS_PER_BATCH = String(props.maxReadsPerBatch);
+    if (props.pieceSize !== undefined) env.PIECE_SIZE_BYTES = String(props.pieceSize);
     // Archives are encrypted with the destination key unless a request names another.
     if (props.destinationKmsKeyArn) env.DESTINATION_KMS_KEY_ARN = props.destinationKmsKeyArn;
 
@@ -401,8 +411,9 @@ export class ArchiveWorkflow extends Construct {
       controlRead,
     ]);
     // The reader reads sources by range (If-Match on the planned ETag) and writes pieces under the
-    // work prefix: no listing, no destination, no delete.
-    add(reader, [workObjectsFor('reader'), sourceRead[0]]);
+    // work prefix: no destination, no delete. It may list the sources, as the worker may, so that a
+    // source deleted since planning answers 404 (SourceChangedError), not 403.
+    add(reader, [workObjectsFor('reader'), ...sourceRead]);
     add(worker, [workObjectsFor('worker'), ...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
     add(finalizer, [
       workObjectsFor('finalizer'),

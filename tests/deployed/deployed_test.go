@@ -1,7 +1,12 @@
 package deployed_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
@@ -72,7 +77,7 @@ func (d *Deployment) logsOnFailure() {
 	d.T.Helper()
 	if d.T.Failed() {
 		for name, f := range d.Functions {
-			if name == "planner" || name == "worker" || name == "finalizer" || name == "abort" {
+			if name == "planner" || name == "reader" || name == "worker" || name == "finalizer" || name == "abort" {
 				d.T.Logf("%s logs:\n%.4000s", name, d.Lambdas.Logs(f))
 			}
 		}
@@ -87,8 +92,8 @@ func TestDeployedFunctionsAsDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fns) != 4 {
-		t.Fatalf("%d functions in the template, want 4", len(fns))
+	if len(fns) != 5 {
+		t.Fatalf("%d functions in the template, want 5", len(fns))
 	}
 	for _, f := range fns {
 		if f.Handler != "bootstrap" || f.Runtime != "provided.al2023" || strings.Join(f.Architectures, ",") != "arm64" {
@@ -132,6 +137,12 @@ func TestDeployedBuildsArchive(t *testing.T) {
 	}
 	if n, _, _ := d.Functions["worker"].Stats(); n == 0 {
 		t.Errorf("the worker was never invoked")
+	}
+	if n, _, _ := d.Functions["reader"].Stats(); n != 0 {
+		t.Errorf("the reader was invoked %d times for an uncompressed archive", n)
+	}
+	if n := len(d.IAM.Calls(d.Functions["reader"].Role)); n != 0 {
+		t.Errorf("the reader's role made %d calls for an uncompressed archive", n)
 	}
 
 	// chain: rounds built in the work bucket (create, copy, complete, abort,
@@ -289,5 +300,78 @@ func TestDeployedDeletesAWrongArchive(t *testing.T) {
 	if _, err := d.Admin.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(destinationBucket), Key: aws.String(key)}); err == nil {
 		t.Errorf("the wrong archive is still at s3://%s/%s", destinationBucket, key)
 	}
+	d.assertClean()
+}
+
+// The read pass as deployed: compression deflate with SHA256SUMS. The
+// template's reader function (its own role) reads the sources by range and
+// writes compressed pieces to the work prefix; the planner (PlanLayout)
+// joins the log's pieces and deletes them; every call is checked against
+// the roles (a denial fails the test, and the suite's summary lists unused
+// grants).
+func TestDeployedCompressedArchive(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	want := sources(d)
+	var log bytes.Buffer
+	rng := rand.New(rand.NewPCG(5, 5))
+	for log.Len() < 20*mib {
+		fmt.Fprintf(&log, "2026-11-23T12:%02d:%02dZ INFO GET /api/items/%d status=%d bytes=%d\n", rng.IntN(60), rng.IntN(60), rng.IntN(9999), []int{200, 200, 404}[rng.IntN(3)], rng.IntN(1<<16))
+	}
+	d.S3.PutObject(t, sourceBucket, "in/logs/app.log", log.Bytes())
+	want["in/logs/app.log"] = log.Bytes()
+	req := request(destinationPrefix+"compressed.zip", "duo")
+	opts := req["options"].(map[string]any)
+	opts["compression"], opts["digests"], opts["checksumsFile"] = "deflate", []string{"sha256"}, "SHA256SUMS"
+	out := d.Execute("compress-1", req)
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+	}
+	var entered []string
+	for _, ev := range out.Events {
+		if ev.Type == "StateEntered" && ev.Child == "" {
+			entered = append(entered, ev.State)
+		}
+	}
+	if got := strings.Join(entered, ","); got != "PlanArchive,HasWorkerParts,ReadEntries,PlanLayout,HasWorkerParts,BuildParts,FinalizeArchive,ArchiveCreated" {
+		t.Errorf("states entered: %s", got)
+	}
+	if n, _, _ := d.Functions["reader"].Stats(); n == 0 {
+		t.Errorf("the reader was never invoked")
+	}
+	for _, c := range d.IAM.Calls(d.Functions["reader"].Role) {
+		if !strings.HasPrefix(c.What, "GetObject ") && !strings.HasPrefix(c.What, "PutObject ") {
+			t.Errorf("the reader made a call it has no business making: %s", c.What)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.zip")
+	d.S3.DownloadFile(t, destinationBucket, destinationPrefix+"compressed.zip", path)
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sums []byte
+	for _, f := range zr.File {
+		switch f.Name {
+		case "logs/app.log":
+			if f.Method != zip.Deflate || f.CompressedSize64*4 > f.UncompressedSize64 {
+				t.Errorf("logs/app.log: method %d, %d of %d bytes; want DEFLATE, at least 4x smaller", f.Method, f.CompressedSize64, f.UncompressedSize64)
+			}
+		case "SHA256SUMS":
+			rc, _ := f.Open()
+			sums, _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	}
+	zr.Close()
+	var w []zipcheck.Want
+	for k, body := range want {
+		name := strings.TrimPrefix(k, sourcePrefix)
+		w = append(w, zipcheck.WantBytes(name, body))
+		if line := fmt.Sprintf("%x  %s\n", sha256.Sum256(body), name); !bytes.Contains(sums, []byte(line)) {
+			t.Errorf("SHA256SUMS lacks %q", line)
+		}
+	}
+	zipcheck.Check(t, path, append(w, zipcheck.WantBytes("SHA256SUMS", sums)))
 	d.assertClean()
 }

@@ -43,6 +43,9 @@ const (
 	sourcePrefix      = "in/"
 	destinationBucket = "s3zip-dst"
 	destinationPrefix = "archives/"
+	// pieceSize (-c pieceSize, env PIECE_SIZE_BYTES): the read pass cuts a
+	// compressed test's 20 MiB log into pieces that PlanLayout joins.
+	pieceSize = 6 << 20
 )
 
 var (
@@ -92,7 +95,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// synth builds the four functions for this machine (`make lambdas` with
+// synth builds the five functions for this machine (`make lambdas` with
 // LAMBDA_ARCH set to the host's) and synthesizes the stack with them.
 func synth(dir string) error {
 	fns := filepath.Join(dir, "functions")
@@ -107,7 +110,7 @@ func synth(dir string) error {
 	}
 	cmd := exec.Command(cdk, "synth", "-q", "-o", filepath.Join(dir, "cdk.out"),
 		"-c", "functionsDir="+fns, "-c", "sourceBuckets="+sourceBucket, "-c", "sourcePrefix="+sourcePrefix,
-		"-c", "destinationBucket="+destinationBucket, "-c", "destinationPrefix="+destinationPrefix, "-c", "partsPerBatch=2")
+		"-c", "destinationBucket="+destinationBucket, "-c", "destinationPrefix="+destinationPrefix, "-c", "partsPerBatch=2", "-c", fmt.Sprintf("pieceSize=%d", pieceSize))
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -202,6 +205,7 @@ var keptGrants = []struct{ role, sid, action, why string }{
 	{"", "SourceObjectsRead", "s3:GetObjectVersion", "sources in a versioned bucket are read by the version the planner pinned (versitygw runs unversioned here)"},
 	{"", "SourceObjectsReadTail", "s3:GetObjectVersion", "same, for the finalizer's tail reads"},
 	{"Worker", "SourceBucketsList", "s3:ListBucket", "a deleted source must answer 404 NoSuchKey (SourceChangedError), not 403"},
+	{"Reader", "SourceBucketsList", "s3:ListBucket", "same, for the read pass's ranged GETs"},
 	{"", "WorkPrefixList", "s3:ListBucket", "a missing work object must answer 404, not 403"},
 	{"Finalizer", "DestinationPrefixList", "s3:ListBucket", "the check after completion tells a removed archive (404) from a forbidden one"},
 	{"", "WorkPrefixObjects", "s3:AbortMultipartUpload", "chain rounds left open by a failed worker are aborted (fault path)"},
@@ -443,7 +447,7 @@ func Deploy(t *testing.T) *Deployment {
 		lfs = append(lfs, lf)
 		d.Functions[filepath.Base(filepath.Dir(f.Bootstrap))] = lf
 		short := ""
-		for _, n := range []string{"Planner", "Worker", "Finalizer", "Abort"} {
+		for _, n := range []string{"Planner", "Reader", "Worker", "Finalizer", "Abort"} {
 			if strings.Contains(f.ID, n) {
 				short = strings.ToLower(n)
 			}
