@@ -8,22 +8,21 @@ import "math"
 // Xeon); Lambda's 1,769 MB (one arm64 vCPU) is taken at 120 MB/s to be safe.
 const DeflateRate = 120e6
 
-// ReadBatch is read jobs per child execution of the read map, as parts per
-// batch in the build map.
-const ReadBatch = 10
-
 // ReadPass is a read pass to price: the bytes read, the read jobs (pieces)
-// they are cut into, and the compressed/uncompressed ratio expected.
+// they are cut into, the compressed/uncompressed ratio expected, and the
+// read jobs per child execution of the read map (as the planner sets
+// readsPerBatch; 0 counts as 1).
 type ReadPass struct {
-	Bytes int64
-	Jobs  int
-	Ratio float64
+	Bytes    int64
+	Jobs     int
+	Ratio    float64
+	PerBatch int
 }
 
 // PredictRead prices a read pass run by workers at once: each job streams
 // its piece in (at the worker's bandwidth) while deflating it (DeflateRate),
 // then writes the compressed piece out; one GET and one PUT per job, and
-// the map's transitions and invocations for batches of ReadBatch jobs.
+// the map's transitions and invocations for batches of PerBatch jobs.
 func (m Model) PredictRead(rp ReadPass, workers int) Prediction {
 	if rp.Jobs == 0 {
 		return Prediction{}
@@ -36,7 +35,8 @@ func (m Model) PredictRead(rp ReadPass, workers int) Prediction {
 	overhead := m.StartSeconds + w/m.LaunchRate + 1 // PlanReads and the second planning step
 	p := Prediction{WorkerSecs: worker, StreamSecs: worker, OverheadSecs: overhead, Seconds: worker + overhead}
 	lambdaSecs := float64(rp.Jobs)*perJob + overhead
-	batches := float64((rp.Jobs + ReadBatch - 1) / ReadBatch)
+	per := max(rp.PerBatch, 1)
+	batches := float64((rp.Jobs + per - 1) / per)
 	p.Dollars = float64(rp.Jobs)/1000*(m.PricePutPer1000+m.PriceGetPer1000) +
 		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + batches*m.PriceLambdaRequest + (3*batches+4)*m.PriceTransition
 	return p

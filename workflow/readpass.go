@@ -515,8 +515,9 @@ type ReadPlan struct {
 	Reads          ReadsDone `json:"reads"`
 }
 
-// readsPerBatch spreads jobs over the concurrency, at most max per batch.
-func readsPerBatch(jobs, concurrency, most int) int {
+// ReadsPerBatch is the read plan's batch size: jobs spread over the
+// concurrency, at most most per batch (Config.MaxReadsPerBatch).
+func ReadsPerBatch(jobs, concurrency, most int) int {
 	if concurrency < 1 {
 		concurrency = 1
 	}
@@ -585,7 +586,7 @@ func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, erro
 	if rp.MaxConcurrency = req.Options.MaxConcurrency; rp.MaxConcurrency == 0 {
 		rp.MaxConcurrency = cfg.DefaultMaxConcurrency
 	}
-	rp.ReadsPerBatch = readsPerBatch(len(jobs), rp.MaxConcurrency, cfg.MaxReadsPerBatch)
+	rp.ReadsPerBatch = ReadsPerBatch(len(jobs), rp.MaxConcurrency, cfg.MaxReadsPerBatch)
 	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.EntriesKey, entries); err != nil {
 		return nil, err
 	}

@@ -126,6 +126,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 				rp.Jobs += int((e.Size + workflow.DefaultPieceSize - 1) / workflow.DefaultPieceSize)
 			}
 		}
+		rp.PerBatch = workflow.ReadsPerBatch(rp.Jobs, workers, workflow.DefaultMaxReadsPerBatch)
 		rpred := plan.DefaultModel.PredictRead(rp, workers)
 		sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
 	}
