@@ -37,8 +37,8 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-// partsPerBatch is the deployment's ItemBatcher MaxItemsPerBatch (ArchiveWorkflow default).
-const partsPerBatch = 8
+// partsPerBatch is the deployment's batch size (the job's partsPerBatch by default).
+const partsPerBatch = workflow.DefaultPartsPerBatch
 
 func long(t *testing.T) {
 	t.Helper()
