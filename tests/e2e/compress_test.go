@@ -66,14 +66,14 @@ func (w *world) methods(t *testing.T, key string) map[string]*zip.FileHeader {
 	return out
 }
 
-// A 320 MiB log cut into 10 pieces of 32 MiB, each compressed by its own
-// read job and joined into one DEFLATE stream; a random object beside it
-// stays STORED.
-func TestCompressedObjectInManyPieces(t *testing.T) {
+// manyPieces archives a log of size bytes cut into pieces of pieceSize, each
+// compressed by its own read job and joined into one DEFLATE stream, with a
+// random object beside it that stays STORED.
+func manyPieces(t *testing.T, size int, pieceSize int64) {
 	w := newWorld(t, "src")
-	objects := map[string][]byte{"p/big.log": logLines(1, 320*mib+4321), "p/random.bin": body(2, 6*mib)}
+	objects := map[string][]byte{"p/big.log": logLines(1, size), "p/random.bin": body(2, 6*mib)}
 	w.put(t, "src", objects)
-	res := w.runCompressed(t, "p/", "out/pieces.zip", 32*mib)
+	res := w.runCompressed(t, "p/", "out/pieces.zip", pieceSize)
 	h := w.methods(t, "out/pieces.zip")
 	if f := h["big.log"]; f == nil || f.Method != zip.Deflate || f.CompressedSize64*3 > f.UncompressedSize64 {
 		t.Errorf("big.log: %+v; want DEFLATE, at least 3x smaller", f)
@@ -81,9 +81,20 @@ func TestCompressedObjectInManyPieces(t *testing.T) {
 	if f := h["random.bin"]; f == nil || f.Method != zip.Store {
 		t.Errorf("random.bin: %+v; want STORED (DEFLATE cannot shrink it)", f)
 	}
-	t.Logf("archive %d bytes for %d of sources", res.Output.Archive.Size, 326*mib)
+	t.Logf("archive %d bytes for %d of sources", res.Output.Archive.Size, size+6*mib)
 	w.check(t, "out/pieces.zip", wants("p/", objects))
 	w.clean(t)
+}
+
+// 40 MiB in 10 pieces of 4 MiB (joined through memory, each under S3's
+// minimum part): the normal suite, which make test runs with -race.
+func TestCompressedObjectInManyPieces(t *testing.T) { manyPieces(t, 40*mib+4321, 4*mib) }
+
+// 320 MiB in 10 pieces of 32 MiB: the long suite (under -race this size
+// takes over 4 minutes on the shared 2-core machine).
+func TestCompressedObjectOver300MiBInManyPieces(t *testing.T) {
+	long(t)
+	manyPieces(t, 320*mib+4321, 32*mib)
 }
 
 // An entry over 4 GiB uncompressed and a few MiB compressed: ZIP64 for the
