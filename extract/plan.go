@@ -91,6 +91,7 @@ type Range struct{ Start, End int64 }
 
 // Job is a unit of work for one worker.
 type Job struct {
+	Index int    `json:"index"` // in the plan's job list
 	Kind  Kind   `json:"kind"`
 	Items []Item `json:"items"`
 	// Copy: the archive ranges that become parts 1..n. Read: the one range
