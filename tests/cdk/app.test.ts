@@ -58,20 +58,22 @@ describe('cdk synth (CLI, offline)', () => {
 
   test('S3ZipStack reflects the -c context', () => {
     const template = JSON.parse(fs.readFileSync(path.join(out, 'S3ZipStack.template.json'), 'utf8'));
-    const fns = resourcesOfType(template, 'AWS::Lambda::Function');
+    // The archive workflow's four; the extract workflow's four are tested in extract.test.ts.
+    const fns = resourcesOfType(template, 'AWS::Lambda::Function').filter(([id]) => !id.startsWith('ExtractWorkflow'));
     assert.equal(fns.length, 4);
+    assert.equal(resourcesOfType(template, 'AWS::Lambda::Function').length, 8);
     for (const [, fn] of fns) {
       assert.equal(fn.Properties!.Environment.Variables.ALLOWED_SOURCE_BUCKETS, 's3zip-cli-a,s3zip-cli-b');
       assert.equal(fn.Properties!.Environment.Variables.ALLOWED_DESTINATIONS, 's3zip-cli-dst/zips/');
     }
-    const [, sm] = resourcesOfType(template, 'AWS::StepFunctions::StateMachine')[0];
+    const [, sm] = resourcesOfType(template, 'AWS::StepFunctions::StateMachine').find(([id]) => id.startsWith('ArchiveWorkflow'))!;
     assert.equal(sm.Properties!.DefinitionSubstitutions.PartsPerBatch, '5');
     const s3Resources = identityStatements(template)
       .filter(({ statement }) => list(statement.Action).some((a) => a.startsWith('s3:')))
       .flatMap(({ statement }) => list(statement.Resource).map(render));
     assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-b/in/*'));
     assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-dst/zips/*'));
-    assert.deepEqual(Object.keys(template.Outputs).sort(), ['ControlBucketName', 'StateMachineArn', 'WorkBucketName']);
+    assert.deepEqual(Object.keys(template.Outputs).sort(), ['ControlBucketName', 'ExtractStateMachineArn', 'StateMachineArn', 'WorkBucketName']);
   });
 
   test('the nag report was written and every row is compliant or suppressed', () => {
