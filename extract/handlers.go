@@ -15,6 +15,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/archive"
@@ -615,7 +617,8 @@ func owner(ctx context.Context, c Client, bucket, key, execution string) (string
 }
 
 func isNotFound(err error) bool {
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload") || strings.Contains(fmt.Sprint(err), "StatusCode: 404")
+	var re *smithyhttp.ResponseError
+	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload") || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
 }
 
 func classifyS3(err error) error {
