@@ -36,10 +36,10 @@ type extractFunctions struct {
 	mu     sync.Mutex
 	count  map[string]int
 	types  map[string][]string // errorType per failed invocation, by function
-	faults map[string]func(attempt int) error
+	faults map[string]func(attempt int, payload []byte) error
 }
 
-func (f *extractFunctions) setFault(fn string, fault func(attempt int) error) {
+func (f *extractFunctions) setFault(fn string, fault func(attempt int, payload []byte) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults[fn] = fault
@@ -92,7 +92,7 @@ func (f *extractFunctions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	var err error
 	if fault != nil {
-		err = fault(attempt)
+		err = fault(attempt, body)
 	}
 	var out any
 	if err == nil {
@@ -162,7 +162,7 @@ func newExtractEnv(t *testing.T) *extractEnv {
 	e.zip = buf.Bytes()
 	srv.PutObject(t, "src", "in/a.zip", e.zip)
 	e.fns = &extractFunctions{s3: e.s3, cfg: extract.Config{WorkBucket: "work", BatchSize: 2, MaxConcurrency: 3, Workers: 2},
-		count: map[string]int{}, types: map[string][]string{}, faults: map[string]func(int) error{}}
+		count: map[string]int{}, types: map[string][]string{}, faults: map[string]func(int, []byte) error{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestASLExtractRefusedArchive(t *testing.T) {
 func TestASLExtractArchiveReplacedMidRun(t *testing.T) {
 	e := newExtractEnv(t)
 	e.fns.cfg.MaxConcurrency = 1
-	e.fns.setFault("worker", func(attempt int) error {
+	e.fns.setFault("worker", func(attempt int, _ []byte) error {
 		if attempt == 2 {
 			e.srv.PutObject(t, "src", "in/a.zip", append(append([]byte{}, e.zip...), 0))
 		}
@@ -309,9 +309,20 @@ func TestASLExtractArchiveReplacedMidRun(t *testing.T) {
 // cleaned up completely.
 func TestASLExtractWorkerFaults(t *testing.T) {
 	e := newExtractEnv(t)
-	e.fns.setFault("worker", func(attempt int) error {
+	// The first batch writes its objects, then its answer is lost (as when
+	// S3 fails the last request): the retry meets its own objects (refused
+	// by If-None-Match, recognised by their execution metadata) and counts
+	// them as written.
+	e.fns.setFault("worker", func(attempt int, payload []byte) error {
 		if attempt == 1 {
-			return &extract.TransientError{Err: errors.New("injected: S3 answered 503 SlowDown")}
+			var in extract.BatchInput
+			if err := json.Unmarshal(payload, &in); err != nil {
+				return err
+			}
+			if _, err := (&extract.Worker{S3: e.s3, Config: e.fns.cfg}).Batch(context.Background(), in); err != nil {
+				return err
+			}
+			return &extract.TransientError{Err: errors.New("injected: S3 answered 503 SlowDown after the batch wrote its objects")}
 		}
 		return nil
 	})
@@ -319,15 +330,24 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
-	if got := len(e.objects(t, "out/retried/")); got != len(e.want)+1 {
-		t.Errorf("%d objects with the report, want %d", got, len(e.want)+1)
+	got := e.objects(t, "out/retried/")
+	for name, body := range e.want {
+		if !bytes.Equal(got[name], body) {
+			t.Errorf("%s: %d bytes, want %d", name, len(got[name]), len(body))
+		}
+	}
+	if types := e.fns.errorTypes("worker"); len(types) != 1 || types[0] != "TransientError" {
+		t.Errorf("worker errors %v, want one TransientError (retried)", types)
+	}
+	for _, l := range e.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
 	}
 
 	// A worker that dies after some objects were written, for good.
 	e.fns.mu.Lock()
 	e.fns.count = map[string]int{}
 	e.fns.mu.Unlock()
-	e.fns.setFault("worker", func(attempt int) error {
+	e.fns.setFault("worker", func(attempt int, _ []byte) error {
 		if attempt >= 2 { // the first batch has written its objects
 			return &extract.ChecksumError{Msg: "injected: entry decodes to the wrong CRC-32"}
 		}
