@@ -362,3 +362,36 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 		t.Errorf("the earlier extraction lost objects: %d left, want %d", got, len(e.want)+1)
 	}
 }
+
+// An archive with nothing to write (a directory entry, and a bzip2 entry
+// skipped with skipUnsupported) takes the Choice straight to Finalize: no
+// Map, no worker, a report listing the skipped entry.
+func TestASLExtractNothingToDo(t *testing.T) {
+	e := newExtractEnv(t)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	if _, err := zw.CreateHeader(&zip.FileHeader{Name: "dir/", Method: zip.Store}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "dir/old.bz2.txt", Method: 12, CompressedSize64: 4, UncompressedSize64: 9, CRC32: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write([]byte("BZh9"))
+	_ = zw.Close()
+	e.srv.PutObject(t, "src", "in/empty.zip", buf.Bytes())
+	out := e.execute(t, `{"archive":{"bucket":"src","key":"in/empty.zip"},"destination":{"bucket":"dst","prefix":"out/empty/"},"options":{"skipUnsupported":true}}`, "extract-nothing")
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
+	}
+	if e.fns.count["worker"] != 0 {
+		t.Errorf("%d worker invocations, want none (HasJobs → FinalizeExtraction)", e.fns.count["worker"])
+	}
+	got := e.objects(t, "out/empty/")
+	if len(got) != 1 || !strings.Contains(string(got[extract.ReportName]), "old.bz2.txt") {
+		t.Errorf("want only the report, listing the skipped entry; got %d objects: %s", len(got), got[extract.ReportName])
+	}
+	for _, l := range e.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
+	}
+}
