@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 # node_modules holds Go templates of the CDK CLI; they are not ours.
 GOPKGS = $(shell $(GO) list -e ./... | grep -v /node_modules/)
-FUNCTIONS := planner reader worker finalizer abort
+FUNCTIONS := planner reader worker finalizer abort extract-planner extract-worker extract-finalizer extract-abort
 
 .PHONY: all test test-long check vet gotest nodetest tools node lambdas plan demo clean
 
@@ -19,7 +19,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## lambdas: the five Lambda binaries, linux/arm64, for `cdk synth`/`cdk deploy`
+## lambdas: the Lambda binaries (the create workflow with its reader, and the extract workflow), linux/arm64, for `cdk synth`/`cdk deploy`
 ## (LAMBDA_ARCH=amd64 LAMBDA_DIR=dir: the same build for this machine, as test-deployed runs them)
 LAMBDA_ARCH ?= arm64
 LAMBDA_DIR  ?= dist/functions

@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/s3zip/s3zip/archive"
 )
 
@@ -91,6 +93,7 @@ type Range struct{ Start, End int64 }
 
 // Job is a unit of work for one worker.
 type Job struct {
+	Index int    `json:"index"` // in the plan's job list
 	Kind  Kind   `json:"kind"`
 	Items []Item `json:"items"`
 	// Copy: the archive ranges that become parts 1..n. Read: the one range
@@ -152,7 +155,8 @@ func (e *RefusedError) Error() string {
 // skipped entries excluded) and those skipped.
 func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped []Skipped, err error) {
 	var refused []Skipped
-	keys := map[string]string{prefix + ReportName: "(the extraction report)"}
+	type taken struct{ key, what string }
+	keys := map[string]taken{norm.NFC.String(prefix + ReportName): {prefix + ReportName, "the extraction report"}}
 	for i := range a.Entries {
 		e := &a.Entries[i]
 		if why := unsafeName(e.Name); why != "" {
@@ -173,12 +177,20 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 			}
 			continue
 		}
+		// Names equal after Unicode NFC normalisation (é as one code point
+		// or as e + combining accent) are the same file to most file
+		// systems and people: refused like exact duplicates.
 		key := prefix + e.Name
-		if other, dup := keys[key]; dup {
-			refused = append(refused, Skipped{e.Name, fmt.Sprintf("would be written to the same key %q as %s", key, other)})
+		nk := norm.NFC.String(key)
+		if other, dup := keys[nk]; dup {
+			if other.key == key {
+				refused = append(refused, Skipped{e.Name, fmt.Sprintf("would be written to the same key %q as %s", key, other.what)})
+			} else {
+				refused = append(refused, Skipped{e.Name, fmt.Sprintf("collides with %s after Unicode NFC normalisation (both are %q)", other.what, nk)})
+			}
 			continue
 		}
-		keys[key] = fmt.Sprintf("entry %q", e.Name)
+		keys[nk] = taken{key, fmt.Sprintf("entry %q", e.Name)}
 		keep = append(keep, i)
 	}
 	refused = append(refused, layoutProblems(a, nil)...)

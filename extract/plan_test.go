@@ -126,6 +126,8 @@ func TestCheckRefuses(t *testing.T) {
 		{"absolute and backslash", []archive.Entry{stored("/etc/x", 1), stored(`a\b`, 1)}, Options{}, []string{"absolute", "backslash"}},
 		{"NUL and bad UTF-8", []archive.Entry{stored("a\x00b", 1), stored("\xff\xfe", 1)}, Options{}, []string{"NUL", "UTF-8"}},
 		{"duplicate", []archive.Entry{stored("a", 1), stored("a", 1)}, Options{}, []string{"same key"}},
+		{"NFC collision, composed first", []archive.Entry{stored("caf\u00e9.txt", 1), stored("cafe\u0301.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
+		{"NFC collision, decomposed first", []archive.Entry{stored("cafe\u0301.txt", 1), stored("caf\u00e9.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
 		{"the report's name", []archive.Entry{stored(ReportName, 1)}, Options{}, []string{"extraction report"}},
 		{"bzip2", []archive.Entry{{Name: "a", Method: 12, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"bzip2"}},
 		{"encrypted", []archive.Entry{{Name: "a", Flags: 1, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"encrypted"}},

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
@@ -21,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/plan"
@@ -32,6 +30,7 @@ type Client interface {
 	archive.Client
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
 	UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
@@ -48,6 +47,10 @@ type Request struct {
 	Prefix      string // ends in "/" or is empty
 	Overwrite   bool
 	Workers     int // jobs run at once (default 8)
+	// WorkBucket holds the jobs and results while the run lasts (default
+	// DestBucket), under WorkPrefix (default s3zip-work/).
+	WorkBucket, WorkPrefix string
+	Execution              string // names the run (default cli-<time>)
 	Options
 }
 
@@ -97,104 +100,6 @@ type ChecksumError struct{ Msg string }
 
 func (e *ChecksumError) Error() string { return e.Msg }
 
-// Progress is how far a run is, in archive bytes.
-type Progress struct {
-	Jobs, JobsDone   int
-	Bytes, BytesDone int64
-}
-
-// Run extracts the archive: reads its central directory and local headers,
-// refuses bad archives before writing anything, plans, runs the jobs with at
-// most req.Workers at once, and writes the report. On failure every upload
-// it began is aborted and every object it wrote is deleted.
-func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) (*Result, error) {
-	if req.Workers <= 0 {
-		req.Workers = 8
-	}
-	if req.Prefix != "" && !strings.HasSuffix(req.Prefix, "/") {
-		req.Prefix += "/"
-	}
-	started := time.Now().Add(-5 * time.Minute)
-	a, err := archive.Open(ctx, c, req.Bucket, req.Key)
-	if err != nil {
-		return nil, err
-	}
-	keep, skipped, err := Check(a, req.Prefix, req.Options)
-	if err != nil {
-		return nil, err
-	}
-	starts, err := a.DataStarts(ctx, Copies(a, keep, req.Options), req.Workers*2)
-	if err != nil {
-		return nil, sourceChanged(err, a)
-	}
-	p, err := PlanJobs(a, req.Prefix, keep, starts, skipped, req.Options)
-	if err != nil {
-		return nil, err
-	}
-	if !req.Overwrite {
-		if err := refuseExisting(ctx, c, req.DestBucket, req.Prefix, p); err != nil {
-			return nil, err
-		}
-	}
-	x := &executor{c: c, a: a, req: req, uploads: map[string]string{}, keys: map[string]bool{}, started: started}
-	for _, j := range p.Jobs {
-		for _, it := range j.Items {
-			x.keys[it.Key] = true
-		}
-	}
-	res := &Result{Archive: a.String(), ETag: a.ETag, Entries: len(a.Entries), Plan: p, Skipped: p.Skipped}
-	var total int64
-	for _, j := range p.Jobs {
-		total += j.Bytes()
-	}
-	var done atomic.Int64
-	var jobsDone atomic.Int32
-	var mu sync.Mutex
-	report := func() {
-		if onProgress != nil {
-			mu.Lock()
-			onProgress(Progress{Jobs: len(p.Jobs), JobsDone: int(jobsDone.Load()), Bytes: total, BytesDone: done.Load()})
-			mu.Unlock()
-		}
-	}
-	report()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(req.Workers)
-	for _, j := range p.Jobs {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err // failed or interrupted: start no more jobs
-			}
-			if err := x.run(gctx, j); err != nil {
-				return err
-			}
-			done.Add(j.Bytes())
-			jobsDone.Add(1)
-			report()
-			return nil
-		})
-	}
-	err = g.Wait()
-	if err == nil {
-		err = ctx.Err() // interrupted: undone even if every job finished
-	}
-	if err == nil {
-		res.Objects = x.sortedWritten()
-		res.Report, err = x.writeReport(ctx, res)
-	}
-	if err != nil {
-		if cerr := x.cleanup(context.WithoutCancel(ctx)); cerr != nil {
-			return nil, fmt.Errorf("%w; cleaning up after it also failed: %v", err, cerr)
-		}
-		return nil, err
-	}
-	res.Copied, res.Streamed, res.VerifyRead = p.Copied, p.Read, x.verifyRead.Load()
-	for _, w := range res.Objects {
-		res.Extracted += w.Size
-	}
-	return res, nil
-}
-
 // refuseExisting lists the destination prefix and refuses when a planned key
 // (or the report) is there already.
 func refuseExisting(ctx context.Context, c Client, bucket, prefix string, p *Plan) error {
@@ -227,14 +132,14 @@ func refuseExisting(ctx context.Context, c Client, bucket, prefix string, p *Pla
 	return nil
 }
 
-// executor runs jobs and remembers what it began and wrote, to undo it.
-// Writes are not cancelled with the run (a failing job or Ctrl-C): a write
-// cut off mid-request may still land on the server after the cleanup, so
-// every write in flight is let finish, and its answer recorded, before
-// cleaning up. Cancelling stops new jobs and reads.
+// executor runs jobs and remembers what it began and wrote. Writes are not
+// cancelled with the batch (a failing job or an interrupt): a write cut off
+// mid-request may still land on the server, so every write in flight is
+// let finish and its answer recorded. Cancelling stops new jobs and reads.
 type executor struct {
 	c   Client
 	a   *archive.Archive
+	ex  *Extraction
 	req Request
 
 	mu      sync.Mutex
@@ -243,21 +148,33 @@ type executor struct {
 	// quirk: the server answers ranged copies with a wrong CRC-32, so
 	// copies are checked by reading instead.
 	quirk      atomic.Bool
-	verifyRead atomic.Int64    // bytes read only to check copies
-	maybe      []string        // keys whose write failed in a way that may have written them
-	keys       map[string]bool // every key the plan writes
-	started    time.Time       // when the run began (less a margin for clocks)
+	verifyRead atomic.Int64 // bytes read only to check copies
 }
 
-// mayHaveWritten remembers a key whose write failed other than by its
-// precondition (a lost answer may hide a success), for cleanup to delete.
-func (x *executor) mayHaveWritten(err error, key string) {
-	if s3ref.IsCode(err, "PreconditionFailed") {
-		return // someone else's object: never ours to delete
+func newExecutor(c Client, ex *Extraction) *executor {
+	return &executor{c: c, a: ex.archive(), ex: ex, req: Request{DestBucket: ex.DestBucket, Prefix: ex.Prefix, Overwrite: ex.Overwrite}, uploads: map[string]string{}}
+}
+
+// alreadyOurs says whether a write refused by If-None-Match met an object
+// this execution wrote before (a batch run again): then it counts as written.
+func (x *executor) alreadyOurs(ctx context.Context, err error, it *Item) bool {
+	if !s3ref.IsCode(err, "PreconditionFailed") {
+		return false
 	}
+	h, herr := x.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &x.req.DestBucket, Key: &it.Key})
+	return herr == nil && h.Metadata[ExecutionMetadata] == x.ex.Execution && aws.ToInt64(h.ContentLength) == it.Size
+}
+
+// abortOpen aborts the uploads still open (a failed batch).
+func (x *executor) abortOpen(ctx context.Context) {
 	x.mu.Lock()
-	x.maybe = append(x.maybe, key)
-	x.mu.Unlock()
+	defer x.mu.Unlock()
+	d := x.req.DestBucket
+	for id, key := range x.uploads {
+		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err == nil || s3ref.IsCode(err, "NoSuchUpload") {
+			delete(x.uploads, id)
+		}
+	}
 }
 
 func (x *executor) began(key, id string) {
@@ -311,7 +228,7 @@ func decodeCRC(v string) (uint32, bool) {
 }
 
 func (x *executor) metadata(it *Item) map[string]string {
-	return map[string]string{"mtime": it.Modified.UTC().Format(time.RFC3339)}
+	return map[string]string{"mtime": it.Modified.UTC().Format(time.RFC3339), ExecutionMetadata: x.ex.Execution}
 }
 
 // copyEntry makes a STORED entry an object server-side.
@@ -440,8 +357,10 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
-		x.mayHaveWritten(err, it.Key)
-		return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
+		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
+			return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
+		}
+		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
 	x.ended(id)
 	x.wrote(it)
@@ -560,8 +479,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
-		x.mayHaveWritten(err, it.Key)
+	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil && !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
 		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
 	}
 	x.wrote(it)
@@ -618,8 +536,10 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
-		x.mayHaveWritten(err, it.Key)
-		return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
+			return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+		}
+		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
 	x.ended(id)
 	x.wrote(it)
@@ -638,69 +558,17 @@ func (x *executor) writeReport(ctx context.Context, res *Result) (string, error)
 	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
 	d, key := x.req.DestBucket, x.req.Prefix+ReportName
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json")}
+		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
+		Metadata: map[string]string{ExecutionMetadata: x.ex.Execution}}
 	if !x.req.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
-		x.mayHaveWritten(err, key)
-		return "", fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key))
+		if _, ours, herr := owner(ctx, x.c, d, key, x.ex.Execution); herr != nil || !ours || !s3ref.IsCode(err, "PreconditionFailed") {
+			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key)))
+		}
 	}
 	return fmt.Sprintf("s3://%s/%s", d, key), nil
-}
-
-// cleanup aborts every upload still open and deletes every object written.
-func (x *executor) cleanup(ctx context.Context) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var errs []error
-	d := x.req.DestBucket
-	for id, key := range x.uploads {
-		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: aws.String(key), UploadId: aws.String(id)}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
-			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, key, err))
-		}
-	}
-	// An upload whose CreateMultipartUpload answer was lost is known only to
-	// S3: abort the uploads of this run's keys begun since it started.
-	lin := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(x.req.Prefix)}
-	for {
-		out, err := x.c.ListMultipartUploads(ctx, lin)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list uploads under s3://%s/%s: %w", d, x.req.Prefix, err))
-			break
-		}
-		for _, u := range out.Uploads {
-			if !x.keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(x.started) {
-				continue
-			}
-			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
-				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		lin.KeyMarker, lin.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
-	}
-	keys := append([]string(nil), x.maybe...)
-	for _, w := range x.written {
-		keys = append(keys, w.Key)
-	}
-	for start := 0; start < len(keys); start += 1000 {
-		var ids []types.ObjectIdentifier
-		for _, k := range keys[start:min(start+1000, len(keys))] {
-			ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
-		}
-		out, err := x.c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &d, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("delete %d extracted objects from s3://%s: %w", len(ids), d, err))
-			continue
-		}
-		for _, e := range out.Errors {
-			errs = append(errs, fmt.Errorf("delete s3://%s/%s: %s", d, aws.ToString(e.Key), aws.ToString(e.Message)))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // SourceChangedError says the archive changed while it was being extracted.

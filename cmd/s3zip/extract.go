@@ -24,7 +24,8 @@ func init() {
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("extract", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported]")
+		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET]")
+		fmt.Fprintln(fs.Output(), "Runs the extract workflow's handlers (plan, batches of jobs, finalize; abort on failure) here, as the state machine runs them.")
 		fs.PrintDefaults()
 	}
 	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
@@ -33,6 +34,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	skip := fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive")
 	small := fs.Int64("small-stored", 0, "STORED entries below this many bytes are read and put instead of copied server-side (default 1 MiB; -1 copies all)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	workBucket := fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)")
 	// Flags may follow the two positional arguments.
 	var pos []string
 	for {
@@ -72,7 +74,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	progress := newProgressPrinter(os.Stderr)
 	start := time.Now()
 	res, err := extract.Run(ctx, client, extract.Request{
-		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers,
+		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket,
 		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small},
 	}, func(p extract.Progress) {
 		progress.updateExtract(p)

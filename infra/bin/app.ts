@@ -6,19 +6,37 @@
  *   -c sourceBuckets=a,b  -c sourcePrefix=photos/  -c destinationBucket=d  -c destinationPrefix=archives/
  *   -c partsPerBatch=8  -c maxReadsPerBatch=8  -c pieceSize=67108864  -c defaultMaxConcurrency=100  -c mapExecutionType=STANDARD|EXPRESS
  *   -c functionsDir=/path/to/functions   (default dist/functions, built by `make lambdas`)
+ *   -c extractBucket=b  -c extractArchivePrefix=incoming/  -c extractDestinationBucket=b  -c extractDestinationPrefix=extracted/
+ *      (the extract workflow: ZIPs created under the archive prefix are extracted into <destination prefix><name>/)
  */
-import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
+import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps } from '../lib/archive-workflow';
+import { ExtractWorkflow, type ExtractWorkflowProps } from '../lib/extract-workflow';
 
 export class S3ZipStack extends Stack {
   readonly workflow: ArchiveWorkflow;
+  readonly extract?: ExtractWorkflow;
 
-  constructor(scope: Construct, id: string, workflowProps: ArchiveWorkflowProps, props?: StackProps) {
-    super(scope, id, { description: 's3zip: many S3 objects into one ZIP in S3 (Step Functions)', ...props });
+  constructor(
+    scope: Construct,
+    id: string,
+    workflowProps: ArchiveWorkflowProps,
+    props?: StackProps,
+    extractProps?: Omit<ExtractWorkflowProps, 'workBucket' | 'functionsDir'>,
+  ) {
+    super(scope, id, { description: 's3zip: many S3 objects into one ZIP in S3, and ZIPs in S3 into objects (Step Functions)', ...props });
     this.workflow = new ArchiveWorkflow(this, 'ArchiveWorkflow', workflowProps);
     addArchiveWorkflowOutputs(this, this.workflow);
+    if (extractProps) {
+      this.extract = new ExtractWorkflow(this, 'ExtractWorkflow', {
+        ...extractProps,
+        workBucket: this.workflow.workBucket,
+        functionsDir: workflowProps.functionsDir,
+      });
+      new CfnOutput(this, 'ExtractStateMachineArn', { value: this.extract.stateMachine.stateMachineArn });
+    }
   }
 }
 
@@ -61,6 +79,13 @@ new S3ZipStack(
   },
   {
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  },
+  {
+    archiveBucket: contextString(app, 'extractBucket') ?? 's3zip-example-incoming',
+    archivePrefix: contextString(app, 'extractArchivePrefix'),
+    destinationBucket: contextString(app, 'extractDestinationBucket'),
+    destinationPrefix: contextString(app, 'extractDestinationPrefix'),
+    mapExecutionType: mapExecutionType as ExtractWorkflowProps['mapExecutionType'],
   },
 );
 

@@ -65,3 +65,15 @@ func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
 }
+
+// StartWith is Start with another workflow's error types (errorType names
+// the condition of an error however deeply it is wrapped).
+func StartWith[In, Out any](handler func(context.Context, In) (Out, error), errorType func(error) string) {
+	lambda.Start(func(ctx context.Context, in In) (Out, error) {
+		out, err := handler(ctx, in)
+		if err != nil {
+			return out, messages.InvokeResponse_Error{Type: errorType(err), Message: err.Error()}
+		}
+		return out, nil
+	})
+}

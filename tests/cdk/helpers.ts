@@ -15,6 +15,7 @@ import {
   addArchiveWorkflowOutputs,
   type ArchiveWorkflowProps,
 } from '../../infra/lib/archive-workflow';
+import { EXTRACT_FUNCTION_NAMES } from '../../infra/lib/extract-workflow';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -40,12 +41,13 @@ export function tempDir(prefix: string): string {
  * inspects the binary, so the synthesized template is the same apart from asset hashes.
  */
 export function functionsDir(): string {
-  if (FUNCTION_NAMES.every((n) => fs.existsSync(path.join(DEFAULT_FUNCTIONS_DIR, n, 'bootstrap')))) {
+  const names = [...FUNCTION_NAMES, ...EXTRACT_FUNCTION_NAMES];
+  if (names.every((n) => fs.existsSync(path.join(DEFAULT_FUNCTIONS_DIR, n, 'bootstrap')))) {
     return DEFAULT_FUNCTIONS_DIR;
   }
   if (!fakeFunctionsDir) {
     fakeFunctionsDir = tempDir('s3zip-cdk-functions-');
-    for (const name of FUNCTION_NAMES) {
+    for (const name of names) {
       fs.mkdirSync(path.join(fakeFunctionsDir, name));
       fs.writeFileSync(path.join(fakeFunctionsDir, name, 'bootstrap'), `#!/bin/sh\n# placeholder for ${name}\n`, {
         mode: 0o755,

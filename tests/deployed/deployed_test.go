@@ -92,10 +92,28 @@ func TestDeployedFunctionsAsDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fns) != 5 {
-		t.Fatalf("%d functions in the template, want 5", len(fns))
-	}
+	var archive, extracts []Function
 	for _, f := range fns {
+		if strings.HasPrefix(f.ID, "ExtractWorkflow") {
+			extracts = append(extracts, f)
+		} else {
+			archive = append(archive, f)
+		}
+	}
+	if len(archive) != 5 || len(extracts) != 4 {
+		t.Fatalf("%d archive and %d extract functions in the template, want 5 and 4", len(archive), len(extracts))
+	}
+	for _, f := range extracts {
+		for _, k := range []string{"WORK_BUCKET", "WORK_PREFIX", "EXTRACT_ARCHIVE_PREFIX", "EXTRACT_DESTINATION_PREFIX", "ALLOWED_ARCHIVES", "ALLOWED_DESTINATIONS"} {
+			if f.Env[k] == "" {
+				t.Errorf("%s: environment has no %s", f.ID, k)
+			}
+		}
+		if f.Handler != "bootstrap" || f.Runtime != "provided.al2023" || strings.Join(f.Architectures, ",") != "arm64" || f.Role == "" {
+			t.Errorf("%s: handler %q runtime %q architectures %v role %q", f.ID, f.Handler, f.Runtime, f.Architectures, f.Role)
+		}
+	}
+	for _, f := range archive {
 		if f.Handler != "bootstrap" || f.Runtime != "provided.al2023" || strings.Join(f.Architectures, ",") != "arm64" {
 			t.Errorf("%s: handler %q runtime %q architectures %v, want bootstrap, provided.al2023, [arm64] (make lambdas builds linux/arm64)", f.ID, f.Handler, f.Runtime, f.Architectures)
 		}

@@ -52,6 +52,15 @@ func matchAny(matchers []any, got any, present bool) bool {
 				}
 				continue
 			}
+			if w, ok := m["wildcard"].(string); ok && len(m) == 1 && present {
+				re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(w), `\*`, ".*") + "$")
+				for _, v := range values {
+					if s, ok := v.(string); ok && re.MatchString(s) {
+						return true
+					}
+				}
+				continue
+			}
 			p, ok := m["prefix"].(string)
 			if !ok || len(m) != 1 || !present {
 				continue

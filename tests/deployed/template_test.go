@@ -347,13 +347,22 @@ type StateMachine struct {
 	Definition []byte
 }
 
-// StateMachine reads the (single) state machine: DefinitionString, or the
-// DefinitionS3Location asset, with DefinitionSubstitutions applied as text,
-// as CloudFormation does before parsing.
-func (t *Template) StateMachine() (*StateMachine, error) {
-	ids := t.Of("AWS::StepFunctions::StateMachine")
+// StateMachine reads the archive workflow's state machine.
+func (t *Template) StateMachine() (*StateMachine, error) { return t.StateMachineOf("ArchiveWorkflow") }
+
+// StateMachineOf reads the (single) state machine whose logical ID starts
+// with construct: DefinitionString, or the DefinitionS3Location asset, with
+// DefinitionSubstitutions applied as text, as CloudFormation does before
+// parsing.
+func (t *Template) StateMachineOf(construct string) (*StateMachine, error) {
+	var ids []string
+	for _, id := range t.Of("AWS::StepFunctions::StateMachine") {
+		if strings.HasPrefix(id, construct) {
+			ids = append(ids, id)
+		}
+	}
 	if len(ids) != 1 {
-		return nil, fmt.Errorf("template has %d state machines, want 1", len(ids))
+		return nil, fmt.Errorf("template has %d state machines of %s, want 1", len(ids), construct)
 	}
 	id := ids[0]
 	props, err := t.Resolve(t.Resources[id].Properties)

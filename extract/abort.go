@@ -1,0 +1,205 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// AbortInput is the Abort state's payload: the state when the failure was
+// caught (the request, or the extraction), the error, the execution.
+type AbortInput struct {
+	State     json.RawMessage `json:"state"`
+	Error     json.RawMessage `json:"error"`
+	Execution string          `json:"execution"`
+}
+
+// AbortOutput is the root cause, for the Fail state.
+type AbortOutput struct {
+	Error string `json:"error"`
+	Cause string `json:"cause"`
+}
+
+// Aborter is the Abort state's handler.
+type Aborter struct {
+	S3     Client
+	Config Config
+	Log    *slog.Logger
+}
+
+// Abort undoes a failed execution: it aborts the multipart uploads of the
+// planned keys begun since the execution started, deletes the objects
+// under the destination that carry this execution's metadata (each with
+// If-Match on the ETag it saw, so a concurrent writer's object is never
+// deleted) and deletes the work prefix. It is idempotent.
+func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
+	cfg := a.Config.Defaults()
+	var cause struct{ Error, Cause string }
+	_ = json.Unmarshal(in.Error, &cause)
+	execution := in.Execution
+	var ex Extraction
+	_ = json.Unmarshal(in.State, &ex)
+	if ex.Execution != "" {
+		execution = ex.Execution
+	}
+	if execution == "" {
+		return nil, requestError("abort: no execution name")
+	}
+	workPrefix := cfg.workPrefix(execution)
+	if ex.WorkPrefix != "" {
+		workPrefix = ex.WorkPrefix
+	}
+	workBucket := cfg.WorkBucket
+	if ex.WorkBucket != "" {
+		workBucket = ex.WorkBucket
+	}
+	if cause.Error == "States.ExceedToleratedFailureThreshold" {
+		if e, c := firstFailedBatch(ctx, a.S3, workBucket, workPrefix); e != "" {
+			cause.Error, cause.Cause = e, c
+		}
+	}
+	if ex.JobsKey != "" && ex.DestBucket != "" {
+		// Without the jobs (never written, or lost) every key under the
+		// prefix is looked at; only this execution's are touched.
+		var keys map[string]bool
+		if jobs, err := readJobs(ctx, a.S3, &ex); err == nil {
+			keys = map[string]bool{ex.reportKey(): true}
+			for _, j := range jobs {
+				for _, it := range j.Items {
+					keys[it.Key] = true
+				}
+			}
+		} else if !isNotFound(err) {
+			return nil, err
+		}
+		if err := sweepUploads(ctx, a.S3, &ex, keys); err != nil {
+			return nil, err
+		}
+		n, err := deleteOwn(ctx, a.S3, &ex, keys)
+		if err != nil {
+			return nil, err
+		}
+		logf(a.Log).Info("extraction aborted", "execution", execution, "deleted", n, "error", cause.Error)
+	}
+	if err := deleteWork(ctx, a.S3, workBucket, workPrefix); err != nil {
+		return nil, err
+	}
+	if cause.Error == "" {
+		cause.Error = "Error"
+	}
+	return &AbortOutput{Error: cause.Error, Cause: cause.Cause}, nil
+}
+
+// firstFailedBatch reads the Map's FAILED result files under the work
+// prefix for the first failed batch's own error (a failed Distributed Map
+// reports only States.ExceedToleratedFailureThreshold).
+func firstFailedBatch(ctx context.Context, c Client, bucket, prefix string) (string, string) {
+	keys, err := listKeys(ctx, c, bucket, prefix+"map/")
+	if err != nil {
+		return "", ""
+	}
+	for _, k := range keys {
+		if !strings.Contains(k, "/FAILED_") {
+			continue
+		}
+		doc, err := getWork(ctx, c, bucket, k)
+		if err != nil {
+			continue
+		}
+		var failed []workflow.ChildResult
+		if json.Unmarshal(doc, &failed) == nil && len(failed) > 0 && failed[0].Error != "" {
+			return failed[0].Error, failed[0].Cause
+		}
+	}
+	return "", ""
+}
+
+// sweepUploads aborts the multipart uploads under the destination prefix
+// of the given keys (nil: any key) begun since the execution started.
+func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) error {
+	d := ex.DestBucket
+	var errs []error
+	in := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(ex.Prefix)}
+	for {
+		out, err := c.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return classifyS3(fmt.Errorf("list uploads under s3://%s/%s: %w", d, ex.Prefix, err))
+		}
+		for _, u := range out.Uploads {
+			if keys != nil && !keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(ex.Started) {
+				continue
+			}
+			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	return classifyS3(errors.Join(errs...))
+}
+
+// deleteOwn deletes the objects under the destination prefix (of keys; nil:
+// any) whose metadata names this execution, each only if its ETag is still
+// the one seen.
+func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) (int, error) {
+	all, err := listKeys(ctx, c, ex.DestBucket, ex.Prefix)
+	if err != nil {
+		return 0, err
+	}
+	var cand []string
+	for _, k := range all {
+		if keys == nil || keys[k] {
+			cand = append(cand, k)
+		}
+	}
+	var mu sync.Mutex
+	n := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, k := range cand {
+		g.Go(func() error {
+			etag, ours, err := owner(gctx, c, ex.DestBucket, k, ex.Execution)
+			if err != nil || !ours {
+				return err
+			}
+			_, err = c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: &ex.DestBucket, Key: &k, IfMatch: &etag})
+			if err != nil && !isNotFound(err) {
+				if s3ref.IsCode(err, "PreconditionFailed") {
+					return nil // replaced since: someone else's now
+				}
+				return classifyS3(fmt.Errorf("delete s3://%s/%s: %w", ex.DestBucket, k, err))
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			return nil
+		})
+	}
+	return n, g.Wait()
+}
+
+// owner reads an object's ETag and whether this execution wrote it.
+func owner(ctx context.Context, c Client, bucket, key, execution string) (string, bool, error) {
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		if isNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, classifyS3(fmt.Errorf("head s3://%s/%s: %w", bucket, key, err))
+	}
+	return aws.ToString(h.ETag), h.Metadata[ExecutionMetadata] == execution, nil
+}

@@ -1,0 +1,136 @@
+package extract
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Config is an extract deployment's settings. The Lambdas read it from the
+// environment (ConfigFromEnv); the CLI sets it directly.
+type Config struct {
+	WorkBucket string // where the jobs, Map results and skipped list go
+	WorkPrefix string // under it, extract/<execution>/ per execution
+	// A request without a destination (the EventBridge rule's) extracts
+	// s3://B/ArchivePrefix<name>.zip into
+	// s3://DestinationBucket/DestinationPrefix<name>/ (DestinationBucket
+	// defaults to the archive's bucket).
+	ArchivePrefix     string
+	DestinationBucket string
+	DestinationPrefix string
+	// AllowedArchives and AllowedDestinations are "bucket" or
+	// "bucket/prefix" patterns; empty allows any. The IAM roles enforce the
+	// same; these give a clear error instead of an AccessDenied.
+	AllowedArchives     []string
+	AllowedDestinations []string
+	BatchSize           int // jobs per Distributed Map batch (MaxItemsPerBatchPath)
+	MaxConcurrency      int // batches at once (MaxConcurrencyPath) when the request gives none
+	Workers             int // jobs in flight within one batch
+}
+
+// Defaults fills in unset fields.
+func (c Config) Defaults() Config {
+	if c.WorkPrefix == "" {
+		c.WorkPrefix = "s3zip-work/"
+	}
+	if !strings.HasSuffix(c.WorkPrefix, "/") {
+		c.WorkPrefix += "/"
+	}
+	if c.DestinationPrefix == "" {
+		c.DestinationPrefix = "extracted/"
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 4
+	}
+	if c.MaxConcurrency <= 0 {
+		c.MaxConcurrency = 100
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	return c
+}
+
+// ConfigFromEnv reads the Lambda environment: WORK_BUCKET (required),
+// WORK_PREFIX, EXTRACT_ARCHIVE_PREFIX, EXTRACT_DESTINATION_BUCKET,
+// EXTRACT_DESTINATION_PREFIX, ALLOWED_ARCHIVES, ALLOWED_DESTINATIONS
+// (comma-separated "bucket/prefix"), BATCH_SIZE, DEFAULT_MAX_CONCURRENCY,
+// WORKERS_PER_BATCH.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		WorkBucket:          getenv("WORK_BUCKET"),
+		WorkPrefix:          getenv("WORK_PREFIX"),
+		ArchivePrefix:       getenv("EXTRACT_ARCHIVE_PREFIX"),
+		DestinationBucket:   getenv("EXTRACT_DESTINATION_BUCKET"),
+		DestinationPrefix:   getenv("EXTRACT_DESTINATION_PREFIX"),
+		AllowedArchives:     splitList(getenv("ALLOWED_ARCHIVES")),
+		AllowedDestinations: splitList(getenv("ALLOWED_DESTINATIONS")),
+	}
+	if c.WorkBucket == "" {
+		return c, fmt.Errorf("WORK_BUCKET is not set: the deployment must name the work bucket")
+	}
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"BATCH_SIZE", &c.BatchSize}, {"DEFAULT_MAX_CONCURRENCY", &c.MaxConcurrency}, {"WORKERS_PER_BATCH", &c.Workers}} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return c, fmt.Errorf("%s=%q: want a whole number", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	return c.Defaults(), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" && f != "*" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// allowed reports whether s3://bucket/key lies inside one of the patterns
+// (any, when there are none).
+func allowed(patterns []string, bucket, key string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		b, prefix, _ := strings.Cut(p, "/")
+		if b == bucket && strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// workPrefix is the folder of one execution's work objects.
+func (c Config) workPrefix(execution string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, execution)
+	return c.WorkPrefix + "extract/" + clean + "/"
+}
+
+// derivedPrefix is where an archive is extracted when the request names no
+// destination: DestinationPrefix + the key without ArchivePrefix and ".zip" + "/".
+func (c Config) derivedPrefix(key string) (string, error) {
+	name := strings.TrimPrefix(key, c.ArchivePrefix)
+	if ext := path.Ext(name); strings.EqualFold(ext, ".zip") {
+		name = strings.TrimSuffix(name, ext)
+	}
+	name = strings.Trim(name, "/")
+	if name == "" {
+		return "", fmt.Errorf("archive key %q gives no name to extract into; name a destination", key)
+	}
+	return c.DestinationPrefix + name + "/", nil
+}

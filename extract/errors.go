@@ -1,0 +1,107 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3zip/s3zip/archive"
+)
+
+// RequestError says the extract request is wrong; it says what to fix.
+type RequestError struct{ Problems []string }
+
+func (e *RequestError) Error() string {
+	return "bad extract request: " + strings.Join(e.Problems, "; ")
+}
+
+// TransientError is an S3 failure that may heal (5xx, throttling, a lost
+// connection) that the SDK's own retries did not overcome; the state
+// machine retries the step.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() + " (transient; retrying may help)" }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// IncompleteError says the workers' results do not account for every
+// planned object (a batch lost, an object missing): nothing is reported
+// as extracted.
+type IncompleteError struct{ Msg string }
+
+func (e *IncompleteError) Error() string { return e.Msg }
+
+// ErrorType is the error type the extract Lambdas report for err, so the
+// state machine's Retry and Catch can tell conditions apart: the first of
+// extract's error types in the chain, "TransientError" for an S3 failure a
+// retry can help, else "Error".
+func ErrorType(err error) string {
+	var (
+		re  *RequestError
+		rfe *RefusedError
+		ee  *ExistsError
+		ce  *ChecksumError
+		sce *SourceChangedError
+		fe  *archive.FormatError
+		ie  *IncompleteError
+		te  *TransientError
+	)
+	switch {
+	case errors.As(err, &re):
+		return "RequestError"
+	case errors.As(err, &rfe):
+		return "RefusedError"
+	case errors.As(err, &ee):
+		return "ExistsError"
+	case errors.As(err, &ce):
+		return "ChecksumError"
+	case errors.As(err, &sce):
+		return "SourceChangedError"
+	case errors.As(err, &fe):
+		return "FormatError"
+	case errors.As(err, &ie):
+		return "IncompleteError"
+	case errors.As(err, &te), transient(err):
+		return "TransientError"
+	}
+	return "Error"
+}
+
+// Retryable reports whether running the step again may succeed.
+func Retryable(err error) bool { return ErrorType(err) == "TransientError" }
+
+// transient reports whether err is an S3 or network failure that may heal.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	code := ""
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	switch {
+	case status >= 500, status == http.StatusTooManyRequests:
+		return true
+	case code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || code == "ServiceUnavailable":
+		return true
+	case status == 0 && code == "":
+		// No answer from S3: a connection lost or timed out.
+		var oe *smithy.OperationError
+		return errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
+	}
+	return false
+}
+
+func requestError(format string, a ...any) *RequestError {
+	return &RequestError{[]string{fmt.Sprintf(format, a...)}}
+}

@@ -1,0 +1,239 @@
+package extract
+
+// The extract workflow's four handlers, as the state machine
+// (statemachine/extract.asl.json) runs them: Plan, a Distributed Map of
+// Batch, Finalize, and Abort on any failure. Run (local.go) runs the same
+// handlers in process for the CLI.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/s3zip/s3zip/archive"
+)
+
+// ExecutionMetadata is the user metadata key (x-amz-meta-s3zip-execution)
+// every object an extraction writes carries: its execution name. Abort
+// deletes only objects that carry its own.
+const ExecutionMetadata = "s3zip-execution"
+
+// RequestDoc is the extract request (the state machine's input).
+type RequestDoc struct {
+	Archive struct {
+		Bucket string `json:"bucket"`
+		Key    string `json:"key"`
+	} `json:"archive"`
+	// Destination is optional: without it the archive is extracted into
+	// the deployment's DestinationPrefix + its name (Config.derivedPrefix).
+	Destination *struct {
+		Bucket string `json:"bucket"`
+		Prefix string `json:"prefix"`
+	} `json:"destination,omitempty"`
+	Options struct {
+		Overwrite       bool  `json:"overwrite,omitempty"`
+		SkipUnsupported bool  `json:"skipUnsupported,omitempty"`
+		SmallStored     int64 `json:"smallStored,omitempty"`
+		ReadGroup       int64 `json:"readGroup,omitempty"`
+		CopyPart        int64 `json:"copyPart,omitempty"`
+		MaxConcurrency  int   `json:"maxConcurrency,omitempty"`
+	} `json:"options"`
+}
+
+// PlanInput is the Plan state's payload.
+type PlanInput struct {
+	Request   json.RawMessage `json:"request"`
+	Execution string          `json:"execution"`
+}
+
+// Extraction is the planner's output and the state every later step gets:
+// small, whatever the archive (the jobs are in the work bucket).
+type Extraction struct {
+	Execution string `json:"execution"`
+	Archive   struct {
+		Bucket        string `json:"bucket"`
+		Key           string `json:"key"`
+		ETag          string `json:"etag"`
+		Size          int64  `json:"size"`
+		ChecksumCRC32 string `json:"checksumCRC32,omitempty"`
+	} `json:"archive"`
+	DestBucket string    `json:"destinationBucket"`
+	Prefix     string    `json:"prefix"`
+	Overwrite  bool      `json:"overwrite"`
+	Started    time.Time `json:"started"` // less a margin for clocks: uploads begun since may be this run's
+	WorkBucket string    `json:"workBucket"`
+	WorkPrefix string    `json:"workPrefix"` // this execution's, ends in /
+	JobsKey    string    `json:"jobsKey"`    // JSONL, one Job a line (the Map's ItemReader)
+	SkippedKey string    `json:"skippedKey,omitempty"`
+	// Jobs is how many jobs there are (0: nothing to extract, the Map is skipped).
+	Jobs           int   `json:"jobs"`
+	BatchSize      int   `json:"batchSize"`      // MaxItemsPerBatchPath
+	MaxConcurrency int   `json:"maxConcurrency"` // MaxConcurrencyPath
+	Entries        int   `json:"entries"`
+	Objects        int   `json:"objects"`
+	Bytes          int64 `json:"bytes"`
+	Copied         int64 `json:"copiedBytes"`
+	Read           int64 `json:"readBytes"`
+	Skipped        int   `json:"skipped"`
+}
+
+func (e *Extraction) archive() *archive.Archive {
+	return &archive.Archive{Bucket: e.Archive.Bucket, Key: e.Archive.Key, ETag: e.Archive.ETag, Size: e.Archive.Size, ChecksumCRC32: e.Archive.ChecksumCRC32}
+}
+
+// reportKey is the report object's key.
+func (e *Extraction) reportKey() string { return e.Prefix + ReportName }
+
+// maxJobJSON bounds one job's JSON, so that a batch fits the Distributed
+// Map's 256 KiB input (ItemBatcher MaxInputBytesPerBatch).
+const maxJobJSON = 64 << 10
+
+// Planner is the Plan state's handler.
+type Planner struct {
+	S3     Client
+	Config Config
+	Log    *slog.Logger
+}
+
+// Plan reads the archive's end records and central directory with ranged
+// GETs (pinned by its ETag from then on), refuses a bad archive or existing
+// objects before anything is written, and writes the jobs to the work prefix.
+func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
+	cfg := p.Config.Defaults()
+	started := time.Now().Add(-5 * time.Minute)
+	var req RequestDoc
+	dec := json.NewDecoder(bytes.NewReader(in.Request))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, requestError("%v (want {\"archive\":{\"bucket\",\"key\"},\"destination\":{\"bucket\",\"prefix\"},\"options\":{…}}; docs/contract.md)", err)
+	}
+	if in.Execution == "" {
+		return nil, requestError("no execution name")
+	}
+	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.workPrefix(in.Execution)}
+	ex.Archive.Bucket, ex.Archive.Key = req.Archive.Bucket, req.Archive.Key
+	var problems []string
+	if req.Archive.Bucket == "" || req.Archive.Key == "" || strings.HasSuffix(req.Archive.Key, "/") {
+		problems = append(problems, "archive: want a bucket and the key of a ZIP object")
+	} else if !allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
+		problems = append(problems, fmt.Sprintf("archive s3://%s/%s is outside the archives this deployment may read (%s)", req.Archive.Bucket, req.Archive.Key, strings.Join(cfg.AllowedArchives, ", ")))
+	}
+	if d := req.Destination; d != nil {
+		ex.DestBucket, ex.Prefix = d.Bucket, d.Prefix
+		if d.Bucket == "" {
+			problems = append(problems, "destination.bucket is empty")
+		}
+		if d.Prefix != "" && !strings.HasSuffix(d.Prefix, "/") {
+			problems = append(problems, fmt.Sprintf("destination.prefix %q must end in /", d.Prefix))
+		}
+	} else if req.Archive.Key != "" {
+		ex.DestBucket = cfg.DestinationBucket
+		if ex.DestBucket == "" {
+			ex.DestBucket = req.Archive.Bucket
+		}
+		var err error
+		if ex.Prefix, err = cfg.derivedPrefix(req.Archive.Key); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if ex.DestBucket != "" && !allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
+		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is outside the destinations this deployment may write (%s)", ex.DestBucket, ex.Prefix, strings.Join(cfg.AllowedDestinations, ", ")))
+	}
+	o := req.Options
+	if o.SmallStored < -1 || o.ReadGroup < 0 || o.CopyPart < 0 || o.MaxConcurrency < 0 {
+		problems = append(problems, "options: sizes and maxConcurrency must not be negative (smallStored may be -1: copy every STORED entry)")
+	}
+	if len(problems) > 0 {
+		return nil, &RequestError{problems}
+	}
+	ex.Overwrite = o.Overwrite
+	ex.BatchSize, ex.MaxConcurrency = cfg.BatchSize, cfg.MaxConcurrency
+	if o.MaxConcurrency > 0 {
+		ex.MaxConcurrency = o.MaxConcurrency
+	}
+	opts := Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart}
+
+	a, err := archive.Open(ctx, p.S3, req.Archive.Bucket, req.Archive.Key)
+	if err != nil {
+		return nil, err
+	}
+	ex.Archive.ETag, ex.Archive.Size, ex.Archive.ChecksumCRC32 = a.ETag, a.Size, a.ChecksumCRC32
+	ex.Entries = len(a.Entries)
+	keep, skipped, err := Check(a, ex.Prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := a.DataStarts(ctx, Copies(a, keep, opts), 16)
+	if err != nil {
+		return nil, sourceChanged(err, a)
+	}
+	plan, err := PlanJobs(a, ex.Prefix, keep, starts, skipped, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !ex.Overwrite {
+		if err := refuseExisting(ctx, p.S3, ex.DestBucket, ex.Prefix, plan); err != nil {
+			return nil, err
+		}
+	}
+	jobs := splitForMap(plan.Jobs)
+	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
+	var buf bytes.Buffer
+	for i := range jobs {
+		jobs[i].Index = i
+		line, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	if len(plan.Skipped) > 0 {
+		ex.SkippedKey = ex.WorkPrefix + "skipped.json"
+		doc, _ := json.Marshal(plan.Skipped)
+		if err := putWork(ctx, p.S3, ex.WorkBucket, ex.SkippedKey, doc); err != nil {
+			return nil, err
+		}
+	}
+	ex.JobsKey = ex.WorkPrefix + "jobs.jsonl"
+	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.JobsKey, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", a.String(), "entries", ex.Entries,
+		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "skipped", ex.Skipped)
+	return ex, nil
+}
+
+// splitForMap splits read jobs whose JSON would exceed maxJobJSON into
+// read jobs of neighbouring items (each reads from its first item's local
+// header to its last item's bound).
+func splitForMap(jobs []Job) []Job {
+	var out []Job
+	for _, j := range jobs {
+		if j.Kind != KindRead {
+			out = append(out, j)
+			continue
+		}
+		var cur []Item
+		size := 0
+		flush := func() {
+			if len(cur) > 0 {
+				out = append(out, Job{Kind: KindRead, Items: cur, Ranges: []Range{{cur[0].Offset, cur[len(cur)-1].Bound}}})
+				cur, size = nil, 0
+			}
+		}
+		for _, it := range j.Items {
+			b, _ := json.Marshal(&it)
+			if size+len(b) > maxJobJSON {
+				flush()
+			}
+			cur, size = append(cur, it), size+len(b)+1
+		}
+		flush()
+	}
+	return out
+}
