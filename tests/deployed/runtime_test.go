@@ -1,6 +1,7 @@
 package deployed_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // lambdaReserved are the variables Lambda itself sets in a provided.al2023
@@ -78,12 +80,25 @@ func TestLambdaTimeoutIsSandboxTimedout(t *testing.T) {
 	if _, err := d.Lambdas.Invoke(t.Context(), f, empty); err != nil {
 		t.Fatal(err)
 	}
+	// The planner's one environment (not merely the first one started), and
+	// the invocation sent only once the kernel shows it stopped: a SIGSTOP
+	// takes effect when the process is next scheduled, which on a loaded
+	// machine can be after the invocation has been answered.
+	var pids []int
 	d.Lambdas.mu.Lock()
-	pid := d.Lambdas.all[0].cmd.Process.Pid
+	for _, s := range d.Lambdas.all {
+		if s.fn == f {
+			pids = append(pids, s.cmd.Process.Pid)
+		}
+	}
 	d.Lambdas.mu.Unlock()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	if len(pids) != 1 {
+		t.Fatalf("%d planner environments, want the one the first invocation started", len(pids))
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitStopped(t, pids[0])
 	f.TimeoutSeconds = 1
 	res, err := d.Lambdas.Invoke(t.Context(), f, empty)
 	if err != nil {
@@ -125,5 +140,25 @@ func TestLambdaExitIsRuntimeExitError(t *testing.T) {
 	}
 	if res.FunctionError != "Unhandled" || errorTypeOf(t, res) != "Runtime.ExitError" {
 		t.Fatalf("got %q %s, want an Unhandled Runtime.ExitError", res.FunctionError, res.Payload)
+	}
+}
+
+// waitStopped waits until /proc says the process is stopped (state T).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) state …: the state follows the last ')'.
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped 10 s after SIGSTOP: %s", pid, stat)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
