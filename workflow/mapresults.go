@@ -54,14 +54,14 @@ const maxResultFileBytes = 1 << 30
 func readMapResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]PartResult, error) {
 	doc, err := getBytes(ctx, c, d.Bucket, d.Key, 64<<20)
 	if err != nil {
-		return nil, fmt.Errorf("Map results manifest: %w", err)
+		return nil, fmt.Errorf("map results manifest: %w", err)
 	}
 	var m ResultManifest
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, fmt.Errorf("Map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
+		return nil, fmt.Errorf("map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
 	}
 	if n := len(m.ResultFiles.Failed) + len(m.ResultFiles.Pending); n > 0 {
-		return nil, fmt.Errorf("Map results: %d result files of failed or pending batches; the archive cannot be completed", n)
+		return nil, fmt.Errorf("map results: %d result files of failed or pending batches; the archive cannot be completed", n)
 	}
 	bucket := m.DestinationBucket
 	if bucket == "" {
@@ -71,19 +71,19 @@ func readMapResults(ctx context.Context, c objectGetter, d *ResultWriterDetails)
 	for _, f := range m.ResultFiles.Succeeded {
 		doc, err := getBytes(ctx, c, bucket, f.Key, maxResultFileBytes)
 		if err != nil {
-			return nil, fmt.Errorf("Map result file: %w", err)
+			return nil, fmt.Errorf("map result file: %w", err)
 		}
 		var children []ChildResult
 		if err := json.Unmarshal(doc, &children); err != nil {
-			return nil, fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
+			return nil, fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)
 		}
 		for _, ch := range children {
 			if ch.Status != "SUCCEEDED" {
-				return nil, fmt.Errorf("Map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)
+				return nil, fmt.Errorf("map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)
 			}
 			var out BatchResult
 			if err := json.Unmarshal([]byte(ch.Output), &out); err != nil {
-				return nil, fmt.Errorf("Map result file s3://%s/%s: worker output: %w", bucket, f.Key, err)
+				return nil, fmt.Errorf("map result file s3://%s/%s: worker output: %w", bucket, f.Key, err)
 			}
 			parts = append(parts, out.Parts...)
 		}

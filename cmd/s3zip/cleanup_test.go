@@ -30,6 +30,7 @@ func cliBinary(t *testing.T) string {
 		return p
 	}
 	bin := filepath.Join(t.TempDir(), "s3zip")
+	//lint:ignore SA1019 go test builds this binary here, so its GOROOT is the toolchain running the test
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go") // the toolchain running this test
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
@@ -242,10 +243,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create after a killed run: %v\n%s", err, out.String())
 		}
-		var left []string
-		for _, l := range srv.Leftovers(t, "work", "dst") {
-			left = append(left, l)
-		}
+		left := srv.Leftovers(t, "work", "dst")
 		if len(left) > 0 {
 			t.Errorf("left behind after the next create: %q", left)
 		}

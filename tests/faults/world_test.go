@@ -236,9 +236,6 @@ const (
 
 func wantFailure(errType string) string { return "clean " + errType }
 
-// knownTypes are the error types a failure may carry: each says what to do.
-var knownTypes = []string{"RequestError", "SourceChangedError", "ChecksumMismatchError", "DestinationExistsError", "LimitError", "RefusedError", "TransientError", "DeadlineError"}
-
 // errorType is the name Lambda would report for err.
 func errorType(err error) string {
 	checks := []struct {
