@@ -338,10 +338,10 @@ func (w *world) judgeRace(t *testing.T, started time.Time, dest string, errs []e
 			obs = append(obs, fmt.Sprintf("run %s ok", []string{"a", "b"}[i]))
 			continue
 		}
-		typ := errorType(err)
+		typ := workflow.ErrorType(err)
 		obs = append(obs, fmt.Sprintf("run %s %s", []string{"a", "b"}[i], typ))
 		t.Logf("run %d: %v", i, err)
-		if typ == "untyped error" {
+		if typ == workflow.TypeUntyped {
 			bad("run %d failed without a type: %v", i, err)
 		}
 	}

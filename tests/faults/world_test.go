@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -236,29 +235,6 @@ const (
 
 func wantFailure(errType string) string { return "clean " + errType }
 
-// errorType is the name Lambda would report for err.
-func errorType(err error) string {
-	checks := []struct {
-		name string
-		is   func(error) bool
-	}{
-		{"RequestError", func(e error) bool { var x *workflow.RequestError; return errors.As(e, &x) }},
-		{"SourceChangedError", func(e error) bool { var x *workflow.SourceChangedError; return errors.As(e, &x) }},
-		{"ChecksumMismatchError", func(e error) bool { var x *workflow.ChecksumMismatchError; return errors.As(e, &x) }},
-		{"DestinationExistsError", func(e error) bool { var x *workflow.DestinationExistsError; return errors.As(e, &x) }},
-		{"LimitError", func(e error) bool { var x *workflow.LimitError; return errors.As(e, &x) }},
-		{"RefusedError", func(e error) bool { var x *workflow.RefusedError; return errors.As(e, &x) }},
-		{"TransientError", func(e error) bool { var x *workflow.TransientError; return errors.As(e, &x) }},
-		{"DeadlineError", func(e error) bool { var x *workflow.DeadlineError; return errors.As(e, &x) }},
-	}
-	for _, c := range checks {
-		if c.is(err) {
-			return c.name
-		}
-	}
-	return "untyped error"
-}
-
 // outcome is what a scenario ended with.
 type outcome struct {
 	err      error
@@ -290,7 +266,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 			bad("succeeded, want a failure")
 		}
 	} else {
-		typ := errorType(o.err)
+		typ := workflow.ErrorType(o.err)
 		msg := o.err.Error()
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
@@ -298,7 +274,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 		obs = append(obs, typ+": "+msg)
 		t.Logf("error: %v", o.err)
 		switch {
-		case typ == "untyped error":
+		case typ == workflow.TypeUntyped:
 			bad("error has no type the state machine can tell apart")
 		case expected == wantArchive:
 			bad("failed, want an archive")
