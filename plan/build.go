@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"hash/crc32"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // DataRead asks for the source bytes [From, To) of Entry, into Dst.
@@ -77,7 +79,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64
 			if s.From == 0 && (s.To == e.Size || hasTail && s.To+tail.Len == e.Size) {
 				got := crc32.ChecksumIEEE(buf[pos : pos+n])
 				if s.To < e.Size {
-					got = CombineCRC(got, tail.CRC, tail.Len)
+					got = zipformat.CombineCRC(got, tail.CRC, tail.Len)
 				}
 				if e.CRC32.Known && e.CRC32.Sum != got {
 					return nil, nil, &CRCMismatchError{Entry: e.Name, Want: e.CRC32.Sum, Got: got}

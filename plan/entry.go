@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // Source is the S3 object an entry's bytes come from, pinned by ETag (and
@@ -99,8 +101,8 @@ type Entry struct {
 
 // Compression methods (APPNOTE 4.4.5).
 const (
-	MethodStore   = 0
-	MethodDeflate = 8
+	MethodStore   = zipformat.MethodStore
+	MethodDeflate = zipformat.MethodDeflate
 )
 
 // UncompressedSize is the size of the entry's data once extracted.
@@ -114,7 +116,7 @@ func (e *Entry) UncompressedSize() int64 {
 // zip64Sizes reports whether either of the entry's sizes overflows the
 // 32-bit header fields.
 func (e *Entry) zip64Sizes() bool {
-	return needsZip64Sizes(e.Size) || needsZip64Sizes(e.UncompressedSize())
+	return zipformat.NeedsZip64Sizes(e.Size) || zipformat.NeedsZip64Sizes(e.UncompressedSize())
 }
 
 // headerCRC is the CRC-32 the headers carry: the uncompressed data's.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // S3 multipart upload limits.
@@ -235,11 +237,11 @@ func place(entries []Entry, l layout) *Plan {
 	for i := range p.Entries {
 		p.DirectorySize += centralHeaderSize(&p.Entries[i])
 	}
-	zip64End := needsZip64End(len(p.Entries), p.DirectoryOffset, p.DirectorySize)
-	p.Size = p.DirectoryOffset + p.DirectorySize + endRecordsSize(zip64End)
+	zip64End := zipformat.NeedsZip64End(len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	p.Size = p.DirectoryOffset + p.DirectorySize + zipformat.EndRecordsSize(zip64End)
 	p.Zip64 = zip64End
 	for i := range p.Entries {
-		if p.Entries[i].zip64Sizes() || p.Entries[i].Offset >= uint32max {
+		if p.Entries[i].zip64Sizes() || p.Entries[i].Offset >= zipformat.Uint32Max {
 			p.Zip64 = true
 		}
 	}
@@ -537,7 +539,7 @@ func (p *Plan) Directory() ([]byte, error) {
 		}
 		buf = AppendCentralHeader(buf, e, e.CRC32.Sum)
 	}
-	buf = AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	buf = zipformat.AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
 	if int64(len(buf)) != p.Size-p.DirectoryOffset {
 		return nil, fmt.Errorf("internal error: directory is %d bytes, planned %d", len(buf), p.Size-p.DirectoryOffset)
 	}
@@ -556,7 +558,7 @@ func (p *Plan) ArchiveCRC(directory []byte) (uint32, error) {
 		}
 		hdr = AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
 		crc = crc32.Update(crc, crc32.IEEETable, hdr)
-		crc = CombineCRC(crc, e.CRC32.Sum, e.Size)
+		crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
 	}
 	return crc32.Update(crc, crc32.IEEETable, directory), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -381,7 +382,7 @@ func chainCRC(entries []plan.PlacedEntry, item *plan.PartJob) (uint32, bool) {
 			if s.From != 0 || s.To != e.Size {
 				return 0, false
 			}
-			crc = plan.CombineCRC(crc, e.CRC32.Sum, e.Size)
+			crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
 		}
 	}
 	return crc, true

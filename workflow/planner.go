@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -574,7 +575,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 		if !ok {
 			return 0, false, nil
 		}
-		crc = plan.CombineCRC(crc, v, to-from)
+		crc = zipformat.CombineCRC(crc, v, to-from)
 	}
 	return crc, true, nil
 }
