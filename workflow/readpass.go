@@ -572,11 +572,7 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, ex
 			return nil, fmt.Errorf("read pass s3://%s/%s: %w", cfg.WorkBucket, d.key, err)
 		}
 	}
-	c, ok := pl.S3.(mergeS3)
-	if !ok {
-		return nil, fmt.Errorf("internal error: the planner's S3 client cannot join compressed pieces")
-	}
-	if err := applyReads(ctx, c, cfg, entries, jobs, results); err != nil {
+	if err := applyReads(ctx, pl.S3, cfg, entries, jobs, results); err != nil {
 		return nil, err
 	}
 	if req.Options.sha256() {
