@@ -129,10 +129,16 @@ func (e *Entry) headerCRC(dataCRC uint32) uint32 {
 	return dataCRC
 }
 
+// EntryIndex is an entry's position in the archive: in Plan.Entries and the
+// entries file, and PlacedEntry.Index. It keys every map of CRC-32s learned
+// or computed. (A position among one part's entries — entries[First:] as a
+// worker reads them, Segment.Entry — is a plain int: the two never mix.)
+type EntryIndex int
+
 // PlacedEntry is an entry at its place in the archive: its local header
 // starts at Offset and is HeaderLen bytes long; its data follows.
 type PlacedEntry struct {
-	Index int `json:"i"`
+	Index EntryIndex `json:"i"`
 	Entry
 	Offset    int64 `json:"offset"`
 	HeaderLen int64 `json:"headerLen"`

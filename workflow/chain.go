@@ -62,7 +62,7 @@ type built struct {
 	lead, content int64
 }
 
-func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32) (*PartResult, error) {
+func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
 	if job.PadKey == "" {
 		return nil, fmt.Errorf("chain part but the job has no pad object (planner too old?)")
 	}
@@ -141,7 +141,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 // sets them in entries and returns them by entry index. A round whose answer
 // is not a usable CRC-32 is given up (it is built later, plain) and the
 // object's CRC is asked for or read instead.
-func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[int]uint32, error) {
+func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[plan.EntryIndex]uint32, error) {
 	sums, _ := plan.ChainChecksums(entries, rounds)
 	var which []int
 	for r, ok := range sums {
@@ -150,7 +150,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 		}
 	}
 	var mu sync.Mutex
-	crcs := map[int]uint32{}
+	crcs := map[plan.EntryIndex]uint32{}
 	err := forEach(ctx, cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
 		r := which[k]
 		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), rounds[r], true)

@@ -323,7 +323,7 @@ func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
 		}
 		c := in.Items[0].Carried[0]
 		want := crcOf(f.objects["src/"+c.Source.Key])
-		if got := out.Parts[0].CRCs[strconv.Itoa(c.First)]; got != fmt.Sprintf("%08x", want) {
+		if got := out.Parts[0].CRCs[strconv.Itoa(int(c.First))]; got != fmt.Sprintf("%08x", want) {
 			t.Errorf("answers %v: part %d reports CRC %q for the copied entry, want %08x", answers, out.Parts[0].Part, got, want)
 		}
 		// The uploaded part ends with the copied entry's local header.
