@@ -57,8 +57,11 @@ const (
 	PartUpload PartKind = "upload"
 	// PartCopy is a ranged UploadPartCopy of one source: no bytes through the worker.
 	PartCopy PartKind = "copy"
-	// PartChain is reserved for a part built server-side from intermediate
-	// objects (see DESIGN.md "chain").
+	// PartChain is built server-side: starting from a 5 MiB pad object in
+	// the work bucket, each round appends header bytes and ranged copies of
+	// sources with a two-part upload, and the finished object is copied into
+	// the archive as one part. Only local headers pass through the worker,
+	// small objects included (chain.go: ChainRounds; DESIGN.md "chain").
 	PartChain PartKind = "chain"
 )
 

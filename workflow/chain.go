@@ -124,11 +124,14 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
 	}
-	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
+	etag, got, err := copied(out, job.WorkBucket, x.key)
+	if err != nil {
+		return nil, err
+	}
 	if want, ok := chainCRC(entries, item); ok && got != "" && got != crcBase64(want) {
 		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, crcBase64(want))}
 	}
-	r := &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got,
+	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got,
 		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
 	r.addCRCs(learned)
 	r.addCRCs(crcs)
@@ -257,8 +260,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
 			}
-			u.etags[n-1], u.sums[n-1] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
-			return nil
+			u.etags[n-1], u.sums[n-1], err = copied(out, e.Source.Bucket, e.Source.Key)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -299,8 +302,8 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
 		}
-		u.etags[0], u.sums[0] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
-		return nil
+		u.etags[0], u.sums[0], err = copied(out, u.bucket, x.key)
+		return err
 	})
 	for i, pc := range u.pieces {
 		added += pc.Size

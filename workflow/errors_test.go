@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,5 +167,24 @@ func TestErrorType(t *testing.T) {
 	// A cause of a transient failure does not make a bad request retryable.
 	if got := ErrorType(&TransientError{Op: "op", Err: &RequestError{Problems: []string{"x"}}}); got != TypeRequestError {
 		t.Errorf("a TransientError around a RequestError is %s, want %s (the first in ErrorTypes' order)", got, TypeRequestError)
+	}
+}
+
+// A request object whose bucket and key are both wrong gets both problems,
+// each on its own, before anything is read.
+func TestRequestObjectProblemsAreSeparate(t *testing.T) {
+	s := &fakePlannerS3{}
+	pl := &Planner{S3: s, Config: Config{WorkBucket: "work", ControlBucket: "ctl"}}
+	_, err := pl.Plan(context.Background(), PlanInput{Request: []byte(`{"requestObject":{"bucket":"","key":""}}`), Execution: "x"})
+	var re *RequestError
+	if !errors.As(err, &re) || len(re.Problems) != 2 {
+		t.Fatalf("err = %v, want a RequestError with two problems", err)
+	}
+	want := "bad request (2 problems): requestObject.bucket is missing; requestObject.key is missing"
+	if err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+	if len(s.writes) > 0 {
+		t.Errorf("wrote %v before refusing", s.writes)
 	}
 }

@@ -282,8 +282,14 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 		if req.Source != (Source{}) || req.Destination != (Destination{}) {
 			return nil, requestError("a request with requestObject must not also give source or destination")
 		}
-		if msg := checkBucket("requestObject.bucket", ref.Bucket) + checkKey("requestObject.key", ref.Key); msg != "" {
-			return nil, requestError("%s", msg)
+		var bad []string
+		for _, msg := range []string{checkBucket("requestObject.bucket", ref.Bucket), checkKey("requestObject.key", ref.Key)} {
+			if msg != "" {
+				bad = append(bad, msg)
+			}
+		}
+		if bad != nil {
+			return nil, &RequestError{bad}
 		}
 		if cfg.ControlBucket != "" && ref.Bucket != cfg.ControlBucket {
 			return nil, requestError("requestObject s3://%s/%s: request objects are read only from the control bucket %s", ref.Bucket, ref.Key, cfg.ControlBucket)
@@ -615,7 +621,11 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 		if err != nil {
 			return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
 		}
-		v, ok := decodeCRC(aws.ToString(out.CopyPartResult.ChecksumCRC32))
+		_, answer, err := copied(out, src.Bucket, src.Key)
+		if err != nil {
+			return 0, false, err
+		}
+		v, ok := decodeCRC(answer)
 		if !ok {
 			return 0, false, nil
 		}

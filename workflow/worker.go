@@ -341,10 +341,10 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
 	}
-	if out.CopyPartResult == nil {
-		return nil, fmt.Errorf("UploadPartCopy s3://%s/%s: no CopyPartResult", src.Bucket, src.Key)
+	etag, got, err := copied(out, src.Bucket, src.Key)
+	if err != nil {
+		return nil, err
 	}
-	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
 	if reason := implausiblePartCRC(item, got); reason != "" {
 		// The part's bytes are right (If-Match pinned them), but a part
 		// checksum that is not theirs would fail the completion, or worse,
@@ -360,7 +360,7 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		}
 		return r, nil
 	}
-	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
+	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
 }
 
 // implausiblePartCRC says why the CRC-32 S3 reported for a copied part
