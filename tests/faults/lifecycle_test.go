@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	fp "github.com/s3zip/s3zip/internal/faultproxy"
+	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
