@@ -41,10 +41,14 @@ gotest: tools node
 nodetest: node lambdas
 	npm test
 
+## check: go vet, gofmt and staticcheck (the version tools/install.sh pins, from .tools/bin; staticcheck.conf)
+STATICCHECK ?= .tools/bin/staticcheck
 check: vet
+	@test -x $(STATICCHECK) || { echo "$(STATICCHECK) missing: run make tools"; exit 1; }
+	$(STATICCHECK) $(GOPKGS)
 
 ## test: everything a newcomer runs; CI also runs test-long
-test: vet gotest nodetest test-faults test-deployed
+test: tools check gotest nodetest test-faults test-deployed
 
 ## test-long: the end-to-end cases over 4 GiB (one a DEFLATE entry over 4 GiB), over 5 GiB and over 65,535 entries, and the load tests
 test-long: tools

@@ -18,7 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 const testBucket = "zips"
@@ -211,7 +212,7 @@ func TestVerifyAndExtractGoodArchives(t *testing.T) {
 // localHeaderOf returns the offset of the local header of the entry named name.
 func localHeaderOf(t *testing.T, b []byte, name string) int {
 	t.Helper()
-	sig := binary.LittleEndian.AppendUint32(nil, localHeaderSignature)
+	sig := binary.LittleEndian.AppendUint32(nil, zipformat.LocalHeaderSignature)
 	for off := 0; ; {
 		i := bytes.Index(b[off:], sig)
 		if i < 0 {
@@ -228,7 +229,7 @@ func localHeaderOf(t *testing.T, b []byte, name string) int {
 
 func dataOf(t *testing.T, b []byte, name string) int {
 	lh := localHeaderOf(t, b, name)
-	return lh + localHeaderLen + int(binary.LittleEndian.Uint16(b[lh+26:])) + int(binary.LittleEndian.Uint16(b[lh+28:]))
+	return lh + zipformat.LocalHeaderLen + int(binary.LittleEndian.Uint16(b[lh+26:])) + int(binary.LittleEndian.Uint16(b[lh+28:]))
 }
 
 func TestVerifyCatchesCorruption(t *testing.T) {
@@ -260,7 +261,7 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 			return b
 		}, `local header name "First.txt"`, "first.txt", false},
 		{"data-descriptor-flag", func(t *testing.T, b []byte) []byte {
-			b[localHeaderOf(t, b, "second.bin")+6] |= flagDataDescriptor
+			b[localHeaderOf(t, b, "second.bin")+6] |= zipformat.FlagDataDescriptor
 			return b
 		}, "data descriptor", "second.bin", false},
 		{"local-header-size-differs", func(t *testing.T, b []byte) []byte {
@@ -336,15 +337,15 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 // the end record's central directory offset of a small non-ZIP64 archive.
 func fixOffsets(t *testing.T, b []byte, delta uint32) []byte {
 	t.Helper()
-	end := len(b) - endLen
+	end := len(b) - zipformat.EndLen
 	cd := int(binary.LittleEndian.Uint32(b[end+16:])) + int(delta)
 	binary.LittleEndian.PutUint32(b[end+16:], uint32(cd))
 	for off := cd; off < end; {
-		if binary.LittleEndian.Uint32(b[off:]) != centralHeaderSig {
+		if binary.LittleEndian.Uint32(b[off:]) != zipformat.CentralHeaderSignature {
 			t.Fatalf("no central header at %d", off)
 		}
 		binary.LittleEndian.PutUint32(b[off+42:], binary.LittleEndian.Uint32(b[off+42:])+delta)
-		off += centralHeaderLen + int(binary.LittleEndian.Uint16(b[off+28:])) + int(binary.LittleEndian.Uint16(b[off+30:])) + int(binary.LittleEndian.Uint16(b[off+32:]))
+		off += zipformat.CentralHeaderLen + int(binary.LittleEndian.Uint16(b[off+28:])) + int(binary.LittleEndian.Uint16(b[off+30:])) + int(binary.LittleEndian.Uint16(b[off+32:]))
 	}
 	return b
 }

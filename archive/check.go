@@ -3,6 +3,8 @@ package archive
 import (
 	"fmt"
 	"strings"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // CheckName returns why name is not a safe relative path to extract under a
@@ -68,7 +70,7 @@ func compareLocal(e *Entry, h *localHeader) []difference {
 	if h.name != e.Name {
 		add(false, "local header name %q differs from the central directory name", h.name)
 	}
-	dd := (h.flags|e.Flags)&flagDataDescriptor != 0
+	dd := (h.flags|e.Flags)&zipformat.FlagDataDescriptor != 0
 	if dd {
 		add(true, "uses a data descriptor (flag bit 3), which s3zip archives must not")
 	}
@@ -84,7 +86,7 @@ func compareLocal(e *Entry, h *localHeader) []difference {
 	if !h.extraOK {
 		add(false, "local header has a malformed extra field")
 	}
-	sentinel := h.csize32 == uint32max || h.usize32 == uint32max
+	sentinel := h.csize32 == zipformat.Uint32Max || h.usize32 == zipformat.Uint32Max
 	switch {
 	case sentinel && !h.zip64Both:
 		add(false, "local header size is 0xFFFFFFFF but it has no ZIP64 extra field with both sizes")
@@ -96,7 +98,7 @@ func compareLocal(e *Entry, h *localHeader) []difference {
 			add(dd && h.usize == 0, "local header uncompressed size %d differs from central directory %d", h.usize, e.UncompressedSize)
 		}
 	}
-	if h.zip64 && h.version&0xff < versionZip64 {
+	if h.zip64 && h.version&0xff < zipformat.VersionZip64 {
 		add(false, "local header has a ZIP64 extra field but version needed %d < 45", h.version&0xff)
 	}
 	return d

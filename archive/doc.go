@@ -11,7 +11,7 @@
 // Reads are bounded in concurrency and memory whatever the archive's size:
 // neighbouring small entries are fetched together with one ranged GET of a
 // few MiB, large STORED entries in parallel chunks whose CRC-32s are
-// combined (plan.CombineCRC), and nothing but the entry list is held. Every
+// combined (zipformat.CombineCRC), and nothing but the entry list is held. Every
 // GET carries If-Match with the ETag seen by Open, so an object replaced
 // while it is being read fails loudly instead of mixing two archives.
 package archive

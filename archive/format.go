@@ -3,49 +3,16 @@ package archive
 import (
 	"encoding/binary"
 	"io/fs"
-	"time"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// Signatures and fixed lengths of the ZIP records read here (APPNOTE 4.3).
+// The ZIP format's constants and encoders are internal/zipformat.
+
+// MethodStore and MethodDeflate are the compression methods s3zip reads.
 const (
-	localHeaderSignature  = 0x04034b50
-	centralHeaderSig      = 0x02014b50
-	dataDescriptorSig     = 0x08074b50
-	zip64EndSignature     = 0x06064b50
-	zip64LocatorSignature = 0x07064b50
-	endSignature          = 0x06054b50
-
-	localHeaderLen   = 30
-	centralHeaderLen = 46
-	zip64EndLen      = 56 // fixed part, without the extensible data sector
-	zip64LocatorLen  = 20
-	endLen           = 22
-	maxCommentLen    = 0xFFFF
-
-	// dataDescriptorMaxLen is the longest data descriptor: signature, CRC and
-	// two 8-byte sizes (APPNOTE 4.3.9).
-	dataDescriptorMaxLen = 24
-
-	zip64ExtraID   = 0x0001
-	extTimeExtraID = 0x5455
-
-	flagEncrypted      = 0x0001
-	flagDataDescriptor = 0x0008
-
-	// MethodStore and MethodDeflate are the compression methods s3zip reads.
-	MethodStore   = 0
-	MethodDeflate = 8
-
-	versionZip64 = 45
-	creatorUnix  = 3
-
-	uint16max = 0xFFFF
-	uint32max = 0xFFFFFFFF
-
-	sIFMT    = 0o170000
-	sIFDIR   = 0o040000
-	sIFLNK   = 0o120000
-	msdosDir = 0x10
+	MethodStore   = zipformat.MethodStore
+	MethodDeflate = zipformat.MethodDeflate
 )
 
 // readBuf consumes little-endian fields from a byte slice.
@@ -75,29 +42,22 @@ func extraFields(extra []byte, fn func(id uint16, data readBuf)) (ok bool) {
 	return len(b) == 0
 }
 
-// msDosTime converts MS-DOS date and time fields, taken as UTC as s3zip writes them.
-func msDosTime(date, clock uint16) time.Time {
-	return time.Date(
-		int(date>>9)+1980, time.Month(date>>5&0xf), int(date&0x1f),
-		int(clock>>11), int(clock>>5&0x3f), int(clock&0x1f)*2, 0, time.UTC)
-}
-
 // fileMode derives an entry's mode from its external attributes, as the
 // creator system (the high byte of "version made by") defines them.
 func fileMode(versionMadeBy uint16, external uint32, name string) fs.FileMode {
 	var mode fs.FileMode
-	if versionMadeBy>>8 == creatorUnix && external>>16 != 0 {
+	if versionMadeBy>>8 == zipformat.CreatorUnix && external>>16 != 0 {
 		unix := external >> 16
 		mode = fs.FileMode(unix & 0o777)
-		switch unix & sIFMT {
-		case sIFDIR:
+		switch unix & zipformat.UnixTypeMask {
+		case zipformat.UnixTypeDir:
 			mode |= fs.ModeDir
-		case sIFLNK:
+		case zipformat.UnixTypeSymlink:
 			mode |= fs.ModeSymlink
 		}
 	} else {
 		mode = 0o644
-		if external&msdosDir != 0 {
+		if external&zipformat.MSDOSDirAttr != 0 {
 			mode = fs.ModeDir | 0o755
 		}
 	}
@@ -126,7 +86,7 @@ type localHeader struct {
 
 // parseLocalFixed parses the fixed 30 bytes; it returns the name and extra lengths.
 func parseLocalFixed(b readBuf, h *localHeader) (nameLen, extraLen int, sigOK bool) {
-	if b.u32() != localHeaderSignature {
+	if b.u32() != zipformat.LocalHeaderSignature {
 		return 0, 0, false
 	}
 	h.version = b.u16()
@@ -139,7 +99,7 @@ func parseLocalFixed(b readBuf, h *localHeader) (nameLen, extraLen int, sigOK bo
 	h.usize32 = b.u32()
 	nameLen, extraLen = int(b.u16()), int(b.u16())
 	h.csize, h.usize = uint64(h.csize32), uint64(h.usize32)
-	h.length = int64(localHeaderLen + nameLen + extraLen)
+	h.length = int64(zipformat.LocalHeaderLen + nameLen + extraLen)
 	return nameLen, extraLen, true
 }
 
@@ -147,7 +107,7 @@ func parseLocalFixed(b readBuf, h *localHeader) (nameLen, extraLen int, sigOK bo
 func parseLocalVariable(name, extra []byte, h *localHeader) {
 	h.name = string(name)
 	h.extraOK = extraFields(extra, func(id uint16, d readBuf) {
-		if id != zip64ExtraID {
+		if id != zipformat.Zip64ExtraID {
 			return
 		}
 		h.zip64 = true

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // headerWindow is how far apart local headers may be and still be read with
@@ -30,7 +32,7 @@ func (a *Archive) DataStarts(ctx context.Context, indices []int, concurrency int
 	sort.Slice(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
 	guessEnd := func(i int) int64 {
 		e := &a.Entries[i]
-		return min(e.Offset+localHeaderLen+int64(len(e.Name))+localExtraGuess, a.CentralDirStart)
+		return min(e.Offset+zipformat.LocalHeaderLen+int64(len(e.Name))+localExtraGuess, a.CentralDirStart)
 	}
 	type group struct {
 		entries    []int
@@ -51,7 +53,7 @@ func (a *Archive) DataStarts(ctx context.Context, indices []int, concurrency int
 	g.SetLimit(concurrency)
 	for _, gr := range groups {
 		g.Go(func() error {
-			if gr.start < 0 || gr.start+localHeaderLen > a.CentralDirStart {
+			if gr.start < 0 || gr.start+zipformat.LocalHeaderLen > a.CentralDirStart {
 				e := &a.Entries[gr.entries[0]]
 				return a.formatErr(e.Offset, "entry %q: local header offset %d is outside the entries (the central directory starts at %d)", e.Name, e.Offset, a.CentralDirStart)
 			}
@@ -62,18 +64,18 @@ func (a *Archive) DataStarts(ctx context.Context, indices []int, concurrency int
 			for _, i := range gr.entries {
 				e := &a.Entries[i]
 				at := e.Offset - gr.start
-				if e.Offset+localHeaderLen > a.CentralDirStart {
+				if e.Offset+zipformat.LocalHeaderLen > a.CentralDirStart {
 					return a.formatErr(e.Offset, "entry %q: local header at %d runs into the central directory at %d", e.Name, e.Offset, a.CentralDirStart)
 				}
 				var fixed []byte
-				if at+localHeaderLen <= int64(len(buf)) {
-					fixed = buf[at : at+localHeaderLen]
-				} else if fixed, err = a.readRange(gctx, e.Offset, e.Offset+localHeaderLen); err != nil {
+				if at+zipformat.LocalHeaderLen <= int64(len(buf)) {
+					fixed = buf[at : at+zipformat.LocalHeaderLen]
+				} else if fixed, err = a.readRange(gctx, e.Offset, e.Offset+zipformat.LocalHeaderLen); err != nil {
 					return err
 				}
 				var h localHeader
 				if _, _, ok := parseLocalFixed(fixed, &h); !ok {
-					return a.formatErr(e.Offset, "entry %q: no local header at offset %d (signature 0x%08x missing)", e.Name, e.Offset, localHeaderSignature)
+					return a.formatErr(e.Offset, "entry %q: no local header at offset %d (signature 0x%08x missing)", e.Name, e.Offset, zipformat.LocalHeaderSignature)
 				}
 				start := e.Offset + h.length
 				if start > a.CentralDirStart {

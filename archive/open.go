@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // Client is the part of the S3 API an Archive reads with; *s3.Client has it.
@@ -128,10 +130,10 @@ func (a *Archive) readRange(ctx context.Context, start, end int64) ([]byte, erro
 // 64 KiB (the longest comment), follows a ZIP64 locator to the ZIP64 end
 // record, and checks that they agree (APPNOTE 4.3.14–4.3.16, 4.4.1.4).
 func (a *Archive) readEnd(ctx context.Context) error {
-	if a.Size < endLen {
-		return a.formatErr(0, "object is %d bytes, shorter than an end of central directory record (%d)", a.Size, endLen)
+	if a.Size < zipformat.EndLen {
+		return a.formatErr(0, "object is %d bytes, shorter than an end of central directory record (%d)", a.Size, zipformat.EndLen)
 	}
-	tailStart := max(0, a.Size-(endLen+maxCommentLen+zip64LocatorLen+zip64EndLen))
+	tailStart := max(0, a.Size-(zipformat.EndLen+zipformat.MaxCommentLen+zipformat.Zip64LocatorLen+zipformat.Zip64EndLen))
 	tail, err := a.readRange(ctx, tailStart, a.Size)
 	if err != nil {
 		return err
@@ -139,27 +141,27 @@ func (a *Archive) readEnd(ctx context.Context) error {
 	// Last record first: an archive without a comment ends with it, and a
 	// signature inside a comment must not be taken for the record.
 	pos := -1
-	for i := len(tail) - endLen; i >= 0 && len(tail)-endLen-i <= maxCommentLen; i-- {
-		if binary.LittleEndian.Uint32(tail[i:]) == endSignature &&
-			int(binary.LittleEndian.Uint16(tail[i+20:])) == len(tail)-endLen-i {
+	for i := len(tail) - zipformat.EndLen; i >= 0 && len(tail)-zipformat.EndLen-i <= zipformat.MaxCommentLen; i-- {
+		if binary.LittleEndian.Uint32(tail[i:]) == zipformat.EndSignature &&
+			int(binary.LittleEndian.Uint16(tail[i+20:])) == len(tail)-zipformat.EndLen-i {
 			pos = i
 			break
 		}
 	}
 	if pos < 0 {
-		return a.formatErr(a.Size, "no end of central directory record (signature 0x%08x) in the last %d bytes; truncated or not a ZIP archive", endSignature, len(tail))
+		return a.formatErr(a.Size, "no end of central directory record (signature 0x%08x) in the last %d bytes; truncated or not a ZIP archive", zipformat.EndSignature, len(tail))
 	}
 	endOff := tailStart + int64(pos)
 	b := readBuf(tail[pos+4:])
 	disk, cdDisk := b.u16(), b.u16()
 	diskCount, count := b.u16(), b.u16()
 	cdSize32, cdOff32 := b.u32(), b.u32()
-	if disk != 0 && disk != uint16max || cdDisk != 0 && cdDisk != uint16max {
+	if disk != 0 && disk != zipformat.Uint16Max || cdDisk != 0 && cdDisk != zipformat.Uint16Max {
 		return a.formatErr(endOff, "end of central directory names disk %d and central directory disk %d; multi-disk archives are not supported", disk, cdDisk)
 	}
-	sentinel := diskCount == uint16max || count == uint16max || cdSize32 == uint32max || cdOff32 == uint32max
-	locOff := endOff - zip64LocatorLen
-	hasLocator := locOff >= 0 && binary.LittleEndian.Uint32(a.tailAt(tail, tailStart, locOff, 4)) == zip64LocatorSignature
+	sentinel := diskCount == zipformat.Uint16Max || count == zipformat.Uint16Max || cdSize32 == zipformat.Uint32Max || cdOff32 == zipformat.Uint32Max
+	locOff := endOff - zipformat.Zip64LocatorLen
+	hasLocator := locOff >= 0 && binary.LittleEndian.Uint32(a.tailAt(tail, tailStart, locOff, 4)) == zipformat.Zip64LocatorSignature
 
 	entries, cdSize, cdOff := uint64(count), uint64(cdSize32), uint64(cdOff32)
 	endRecordsStart := endOff
@@ -168,23 +170,23 @@ func (a *Archive) readEnd(ctx context.Context) error {
 	}
 	if hasLocator {
 		a.Zip64 = true
-		lb := readBuf(a.tailAt(tail, tailStart, locOff, zip64LocatorLen)[4:])
+		lb := readBuf(a.tailAt(tail, tailStart, locOff, zipformat.Zip64LocatorLen)[4:])
 		z64Disk, z64Off, disks := lb.u32(), lb.u64(), lb.u32()
 		if z64Disk != 0 || disks > 1 {
 			return a.formatErr(locOff, "ZIP64 locator names disk %d of %d; multi-disk archives are not supported", z64Disk, disks)
 		}
-		if locOff < zip64EndLen || z64Off > uint64(locOff-zip64EndLen) {
+		if locOff < zipformat.Zip64EndLen || z64Off > uint64(locOff-zipformat.Zip64EndLen) {
 			return a.formatErr(locOff, "ZIP64 locator points to offset %d, but the ZIP64 end record must end by the locator at %d", z64Off, locOff)
 		}
 		var rec []byte
 		if int64(z64Off) >= tailStart {
-			rec = a.tailAt(tail, tailStart, int64(z64Off), zip64EndLen)
-		} else if rec, err = a.readRange(ctx, int64(z64Off), int64(z64Off)+zip64EndLen); err != nil {
+			rec = a.tailAt(tail, tailStart, int64(z64Off), zipformat.Zip64EndLen)
+		} else if rec, err = a.readRange(ctx, int64(z64Off), int64(z64Off)+zipformat.Zip64EndLen); err != nil {
 			return err
 		}
 		zb := readBuf(rec)
-		if zb.u32() != zip64EndSignature {
-			return a.formatErr(int64(z64Off), "ZIP64 locator points to offset %d, where there is no ZIP64 end of central directory record (signature 0x%08x)", z64Off, zip64EndSignature)
+		if zb.u32() != zipformat.Zip64EndSignature {
+			return a.formatErr(int64(z64Off), "ZIP64 locator points to offset %d, where there is no ZIP64 end of central directory record (signature 0x%08x)", z64Off, zipformat.Zip64EndSignature)
 		}
 		recSize := zb.u64()
 		zb.u16() // version made by
@@ -202,13 +204,13 @@ func (a *Archive) readEnd(ctx context.Context) error {
 			a.endProblems = append(a.endProblems, fmt.Sprintf("ZIP64 end record: %d entries on this disk but %d in total", zDiskCount, zCount))
 		}
 		// A field that is not a sentinel must agree with the ZIP64 record.
-		if count != uint16max && uint64(count) != zCount {
+		if count != zipformat.Uint16Max && uint64(count) != zCount {
 			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says %d entries, the ZIP64 end record %d", count, zCount))
 		}
-		if cdSize32 != uint32max && uint64(cdSize32) != zcdSize {
+		if cdSize32 != zipformat.Uint32Max && uint64(cdSize32) != zcdSize {
 			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says central directory size %d, the ZIP64 end record %d", cdSize32, zcdSize))
 		}
-		if cdOff32 != uint32max && uint64(cdOff32) != zcdOff {
+		if cdOff32 != zipformat.Uint32Max && uint64(cdOff32) != zcdOff {
 			a.endProblems = append(a.endProblems, fmt.Sprintf("end of central directory says central directory offset %d, the ZIP64 end record %d", cdOff32, zcdOff))
 		}
 		entries, cdSize, cdOff = zCount, zcdSize, zcdOff
@@ -219,7 +221,7 @@ func (a *Archive) readEnd(ctx context.Context) error {
 	if cdOff > uint64(endRecordsStart) || cdSize > uint64(endRecordsStart) || cdOff+cdSize != uint64(endRecordsStart) {
 		return a.formatErr(endRecordsStart, "central directory at offset %d with size %d would end at %d, but the end records start at %d", cdOff, cdSize, cdOff+cdSize, endRecordsStart)
 	}
-	if entries > cdSize/centralHeaderLen {
+	if entries > cdSize/zipformat.CentralHeaderLen {
 		return a.formatErr(endRecordsStart, "%d entries cannot fit in a central directory of %d bytes", entries, cdSize)
 	}
 	a.CentralDirStart, a.CentralDirSize = int64(cdOff), int64(cdSize)
@@ -251,15 +253,15 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 	defer body.Close()
 	r := bufio.NewReaderSize(body, 64<<10)
 	off := a.CentralDirStart
-	var fixed [centralHeaderLen]byte
+	var fixed [zipformat.CentralHeaderLen]byte
 	var variable []byte
 	for i := 0; i < want; i++ {
 		if _, err := io.ReadFull(r, fixed[:]); err != nil {
 			return a.cdReadErr(off, i, err)
 		}
 		b := readBuf(fixed[:])
-		if sig := b.u32(); sig != centralHeaderSig {
-			return a.formatErr(off, "central directory header %d of %d: signature 0x%08x, want 0x%08x", i+1, want, sig, centralHeaderSig)
+		if sig := b.u32(); sig != zipformat.CentralHeaderSignature {
+			return a.formatErr(off, "central directory header %d of %d: signature 0x%08x, want 0x%08x", i+1, want, sig, zipformat.CentralHeaderSignature)
 		}
 		madeBy := b.u16()
 		e := Entry{ReaderVersion: b.u16(), Flags: b.u16(), Method: b.u16()}
@@ -281,12 +283,12 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 		}
 		e.Name = string(variable[:nameLen])
 		e.CompressedSize, e.UncompressedSize, e.Offset = int64(csize32), int64(usize32), int64(off32)
-		e.Modified = msDosTime(date, clock)
+		e.Modified = zipformat.TimeFromMSDOS(date, clock)
 		e.Mode = fileMode(madeBy, external, e.Name)
 		var zipErr string
 		extraOK := extraFields(variable[nameLen:nameLen+extraLen], func(id uint16, d readBuf) {
 			switch id {
-			case zip64ExtraID:
+			case zipformat.Zip64ExtraID:
 				e.Zip64 = true
 				// APPNOTE 4.5.3: only the fields whose 32-bit value is the
 				// sentinel, in this order.
@@ -295,9 +297,9 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 					dst  *int64
 					what string
 				}{
-					{usize32 == uint32max, &e.UncompressedSize, "uncompressed size"},
-					{csize32 == uint32max, &e.CompressedSize, "compressed size"},
-					{off32 == uint32max, &e.Offset, "local header offset"},
+					{usize32 == zipformat.Uint32Max, &e.UncompressedSize, "uncompressed size"},
+					{csize32 == zipformat.Uint32Max, &e.CompressedSize, "compressed size"},
+					{off32 == zipformat.Uint32Max, &e.Offset, "local header offset"},
 				} {
 					if !f.is32 {
 						continue
@@ -313,13 +315,13 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 					}
 					*f.dst = int64(v)
 				}
-			case extTimeExtraID:
+			case zipformat.ExtTimeExtraID:
 				if len(d) >= 5 && d.u8()&1 != 0 {
 					e.Modified = time.Unix(int64(d.u32()), 0).UTC()
 				}
 			}
 		})
-		if zipErr == "" && !e.Zip64 && (usize32 == uint32max || csize32 == uint32max || off32 == uint32max) {
+		if zipErr == "" && !e.Zip64 && (usize32 == zipformat.Uint32Max || csize32 == zipformat.Uint32Max || off32 == zipformat.Uint32Max) {
 			zipErr = "a size or offset is 0xFFFFFFFF but there is no ZIP64 extra field"
 		}
 		if zipErr != "" {
@@ -328,11 +330,11 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 		if !extraOK {
 			a.endProblems = append(a.endProblems, fmt.Sprintf("central directory header of %q: malformed extra field", e.Name))
 		}
-		if disk != 0 && disk != uint16max {
+		if disk != 0 && disk != zipformat.Uint16Max {
 			return a.formatErr(off, "central directory header %d (%q) is on disk %d; multi-disk archives are not supported", i+1, e.Name, disk)
 		}
 		a.Entries = append(a.Entries, e)
-		off += int64(centralHeaderLen + n)
+		off += int64(zipformat.CentralHeaderLen + n)
 	}
 	if rest, _ := io.Copy(io.Discard, r); rest != 0 || off != a.CentralDirStart+a.CentralDirSize {
 		a.endProblems = append(a.endProblems, fmt.Sprintf("central directory is %d bytes but its %d headers take %d", a.CentralDirSize, want, off-a.CentralDirStart))

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // Defaults for Verify and Extract.
@@ -99,13 +99,13 @@ func newScan(a *Archive, h handler, concurrency int, chunkSize, coalesce int64) 
 
 // chunked reports whether entry e is read as parallel chunks.
 func (s *scan) chunked(e *Entry) bool {
-	return e.Method == MethodStore && e.Flags&flagEncrypted == 0 && e.CompressedSize > s.chunkSize
+	return e.Method == MethodStore && e.Flags&zipformat.FlagEncrypted == 0 && e.CompressedSize > s.chunkSize
 }
 
 // readable says why entry e's data cannot be read, or "".
 func readable(e *Entry) string {
 	switch {
-	case e.Flags&flagEncrypted != 0:
+	case e.Flags&zipformat.FlagEncrypted != 0:
 		return "is encrypted"
 	case e.Method != MethodStore && e.Method != MethodDeflate:
 		return fmt.Sprintf("uses compression method %d, not STORED (0) or deflate (8)", e.Method)
@@ -136,7 +136,7 @@ func (s *scan) run(ctx context.Context) error {
 			big = append(big, i)
 			g.Go(func() error {
 				e := &a.Entries[i]
-				st := s.newStream(gctx, e.Offset+localHeaderLen+int64(len(e.Name))+1024)
+				st := s.newStream(gctx, e.Offset+zipformat.LocalHeaderLen+int64(len(e.Name))+1024)
 				defer st.close()
 				return s.readHeader(st, i)
 			})
@@ -195,7 +195,7 @@ func (s *scan) runs() []run {
 		if k+1 < len(s.order) {
 			next = a.Entries[s.order[k+1]].Offset
 		}
-		end := max(next, e.Offset+localHeaderLen+int64(len(e.Name))+e.CompressedSize)
+		end := max(next, e.Offset+zipformat.LocalHeaderLen+int64(len(e.Name))+e.CompressedSize)
 		end = min(end, a.CentralDirStart)
 		if len(cur.entries) == 0 {
 			cur.start = e.Offset
@@ -231,7 +231,7 @@ func (s *scan) readHeader(st *stream, i int) error {
 }
 
 func readLocalHeader(st *stream) (*localHeader, string, error) {
-	var fixed [localHeaderLen]byte
+	var fixed [zipformat.LocalHeaderLen]byte
 	problem := func(err error) (*localHeader, string, error) {
 		var te *transportError
 		if errors.As(err, &te) {
@@ -246,7 +246,7 @@ func readLocalHeader(st *stream) (*localHeader, string, error) {
 	h := &localHeader{}
 	nameLen, extraLen, ok := parseLocalFixed(fixed[:], h)
 	if !ok {
-		return nil, fmt.Sprintf("no local header at offset %d (signature 0x%08x missing)", at, localHeaderSignature), nil
+		return nil, fmt.Sprintf("no local header at offset %d (signature 0x%08x missing)", at, zipformat.LocalHeaderSignature), nil
 	}
 	variable := make([]byte, nameLen+extraLen)
 	if _, err := io.ReadFull(st, variable); err != nil {
@@ -346,7 +346,7 @@ func (s *scan) readChunk(ctx context.Context, i, k int, cs *chunkState) error {
 	}
 	sum := cs.crcs[0]
 	for k := 1; k < len(cs.crcs); k++ {
-		sum = plan.CombineCRC(sum, cs.crcs[k], min(s.chunkSize, e.CompressedSize-int64(k)*s.chunkSize))
+		sum = zipformat.CombineCRC(sum, cs.crcs[k], min(s.chunkSize, e.CompressedSize-int64(k)*s.chunkSize))
 	}
 	return s.h.finished(i, sum, e.CompressedSize)
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // VerifyOptions tune Verify; zero values take the defaults.
@@ -78,7 +80,7 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 		}
 		if e.Zip64 {
 			r.Zip64Entries++
-			if e.ReaderVersion&0xff < versionZip64 {
+			if e.ReaderVersion&0xff < zipformat.VersionZip64 {
 				v.add(i, e.Offset, "central header has a ZIP64 extra field but version needed %d < 45", e.ReaderVersion&0xff)
 			}
 		}
@@ -185,8 +187,8 @@ func (v *verifier) checkLayout(s *scan) {
 			expected = s.dataStart[i] + e.CompressedSize
 		}
 		slack = 0
-		if v.localFlags[i]&flagDataDescriptor != 0 {
-			slack = dataDescriptorMaxLen
+		if v.localFlags[i]&zipformat.FlagDataDescriptor != 0 {
+			slack = zipformat.DataDescriptorMaxLen
 		}
 	}
 	if known {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -24,7 +25,7 @@ func TestVerifyEntryOver4GiB(t *testing.T) {
 	big := &plan.PlacedEntry{Entry: plan.Entry{Name: "huge/zeros.bin", Size: bigSize, ModTime: mod}}
 	small := &plan.PlacedEntry{Entry: plan.Entry{Name: "after.txt", Size: 5, ModTime: mod}}
 	smallData := []byte("after")
-	bigCRC, smallCRC := plan.ZeroCRC(bigSize), crcOf(smallData)
+	bigCRC, smallCRC := zipformat.ZeroCRC(bigSize), crcOf(smallData)
 
 	path := filepath.Join(env.srv.DataDir(), testBucket, "big.zip")
 	f, err := os.Create(path)
@@ -40,7 +41,7 @@ func TestVerifyEntryOver4GiB(t *testing.T) {
 	cdStart := small.End()
 	cd := plan.AppendCentralHeader(nil, big, bigCRC)
 	cd = plan.AppendCentralHeader(cd, small, smallCRC)
-	end := plan.AppendEndRecords(cd, 2, cdStart, int64(len(cd)))
+	end := zipformat.AppendEndRecords(cd, 2, cdStart, int64(len(cd)))
 	for _, w := range []struct {
 		off int64
 		b   []byte

@@ -11,6 +11,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // RequestError says the extract request is wrong; it says what to fix.
@@ -49,6 +50,7 @@ func ErrorType(err error) string {
 		fe  *archive.FormatError
 		ie  *IncompleteError
 		te  *TransientError
+		wte *workflow.TransientError // from the helpers extract shares with create
 	)
 	switch {
 	case errors.As(err, &re):
@@ -65,7 +67,7 @@ func ErrorType(err error) string {
 		return "FormatError"
 	case errors.As(err, &ie):
 		return "IncompleteError"
-	case errors.As(err, &te), transient(err):
+	case errors.As(err, &te), errors.As(err, &wte), transient(err):
 		return "TransientError"
 	}
 	return "Error"

@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -134,41 +135,17 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 
 // readBatchOutputs reads the batches' outputs from the ResultWriter's manifest.
 func readBatchOutputs(ctx context.Context, c Client, d *workflow.ResultWriterDetails) ([]BatchOutput, error) {
-	doc, err := getWork(ctx, c, d.Bucket, d.Key)
-	if err != nil {
-		return nil, fmt.Errorf("Map results manifest: %w", err)
-	}
-	var m workflow.ResultManifest
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, fmt.Errorf("Map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
-	}
-	if n := len(m.ResultFiles.Failed) + len(m.ResultFiles.Pending); n > 0 {
-		return nil, &IncompleteError{fmt.Sprintf("Map results: %d result files of failed or pending batches", n)}
-	}
-	bucket := m.DestinationBucket
-	if bucket == "" {
-		bucket = d.Bucket
-	}
 	var outs []BatchOutput
-	for _, f := range m.ResultFiles.Succeeded {
-		doc, err := getWork(ctx, c, bucket, f.Key)
-		if err != nil {
-			return nil, fmt.Errorf("Map result file: %w", err)
+	err := workflow.EachMapOutput(ctx, c, d, func(output []byte) error {
+		var out BatchOutput
+		if err := json.Unmarshal(output, &out); err != nil {
+			return fmt.Errorf("batch output: %w", err)
 		}
-		var children []workflow.ChildResult
-		if err := json.Unmarshal(doc, &children); err != nil {
-			return nil, fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
-		}
-		for _, ch := range children {
-			if ch.Status != "SUCCEEDED" {
-				return nil, &IncompleteError{fmt.Sprintf("Map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)}
-			}
-			var out BatchOutput
-			if err := json.Unmarshal([]byte(ch.Output), &out); err != nil {
-				return nil, fmt.Errorf("Map result file s3://%s/%s: batch output: %w", bucket, f.Key, err)
-			}
-			outs = append(outs, out)
-		}
+		outs = append(outs, out)
+		return nil
+	})
+	if errors.Is(err, workflow.ErrMapIncomplete) {
+		return nil, &IncompleteError{err.Error()}
 	}
-	return outs, nil
+	return outs, err
 }

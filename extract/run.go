@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // Client is the part of the S3 API an extraction uses; *s3.Client has it.
@@ -264,7 +264,7 @@ func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) erro
 		if k == 0 {
 			combined = sum
 		} else {
-			combined = plan.CombineCRC(combined, sum, r.End-r.Start)
+			combined = zipformat.CombineCRC(combined, sum, r.End-r.Start)
 		}
 		parts[k] = types.CompletedPart{PartNumber: aws.Int32(int32(k + 1)), ETag: out.CopyPartResult.ETag, ChecksumCRC32: aws.String(answer)}
 	}
@@ -288,7 +288,7 @@ func (x *executor) copyPlain(ctx context.Context, it *Item, ranges []Range) erro
 		if k == 0 {
 			combined = sum
 		} else {
-			combined = plan.CombineCRC(combined, sum, r.End-r.Start)
+			combined = zipformat.CombineCRC(combined, sum, r.End-r.Start)
 		}
 	}
 	if combined != it.CRC32 {
@@ -510,7 +510,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 			return &ChecksumError{fmt.Sprintf("entry %q: decoding at byte %d of %d: %v: the archive is corrupt", it.Name, total, it.Size, err)}
 		}
 		sum := crc32.ChecksumIEEE(buf[:n])
-		whole = plan.CombineCRC(whole, sum, int64(n))
+		whole = zipformat.CombineCRC(whole, sum, int64(n))
 		pn := int32(len(parts) + 1)
 		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
 			Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),

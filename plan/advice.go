@@ -39,7 +39,7 @@ func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, erro
 	for i := range chain.Parts {
 		p := &chain.Parts[i]
 		if p.Kind == PartChain {
-			a.LongestChain = max(a.LongestChain, len(ChainRounds(chain.Entries[p.First:p.First+p.Count], p.Start, p.End)))
+			a.LongestChain = max(a.LongestChain, len(ChainRounds(chain.Entries[p.First:p.First+EntryIndex(p.Count)], p.Start, p.End)))
 		}
 	}
 	r := run

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"hash/crc32"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // DataRead asks for the source bytes [From, To) of Entry, into Dst.
@@ -34,7 +36,7 @@ func (e *CRCMismatchError) Error() string {
 // checks it against a known one, and returns those it computed by entry
 // index. A header whose CRC is neither known nor computable is an error:
 // it never writes a guess.
-func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[int]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[int]uint32, error) {
+func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[EntryIndex]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[EntryIndex]uint32, error) {
 	return BuildPartWithTails(part, entries, directoryOffset, directory, readAll, nil)
 }
 
@@ -48,7 +50,7 @@ type Tail struct {
 // BuildPartWithTails is BuildPart for a part that streams the start of an
 // entry whose rest is copied after it: tails (by entry index) give the rest's
 // CRC-32, so the entry's is computed from the bytes read and the tail's.
-func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[int]uint32) ([]byte, error), readAll func([]DataRead) error, tails map[int]Tail) ([]byte, map[int]uint32, error) {
+func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[EntryIndex]uint32) ([]byte, error), readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
 	buf := make([]byte, part.Size())
 	segs := Segments(entries, directoryOffset, part.Start, part.End)
 	var reads []DataRead
@@ -65,7 +67,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64
 			return nil, nil, err
 		}
 	}
-	computed := map[int]uint32{}
+	computed := map[EntryIndex]uint32{}
 	pos = 0
 	var hdr []byte
 	for _, s := range segs {
@@ -77,7 +79,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64
 			if s.From == 0 && (s.To == e.Size || hasTail && s.To+tail.Len == e.Size) {
 				got := crc32.ChecksumIEEE(buf[pos : pos+n])
 				if s.To < e.Size {
-					got = CombineCRC(got, tail.CRC, tail.Len)
+					got = zipformat.CombineCRC(got, tail.CRC, tail.Len)
 				}
 				if e.CRC32.Known && e.CRC32.Sum != got {
 					return nil, nil, &CRCMismatchError{Entry: e.Name, Want: e.CRC32.Sum, Got: got}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // deflated makes the entry of a DEFLATE-compressed object the read pass
@@ -96,7 +98,7 @@ func TestPlanDeflatedZip64(t *testing.T) {
 	const rawSize = 1<<32 + 5
 	raw := io.LimitReader(zeroReader{}, rawSize)
 	var c bytes.Buffer
-	e := Entry{Name: "zeros", Source: Source{Bucket: "w", Key: "zeros.z"}, Method: MethodDeflate, RawSize: rawSize, RawCRC32: KnownCRC(ZeroCRC(rawSize))}
+	e := Entry{Name: "zeros", Source: Source{Bucket: "w", Key: "zeros.z"}, Method: MethodDeflate, RawSize: rawSize, RawCRC32: KnownCRC(zipformat.ZeroCRC(rawSize))}
 	w, _ := flate.NewWriter(&c, 1)
 	if _, err := io.Copy(w, raw); err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func (p *Plan) Encode() (*Encoded, error) {
 	lineStart[len(p.Entries)] = int64(entries.Len())
 
 	job := func(part *Part) PartJob {
-		j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart[part.First], lineStart[part.First+part.Count]}}
+		j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart[part.First], lineStart[part.First+EntryIndex(part.Count)]}}
 		if part.Kind == PartCopy {
 			e := &p.Entries[part.First]
 			src := e.Source

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // Source is the S3 object an entry's bytes come from, pinned by ETag (and
@@ -99,8 +101,8 @@ type Entry struct {
 
 // Compression methods (APPNOTE 4.4.5).
 const (
-	MethodStore   = 0
-	MethodDeflate = 8
+	MethodStore   = zipformat.MethodStore
+	MethodDeflate = zipformat.MethodDeflate
 )
 
 // UncompressedSize is the size of the entry's data once extracted.
@@ -114,7 +116,7 @@ func (e *Entry) UncompressedSize() int64 {
 // zip64Sizes reports whether either of the entry's sizes overflows the
 // 32-bit header fields.
 func (e *Entry) zip64Sizes() bool {
-	return needsZip64Sizes(e.Size) || needsZip64Sizes(e.UncompressedSize())
+	return zipformat.NeedsZip64Sizes(e.Size) || zipformat.NeedsZip64Sizes(e.UncompressedSize())
 }
 
 // headerCRC is the CRC-32 the headers carry: the uncompressed data's.
@@ -127,10 +129,16 @@ func (e *Entry) headerCRC(dataCRC uint32) uint32 {
 	return dataCRC
 }
 
+// EntryIndex is an entry's position in the archive: in Plan.Entries and the
+// entries file, and PlacedEntry.Index. It keys every map of CRC-32s learned
+// or computed. (A position among one part's entries — entries[First:] as a
+// worker reads them, Segment.Entry — is a plain int: the two never mix.)
+type EntryIndex int
+
 // PlacedEntry is an entry at its place in the archive: its local header
 // starts at Offset and is HeaderLen bytes long; its data follows.
 type PlacedEntry struct {
-	Index int `json:"i"`
+	Index EntryIndex `json:"i"`
 	Entry
 	Offset    int64 `json:"offset"`
 	HeaderLen int64 `json:"headerLen"`

@@ -51,7 +51,7 @@ func execute(t testing.TB, p *Plan) []byte {
 		return nil
 	}
 	parts := make([][]byte, len(p.Parts))
-	computed := map[int]uint32{}
+	computed := map[EntryIndex]uint32{}
 	// learn is what S3 answers a copy of a whole object into an upload created with CRC-32.
 	learn := func(ents []PlacedEntry, k int) {
 		crc := contentCRC(&ents[k].Entry)
@@ -61,22 +61,24 @@ func execute(t testing.TB, p *Plan) []byte {
 	for i := range p.WorkerParts() {
 		part := &p.Parts[i]
 		// A part's worker sees only its own entries and what it learns.
-		ents := slices.Clone(p.Entries[part.First : part.First+part.Count])
-		var tail map[int]Tail
+		ents := slices.Clone(p.Entries[part.First : part.First+EntryIndex(part.Count)])
+		var tail map[EntryIndex]Tail
 		if part.Carry > 0 {
 			next := &p.Parts[i+1]
 			e := &p.Entries[next.First]
-			k := next.First - part.First
+			k := int(next.First - part.First) // its position among the part's entries
 			switch {
 			case k < 0 || k >= len(ents):
 				t.Fatalf("part %d carries part %d, whose entry it does not hold", part.Number, next.Number)
-			case next.Start == e.DataOffset():
+			case next.CarriedAs == CarriedWhole:
 				learn(ents, k)
-			case !e.CRC32.Known:
+			case next.CarriedAs == CarriedTail && !e.CRC32.Known:
 				// S3's answer to the ranged copy: the CRC-32 of the rest.
 				buf := make([]byte, next.Size())
 				content(e.Source.Key, next.Start-e.DataOffset(), e.Size, buf)
-				tail = map[int]Tail{e.Index: {CRC: crc32.ChecksumIEEE(buf), Len: next.Size()}}
+				tail = map[EntryIndex]Tail{e.Index: {CRC: crc32.ChecksumIEEE(buf), Len: next.Size()}}
+			case next.CarriedAs != CarriedTail:
+				t.Fatalf("part %d carries part %d, which the plan does not say how to learn from (carriedAs %q)", part.Number, next.Number, next.CarriedAs)
 			}
 		}
 		switch part.Kind {
@@ -113,7 +115,7 @@ func execute(t testing.TB, p *Plan) []byte {
 	}
 	final := p.FinalPart()
 	var dir []byte
-	directory := func(crcs map[int]uint32) ([]byte, error) {
+	directory := func(crcs map[EntryIndex]uint32) ([]byte, error) {
 		for k, v := range crcs {
 			p.Entries[k].CRC32 = KnownCRC(v)
 		}
@@ -121,7 +123,7 @@ func execute(t testing.TB, p *Plan) []byte {
 		dir, err = p.Directory()
 		return dir, err
 	}
-	buf, _, err := BuildPart(final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, directory, readAll)
+	buf, _, err := BuildPart(final, p.Entries[final.First:final.First+EntryIndex(final.Count)], p.DirectoryOffset, directory, readAll)
 	if err != nil {
 		t.Fatalf("final part: %v", err)
 	}

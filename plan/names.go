@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // NamePolicy says how an object key becomes a name in the archive.
@@ -106,8 +108,8 @@ func CheckName(name string) string {
 	switch {
 	case name == "" || name == "/":
 		return "empty name"
-	case len(name) > MaxNameLen:
-		return fmt.Sprintf("name is %d bytes, over the ZIP limit of %d", len(name), MaxNameLen)
+	case len(name) > zipformat.MaxNameLen:
+		return fmt.Sprintf("name is %d bytes, over the ZIP limit of %d", len(name), zipformat.MaxNameLen)
 	case !utf8.ValidString(name):
 		return "name is not valid UTF-8"
 	case strings.IndexByte(name, 0) >= 0:

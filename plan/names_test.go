@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 func TestCheckName(t *testing.T) {
@@ -11,7 +13,7 @@ func TestCheckName(t *testing.T) {
 		"a/b.txt": "", "dir/": "", "ü/名前.txt": "",
 		"": "empty name", "/etc/passwd": "absolute path", "../x": `".." path segment`, "a/../b": `".." path segment`,
 		`a\b`: "backslash", "a\x00b": "NUL", "a//b": "empty path segment", "./a": `"." path segment`,
-		"C:/x": "drive letter", "\xff": "UTF-8", strings.Repeat("n", MaxNameLen+1): "over the ZIP limit",
+		"C:/x": "drive letter", "\xff": "UTF-8", strings.Repeat("n", zipformat.MaxNameLen+1): "over the ZIP limit",
 	}
 	for name, want := range cases {
 		got := CheckName(name)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // S3 multipart upload limits.
@@ -55,8 +57,11 @@ const (
 	PartUpload PartKind = "upload"
 	// PartCopy is a ranged UploadPartCopy of one source: no bytes through the worker.
 	PartCopy PartKind = "copy"
-	// PartChain is reserved for a part built server-side from intermediate
-	// objects (see DESIGN.md "chain").
+	// PartChain is built server-side: starting from a 5 MiB pad object in
+	// the work bucket, each round appends header bytes and ranged copies of
+	// sources with a two-part upload, and the finished object is copied into
+	// the archive as one part. Only local headers pass through the worker,
+	// small objects included (chain.go: ChainRounds; DESIGN.md "chain").
 	PartChain PartKind = "chain"
 )
 
@@ -67,17 +72,20 @@ type Part struct {
 	Start  int64    `json:"start"`
 	End    int64    `json:"end"`
 	// First and Count name the entries whose header or data overlap the part.
-	First int `json:"first"`
-	Count int `json:"count"`
+	First EntryIndex `json:"first"`
+	Count int        `json:"count"`
 	// NeedCRC lists the entries whose CRC-32 the worker must know before it
 	// sends the part: it writes their local header but not all of their data.
-	NeedCRC []int `json:"needCRC,omitempty"`
+	NeedCRC []EntryIndex `json:"needCRC,omitempty"`
 	// Carry is how many of the parts right after this one (0 or 1) its
 	// worker copies first: a copy of a whole object whose local header this
 	// part ends with. S3's answer to the copy gives the CRC-32 the header
 	// needs, so nothing asks for it beforehand (no HEAD). The carried part's
 	// job rides in this part's job.
 	Carry int `json:"carry,omitempty"`
+	// CarriedAs, on a carried part, is what its copy is and so what the
+	// worker learns from S3's answer to it (carryCopies decides).
+	CarriedAs CarriedCopy `json:"carriedAs,omitempty"`
 	// Final marks the last part, built by the finalizer: it carries the
 	// central directory and end records.
 	Final bool `json:"final,omitempty"`
@@ -85,6 +93,21 @@ type Part struct {
 
 // Size is the part's length in bytes.
 func (p *Part) Size() int64 { return p.End - p.Start }
+
+// CarriedCopy is what a carried copy part copies.
+type CarriedCopy string
+
+const (
+	// CarriedWhole copies a whole object: S3's answer to the copy is the
+	// entry's CRC-32, which the carrying part's header needs.
+	CarriedWhole CarriedCopy = "whole"
+	// CarriedTail copies the rest of an object whose start the carrying
+	// upload part streams. When S3 stores no CRC-32 of the object (the
+	// entry's CRC is unknown), its answer is the CRC-32 of the copied
+	// range, combined with the streamed bytes'; otherwise the planner has
+	// asked for the CRC (CopiedTails) and the answer is not needed.
+	CarriedTail CarriedCopy = "tail"
+)
 
 // Options steer planning.
 type Options struct {
@@ -224,7 +247,7 @@ func place(entries []Entry, l layout) *Plan {
 	off := int64(0)
 	for i, src := range l.order {
 		pe := &p.Entries[i]
-		*pe = PlacedEntry{Index: i, Entry: entries[src], Offset: off}
+		*pe = PlacedEntry{Index: EntryIndex(i), Entry: entries[src], Offset: off}
 		if pe.Size == 0 {
 			pe.CRC32 = KnownCRC(0) // the CRC-32 of no bytes
 		}
@@ -235,11 +258,11 @@ func place(entries []Entry, l layout) *Plan {
 	for i := range p.Entries {
 		p.DirectorySize += centralHeaderSize(&p.Entries[i])
 	}
-	zip64End := needsZip64End(len(p.Entries), p.DirectoryOffset, p.DirectorySize)
-	p.Size = p.DirectoryOffset + p.DirectorySize + endRecordsSize(zip64End)
+	zip64End := zipformat.NeedsZip64End(len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	p.Size = p.DirectoryOffset + p.DirectorySize + zipformat.EndRecordsSize(zip64End)
 	p.Zip64 = zip64End
 	for i := range p.Entries {
-		if p.Entries[i].zip64Sizes() || p.Entries[i].Offset >= uint32max {
+		if p.Entries[i].zip64Sizes() || p.Entries[i].Offset >= zipformat.Uint32Max {
 			p.Zip64 = true
 		}
 	}
@@ -413,11 +436,11 @@ func (p *Plan) describe(part *Part) {
 	first := sort.Search(len(p.Entries), func(i int) bool { return p.Entries[i].End() > part.Start })
 	last := sort.Search(len(p.Entries), func(i int) bool { return p.Entries[i].Offset >= part.End })
 	// Zero-byte entries at part.Start have End == Offset+HeaderLen > Start, so they are included.
-	part.First, part.Count = first, last-first
+	part.First, part.Count = EntryIndex(first), last-first
 	if part.Count == 0 {
 		part.First = 0
 	}
-	part.NeedCRC, part.Carry = nil, 0
+	part.NeedCRC, part.Carry, part.CarriedAs = nil, 0, ""
 	if part.Kind == PartCopy || part.Final {
 		return
 	}
@@ -433,7 +456,7 @@ func (p *Plan) describe(part *Part) {
 		whole := e.Offset >= part.Start && e.End() <= part.End
 		known := whole && (part.Kind == PartUpload || learned[i-first])
 		if headerIn && !known {
-			part.NeedCRC = append(part.NeedCRC, i)
+			part.NeedCRC = append(part.NeedCRC, EntryIndex(i))
 		}
 	}
 }
@@ -463,13 +486,13 @@ func (p *Plan) carryCopies(parts []Part) {
 		}
 		switch {
 		case next.Start == e.DataOffset():
-			part.Carry = 1
+			part.Carry, next.CarriedAs = 1, CarriedWhole
 			part.NeedCRC = part.NeedCRC[:n-1]
 			if len(part.NeedCRC) == 0 {
 				part.NeedCRC = nil
 			}
 		case part.Kind == PartUpload:
-			part.Carry = 1
+			part.Carry, next.CarriedAs = 1, CarriedTail
 		}
 	}
 }
@@ -478,14 +501,13 @@ func (p *Plan) carryCopies(parts []Part) {
 // the start of and carries the copy of the rest of. When S3 stores no
 // CRC-32 of such an object, the planner leaves it unknown and the worker
 // combines it from the bytes it streams and S3's answer to the copy.
-func (p *Plan) CopiedTails() map[int]bool {
-	tails := map[int]bool{}
+func (p *Plan) CopiedTails() map[EntryIndex]bool {
+	tails := map[EntryIndex]bool{}
 	for i := range p.WorkerParts() {
 		if p.Parts[i].Carry == 0 {
 			continue
 		}
-		next := &p.Parts[i+1]
-		if e := &p.Entries[next.First]; next.Start > e.DataOffset() {
+		if next := &p.Parts[i+1]; next.CarriedAs == CarriedTail {
 			tails[next.First] = true
 		}
 	}
@@ -504,9 +526,9 @@ func (p *Plan) FinalPart() *Part { return &p.Parts[len(p.Parts)-1] }
 
 // CRCsNeeded lists the entries whose CRC-32 must be known before the workers
 // run and is not known yet.
-func (p *Plan) CRCsNeeded() []int {
-	var need []int
-	seen := map[int]bool{}
+func (p *Plan) CRCsNeeded() []EntryIndex {
+	var need []EntryIndex
+	seen := map[EntryIndex]bool{}
 	for _, part := range p.Parts {
 		for _, i := range part.NeedCRC {
 			// A header split between two parts is needed by both: ask once.
@@ -537,7 +559,7 @@ func (p *Plan) Directory() ([]byte, error) {
 		}
 		buf = AppendCentralHeader(buf, e, e.CRC32.Sum)
 	}
-	buf = AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+	buf = zipformat.AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
 	if int64(len(buf)) != p.Size-p.DirectoryOffset {
 		return nil, fmt.Errorf("internal error: directory is %d bytes, planned %d", len(buf), p.Size-p.DirectoryOffset)
 	}
@@ -556,7 +578,7 @@ func (p *Plan) ArchiveCRC(directory []byte) (uint32, error) {
 		}
 		hdr = AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
 		crc = crc32.Update(crc, crc32.IEEETable, hdr)
-		crc = CombineCRC(crc, e.CRC32.Sum, e.Size)
+		crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
 	}
 	return crc32.Update(crc, crc32.IEEETable, directory), nil
 }

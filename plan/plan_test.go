@@ -114,7 +114,7 @@ func TestCRCsNeeded(t *testing.T) {
 func TestBuildPartRefusesUnknownCRC(t *testing.T) {
 	p := mustPlan(t, sized("b", 6*MiB, 7*MiB), Options{Strategy: StrategyDuo})
 	part := &p.Parts[0]
-	_, _, err := BuildPart(part, p.Entries[part.First:part.First+part.Count], p.DirectoryOffset, nil, func(r []DataRead) error { return nil })
+	_, _, err := BuildPart(part, p.Entries[part.First:part.First+EntryIndex(part.Count)], p.DirectoryOffset, nil, func(r []DataRead) error { return nil })
 	var unknown *UnknownCRCError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("BuildPart without the CRC of a copied entry: err = %v, want UnknownCRCError", err)
@@ -131,7 +131,7 @@ func TestBuildPartDetectsChangedSource(t *testing.T) {
 		}
 		return nil
 	}
-	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, func(map[int]uint32) ([]byte, error) { return p.Directory() }, fill)
+	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, func(map[EntryIndex]uint32) ([]byte, error) { return p.Directory() }, fill)
 	var mismatch *CRCMismatchError
 	if !errors.As(err, &mismatch) {
 		t.Fatalf("err = %v, want CRCMismatchError", err)
@@ -212,7 +212,7 @@ func TestEncodeDecode(t *testing.T) {
 // A header split between two parts is needed by both, and asked for once.
 func TestCRCsNeededOnce(t *testing.T) {
 	p := mustPlan(t, sized("x", 16*MiB, 16*MiB+10), Options{Strategy: StrategyStream, PartSize: 16 * MiB})
-	seen := map[int]bool{}
+	seen := map[EntryIndex]bool{}
 	for _, i := range p.CRCsNeeded() {
 		if seen[i] {
 			t.Fatalf("entry %d asked for twice: %v", i, p.CRCsNeeded())

@@ -68,7 +68,7 @@ func (p *Plan) Stats() Stats {
 // partStats is what building one part takes.
 func (p *Plan) partStats(part *Part) Stats {
 	var s Stats
-	entries := p.Entries[part.First : part.First+part.Count]
+	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
 	case PartCopy:
 		s.CopyParts++

@@ -50,7 +50,7 @@ func TestChainWithoutBigObjectsAndWithHugeOnes(t *testing.T) {
 		}
 		for _, part := range p.Parts {
 			if part.Kind == PartChain {
-				for _, r := range ChainRounds(p.Entries[part.First:part.First+part.Count], part.Start, part.End) {
+				for _, r := range ChainRounds(p.Entries[part.First:part.First+EntryIndex(part.Count)], part.Start, part.End) {
 					for _, pc := range append(r.Middle, r.Last) {
 						if pc.Size > MaxPartSize {
 							t.Errorf("%s: a chain piece of %d bytes", name, pc.Size)

@@ -28,7 +28,7 @@ func (p *Plan) Validate() error {
 	off := int64(0)
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		if e.Index != i {
+		if e.Index != EntryIndex(i) {
 			add("entry %d has index %d", i, e.Index)
 		}
 		if e.Offset != off {
@@ -94,9 +94,9 @@ func (p *Plan) Validate() error {
 	p.describeAll(want)
 	for i := range want {
 		part, want := &p.Parts[i], &want[i]
-		if want.First != part.First || want.Count != part.Count || !slices.Equal(want.NeedCRC, part.NeedCRC) || want.Carry != part.Carry {
-			add("part %d entries %d+%d needCRC %v carry %d, want %d+%d needCRC %v carry %d", part.Number, part.First, part.Count, part.NeedCRC, part.Carry,
-				want.First, want.Count, want.NeedCRC, want.Carry)
+		if want.First != part.First || want.Count != part.Count || !slices.Equal(want.NeedCRC, part.NeedCRC) || want.Carry != part.Carry || want.CarriedAs != part.CarriedAs {
+			add("part %d entries %d+%d needCRC %v carry %d carriedAs %q, want %d+%d needCRC %v carry %d carriedAs %q", part.Number, part.First, part.Count, part.NeedCRC, part.Carry, part.CarriedAs,
+				want.First, want.Count, want.NeedCRC, want.Carry, want.CarriedAs)
 		}
 	}
 	if pos != p.Size {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // virtualArchive is a plan's archive as an io.ReaderAt without holding it:
 // headers and the directory are generated, every entry's data is zeros
-// (whose CRC is ZeroCRC), so multi-GiB boundary cases stay cheap.
+// (whose CRC is zipformat.ZeroCRC), so multi-GiB boundary cases stay cheap.
 type virtualArchive struct {
 	p   *Plan
 	dir []byte
@@ -18,7 +20,7 @@ type virtualArchive struct {
 func newVirtualArchive(t testing.TB, p *Plan) *virtualArchive {
 	t.Helper()
 	for i := range p.Entries {
-		p.Entries[i].CRC32 = KnownCRC(ZeroCRC(p.Entries[i].Size))
+		p.Entries[i].CRC32 = KnownCRC(zipformat.ZeroCRC(p.Entries[i].Size))
 	}
 	dir, err := p.Directory()
 	if err != nil {
@@ -90,7 +92,7 @@ func TestZip64Boundaries(t *testing.T) {
 				}
 				for i := range p.Entries {
 					e := &p.Entries[i]
-					if withExtra := e.HeaderLen > int64(localHeaderLen+len(e.Name)+extTimeExtraLen); withExtra != (e.Size >= uint32max) {
+					if withExtra := e.HeaderLen > int64(zipformat.LocalHeaderLen+len(e.Name)+zipformat.ExtTimeExtraLen); withExtra != (e.Size >= zipformat.Uint32Max) {
 						t.Errorf("entry %q of %d bytes: ZIP64 extra in its local header = %v", e.Name, e.Size, withExtra)
 					}
 				}

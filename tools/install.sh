@@ -69,6 +69,15 @@ else
   vgw_is_wanted "$BIN/versitygw" || { log "ERROR: $BIN/versitygw is not $VERSITYGW_VERSION after install"; exit 1; }
 fi
 
+# --- staticcheck (make check) -------------------------------------------------
+# Built like versitygw, outside the repo's module; the build info names its version.
+STATICCHECK_VERSION=v0.8.2
+if ! go version -m "$BIN/staticcheck" 2>/dev/null |
+    awk '$1=="mod" && $2=="honnef.co/go/tools" {print $3}' | grep -qx "$STATICCHECK_VERSION"; then
+  log "installing staticcheck $STATICCHECK_VERSION"
+  (cd / && GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION")
+fi
+
 # --- cfn-lint (make test-deployed lints the synthesized template) -------------
 CFN_LINT_VERSION=1.58.0
 CFN_LINT_VENV="$REPO/.tools/cfn-lint"
@@ -78,4 +87,4 @@ if ! "$CFN_LINT_VENV/bin/cfn-lint" --version 2>/dev/null | grep -qx "cfn-lint $C
   "$CFN_LINT_VENV/bin/pip" install -q --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION"
 fi
 
-log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, cfn-lint $CFN_LINT_VERSION"
+log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, staticcheck $STATICCHECK_VERSION, cfn-lint $CFN_LINT_VERSION"

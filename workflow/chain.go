@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -61,7 +62,7 @@ type built struct {
 	lead, content int64
 }
 
-func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32) (*PartResult, error) {
+func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
 	if job.PadKey == "" {
 		return nil, fmt.Errorf("chain part but the job has no pad object (planner too old?)")
 	}
@@ -123,11 +124,14 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
 	}
-	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
+	etag, got, err := copied(out, job.WorkBucket, x.key)
+	if err != nil {
+		return nil, err
+	}
 	if want, ok := chainCRC(entries, item); ok && got != "" && got != crcBase64(want) {
 		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, crcBase64(want))}
 	}
-	r := &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got,
+	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got,
 		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
 	r.addCRCs(learned)
 	r.addCRCs(crcs)
@@ -140,7 +144,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 // sets them in entries and returns them by entry index. A round whose answer
 // is not a usable CRC-32 is given up (it is built later, plain) and the
 // object's CRC is asked for or read instead.
-func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[int]uint32, error) {
+func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[plan.EntryIndex]uint32, error) {
 	sums, _ := plan.ChainChecksums(entries, rounds)
 	var which []int
 	for r, ok := range sums {
@@ -149,7 +153,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 		}
 	}
 	var mu sync.Mutex
-	crcs := map[int]uint32{}
+	crcs := map[plan.EntryIndex]uint32{}
 	err := forEach(ctx, cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
 		r := which[k]
 		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), rounds[r], true)
@@ -256,8 +260,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
 			}
-			u.etags[n-1], u.sums[n-1] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
-			return nil
+			u.etags[n-1], u.sums[n-1], err = copied(out, e.Source.Bucket, e.Source.Key)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -298,8 +302,8 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
 		}
-		u.etags[0], u.sums[0] = aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32)
-		return nil
+		u.etags[0], u.sums[0], err = copied(out, u.bucket, x.key)
+		return err
 	})
 	for i, pc := range u.pieces {
 		added += pc.Size
@@ -381,7 +385,7 @@ func chainCRC(entries []plan.PlacedEntry, item *plan.PartJob) (uint32, bool) {
 			if s.From != 0 || s.To != e.Size {
 				return 0, false
 			}
-			crc = plan.CombineCRC(crc, e.CRC32.Sum, e.Size)
+			crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
 		}
 	}
 	return crc, true

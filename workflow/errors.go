@@ -4,15 +4,87 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"net/http"
+	"slices"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/plan"
 )
 
-// Lambda reports a Go error's type name as the error type, so each condition
-// the state machine tells apart (retry or not) has a type of its own.
+// Each condition the state machine tells apart (retry, or fail with a reason
+// the user can act on) has a Go type of its own, and the type's name is what
+// the state machine's Retry and Catch match (ErrorEquals).
+//
+// aws-lambda-go alone would report the returned error's own type name
+// (pointer stripped, no unwrapping): a RequestError wrapped with
+// fmt.Errorf would arrive as "wrapError". So every way a handler runs reports
+// ErrorType(err) instead — the Lambdas (internal/lambdaenv.Start), the local
+// Runner (local.go), the CLI's batch worker (cmd/s3zip) and the tests — and
+// errors keep their type however much context is wrapped around them.
+// workflow/errors_test.go holds every statemachine/*.asl.json to these names.
+
+// The error type names, as ErrorEquals spells them.
+const (
+	TypeRequestError           = "RequestError"
+	TypeSourceChangedError     = "SourceChangedError"
+	TypeChecksumMismatchError  = "ChecksumMismatchError"
+	TypeDestinationExistsError = "DestinationExistsError"
+	TypeLimitError             = "LimitError"
+	TypeRefusedError           = "RefusedError"
+	TypeDeadlineError          = "DeadlineError"
+	TypeTransientError         = "TransientError"
+	// TypeUntyped is reported for an error of none of the types above; the
+	// state machine does not retry it.
+	TypeUntyped = "Error"
+)
+
+// errorTypes are the types ErrorType looks for, in order: the first one in
+// err's chain names it.
+var errorTypes = []struct {
+	name string
+	is   func(error) bool
+}{
+	{TypeRequestError, isA[*RequestError]},
+	{TypeSourceChangedError, isA[*SourceChangedError]},
+	{TypeChecksumMismatchError, func(err error) bool { return isA[*ChecksumMismatchError](err) || isA[*plan.CRCMismatchError](err) }},
+	{TypeDestinationExistsError, isA[*DestinationExistsError]},
+	{TypeLimitError, isA[*LimitError]},
+	{TypeRefusedError, isA[*RefusedError]},
+	{TypeDeadlineError, isA[*DeadlineError]},
+	{TypeTransientError, isA[*TransientError]},
+}
+
+func isA[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
+
+// ErrorTypes are the names ErrorType can report besides TypeUntyped.
+func ErrorTypes() []string {
+	names := make([]string, len(errorTypes))
+	for i, t := range errorTypes {
+		names[i] = t.name
+	}
+	return names
+}
+
+// RetryableTypes are the error types that may heal on retry: every worker
+// Task of the state machine retries them, and nothing else of ours.
+var RetryableTypes = []string{TypeTransientError, TypeDeadlineError}
+
+// ErrorType is the error type the state machine sees for err: the first of
+// ErrorTypes() (in that order) found anywhere in its chain, or TypeUntyped.
+func ErrorType(err error) string {
+	for _, t := range errorTypes {
+		if t.is(err) {
+			return t.name
+		}
+	}
+	return TypeUntyped
+}
 
 // RequestError says the request is wrong; Problems say what to fix.
 type RequestError struct{ Problems []string }
@@ -88,11 +160,10 @@ func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("stopped before the deadline with %d of %d parts built; retry the batch", e.Done, e.Done+e.Left)
 }
 
-// Retryable reports whether err may heal on retry.
+// Retryable reports whether err may heal on retry: whether the state
+// machine retries its ErrorType.
 func Retryable(err error) bool {
-	var t *TransientError
-	var d *DeadlineError
-	return errors.As(err, &t) || errors.As(err, &d)
+	return slices.Contains(RetryableTypes, ErrorType(err))
 }
 
 // s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a

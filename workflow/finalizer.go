@@ -124,7 +124,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 
 	final := p.FinalPart()
 	var directory []byte
-	buildDirectory := func(computed map[int]uint32) ([]byte, error) {
+	buildDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
 		for i, v := range computed {
 			p.Entries[i].CRC32 = plan.KnownCRC(v)
 		}
@@ -132,7 +132,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return directory, err
 	}
 	completed := false
-	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+final.Count], p.DirectoryOffset, buildDirectory, nil)
+	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, buildDirectory, nil)
 	if err != nil {
 		if !s3ref.IsCode(err, "NoSuchUpload") {
 			return nil, fmt.Errorf("final part %d: %w", final.Number, err)

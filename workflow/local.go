@@ -365,38 +365,3 @@ func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution str
 	}
 	return cause
 }
-
-// ErrorType is the error type the state machine sees for err: the first of
-// the workflow's error types in its chain, or "Error". The Lambdas report it
-// (Lambda itself would report the outermost wrapper's type).
-func ErrorType(err error) string {
-	var (
-		re  *RequestError
-		sce *SourceChangedError
-		cme *ChecksumMismatchError
-		dee *DestinationExistsError
-		le  *LimitError
-		te  *TransientError
-		de  *DeadlineError
-		rfe *RefusedError
-	)
-	switch {
-	case errors.As(err, &re):
-		return "RequestError"
-	case errors.As(err, &sce):
-		return "SourceChangedError"
-	case errors.As(err, &cme), errors.As(err, new(*plan.CRCMismatchError)):
-		return "ChecksumMismatchError"
-	case errors.As(err, &dee):
-		return "DestinationExistsError"
-	case errors.As(err, &le):
-		return "LimitError"
-	case errors.As(err, &rfe):
-		return "RefusedError"
-	case errors.As(err, &de):
-		return "DeadlineError"
-	case errors.As(err, &te):
-		return "TransientError"
-	}
-	return "Error"
-}

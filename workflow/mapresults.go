@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -64,19 +65,29 @@ func readMapResults(ctx context.Context, c objectGetter, d *ResultWriterDetails)
 	return parts, err
 }
 
-// eachMapOutput calls fn with the output of every child execution of a Map
-// run, from its ResultWriter manifest; any failed or pending child is an error.
+// ErrMapIncomplete is wrapped by EachMapOutput's error when a child
+// execution failed or is pending: the run's results are not all there.
+var ErrMapIncomplete = errors.New("a batch did not succeed")
+
+// EachMapOutput calls fn with the output of every child execution of a Map
+// run, from its ResultWriter manifest; a failed or pending child is an error
+// wrapping ErrMapIncomplete. The create and extract finalizers both read
+// their workers' results with it.
+func EachMapOutput(ctx context.Context, c objectGetter, d *ResultWriterDetails, fn func(output []byte) error) error {
+	return eachMapOutput(ctx, c, d, fn)
+}
+
 func eachMapOutput(ctx context.Context, c objectGetter, d *ResultWriterDetails, fn func(output []byte) error) error {
 	doc, err := getBytes(ctx, c, d.Bucket, d.Key, 64<<20)
 	if err != nil {
-		return fmt.Errorf("Map results manifest: %w", err)
+		return fmt.Errorf("map results manifest: %w", err)
 	}
 	var m ResultManifest
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return fmt.Errorf("Map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
+		return fmt.Errorf("map results manifest s3://%s/%s: %w", d.Bucket, d.Key, err)
 	}
 	if n := len(m.ResultFiles.Failed) + len(m.ResultFiles.Pending); n > 0 {
-		return fmt.Errorf("Map results: %d result files of failed or pending batches; the archive cannot be completed", n)
+		return fmt.Errorf("map results: %d result files of failed or pending batches; the run cannot be completed: %w", n, ErrMapIncomplete)
 	}
 	bucket := m.DestinationBucket
 	if bucket == "" {
@@ -85,18 +96,18 @@ func eachMapOutput(ctx context.Context, c objectGetter, d *ResultWriterDetails, 
 	for _, f := range m.ResultFiles.Succeeded {
 		doc, err := getBytes(ctx, c, bucket, f.Key, maxResultFileBytes)
 		if err != nil {
-			return fmt.Errorf("Map result file: %w", err)
+			return fmt.Errorf("map result file: %w", err)
 		}
 		var children []ChildResult
 		if err := json.Unmarshal(doc, &children); err != nil {
-			return fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
+			return fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)
 		}
 		for _, ch := range children {
 			if ch.Status != "SUCCEEDED" {
-				return fmt.Errorf("Map result file s3://%s/%s: a batch has status %s (%s: %s)", bucket, f.Key, ch.Status, ch.Error, ch.Cause)
+				return fmt.Errorf("map result file s3://%s/%s: a batch has status %s (%s: %s): %w", bucket, f.Key, ch.Status, ch.Error, ch.Cause, ErrMapIncomplete)
 			}
 			if err := fn([]byte(ch.Output)); err != nil {
-				return fmt.Errorf("Map result file s3://%s/%s: %w", bucket, f.Key, err)
+				return fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)
 			}
 		}
 	}

@@ -22,23 +22,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
 
-// PlannerS3 is what the planner needs of S3.
+// PlannerS3 is everything the planner does with S3; a client without one of
+// these does not compile as a planner's.
 type PlannerS3 interface {
-	objectGetter
-	objectHeader
-	objectPutter
-	objectLister
-	uploadCreator
-}
-
-// uploadOnlyAborter is what a re-run planner uses, when its client has it
-// (*s3.Client does), to abort the upload an earlier attempt created.
-type uploadOnlyAborter interface {
-	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	objectGetter  // request objects, manifests, sources without a stored CRC
+	objectHeader  // the destination's and the sources' checks, stored CRCs
+	objectPutter  // plan, entries, parts, pad, upload record
+	objectDeleter // listing sources; the read pass drops its pieces
+	uploadCreator // the archive's upload, the CRC probe's
+	partCopier    // the CRC probe; the read pass joins compressed pieces
+	partUploader  // the read pass joins compressed pieces
+	uploadCompleter
+	uploadLister // aborts an earlier attempt's upload and stray creates
 }
 
 // Planner validates a request, lists or reads its sources, plans the
@@ -81,7 +81,8 @@ type Job struct {
 // maxManifestBytes bounds a manifest object.
 const maxManifestBytes = 1 << 30
 
-// Plan runs the planner.
+// Plan runs the planner: check the request, list or read the sources,
+// lay the archive out, write the plan, then create the upload.
 func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	started := time.Now()
 	cfg := pl.Config.Defaults()
@@ -103,6 +104,29 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, concurrency, err := pl.layOut(ctx, cfg, req, entries, in.Execution, log)
+	if err != nil {
+		return nil, err
+	}
+	job, err := pl.writePlan(ctx, cfg, req, p, in.Execution, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.abortEarlierAttempt(ctx, job); err != nil {
+		return nil, err
+	}
+	if err := pl.startUpload(ctx, cfg, req, job); err != nil {
+		return nil, err
+	}
+	st := p.Stats()
+	log.Info("planned", "entries", st.Entries, "archiveBytes", st.ArchiveBytes, "streamedBytes", st.StreamedBytes,
+		"copiedBytes", st.CopiedBytes, "parts", st.Parts, "strategy", p.Strategy, "uploadId", job.UploadID, "millis", time.Since(started).Milliseconds())
+	return job, nil
+}
+
+// layOut plans the archive from its entries, checks it against the
+// deployment's size limit and learns every CRC-32 the workers need.
+func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, log *slog.Logger) (*plan.Plan, int, error) {
 	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
 	concurrency := req.Options.MaxConcurrency
 	if concurrency == 0 {
@@ -111,25 +135,32 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	opts := plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
-		return nil, planError(err)
+		return nil, 0, planError(err)
 	}
 	warnWrongTool(log, p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
-		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
+		return nil, 0, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
 	}
-	if err := pl.resolveCRCs(ctx, cfg, p, cfg.workPrefix(in.Execution)); err != nil {
-		return nil, err
+	if err := pl.resolveCRCs(ctx, cfg, p, cfg.workPrefix(execution)); err != nil {
+		return nil, 0, err
 	}
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("internal error: %w", err)
+		return nil, 0, fmt.Errorf("internal error: %w", err)
 	}
+	return p, concurrency, nil
+}
+
+// writePlan writes the plan, its entries and part jobs (and the pad chains
+// start from) to the execution's work prefix, and returns the job that
+// names them.
+func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string, concurrency int) (*Job, error) {
 	enc, err := p.Encode()
 	if err != nil {
 		return nil, err
 	}
-	prefix := cfg.workPrefix(in.Execution)
+	prefix := cfg.workPrefix(execution)
 	job := &Job{
-		Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
 		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: concurrency, PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
 	}
@@ -146,40 +177,54 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
-	// A planner run again for the same execution (its Lambda retried after
-	// it had created an upload) aborts the earlier attempt's upload, which
-	// nothing else would ever complete or abort.
-	uploadKey := prefix + "upload.json"
-	if doc, err := getBytes(ctx, pl.S3, job.WorkBucket, uploadKey, 1<<20); err == nil {
-		var earlier Job
-		if ab, ok := pl.S3.(uploadOnlyAborter); ok && json.Unmarshal(doc, &earlier) == nil && earlier.UploadID != "" {
-			d := earlier.Destination
-			if _, err := ab.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
-				return nil, s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
-			}
+	return job, nil
+}
+
+// uploadRecordKey is where a planner records the upload it created, so that
+// a planner run again for the same execution can abort it.
+func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
+
+// abortEarlierAttempt: a planner run again for the same execution (its
+// Lambda retried after it had created an upload) aborts the earlier
+// attempt's upload, which nothing else would ever complete or abort.
+func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
+	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
 		}
-	} else if !isNotFound(err) {
-		return nil, err
+		return err
 	}
+	var earlier Job
+	if json.Unmarshal(doc, &earlier) != nil || earlier.UploadID == "" {
+		return nil
+	}
+	d := earlier.Destination
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
+		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+	}
+	return nil
+}
+
+// startUpload creates the archive's multipart upload (with the deployment's
+// default KMS key when the request names no encryption) and records it.
+func (pl *Planner) startUpload(ctx context.Context, cfg Config, req *Request, job *Job) error {
 	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
 		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
 	}
+	var err error
 	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
-		return nil, err
+		return err
 	}
+	key := job.uploadRecordKey()
 	doc, _ := json.Marshal(job)
-	if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &uploadKey, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
+	if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
 		// Nothing records the upload yet: abort it here, or it is lost.
-		if ab, ok := pl.S3.(uploadOnlyAborter); ok {
-			d := job.Destination
-			_, _ = ab.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		}
-		return nil, s3Error("PutObject", job.WorkBucket, uploadKey, false, err)
+		d := job.Destination
+		_, _ = pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
+		return s3Error("PutObject", job.WorkBucket, key, false, err)
 	}
-	st := p.Stats()
-	log.Info("planned", "entries", st.Entries, "archiveBytes", st.ArchiveBytes, "streamedBytes", st.StreamedBytes,
-		"copiedBytes", st.CopiedBytes, "parts", st.Parts, "strategy", p.Strategy, "uploadId", job.UploadID, "millis", time.Since(started).Milliseconds())
-	return job, nil
+	return nil
 }
 
 // begin reads and checks the request, before anything is listed or written.
@@ -238,8 +283,14 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 		if req.Source != (Source{}) || req.Destination != (Destination{}) {
 			return nil, requestError("a request with requestObject must not also give source or destination")
 		}
-		if msg := checkBucket("requestObject.bucket", ref.Bucket) + checkKey("requestObject.key", ref.Key); msg != "" {
-			return nil, requestError("%s", msg)
+		var bad []string
+		for _, msg := range []string{checkBucket("requestObject.bucket", ref.Bucket), checkKey("requestObject.key", ref.Key)} {
+			if msg != "" {
+				bad = append(bad, msg)
+			}
+		}
+		if bad != nil {
+			return nil, &RequestError{bad}
 		}
 		if cfg.ControlBucket != "" && ref.Bucket != cfg.ControlBucket {
 			return nil, requestError("requestObject s3://%s/%s: request objects are read only from the control bucket %s", ref.Bucket, ref.Key, cfg.ControlBucket)
@@ -491,8 +542,8 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 func (pl *Planner) resolveCRCs(ctx context.Context, cfg Config, p *plan.Plan, workPrefix string) error {
 	need := p.CRCsNeeded()
 	var probe *crcProbe
-	if c, ok := pl.S3.(probeS3); ok && len(need) > 0 {
-		probe = &crcProbe{c: c, bucket: cfg.WorkBucket, key: workPrefix + "crc-probe"}
+	if len(need) > 0 {
+		probe = &crcProbe{c: pl.S3, bucket: cfg.WorkBucket, key: workPrefix + "crc-probe"}
 		defer probe.close(ctx)
 	}
 	tails := p.CopiedTails()
@@ -571,11 +622,15 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 		if err != nil {
 			return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
 		}
-		v, ok := decodeCRC(aws.ToString(out.CopyPartResult.ChecksumCRC32))
+		_, answer, err := copied(out, src.Bucket, src.Key)
+		if err != nil {
+			return 0, false, err
+		}
+		v, ok := decodeCRC(answer)
 		if !ok {
 			return 0, false, nil
 		}
-		crc = plan.CombineCRC(crc, v, to-from)
+		crc = zipformat.CombineCRC(crc, v, to-from)
 	}
 	return crc, true, nil
 }
@@ -699,15 +754,13 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	// A create whose answer is lost may still have made an upload, which
 	// nothing would know to abort. So the planner retries it itself, one
 	// attempt at a time, and aborts the uploads of this key begun since its
-	// first attempt (other than the one it keeps), when its client can list
-	// them: before each retry, and after a success or a final failure if a
-	// clean-up did not go through.
+	// first attempt (other than the one it keeps): before each retry, and
+	// after a success or a final failure if a clean-up did not go through.
 	started := time.Now().Add(-createSkew)
-	lister, canList := pl.S3.(strayLister)
 	strays := false // a failed attempt may have left an upload
 	clean := func(keep string) {
 		for try := 0; try < 3 && strays; try++ {
-			if abortStrays(context.WithoutCancel(ctx), lister, d, started, keep) == nil {
+			if abortStrays(context.WithoutCancel(ctx), pl.S3, d, started, keep) == nil {
 				strays = false
 			}
 		}
@@ -716,16 +769,12 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {
 			id := aws.ToString(out.UploadId)
-			if canList {
-				clean(id)
-			}
+			clean(id)
 			return id, nil
 		}
 		err = s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
-		strays = canList
-		if canList {
-			clean("")
-		}
+		strays = true
+		clean("")
 		if !Retryable(err) || attempt == createAttempts || ctx.Err() != nil {
 			return "", err
 		}
@@ -743,14 +792,9 @@ const (
 	createSkew = 5 * time.Second
 )
 
-type strayLister interface {
-	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
-	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-}
-
 // abortStrays aborts the uploads of exactly d's key initiated since t,
 // except keep.
-func abortStrays(ctx context.Context, c strayLister, d Destination, since time.Time, keep string) error {
+func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.Time, keep string) error {
 	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &d.Bucket, Prefix: &d.Key})
 	if err != nil {
 		return s3Error("ListMultipartUploads", d.Bucket, d.Key, false, err)

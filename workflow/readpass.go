@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/klauspost/compress/flate"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -378,8 +379,8 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 				dropPieces(ctx, c, p.job.Bucket, written)
 				return nil
 			}
-			raw = plan.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
-			comp = plan.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
+			raw = zipformat.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
+			comp = zipformat.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
 			size += p.res.Size
 		}
 		if e.CRC32.Known && e.CRC32.Sum != raw {
@@ -674,11 +675,7 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, ex
 			return nil, fmt.Errorf("read pass: %w", err)
 		}
 	}
-	c, ok := pl.S3.(mergeS3)
-	if !ok {
-		return nil, fmt.Errorf("internal error: the planner's S3 client cannot join compressed pieces")
-	}
-	if err := applyReads(ctx, c, cfg, entries, jobs, results); err != nil {
+	if err := applyReads(ctx, pl.S3, cfg, entries, jobs, results); err != nil {
 		return nil, err
 	}
 	if req.Options.sha256() {

@@ -181,3 +181,34 @@ func (s *fakePlannerS3) CreateMultipartUpload(_ context.Context, in *s3.CreateMu
 	s.record("CreateMultipartUpload", aws.ToString(in.Bucket), aws.ToString(in.Key))
 	return &s3.CreateMultipartUploadOutput{UploadId: aws.String("u1")}, nil
 }
+
+// The rest of PlannerS3: a planner over this fake never needs them (every
+// source has a stored CRC-32, nothing is compressed, no create fails), so
+// each is an error, or a recorded write.
+
+var errFakeUnused = errors.New("fakePlannerS3: not expected in this test")
+
+func (s *fakePlannerS3) DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
+	return nil, errFakeUnused
+}
+
+func (s *fakePlannerS3) UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
+	return nil, errFakeUnused
+}
+
+func (s *fakePlannerS3) UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	return nil, errFakeUnused
+}
+
+func (s *fakePlannerS3) CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	return nil, errFakeUnused
+}
+
+func (s *fakePlannerS3) ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	return &s3.ListMultipartUploadsOutput{}, nil
+}
+
+func (s *fakePlannerS3) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUploadInput, _ ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	s.record("AbortMultipartUpload", aws.ToString(in.Bucket), aws.ToString(in.Key))
+	return &s3.AbortMultipartUploadOutput{}, nil
+}

@@ -54,6 +54,16 @@ type (
 	}
 )
 
+// copied is S3's answer to an UploadPartCopy from bucket/key: the part's ETag
+// and CRC-32 ("" when S3 gave none). An answer without a CopyPartResult says
+// nothing about what was written: an error, not a nil dereference.
+func copied(out *s3.UploadPartCopyOutput, bucket, key string) (etag, crc string, err error) {
+	if out == nil || out.CopyPartResult == nil {
+		return "", "", fmt.Errorf("UploadPartCopy s3://%s/%s: S3's answer has no CopyPartResult", bucket, key)
+	}
+	return aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32), nil
+}
+
 // crcBase64 is a CRC-32 as S3 writes it: base64 of 4 big-endian bytes.
 func crcBase64(crc uint32) string {
 	var b [4]byte

@@ -11,6 +11,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -76,7 +77,7 @@ func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.Pa
 			if err != nil {
 				return 0, 0, err
 			}
-			return item.CRC32.Sum ^ plan.CombineCRC(start, 0, to-from), from, nil
+			return item.CRC32.Sum ^ zipformat.CombineCRC(start, 0, to-from), from, nil
 		}
 	}
 	crc, err := readCRC(ctx, c, src, from, to)

@@ -83,7 +83,7 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 				t.Errorf("result for part %d: %+v, want checksum %s and the range streamed", copy.Number, res, crcBase64(crcOf(want)))
 			}
 			// The entry's CRC-32 in the header part comes out right too.
-			if crc := out.Parts[0].CRCs[strconv.Itoa(copy.First)]; !tc.crcKnown && crc != fmt.Sprintf("%08x", crcOf(src)) {
+			if crc := out.Parts[0].CRCs[strconv.Itoa(int(copy.First))]; !tc.crcKnown && crc != fmt.Sprintf("%08x", crcOf(src)) {
 				t.Errorf("entry %d: CRC %q reported, want %08x", copy.First, crc, crcOf(src))
 			}
 			// Holding the range would allocate at least its size; what is

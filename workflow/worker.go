@@ -160,8 +160,8 @@ func (w *Worker) logger() *slog.Logger {
 // S3's answers give, then the part itself, whose headers need them.
 func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) ([]PartResult, error) {
 	var out []PartResult
-	learned := map[int]uint32{}
-	tails := map[int]plan.Tail{}
+	learned := map[plan.EntryIndex]uint32{}
+	tails := map[plan.EntryIndex]plan.Tail{}
 	for k := range item.Carried {
 		c := &item.Carried[k]
 		if c.Kind != plan.PartCopy || c.Source == nil {
@@ -171,7 +171,8 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 		if err != nil {
 			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 		}
-		if c.SourceRange == [2]int64{0, c.SourceSize} {
+		switch c.CarriedAs {
+		case plan.CarriedWhole:
 			crc, err := w.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
 			if err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
@@ -180,15 +181,19 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 				return nil, &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", c.Source.Bucket, c.Source.Key, crc, c.CRC32.Sum)}
 			}
 			learned[c.First] = crc
-		} else if c.SourceRange[1] == c.SourceSize && !c.CRC32.Known {
-			// The rest of an object whose start this part streams. The
-			// planner found no CRC-32 stored with it, so S3's answer is the
+		case plan.CarriedTail:
+			if c.CRC32.Known {
+				break // the planner asked for it
+			}
+			// S3 stores no CRC-32 of the object, so its answer is the
 			// copied range's own; without one, the whole object's is asked.
 			if crc, ok := decodeCRC(r.ChecksumCRC32); ok {
 				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 			} else if learned[c.First], err = w.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 			}
+		default:
+			return nil, fmt.Errorf("carried part %d: the plan says not what it copies (carriedAs %q; planner too old?)", c.Number, c.CarriedAs)
 		}
 		out = append(out, *r)
 	}
@@ -210,7 +215,7 @@ func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, an
 	return objectCRC(ctx, w.S3, nil, &e)
 }
 
-func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[int]uint32, tails map[int]plan.Tail) (*PartResult, error) {
+func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return w.copyPart(ctx, cfg, job, item)
@@ -233,7 +238,7 @@ func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan
 }
 
 // learn sets the CRC-32s learned from copies (by entry index) in entries.
-func learn(entries []plan.PlacedEntry, learned map[int]uint32) {
+func learn(entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) {
 	for i := range entries {
 		if crc, ok := learned[entries[i].Index]; ok {
 			entries[i].CRC32 = plan.KnownCRC(crc)
@@ -242,7 +247,7 @@ func learn(entries []plan.PlacedEntry, learned map[int]uint32) {
 }
 
 // addCRCs reports entries' CRC-32s (by entry index) to the finalizer.
-func (r *PartResult) addCRCs(crcs map[int]uint32) {
+func (r *PartResult) addCRCs(crcs map[plan.EntryIndex]uint32) {
 	if len(crcs) == 0 {
 		return
 	}
@@ -250,7 +255,7 @@ func (r *PartResult) addCRCs(crcs map[int]uint32) {
 		r.CRCs = make(map[string]string, len(crcs))
 	}
 	for i, v := range crcs {
-		r.CRCs[strconv.Itoa(i)] = fmt.Sprintf("%08x", v)
+		r.CRCs[strconv.Itoa(int(i))] = fmt.Sprintf("%08x", v)
 	}
 }
 
@@ -269,7 +274,7 @@ func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJ
 		return nil, err
 	}
 	if len(entries) != item.Count || entries[0].Index != item.First {
-		first := -1
+		first := plan.EntryIndex(-1)
 		if len(entries) > 0 {
 			first = entries[0].Index
 		}
@@ -285,7 +290,7 @@ type uploadS3 interface {
 
 // uploadPart assembles an upload part and sends it with its CRC-32, which S3
 // checks. directory is nil except for the final part.
-func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[int]uint32) ([]byte, error), tails map[int]plan.Tail) (*PartResult, error) {
+func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[plan.EntryIndex]uint32) ([]byte, error), tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	buf, computed, err := plan.BuildPartWithTails(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
 		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
@@ -336,10 +341,10 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
 	}
-	if out.CopyPartResult == nil {
-		return nil, fmt.Errorf("UploadPartCopy s3://%s/%s: no CopyPartResult", src.Bucket, src.Key)
+	etag, got, err := copied(out, src.Bucket, src.Key)
+	if err != nil {
+		return nil, err
 	}
-	got := aws.ToString(out.CopyPartResult.ChecksumCRC32)
 	if reason := implausiblePartCRC(item, got); reason != "" {
 		// The part's bytes are right (If-Match pinned them), but a part
 		// checksum that is not theirs would fail the completion, or worse,
@@ -355,7 +360,7 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		}
 		return r, nil
 	}
-	return &PartResult{Part: item.Number, ETag: aws.ToString(out.CopyPartResult.ETag), ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
+	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
 }
 
 // implausiblePartCRC says why the CRC-32 S3 reported for a copied part

@@ -38,6 +38,8 @@ type fakeS3 struct {
 	// stored makes UploadPartCopy of these sources (bucket/key) answer with
 	// the checksum the source is stored with, as versitygw 1.8 does.
 	stored map[string]string
+	// noCopyResult makes UploadPartCopy answer without a CopyPartResult.
+	noCopyResult bool
 	// served counts the source bytes GetObject returned, by bucket/key.
 	served map[string]int64
 	// sums are the CRC-32 and length of every part uploaded; parts over
@@ -135,6 +137,9 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	f.mu.Lock()
 	f.parts[*in.PartNumber] = f.objects[k][from:to]
 	f.mu.Unlock()
+	if f.noCopyResult {
+		return &s3.UploadPartCopyOutput{}, nil
+	}
 	out := &s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"c"`)}}
 	if v, ok := f.stored[k]; ok {
 		out.CopyPartResult.ChecksumCRC32 = aws.String(v)
@@ -323,7 +328,7 @@ func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
 		}
 		c := in.Items[0].Carried[0]
 		want := crcOf(f.objects["src/"+c.Source.Key])
-		if got := out.Parts[0].CRCs[strconv.Itoa(c.First)]; got != fmt.Sprintf("%08x", want) {
+		if got := out.Parts[0].CRCs[strconv.Itoa(int(c.First))]; got != fmt.Sprintf("%08x", want) {
 			t.Errorf("answers %v: part %d reports CRC %q for the copied entry, want %08x", answers, out.Parts[0].Part, got, want)
 		}
 		// The uploaded part ends with the copied entry's local header.
@@ -343,5 +348,27 @@ func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
 		if len(out.Parts) != 2 || out.Parts[1].Part != c.Number {
 			t.Errorf("answers %v: results %+v, want the part and the carried copy %d", answers, out.Parts, c.Number)
 		}
+	}
+}
+
+// An UploadPartCopy answer without a CopyPartResult is an error that names
+// the copy, in every place that reads one (worker copies, chain rounds and
+// the chain's final copy, the planner's CRC probe: all through copied).
+func TestCopyAnswerWithoutResult(t *testing.T) {
+	for _, out := range []*s3.UploadPartCopyOutput{nil, {}} {
+		if _, _, err := copied(out, "src", "k"); err == nil || !strings.Contains(err.Error(), "s3://src/k") {
+			t.Errorf("copied(%v) = %v, want an error naming s3://src/k", out, err)
+		}
+	}
+	etag, crc, err := copied(&s3.UploadPartCopyOutput{CopyPartResult: &types.CopyPartResult{ETag: aws.String(`"e"`), ChecksumCRC32: aws.String("AAAAAA==")}}, "src", "k")
+	if err != nil || etag != `"e"` || crc != "AAAAAA==" {
+		t.Errorf("copied = %q %q %v", etag, crc, err)
+	}
+
+	f, in := batch(t, 6*plan.MiB, 7*plan.MiB, 1000)
+	f.noCopyResult = true
+	_, err = (&Worker{S3: f}).Build(context.Background(), in)
+	if err == nil || !strings.Contains(err.Error(), "no CopyPartResult") {
+		t.Fatalf("worker over a copy answered without a result: %v, want an error saying so", err)
 	}
 }

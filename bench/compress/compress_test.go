@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/workflow"
 )
 

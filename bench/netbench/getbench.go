@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/faultproxy"
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/workflow"
 )
 

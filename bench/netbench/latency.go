@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/faultproxy"
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
 
 // latencyProxy stands in front of versitygw, in the server's namespace, and

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,7 +48,7 @@ func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	err := buildBatch(ctx, os.Stdin, stdout, *endpoint, *stats, *verbose)
 	if err != nil {
-		line, _ := json.Marshal(BatchError{ErrorType: batchErrorType(err), ErrorMessage: err.Error()})
+		line, _ := json.Marshal(BatchError{ErrorType: workflow.ErrorType(err), ErrorMessage: err.Error()})
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 		os.Exit(1)
 	}
@@ -92,34 +91,4 @@ func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, endpoint
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 	}
 	return nil
-}
-
-// batchErrorType is the name the worker Lambda would report for err.
-func batchErrorType(err error) string {
-	var (
-		request  *workflow.RequestError
-		changed  *workflow.SourceChangedError
-		checksum *workflow.ChecksumMismatchError
-		exists   *workflow.DestinationExistsError
-		limit    *workflow.LimitError
-		trans    *workflow.TransientError
-		deadline *workflow.DeadlineError
-	)
-	switch {
-	case errors.As(err, &request):
-		return "RequestError"
-	case errors.As(err, &changed):
-		return "SourceChangedError"
-	case errors.As(err, &checksum):
-		return "ChecksumMismatchError"
-	case errors.As(err, &exists):
-		return "DestinationExistsError"
-	case errors.As(err, &limit):
-		return "LimitError"
-	case errors.As(err, &trans):
-		return "TransientError"
-	case errors.As(err, &deadline):
-		return "DeadlineError"
-	}
-	return "Error"
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // cliBinary builds the s3zip command for tests that run it as a process
@@ -30,6 +30,7 @@ func cliBinary(t *testing.T) string {
 		return p
 	}
 	bin := filepath.Join(t.TempDir(), "s3zip")
+	//lint:ignore SA1019 go test builds this binary here, so its GOROOT is the toolchain running the test
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go") // the toolchain running this test
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
@@ -242,10 +243,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create after a killed run: %v\n%s", err, out.String())
 		}
-		var left []string
-		for _, l := range srv.Leftovers(t, "work", "dst") {
-			left = append(left, l)
-		}
+		left := srv.Leftovers(t, "work", "dst")
 		if len(left) > 0 {
 			t.Errorf("left behind after the next create: %q", left)
 		}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // The tests in this file run the s3zip binary as a user would, and look at
@@ -441,4 +442,25 @@ func listKeys(t *testing.T, srv *s3test.Server, bucket, prefix string) []string 
 		t.Errorf("no keys under s3://%s/%s", bucket, prefix)
 	}
 	return keys
+}
+
+// --strategy's default is the planner's: what a request without a strategy
+// gets (docs/contract.md says the same).
+func TestStrategyDefaultIsThePlanners(t *testing.T) {
+	f := newFlags("create", "", "")
+	addRequestFlags(f, "")
+	want, err := plan.ParseStrategy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Lookup("strategy").DefValue; got != string(want) {
+		t.Errorf("--strategy defaults to %q; a request without a strategy gets %q", got, want)
+	}
+	doc, err := os.ReadFile("../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := fmt.Sprintf(`"strategy": %q,`, want); !strings.Contains(string(doc), line) {
+		t.Errorf("docs/contract.md's example request does not show the default strategy (%s)", line)
+	}
 }

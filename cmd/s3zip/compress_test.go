@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // create --compress deflate, then verify (which inflates every DEFLATE entry

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 func TestExtractCommand(t *testing.T) {

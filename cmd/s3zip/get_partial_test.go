@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // A file under its final name is always whole: get writes each file under a

@@ -28,7 +28,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		source:      fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
 		manifest:    fs.String("manifest", "", manifestHelp),
 		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
-		strategy:    fs.String("strategy", "auto", "how parts are built: auto, stream, duo or chain"),
+		strategy:    fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
 		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
 		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),

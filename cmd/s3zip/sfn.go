@@ -182,7 +182,7 @@ func mapProgress(ctx context.Context, c stepFunctions, execution string) string 
 
 // refusedErrors are the workflow's errors for a request it refused before
 // writing anything (docs/contract.md).
-var refusedErrors = map[string]bool{"RequestError": true, "DestinationExistsError": true, "LimitError": true}
+var refusedErrors = map[string]bool{workflow.TypeRequestError: true, workflow.TypeDestinationExistsError: true, workflow.TypeLimitError: true}
 
 func result(d *sfn.DescribeExecutionOutput, asJSON bool, stdout io.Writer) error {
 	if d.Status == types.ExecutionStatusSucceeded {

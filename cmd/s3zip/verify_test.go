@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // storedZip builds a ZIP of STORED entries with CRC-32s in the local headers.

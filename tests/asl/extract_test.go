@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/extract"
-	"github.com/s3zip/s3zip/internal/mapadapter"
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/mapadapter"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // extractFunctions serves the extract handlers under the names execute.ts

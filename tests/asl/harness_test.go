@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/mapadapter"
+	"github.com/s3zip/s3zip/internal/testenv/mapadapter"
 	"github.com/s3zip/s3zip/workflow"
 )
 

@@ -30,10 +30,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/faultproxy"
-	"github.com/s3zip/s3zip/internal/iameval"
-	"github.com/s3zip/s3zip/internal/mapadapter"
-	"github.com/s3zip/s3zip/internal/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
+	"github.com/s3zip/s3zip/internal/testenv/iameval"
+	"github.com/s3zip/s3zip/internal/testenv/mapadapter"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // The stack is synthesized with these context values (infra/bin/app.ts), so

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/s3zip/s3zip/internal/iameval"
+	"github.com/s3zip/s3zip/internal/testenv/iameval"
 )
 
 const (

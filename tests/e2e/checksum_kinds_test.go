@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 

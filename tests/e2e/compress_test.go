@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 

@@ -26,8 +26,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/internal/s3test"
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 

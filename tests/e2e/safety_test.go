@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 

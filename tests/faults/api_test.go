@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	fp "github.com/s3zip/s3zip/internal/faultproxy"
+	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
 
 // Rates, from a fault now and then to most requests failing at least once.

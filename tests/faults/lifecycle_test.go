@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	fp "github.com/s3zip/s3zip/internal/faultproxy"
+	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -338,10 +338,10 @@ func (w *world) judgeRace(t *testing.T, started time.Time, dest string, errs []e
 			obs = append(obs, fmt.Sprintf("run %s ok", []string{"a", "b"}[i]))
 			continue
 		}
-		typ := errorType(err)
+		typ := workflow.ErrorType(err)
 		obs = append(obs, fmt.Sprintf("run %s %s", []string{"a", "b"}[i], typ))
 		t.Logf("run %d: %v", i, err)
-		if typ == "untyped error" {
+		if typ == workflow.TypeUntyped {
 			bad("run %d failed without a type: %v", i, err)
 		}
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	fp "github.com/s3zip/s3zip/internal/faultproxy"
-	"github.com/s3zip/s3zip/internal/s3test"
+	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/workflow"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,9 +19,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/faultproxy"
-	"github.com/s3zip/s3zip/internal/s3test"
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -236,32 +235,6 @@ const (
 
 func wantFailure(errType string) string { return "clean " + errType }
 
-// knownTypes are the error types a failure may carry: each says what to do.
-var knownTypes = []string{"RequestError", "SourceChangedError", "ChecksumMismatchError", "DestinationExistsError", "LimitError", "RefusedError", "TransientError", "DeadlineError"}
-
-// errorType is the name Lambda would report for err.
-func errorType(err error) string {
-	checks := []struct {
-		name string
-		is   func(error) bool
-	}{
-		{"RequestError", func(e error) bool { var x *workflow.RequestError; return errors.As(e, &x) }},
-		{"SourceChangedError", func(e error) bool { var x *workflow.SourceChangedError; return errors.As(e, &x) }},
-		{"ChecksumMismatchError", func(e error) bool { var x *workflow.ChecksumMismatchError; return errors.As(e, &x) }},
-		{"DestinationExistsError", func(e error) bool { var x *workflow.DestinationExistsError; return errors.As(e, &x) }},
-		{"LimitError", func(e error) bool { var x *workflow.LimitError; return errors.As(e, &x) }},
-		{"RefusedError", func(e error) bool { var x *workflow.RefusedError; return errors.As(e, &x) }},
-		{"TransientError", func(e error) bool { var x *workflow.TransientError; return errors.As(e, &x) }},
-		{"DeadlineError", func(e error) bool { var x *workflow.DeadlineError; return errors.As(e, &x) }},
-	}
-	for _, c := range checks {
-		if c.is(err) {
-			return c.name
-		}
-	}
-	return "untyped error"
-}
-
 // outcome is what a scenario ended with.
 type outcome struct {
 	err      error
@@ -293,7 +266,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 			bad("succeeded, want a failure")
 		}
 	} else {
-		typ := errorType(o.err)
+		typ := workflow.ErrorType(o.err)
 		msg := o.err.Error()
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
@@ -301,7 +274,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 		obs = append(obs, typ+": "+msg)
 		t.Logf("error: %v", o.err)
 		switch {
-		case typ == "untyped error":
+		case typ == workflow.TypeUntyped:
 			bad("error has no type the state machine can tell apart")
 		case expected == wantArchive:
 			bad("failed, want an archive")

@@ -31,8 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3test"
-	"github.com/s3zip/s3zip/internal/zipcheck"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )

@@ -41,13 +41,12 @@ var floor = sample()
 
 // measurement is one handler invocation's memory and time.
 type measurement struct {
-	handler   string
-	base      usage // before, after a full GC
-	peak      usage // highest sample while it ran
-	hwm       uint64
-	hwmOK     bool
-	wall      time.Duration
-	lambdaMiB int
+	handler string
+	base    usage // before, after a full GC
+	peak    usage // highest sample while it ran
+	hwm     uint64
+	hwmOK   bool
+	wall    time.Duration
 }
 
 // own is the handler's own peak: what it added to the process.

@@ -1,4 +1,4 @@
-package plan
+package zipformat
 
 // CRC-32 (IEEE) combination: the CRC of A‖B from CRC(A), CRC(B) and len(B),
 // without the bytes. It is what lets the archive's CRC be computed from header

@@ -245,7 +245,7 @@ func isExecutable(p string) bool {
 // back to walking up from the working directory to a go.mod.
 func repoRoot() (string, error) {
 	if _, file, _, ok := runtime.Caller(0); ok {
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
 			return filepath.Clean(root), nil
 		}

@@ -233,7 +233,7 @@ func parseHex(s string) ([32]byte, error) {
 // readersDir is tests/readers in this repository.
 func readersDir() (string, error) {
 	if _, file, _, ok := runtime.Caller(0); ok {
-		dir := filepath.Join(filepath.Dir(file), "..", "..", "tests", "readers")
+		dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "tests", "readers")
 		if _, err := os.Stat(filepath.Join(dir, "ZipCheck.java")); err == nil {
 			return filepath.Clean(dir), nil
 		}

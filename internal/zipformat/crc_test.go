@@ -1,4 +1,4 @@
-package plan
+package zipformat
 
 import (
 	"hash/crc32"
