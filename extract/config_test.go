@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 func TestDerivedPrefix(t *testing.T) {
@@ -82,7 +86,7 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("job 3: %w", &ChecksumError{"x"}), "ChecksumError"},
+		{fmt.Errorf("job 3: %w", &ChecksumError{"x"}), "ChecksumMismatchError"},
 		{fmt.Errorf("entry: %w", &SourceChangedError{Archive: "a", Err: errors.New("412")}), "SourceChangedError"},
 		{status(503, "SlowDown"), "TransientError"},
 		{status(500, "InternalError"), "TransientError"},
@@ -90,9 +94,21 @@ func TestErrorType(t *testing.T) {
 		{status(412, "PreconditionFailed"), "Error"},
 		{context.Canceled, "Error"},
 		{&RefusedError{Archive: "a"}, "RefusedError"},
+		{&RequestError{[]string{"x"}}, "RequestError"},
+		{&ExistsError{Bucket: "b", Keys: []string{"k"}}, "DestinationExistsError"},
+		{&archive.FormatError{Bucket: "b", Key: "k", What: "x"}, "FormatError"},
+		{&IncompleteError{"x"}, "IncompleteError"},
+		{&TransientError{Err: errors.New("x")}, "TransientError"},
+		{&workflow.TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},
 	} {
-		if got := ErrorType(tc.err); got != tc.want {
+		got := ErrorType(tc.err)
+		if got != tc.want {
 			t.Errorf("ErrorType(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+		// One set of names for both workflows (workflow/errors.go), which
+		// workflow's TestASLErrorNames holds every state machine to.
+		if got != workflow.TypeUntyped && !slices.Contains(workflow.ErrorTypes(), got) && !slices.Contains(workflow.ExtractOnlyTypes, got) {
+			t.Errorf("ErrorType(%v) = %s, which is not one of workflow/errors.go's names", tc.err, got)
 		}
 	}
 }

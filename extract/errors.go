@@ -38,8 +38,10 @@ func (e *IncompleteError) Error() string { return e.Msg }
 
 // ErrorType is the error type the extract Lambdas report for err, so the
 // state machine's Retry and Catch can tell conditions apart: the first of
-// extract's error types in the chain, "TransientError" for an S3 failure a
-// retry can help, else "Error".
+// extract's error types in the chain, named by workflow/errors.go's constants
+// (the create workflow's name for the same condition: an ExistsError is a
+// DestinationExistsError, a ChecksumError a ChecksumMismatchError),
+// TransientError for an S3 failure a retry can help, else Error.
 func ErrorType(err error) string {
 	var (
 		re  *RequestError
@@ -54,27 +56,27 @@ func ErrorType(err error) string {
 	)
 	switch {
 	case errors.As(err, &re):
-		return "RequestError"
+		return workflow.TypeRequestError
 	case errors.As(err, &rfe):
-		return "RefusedError"
+		return workflow.TypeRefusedError
 	case errors.As(err, &ee):
-		return "ExistsError"
+		return workflow.TypeDestinationExistsError
 	case errors.As(err, &ce):
-		return "ChecksumError"
+		return workflow.TypeChecksumMismatchError
 	case errors.As(err, &sce):
-		return "SourceChangedError"
+		return workflow.TypeSourceChangedError
 	case errors.As(err, &fe):
-		return "FormatError"
+		return workflow.TypeFormatError
 	case errors.As(err, &ie):
-		return "IncompleteError"
+		return workflow.TypeIncompleteError
 	case errors.As(err, &te), errors.As(err, &wte), transient(err):
-		return "TransientError"
+		return workflow.TypeTransientError
 	}
-	return "Error"
+	return workflow.TypeUntyped
 }
 
 // Retryable reports whether running the step again may succeed.
-func Retryable(err error) bool { return ErrorType(err) == "TransientError" }
+func Retryable(err error) bool { return ErrorType(err) == workflow.TypeTransientError }
 
 // transient reports whether err is an S3 or network failure that may heal.
 func transient(err error) bool {

@@ -39,6 +39,11 @@ const (
 	// TypeUntyped is reported for an error of none of the types above; the
 	// state machine does not retry it.
 	TypeUntyped = "Error"
+
+	// Reported by the extract workflow only (extract.ErrorType), which
+	// otherwise reports the names above for the same conditions.
+	TypeFormatError     = "FormatError"     // the archive is not a readable ZIP
+	TypeIncompleteError = "IncompleteError" // the workers' results do not account for every job
 )
 
 // errorTypes are the types ErrorType looks for, in order: the first one in
@@ -70,6 +75,10 @@ func ErrorTypes() []string {
 	}
 	return names
 }
+
+// ExtractOnlyTypes are the names the extract workflow's handlers report
+// besides ErrorTypes(); extract's tests hold extract.ErrorType to the two.
+var ExtractOnlyTypes = []string{TypeFormatError, TypeIncompleteError}
 
 // RetryableTypes are the error types that may heal on retry: every worker
 // Task of the state machine retries them, and nothing else of ours.

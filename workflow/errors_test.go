@@ -91,7 +91,7 @@ func appendTasks(t *testing.T, tasks []aslTask, file string, states map[string]j
 // defines or one ErrorType reports; every worker Task retries every
 // retryable type; no Retry retries a type that cannot heal.
 func TestASLErrorNames(t *testing.T) {
-	ours := ErrorTypes()
+	ours := slices.Concat(ErrorTypes(), ExtractOnlyTypes)
 	workers := 0
 	for _, task := range loadASL(t) {
 		where := fmt.Sprintf("%s: %s", task.file, task.name)

@@ -354,7 +354,7 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 		return nil
 	})
 	out = e.execute(t, `{"archive":{"bucket":"src","key":"in/a.zip"},"destination":{"bucket":"dst","prefix":"out/failed/"},"options":{"smallStored":1048576,"maxConcurrency":1}}`, "extract-failed")
-	if out.Status != "FAILED" || out.Error != "ChecksumError" {
+	if out.Status != "FAILED" || out.Error != "ChecksumMismatchError" {
 		t.Fatalf("got %s %s, want FAILED ChecksumError", out.Status, out.Error)
 	}
 	e.clean(t, "out/failed/")

@@ -170,7 +170,7 @@ func TestDeployedExtractFailuresAreClean(t *testing.T) {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
 	out := d.Execute("extract-again", req("extracted/explicit/"))
-	if out.Status != "FAILED" || out.Error != "ExistsError" {
+	if out.Status != "FAILED" || out.Error != "DestinationExistsError" {
 		t.Errorf("second run: %s %s, want FAILED ExistsError", out.Status, out.Error)
 	}
 	if got := extracted(d, "extracted/explicit/"); len(got) != len(want)+1 {
