@@ -87,6 +87,7 @@ type options struct {
 	sourceCRC                 bool
 	delay                     time.Duration
 	dataParent                string
+	only                      map[string]bool // run names to keep; empty keeps all
 	sh                        shaping
 }
 
@@ -121,8 +122,15 @@ func main() {
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
 	flag.StringVar(&o.dataParent, "data-dir", "", "directory for the server's data (default: $TMPDIR)")
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
+	only := flag.String("only", "", "only these runs, comma-separated names (e.g. duo-1,auto-32), for profiling one of them")
 	flag.Parse()
 	var err error
+	if *only != "" {
+		o.only = map[string]bool{}
+		for _, n := range strings.Split(*only, ",") {
+			o.only[strings.TrimSpace(n)] = true
+		}
+	}
 	if o.scale, err = parseScale(*scale); err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: -scale:", err)
 		os.Exit(2)
@@ -306,6 +314,9 @@ func benchmark(ctx context.Context, o options) (err error) {
 	var active []runSpec
 	var notes []string
 	for _, r := range runList(o.scale, o.perBatch) {
+		if len(o.only) > 0 && !o.only[r.Name] {
+			continue
+		}
 		if _, err := plan.ParseStrategy(r.Strategy); err != nil {
 			note := fmt.Sprintf("skipped %s: plan.ParseStrategy rejects %q (%v)", r.Name, r.Strategy, err)
 			fmt.Println("note:", note)
