@@ -30,11 +30,11 @@ type Stats struct {
 	// reading them: Piped); the rest it assembles, then sends.
 	PipedBytes  int64 `json:"pipedBytes,omitempty"`
 	CopiedBytes int64 `json:"copiedBytes"`
-	Parts         int   `json:"parts"`
-	UploadParts   int   `json:"uploadParts"`
-	CopyParts     int   `json:"copyParts"`
-	ChainParts    int   `json:"chainParts"`
-	ChainRounds   int   `json:"chainRounds"`
+	Parts       int   `json:"parts"`
+	UploadParts int   `json:"uploadParts"`
+	CopyParts   int   `json:"copyParts"`
+	ChainParts  int   `json:"chainParts"`
+	ChainRounds int   `json:"chainRounds"`
 	// LongestChain is the rounds of the longest chain part: built one after
 	// another, they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
