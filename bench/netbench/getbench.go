@@ -44,8 +44,8 @@ func downloaders(o options, g getOptions, endpoint string) []downloader {
 	concs := []int{4, 8, 16, 32, 64}
 	parts := []int64{8 << 20, 16 << 20, 32 << 20, 64 << 20}
 	return []downloader{
-		{"s3zip get", concs, nil, func(uri, dir string, conc int, _ int64) []string {
-			return []string{o.s3zip, "get", uri, dir, "--endpoint", endpoint, "--concurrency", fmt.Sprint(conc)}
+		{"s3zip get", concs, append([]int64{2 << 20, 4 << 20}, parts...), func(uri, dir string, conc int, part int64) []string {
+			return []string{o.s3zip, "get", uri, dir, "--endpoint", endpoint, "--concurrency", fmt.Sprint(conc), "--part-size", fmt.Sprint(part >> 20)}
 		}},
 		{"s5cmd cp", concs, parts, func(uri, dir string, conc int, part int64) []string {
 			return []string{g.s5cmd, "--endpoint-url", endpoint, "cp", "--concurrency", fmt.Sprint(conc), "--part-size", fmt.Sprint(part >> 20), uri, dir + "/"}
@@ -183,6 +183,14 @@ func getBenchmark(ctx context.Context, o options, g getOptions) (err error) {
 		results = append(results, best)
 	}
 
+	if g.smallCount == 0 { // -small-count 0: the downloads only
+		get := results[0]
+		for _, r := range results[1:] {
+			key := strings.ReplaceAll(strings.TrimSuffix(r.Name, " cp"), " ", "_")
+			fmt.Printf("get_vs_%s=%.2f\nget_vs_%s_shaped=%.2f\n", key, median(r.Unshaped)/median(get.Unshaped), key, median(r.Shaped)/median(get.Shaped))
+		}
+		return nil
+	}
 	// Many small objects onto disk.
 	small, err := uploadSmall(ctx, env.base, g.smallCount, o.seed)
 	if err != nil {
