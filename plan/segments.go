@@ -72,6 +72,21 @@ func CRCProbes(entries []PlacedEntry, segs []Segment, hasTail func(*PlacedEntry)
 	return out
 }
 
-// Piped says whether a part whose data needs these probes is sent in one
-// pass (GETs piped into UploadPart) rather than assembled first.
-func Piped(probes []int) bool { return len(probes) <= MaxCRCProbes }
+// MinCRCProbe is the smallest range worth a probe: a copy request to learn
+// the CRC-32 of less than this costs more than reading it.
+const MinCRCProbe = 256 << 10
+
+// Piped says whether a part whose data needs these probes (indexes into
+// segs) is sent in one pass (GETs piped into UploadPart) rather than
+// assembled first: a few probes, none of a small range.
+func Piped(segs []Segment, probes []int) bool {
+	if len(probes) > MaxCRCProbes {
+		return false
+	}
+	for _, i := range probes {
+		if segs[i].To-segs[i].From < MinCRCProbe {
+			return false
+		}
+	}
+	return true
+}

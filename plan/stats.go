@@ -104,7 +104,7 @@ func (p *Plan) partStats(part *Part) Stats {
 		}
 		// A worker's part whose CRC-32s a few copies tell is piped: each
 		// probe is an UploadPartCopy of the range into the part's number.
-		if probes := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(probes) {
+		if probes := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(segs, probes) {
 			s.PipedBytes += part.Size()
 			s.Requests.UploadPartCopy += len(probes)
 			for _, i := range probes {

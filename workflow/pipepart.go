@@ -36,12 +36,13 @@ var errNotPiped = errors.New("part not piped")
 // answers a ranged copy with the whole object's CRC) fails the upload with
 // BadDigest instead of writing a wrong header: the caller then assembles
 // the part the slow way, which finds out which. errNotPiped means the part
-// has more probes than plan.MaxCRCProbes, or a probe failed or its answer
+// has more probes than plan.MaxCRCProbes or one of a range under
+// plan.MinCRCProbe, or a probe failed or its answer
 // carried no CRC-32 of the range.
 func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[int]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
 	probes := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
-	if !plan.Piped(probes) {
+	if !plan.Piped(segs, probes) {
 		return nil, errNotPiped
 	}
 	// The CRC-32 of every data segment: known, or probed.
