@@ -37,8 +37,8 @@ type extractRun struct {
 // with 1 and n workers.
 func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip, endpoint string, env []string, n int) ([]extractRun, error) {
 	const written, archive = "extract/written.zip", "extract/a.zip"
-	cli := func(args ...string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", control.NS, s3zip}, args...)...)
+	cli := func(ns string, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, s3zip}, args...)...)
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -47,7 +47,8 @@ func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip,
 		}
 		return stdout.Bytes(), nil
 	}
-	if _, err := cli("create", "--source", "s3://"+bucket+"/"+srcPrefix, "--dest", "s3://"+bucket+"/"+written,
+	// The archive is made unshaped, in the server's namespace: it is not timed.
+	if _, err := cli(serverNS, "create", "--source", "s3://"+bucket+"/"+srcPrefix, "--dest", "s3://"+bucket+"/"+written,
 		"--endpoint", endpoint, "--strategy", "duo", "--workers", "8", "--overwrite"); err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip,
 		if err != nil {
 			return nil, err
 		}
-		raw, err := cli("extract", "s3://"+bucket+"/"+archive, "s3://"+bucket+"/"+prefix, "--endpoint", endpoint, "--workers", fmt.Sprint(w), "--json")
+		raw, err := cli(control.NS, "extract", "s3://"+bucket+"/"+archive, "s3://"+bucket+"/"+prefix, "--endpoint", endpoint, "--workers", fmt.Sprint(w), "--json")
 		after, lerr := readLinkBytes([]lambdaNet{control})
 		r := extractRun{Workers: w, ArchiveBytes: aws.ToInt64(head.ContentLength)}
 		if err == nil {
