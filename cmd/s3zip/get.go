@@ -21,7 +21,9 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 			"anywhere): an archive holding one is refused unless --skip-symlinks leaves them out.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
-	partSize := fs.Int("part-size", archive.DefaultChunkSize>>20, "MiB per ranged GET: STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
+	// 32 MiB: what make bench-get's tuning chose for s3zip get on one
+	// Lambda-sized link in every run, and on the unshaped path most often.
+	partSize := fs.Int("part-size", 32, "MiB per ranged GET: STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
 	overwrite := fs.Bool("overwrite", false, "replace files that already exist")
 	skipSymlinks := fs.Bool("skip-symlinks", false, "leave out symbolic link entries (and say how many) instead of refusing the archive")
 	pos, err := fs.parseArgs(args, stdout)
@@ -54,7 +56,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 		return openError("get", bucket, key, err)
 	}
 	res, err := a.Extract(ctx, pos[1], archive.ExtractOptions{Concurrency: *concurrency, ChunkSize: int64(*partSize) << 20,
-		CoalesceSize: min(int64(*partSize)<<20, archive.DefaultCoalesceSize), Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
+		CoalesceSize: int64(*partSize) << 20, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
 	if errors.Is(err, archive.ErrSymlink) {
 		return fmt.Errorf("%w; add --skip-symlinks to extract everything else", err)
 	}
