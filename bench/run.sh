@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench / make bench-quick: build s3zip and bench/netbench, calibrate the
 # local S3 server, then run the strategies side by side with each worker in its
-# own network namespace, its link scaled so the server is 32 links wide
+# own network namespace, its link scaled so the server is 64 links wide
 # (bench/README.md). Needs root. Whatever happens, the namespaces and
 # links are removed at exit.
 set -euo pipefail
@@ -10,10 +10,10 @@ size=${1:-full}
 
 case $size in
 full)  args=(--count "${BENCH_COUNT:-200}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}" --repeats "${BENCH_REPEATS:-3}"
-             --out dist/bench --readme README.md --chart docs/bench.png --label bench) ;;
+             --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench --readme README.md --chart docs/bench.png --label bench) ;;
 get)   args=(-get --count "${BENCH_COUNT:-60}" --small-count "${BENCH_SMALL:-50000}" --get-repeats "${BENCH_REPEATS:-3}") ;;
 quick) args=(--count "${BENCH_COUNT:-60}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}" --repeats "${BENCH_REPEATS:-1}"
-             --out dist/bench-quick --chart dist/bench-quick/bench.png --label bench-quick) ;;
+             --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench-quick --chart dist/bench-quick/bench.png --label bench-quick) ;;
 *) echo "usage: bench/run.sh full|quick|get" >&2; exit 2 ;;
 esac
 

@@ -47,8 +47,9 @@ type Model struct {
 	// StreamPasses is how many times a streamed byte crosses a worker's
 	// link one after the other: 1 where the worker pipes each GET into its
 	// upload (the published streaming designs), 2 where it assembles a
-	// part and then sends it (s3zip's worker: it needs the part's CRC-32
-	// before the upload starts). 0 counts as 1.
+	// part and then sends it (s3zip's worker for a part whose CRC-32s it
+	// can only learn by reading it: Stats.PipedBytes are the others, which
+	// always count once). 0 counts as 1.
 	StreamPasses float64
 
 	// The server's capacity, shared by every worker; 0 is unbounded.
@@ -138,7 +139,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		if parts < w {
 			share = 1 / parts
 		}
-		stream = m.streamSeconds(int64(float64(s.StreamedBytes)*share), int(math.Ceil(float64(s.UploadParts+s.ChainParts)*share)), passes)
+		stream = m.streamSeconds(int64(float64(s.StreamedBytes)*share), int64(float64(s.PipedBytes)*share), int(math.Ceil(float64(s.UploadParts+s.ChainParts)*share)), passes)
 		// Requests a worker makes, each a round trip, Concurrency at a time;
 		// chain rounds are four requests in a row; copies move bytes at CopyRate.
 		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
@@ -196,7 +197,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 // (four requests each) one after the other, copies at CopyRate.
 func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	conc := float64(m.Concurrency)
-	stream = m.streamSeconds(l.StreamedBytes, l.UploadParts+l.ChainParts, passes)
+	stream = m.streamSeconds(l.StreamedBytes, l.PipedBytes, l.UploadParts+l.ChainParts, passes)
 	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get)
 	// A round is four requests in a row, a copy of what the round carries
 	// and a Complete that assembles it.
@@ -211,16 +212,17 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 }
 
 // streamSeconds is one worker streaming bytes in parts, Concurrency parts
-// at a time. A worker that assembles a part before sending it (passes 2)
-// sends the first parts only after reading them; later parts are read
-// while earlier ones are sent, so only that first wave crosses the link
-// twice in a row.
-func (m Model) streamSeconds(bytes int64, parts int, passes float64) float64 {
+// at a time; piped of them go from GET to UploadPart in one pass. A worker
+// that assembles a part before sending it (passes 2) sends the first parts
+// only after reading them; later parts are read while earlier ones are
+// sent, so only that first wave crosses the link twice in a row.
+func (m Model) streamSeconds(bytes, piped int64, parts int, passes float64) float64 {
 	if bytes <= 0 {
 		return 0
 	}
+	piped = min(piped, bytes)
 	firstWave := math.Min(1, float64(m.Concurrency)/float64(max(parts, 1)))
-	return float64(bytes) * (1 + (passes-1)*firstWave) / m.WorkerBandwidth
+	return (float64(piped) + float64(bytes-piped)*(1+(passes-1)*firstWave)) / m.WorkerBandwidth
 }
 
 // workerClock is when each worker is next free, a min-heap.
@@ -337,7 +339,7 @@ func mixStats(a, b Stats, f float64) Stats {
 	m64 := func(x, y int64) int64 { return int64(math.Round(float64(x)*(1-f) + float64(y)*f)) }
 	return Stats{
 		Entries: a.Entries, ArchiveBytes: a.ArchiveBytes, Zip64: a.Zip64,
-		StreamedBytes: m64(a.StreamedBytes, b.StreamedBytes), CopiedBytes: m64(a.CopiedBytes, b.CopiedBytes),
+		StreamedBytes: m64(a.StreamedBytes, b.StreamedBytes), PipedBytes: m64(a.PipedBytes, b.PipedBytes), CopiedBytes: m64(a.CopiedBytes, b.CopiedBytes),
 		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
 		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),

@@ -45,3 +45,48 @@ func Segments(entries []PlacedEntry, directoryOffset, start, end int64) []Segmen
 	}
 	return segs
 }
+
+// MaxCRCProbes bounds the copies a worker makes to learn the CRC-32s of a
+// part's data before it pipes the part (CRCProbes): one round of requests.
+// A part with more (many tiny entries) is assembled in memory instead,
+// where reading it gives the CRCs.
+const MaxCRCProbes = 8
+
+// CRCProbes lists the data segments of an upload part (indexes into segs)
+// whose CRC-32 a worker must learn before it can send the part in one pass:
+// every one but an entry's whole data whose CRC-32 is known. hasTail says
+// whether an entry's rest is copied by the job (its start's CRC-32 is still
+// needed: the header carries the whole entry's, combined from both).
+func CRCProbes(entries []PlacedEntry, segs []Segment, hasTail func(*PlacedEntry) bool) []int {
+	var out []int
+	for i, s := range segs {
+		if s.Kind != SegmentData {
+			continue
+		}
+		e := &entries[s.Entry]
+		if s.From == 0 && s.To == e.Size && e.CRC32.Known && !hasTail(e) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// MinCRCProbe is the smallest range worth a probe: a copy request to learn
+// the CRC-32 of less than this costs more than reading it.
+const MinCRCProbe = 256 << 10
+
+// Piped says whether a part whose data needs these probes (indexes into
+// segs) is sent in one pass (GETs piped into UploadPart) rather than
+// assembled first: a few probes, none of a small range.
+func Piped(segs []Segment, probes []int) bool {
+	if len(probes) > MaxCRCProbes {
+		return false
+	}
+	for _, i := range probes {
+		if segs[i].To-segs[i].From < MinCRCProbe {
+			return false
+		}
+	}
+	return true
+}

@@ -25,12 +25,16 @@ type Stats struct {
 	Entries       int   `json:"entries"`
 	ArchiveBytes  int64 `json:"archiveBytes"`
 	StreamedBytes int64 `json:"streamedBytes"`
-	CopiedBytes   int64 `json:"copiedBytes"`
-	Parts         int   `json:"parts"`
-	UploadParts   int   `json:"uploadParts"`
-	CopyParts     int   `json:"copyParts"`
-	ChainParts    int   `json:"chainParts"`
-	ChainRounds   int   `json:"chainRounds"`
+	// PipedBytes are the streamed bytes a worker pipes from its GETs into
+	// UploadPart in one pass (the parts whose CRC-32s it learns without
+	// reading them: Piped); the rest it assembles, then sends.
+	PipedBytes  int64 `json:"pipedBytes,omitempty"`
+	CopiedBytes int64 `json:"copiedBytes"`
+	Parts       int   `json:"parts"`
+	UploadParts int   `json:"uploadParts"`
+	CopyParts   int   `json:"copyParts"`
+	ChainParts  int   `json:"chainParts"`
+	ChainRounds int   `json:"chainRounds"`
 	// LongestChain is the rounds of the longest chain part: built one after
 	// another, they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
@@ -92,9 +96,19 @@ func (p *Plan) partStats(part *Part) Stats {
 		s.UploadParts++
 		s.StreamedBytes += part.Size()
 		s.Requests.UploadPart++
-		for _, seg := range Segments(entries, p.DirectoryOffset, part.Start, part.End) {
+		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
+		for _, seg := range segs {
 			if seg.Kind == SegmentData {
 				s.Requests.Get++
+			}
+		}
+		// A worker's part whose CRC-32s a few copies tell is piped: each
+		// probe is an UploadPartCopy of the range into the part's number.
+		if probes := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(segs, probes) {
+			s.PipedBytes += part.Size()
+			s.Requests.UploadPartCopy += len(probes)
+			for _, i := range probes {
+				s.ServerCopiedBytes += segs[i].To - segs[i].From
 			}
 		}
 	}
@@ -104,6 +118,7 @@ func (p *Plan) partStats(part *Part) Stats {
 // add sums the per-part counts of t into s.
 func (s *Stats) add(t Stats) {
 	s.StreamedBytes += t.StreamedBytes
+	s.PipedBytes += t.PipedBytes
 	s.CopiedBytes += t.CopiedBytes
 	s.ServerCopiedBytes += t.ServerCopiedBytes
 	s.UploadParts += t.UploadParts

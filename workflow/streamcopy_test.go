@@ -138,3 +138,58 @@ func TestRangeReaderRewindsAndChecksLength(t *testing.T) {
 		t.Errorf("short source: err %v, want one saying how many bytes came back", err)
 	}
 }
+
+// A part whose CRC-32s nobody knows is still piped in one pass when S3's
+// answers to copies of its ranges tell them (pipePart): the bytes uploaded
+// are the assembled part's, byte for byte, each source byte is read once,
+// and the probes are copies into the part's own number.
+func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
+	f, in := batchCRC(t, false, 3*plan.MiB, 1*plan.MiB, 7*plan.MiB, 1000)
+	f.copyCRC = true
+	out, err := (&Worker{S3: f}).Build(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range entries {
+		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
+	}
+	item := in.Items[0]
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+item.Count], item.End, nil, func(reads []plan.DataRead) error {
+		for _, r := range reads {
+			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
+		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
+	}
+	var data int64
+	for _, s := range plan.Segments(entries[item.First:item.First+item.Count], item.End, item.Start, item.End) {
+		if s.Kind == plan.SegmentData {
+			data += s.To - s.From
+		}
+	}
+	var served int64
+	for _, n := range f.served {
+		served += n
+	}
+	if entriesFile := f.served["work/w/entries.jsonl"]; served-entriesFile != data {
+		t.Errorf("read %d source bytes for a part with %d bytes of data, want each once", served-entriesFile, data)
+	}
+	if f.calls["UploadPartCopy"] <= len(item.Carried) {
+		t.Errorf("%d UploadPartCopy calls for %d carried copies: the part was not piped (no probes)", f.calls["UploadPartCopy"], len(item.Carried))
+	}
+	// Every entry whose header the part carries has its CRC-32 reported.
+	for _, e := range entries[item.First : item.First+item.Count] {
+		if got := out.Parts[0].CRCs[strconv.Itoa(e.Index)]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
+			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
+		}
+	}
+}

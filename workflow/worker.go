@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash/crc32"
@@ -227,9 +228,18 @@ func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan
 			return nil, err
 		}
 		learn(entries, learned)
-		r, err := uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil, tails) // worker parts end before the directory
-		if err != nil {
+		// One pass where the CRC-32s can be had without reading (pipePart);
+		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
+		r, err := pipePart(ctx, w.S3, cfg, job, &item.Part, entries, tails)
+		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
 			return nil, err
+		}
+		if err != nil {
+			w.logger().Debug("part assembled, not piped", "execution", job.Execution, "part", item.Number, "reason", err.Error())
+			r, err = uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil, tails) // worker parts end before the directory
+			if err != nil {
+				return nil, err
+			}
 		}
 		r.addCRCs(learned)
 		return r, nil

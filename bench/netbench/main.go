@@ -87,6 +87,8 @@ type options struct {
 	sourceCRC                 bool
 	delay                     time.Duration
 	dataParent                string
+	only                      map[string]bool // run names to keep; empty keeps all
+	extractWorkers            int
 	sh                        shaping
 }
 
@@ -106,7 +108,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the data set")
 	scale := flag.String("scale", "1,2,4,8,16,32", "N: emulated Lambdas (namespaces) for the fanned-out runs, comma-separated, ascending")
 	flag.IntVar(&o.perBatch, "parts-per-batch", 1, "the Map's MaxItemsPerBatch for fanned-out runs: 1 keeps AWS's proportion of batches to workers on a data set this small")
-	flag.IntVar(&o.linksWide, "links-wide", 32, "scale each Lambda's link to the calibrated server's UploadPart rate divided by this")
+	flag.IntVar(&o.linksWide, "links-wide", 64, "scale each Lambda's link to the calibrated server's UploadPart rate divided by this: twice the largest N, so that at N = 32 the server still has room for the links' uploads and downloads at once, as S3 has")
 	flag.IntVar(&o.repeats, "repeats", 3, "repetitions of every run (median, min, max)")
 	flag.StringVar(&o.s3zip, "s3zip", ".tools/bin/s3zip", "s3zip binary the workers run")
 	flag.StringVar(&o.versitygw, "versitygw", ".tools/bin/versitygw", "versitygw binary")
@@ -121,8 +123,16 @@ func main() {
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
 	flag.StringVar(&o.dataParent, "data-dir", "", "directory for the server's data (default: $TMPDIR)")
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
+	flag.IntVar(&o.extractWorkers, "extract-workers", 0, "after the runs, extract the data set's archive with s3zip extract with 1 and this many workers (issue 14's row); 0 skips it")
+	only := flag.String("only", "", "only these runs, comma-separated names (e.g. duo-1,auto-32), for profiling one of them")
 	flag.Parse()
 	var err error
+	if *only != "" {
+		o.only = map[string]bool{}
+		for _, n := range strings.Split(*only, ",") {
+			o.only[strings.TrimSpace(n)] = true
+		}
+	}
 	if o.scale, err = parseScale(*scale); err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: -scale:", err)
 		os.Exit(2)
@@ -306,6 +316,9 @@ func benchmark(ctx context.Context, o options) (err error) {
 	var active []runSpec
 	var notes []string
 	for _, r := range runList(o.scale, o.perBatch) {
+		if len(o.only) > 0 && !o.only[r.Name] {
+			continue
+		}
 		if _, err := plan.ParseStrategy(r.Strategy); err != nil {
 			note := fmt.Sprintf("skipped %s: plan.ParseStrategy rejects %q (%v)", r.Name, r.Strategy, err)
 			fmt.Println("note:", note)
@@ -403,6 +416,11 @@ func benchmark(ctx context.Context, o options) (err error) {
 		s := summarize(r, results[i])
 		s.Predicted = preds[i]
 		rep.Runs = append(rep.Runs, s)
+	}
+	if o.extractWorkers > 0 {
+		if rep.Extract, err = extractRows(ctx, base, control, o.s3zip, e.endpoint, env, o.extractWorkers); err != nil {
+			return fmt.Errorf("extract rows: %w", err)
+		}
 	}
 	return rep.write(o)
 }

@@ -94,6 +94,7 @@ type report struct {
 	SourceCRC          bool         `json:"sourceCRC"`
 	Notes              []string     `json:"notes,omitempty"`
 	Runs               []runSummary `json:"runs"`
+	Extract            []extractRun `json:"extract,omitempty"`
 }
 
 func (r *report) find(name string) *runSummary {
@@ -136,6 +137,7 @@ func (r *report) table() string {
 			mib(s.StreamedBytes), 100*float64(s.StreamedBytes)/float64(max(s.ArchiveBytes, 1)), mib(s.CopiedBytes),
 			sum(s.Requests), strings.Join(ops, ", "), mib(s.PeakWorkerRSS))
 	}
+	b.WriteString(extractTable(r.Extract, r.Shaping.Rate))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nNote: %s.\n", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -71,7 +72,13 @@ func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workfl
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.NS, p.s3zip, "batch", "--endpoint", p.endpoint, "--stats")
+	args := []string{"netns", "exec", l.NS, p.s3zip, "batch", "--endpoint", p.endpoint, "--stats"}
+	trace := os.Getenv("NETBENCH_TRACE") != ""
+	if trace {
+		args = append(args, "-v")
+	}
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, "ip", args...)
 	cmd.Env = p.env
 	cmd.Stdin = bytes.NewReader(doc)
 	var stdout, stderr bytes.Buffer
@@ -95,6 +102,11 @@ func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workfl
 		default:
 			other = append(other, line)
 		}
+	}
+	if trace {
+		// NETBENCH_TRACE=1: every batch's namespace, times and the worker's part log, on stderr.
+		fmt.Fprintf(os.Stderr, "trace %s batch of %d: %s .. %s (%.2f s)\n%s\n", l.NS, len(in.Items), t0.Format("15:04:05.000"),
+			time.Now().Format("15:04:05.000"), time.Since(t0).Seconds(), strings.Join(other, "\n"))
 	}
 	// ip netns exec execs the worker in place, so this is the worker's own
 	// peak resident set (Linux reports KiB).

@@ -1,0 +1,276 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// errNotPiped says a part cannot be piped; the caller assembles it instead.
+var errNotPiped = errors.New("part not piped")
+
+// pipePart builds an upload part in one pass: its bytes go from the GETs
+// straight into UploadPart, never held, so each byte crosses the worker's
+// link once each way at the same time instead of being read whole and then
+// sent (uploadPart).
+//
+// UploadPart needs the part's CRC-32 up front (over plain HTTP the SDK sends
+// no trailing checksum), and each local header needs its entry's CRC-32
+// before the entry's data. Both come without reading: from the plan, from
+// the copies this job made (learned, tails), and for data whose CRC-32 no
+// one knows, from S3 itself: the range is copied with UploadPartCopy into
+// this part's number (plan.CRCProbes), S3's answer is the range's CRC-32,
+// and the UploadPart that follows replaces that copy. The part's CRC-32 is
+// then the CRCs of its pieces combined. S3 checks the streamed bytes
+// against it, so a wrong CRC anywhere (a source changed, a server that
+// answers a ranged copy with the whole object's CRC) fails the upload with
+// BadDigest instead of writing a wrong header: the caller then assembles
+// the part the slow way, which finds out which. errNotPiped means the part
+// has more probes than plan.MaxCRCProbes or one of a range under
+// plan.MinCRCProbe, or a probe failed or its answer
+// carried no CRC-32 of the range.
+func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[int]plan.Tail) (*PartResult, error) {
+	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
+	probes := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
+	if !plan.Piped(segs, probes) {
+		return nil, errNotPiped
+	}
+	// The CRC-32 of every data segment: known, or probed.
+	segCRC := make([]uint32, len(segs))
+	probed := make([]bool, len(segs))
+	err := forEach(ctx, cfg.GetConcurrency, len(probes), func(ctx context.Context, k int) error {
+		i := probes[k]
+		s, e := segs[i], &entries[segs[i].Entry]
+		crc, err := probeCRC(ctx, c, job, part.Number, e, s.From, s.To)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
+			// A server without copies, a copy refused: the part is
+			// assembled instead, whose reads say what is wrong if anything is.
+			err = fmt.Errorf("%w: %v", errNotPiped, err)
+		}
+		if err != nil {
+			return err
+		}
+		segCRC[i], probed[i] = crc, true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range segs {
+		if s.Kind == plan.SegmentData && !probed[i] {
+			segCRC[i] = entries[s.Entry].CRC32.Sum // CRCProbes left only segments whose CRC-32 the plan knows
+		}
+	}
+	// The entries' CRC-32s the headers carry: whole in this part, or a start
+	// here and a tail copied.
+	computed := map[int]uint32{}
+	for i, s := range segs {
+		if s.Kind != plan.SegmentData || s.From != 0 {
+			continue
+		}
+		e := &entries[s.Entry]
+		switch tail, hasTail := tails[e.Index]; {
+		case s.To == e.Size:
+			computed[e.Index] = segCRC[i]
+		case hasTail && s.To+tail.Len == e.Size:
+			computed[e.Index] = plan.CombineCRC(segCRC[i], tail.CRC, tail.Len)
+		}
+	}
+	// The body, piece by piece, and the part's CRC-32 from its pieces'.
+	var pieces []io.ReadSeeker
+	var lens []int64
+	var partCRC uint32
+	for i, s := range segs {
+		n := s.To - s.From
+		e := &entries[s.Entry]
+		switch s.Kind {
+		case plan.SegmentHeader:
+			crc, ok := e.CRC32.Sum, e.CRC32.Known
+			if v, got := computed[e.Index]; got {
+				crc, ok = v, true
+			}
+			if !ok {
+				return nil, &plan.UnknownCRCError{Entry: e.Name}
+			}
+			hdr := plan.AppendLocalHeader(nil, e, crc)[s.From:s.To]
+			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
+			pieces = append(pieces, bytes.NewReader(hdr))
+		case plan.SegmentData:
+			partCRC = plan.CombineCRC(partCRC, segCRC[i], n)
+			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
+			pieces = append(pieces, newRangeReader(ctx, c, src, s.From, s.To))
+		default:
+			return nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
+		}
+		lens = append(lens, n)
+	}
+	body := &concatReader{pieces: pieces, lens: lens}
+	defer body.Close()
+	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
+		ChecksumCRC32: aws.String(crcBase64(partCRC)),
+	}, func(o *s3.Options) {
+		// The CRC-32 S3 verifies covers the payload; signing it would be another read.
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+	})
+	if err != nil {
+		if rerr := body.sourceErr(); rerr != nil {
+			return nil, rerr // the source side failed: say so, not UploadPart
+		}
+		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
+	}
+	got := aws.ToString(out.ChecksumCRC32)
+	if got != "" && got != crcBase64(partCRC) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, crcBase64(partCRC))}
+	}
+	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: crcBase64(partCRC), StreamedBytes: part.Size()}
+	r.addCRCs(computed)
+	return r, nil
+}
+
+// probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from
+// S3's answer to a copy of them into the part's number (which the part's
+// own UploadPart then replaces). An answer without a plain CRC-32 is
+// errNotPiped.
+func probeCRC(ctx context.Context, c WorkerS3, job *Job, number int, e *plan.PlacedEntry, from, to int64) (uint32, error) {
+	src := e.Source
+	in := &s3.UploadPartCopyInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber:      aws.Int32(int32(number)),
+		CopySource:      aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
+		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
+	}
+	if src.ETag != "" {
+		in.CopySourceIfMatch = &src.ETag
+	}
+	out, err := c.UploadPartCopy(ctx, in)
+	if err != nil {
+		return 0, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+	}
+	res := out.CopyPartResult
+	if res == nil {
+		return 0, errNotPiped
+	}
+	crc, ok := decodeCRC(aws.ToString(res.ChecksumCRC32))
+	if !ok {
+		return 0, errNotPiped
+	}
+	if e.CRC32.Known && (from != 0 || to != e.Size) && crc == e.CRC32.Sum {
+		// The whole object's CRC-32 for a range: a server that reports the
+		// source's stored checksum for any copy (versitygw 1.8).
+		return 0, errNotPiped
+	}
+	return crc, nil
+}
+
+// concatReader is pieces of known lengths read one after another, as one
+// io.ReadSeeker (the SDK rewinds a body to retry it).
+type concatReader struct {
+	pieces []io.ReadSeeker
+	lens   []int64
+	cur    int   // piece being read
+	off    int64 // offset in it
+}
+
+func (r *concatReader) size() int64 {
+	var n int64
+	for _, l := range r.lens {
+		n += l
+	}
+	return n
+}
+
+func (r *concatReader) Read(p []byte) (int, error) {
+	for r.cur < len(r.pieces) {
+		if r.off >= r.lens[r.cur] {
+			r.cur, r.off = r.cur+1, 0
+			if r.cur < len(r.pieces) {
+				if _, err := r.pieces[r.cur].Seek(0, io.SeekStart); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		if int64(len(p)) > r.lens[r.cur]-r.off {
+			p = p[:r.lens[r.cur]-r.off]
+		}
+		n, err := r.pieces[r.cur].Read(p)
+		r.off += int64(n)
+		if errors.Is(err, io.EOF) {
+			if r.off < r.lens[r.cur] {
+				return n, io.ErrUnexpectedEOF
+			}
+			err = nil
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.EOF
+}
+
+func (r *concatReader) Seek(offset int64, whence int) (int64, error) {
+	total := r.size()
+	pos := int64(0)
+	for i := 0; i < r.cur && i < len(r.lens); i++ {
+		pos += r.lens[i]
+	}
+	pos += r.off
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += pos
+	case io.SeekEnd:
+		offset += total
+	default:
+		return 0, fmt.Errorf("seek: whence %d", whence)
+	}
+	if offset < 0 || offset > total {
+		return 0, fmt.Errorf("seek to %d: outside 0-%d", offset, total)
+	}
+	if offset == pos {
+		return pos, nil
+	}
+	r.cur, r.off = 0, offset
+	for r.cur < len(r.lens) && r.off >= r.lens[r.cur] && r.off > 0 {
+		r.off -= r.lens[r.cur]
+		r.cur++
+	}
+	if r.cur < len(r.pieces) {
+		if _, err := r.pieces[r.cur].Seek(r.off, io.SeekStart); err != nil {
+			return 0, err
+		}
+	}
+	return offset, nil
+}
+
+// sourceErr is the first source-side failure of the pieces, if any.
+func (r *concatReader) sourceErr() error {
+	for _, p := range r.pieces {
+		if rr, ok := p.(*rangeReader); ok && rr.err != nil {
+			return rr.err
+		}
+	}
+	return nil
+}
+
+// Close drops every piece's open response.
+func (r *concatReader) Close() error {
+	for _, p := range r.pieces {
+		if c, ok := p.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	return nil
+}
