@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -39,7 +40,7 @@ var errNotPiped = errors.New("part not piped")
 // has more probes than plan.MaxCRCProbes or one of a range under
 // plan.MinCRCProbe, or a probe failed or its answer
 // carried no CRC-32 of the range.
-func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[int]plan.Tail) (*PartResult, error) {
+func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
 	probes := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
 	if !plan.Piped(segs, probes) {
@@ -73,7 +74,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 	}
 	// The entries' CRC-32s the headers carry: whole in this part, or a start
 	// here and a tail copied.
-	computed := map[int]uint32{}
+	computed := map[plan.EntryIndex]uint32{}
 	for i, s := range segs {
 		if s.Kind != plan.SegmentData || s.From != 0 {
 			continue
@@ -83,7 +84,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 		case s.To == e.Size:
 			computed[e.Index] = segCRC[i]
 		case hasTail && s.To+tail.Len == e.Size:
-			computed[e.Index] = plan.CombineCRC(segCRC[i], tail.CRC, tail.Len)
+			computed[e.Index] = zipformat.CombineCRC(segCRC[i], tail.CRC, tail.Len)
 		}
 	}
 	// The body, piece by piece, and the part's CRC-32 from its pieces'.
@@ -106,7 +107,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
 			pieces = append(pieces, bytes.NewReader(hdr))
 		case plan.SegmentData:
-			partCRC = plan.CombineCRC(partCRC, segCRC[i], n)
+			partCRC = zipformat.CombineCRC(partCRC, segCRC[i], n)
 			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
 			pieces = append(pieces, newRangeReader(ctx, c, src, s.From, s.To))
 		default:

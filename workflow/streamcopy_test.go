@@ -158,7 +158,7 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
 	}
 	item := in.Items[0]
-	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+item.Count], item.End, nil, func(reads []plan.DataRead) error {
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, nil, func(reads []plan.DataRead) error {
 		for _, r := range reads {
 			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
 		}
@@ -171,7 +171,7 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
 	}
 	var data int64
-	for _, s := range plan.Segments(entries[item.First:item.First+item.Count], item.End, item.Start, item.End) {
+	for _, s := range plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End) {
 		if s.Kind == plan.SegmentData {
 			data += s.To - s.From
 		}
@@ -187,8 +187,8 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 		t.Errorf("%d UploadPartCopy calls for %d carried copies: the part was not piped (no probes)", f.calls["UploadPartCopy"], len(item.Carried))
 	}
 	// Every entry whose header the part carries has its CRC-32 reported.
-	for _, e := range entries[item.First : item.First+item.Count] {
-		if got := out.Parts[0].CRCs[strconv.Itoa(e.Index)]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
+	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {
+		if got := out.Parts[0].CRCs[strconv.Itoa(int(e.Index))]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
 			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
 		}
 	}
