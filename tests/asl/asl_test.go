@@ -317,8 +317,10 @@ func TestASLCompressesWithChecksums(t *testing.T) {
 		e.srv.PutObject(t, "src", k, body)
 		e.want[k] = body
 	}
-	e.fns.Config.PieceSize = 2 * mib // app.log: 5 pieces, joined by PlanLayout
-	e.fns.Config.MaxReadsPerBatch = 2
+	e.fns.Configure(func(c *workflow.Config) {
+		c.PieceSize = 2 * mib // app.log: 5 pieces, joined by PlanLayout
+		c.MaxReadsPerBatch = 2
+	})
 	out := e.execute(t, request("out/c.zip", `,"compression":"deflate","digests":["sha256"],"checksumsFile":"SHA256SUMS"`), "exec-compress")
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
@@ -377,7 +379,7 @@ func TestASLCompressesWithChecksums(t *testing.T) {
 // batch's own error and leaves nothing (no intermediate pieces, no upload).
 func TestASLReadPassFailureCleansUp(t *testing.T) {
 	e := newEnv(t)
-	e.fns.Config.PieceSize = mib
+	e.fns.Configure(func(c *workflow.Config) { c.PieceSize = mib })
 	e.fns.SetFault("reader", func(_ context.Context, attempt int, _ json.RawMessage) error {
 		if attempt == 2 {
 			e.srv.PutObject(t, "src", "in/big/c.bin", make([]byte, 7*mib))

@@ -73,14 +73,19 @@ func (f *extractFunctions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out, err := mapadapter.WriteResults(r.Context(), f.s3, body)
 		reply(w, out, err, "States.ResultWriterFailed")
 		return
+	}
+	f.mu.Lock()
+	cfg := f.cfg // set by tests after the server started
+	f.mu.Unlock()
+	switch r.URL.Path {
 	case "/invoke/planner":
-		call = decodeCall((&extract.Planner{S3: f.s3, Config: f.cfg}).Plan)
+		call = decodeCall((&extract.Planner{S3: f.s3, Config: cfg}).Plan)
 	case "/invoke/worker":
-		call = decodeCall((&extract.Worker{S3: f.s3, Config: f.cfg}).Batch)
+		call = decodeCall((&extract.Worker{S3: f.s3, Config: cfg}).Batch)
 	case "/invoke/finalizer":
-		call = decodeCall((&extract.Finalizer{S3: f.s3, Config: f.cfg}).Finalize)
+		call = decodeCall((&extract.Finalizer{S3: f.s3, Config: cfg}).Finalize)
 	case "/invoke/abort":
-		call = decodeCall((&extract.Aborter{S3: f.s3, Config: f.cfg}).Abort)
+		call = decodeCall((&extract.Aborter{S3: f.s3, Config: cfg}).Abort)
 	default:
 		http.NotFound(w, r)
 		return
@@ -284,7 +289,9 @@ func TestASLExtractRefusedArchive(t *testing.T) {
 // their uploads: nothing is left.
 func TestASLExtractArchiveReplacedMidRun(t *testing.T) {
 	e := newExtractEnv(t)
+	e.fns.mu.Lock()
 	e.fns.cfg.MaxConcurrency = 1
+	e.fns.mu.Unlock()
 	e.fns.setFault("worker", func(attempt int, _ []byte) error {
 		if attempt == 2 {
 			e.srv.PutObject(t, "src", "in/a.zip", append(append([]byte{}, e.zip...), 0))

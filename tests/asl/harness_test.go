@@ -78,8 +78,17 @@ func (f *Functions) Calls(fn string) []Invocation {
 	return out
 }
 
+// Configure changes the handlers' Config, also while the server runs.
+func (f *Functions) Configure(change func(*workflow.Config)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.Config)
+}
+
 func (f *Functions) handler(name string) (func(context.Context, json.RawMessage) (any, error), bool) {
+	f.mu.Lock()
 	cfg := f.Config
+	f.mu.Unlock()
 	switch name {
 	case "planner":
 		h := &workflow.Planner{S3: f.S3, Config: cfg, Log: f.Log}
