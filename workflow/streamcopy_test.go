@@ -87,10 +87,12 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 				t.Errorf("entry %d: CRC %q reported, want %08x", copy.First, crc, crcOf(src))
 			}
 			// Holding the range would allocate at least its size; what is
-			// allocated is the part before it (6 MiB) and buffers (under the
-			// race detector too).
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(want))/3 {
-				t.Errorf("%d bytes allocated to stream a %d-byte range, want under a third of it", alloc, len(want))
+			// allocated is the part before it (6 MiB: the fake keeps what it
+			// is sent, and a piped part that the fake, like versitygw, cannot
+			// verify is sent again assembled) and buffers, about twice as
+			// much under the race detector.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(want))*2/3 {
+				t.Errorf("%d bytes allocated to stream a %d-byte range, want under two thirds of it", alloc, len(want))
 			}
 			// The part before a tail streams the object's start, and a known
 			// CRC-32 is turned into the tail's by reading that start again.
