@@ -27,9 +27,9 @@ type StoredCost struct {
 }
 
 // MaxReadBelow bounds StoredReadBelow: an entry this large is copied
-// whatever the model says (it is a whole UploadPartCopy part, and the
-// model's linear terms are not trusted that far).
-const MaxReadBelow = 5 << 30
+// whatever the model says. The read's price is one PutObject, and extract
+// uploads an entry of 64 MiB or more in parts instead (extract.largeObject).
+const MaxReadBelow = 64 << 20
 
 // storedLines are copy's and read's seconds and dollars as a + b·size.
 type storedLines struct {
