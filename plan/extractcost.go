@@ -10,7 +10,9 @@ import "math"
 //     data starts) and CreateMultipartUpload, UploadPartCopy,
 //     CompleteMultipartUpload, one after another: four round trips, the
 //     bytes copied at CopyRate and assembled at CompletePerByte; one GET and
-//     three PUT-class requests.
+//     three PUT-class requests. (The planner reads headers within 256 KiB
+//     of each other with one GET; entries near the threshold, megabytes
+//     apart, each need their own.)
 //   - read: its share (by bytes) of one ranged GET of group bytes, its s
 //     bytes in and then out over the worker's link, and one PutObject: one
 //     round trip plus the share of another; a share of a GET and one PUT.
