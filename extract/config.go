@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // Config is an extract deployment's settings. The Lambdas read it from the
@@ -27,6 +29,11 @@ type Config struct {
 	BatchSize           int // jobs per Distributed Map batch (MaxItemsPerBatchPath)
 	MaxConcurrency      int // batches at once (MaxConcurrencyPath) when the request gives none
 	Workers             int // jobs in flight within one batch
+	// Model is the profile of where the extraction runs, for the choice
+	// between copying a STORED entry and reading it (Options.ReadBelow):
+	// nil is AWS (plan.DefaultModel), as for the deployed planner; a local
+	// run against one machine's server may pass that server's profile.
+	Model *plan.Model
 }
 
 // Defaults fills in unset fields.

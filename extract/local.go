@@ -53,7 +53,7 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 	if req.Execution == "" {
 		req.Execution = fmt.Sprintf("cli-%d", time.Now().UnixNano())
 	}
-	cfg := Config{WorkBucket: req.WorkBucket, WorkPrefix: req.WorkPrefix, BatchSize: localBatchSize, MaxConcurrency: req.Workers, Workers: 1}.Defaults()
+	cfg := Config{WorkBucket: req.WorkBucket, WorkPrefix: req.WorkPrefix, BatchSize: localBatchSize, MaxConcurrency: req.Workers, Workers: 1, Model: req.Model}.Defaults()
 	var doc RequestDoc
 	doc.Archive.Bucket, doc.Archive.Key = req.Bucket, req.Key
 	doc.Destination = &struct {
@@ -166,7 +166,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	if err != nil {
 		return nil, err
 	}
-	res.Plan = &Plan{Jobs: jobs, Skipped: res.Skipped, Objects: ex.Objects, Bytes: ex.Bytes, Copied: ex.Copied, Read: ex.Read}
+	res.Plan = &Plan{Jobs: jobs, Skipped: res.Skipped, Objects: ex.Objects, Bytes: ex.Bytes, Copied: ex.Copied, Read: ex.Read, ReadBelow: ex.ReadBelow}
 	return res, nil
 }
 

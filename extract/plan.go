@@ -21,6 +21,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // S3 limits the plan keeps to.
@@ -51,10 +52,14 @@ type Options struct {
 	// STORED and DEFLATE, or encrypted, instead of refusing the archive.
 	SkipUnsupported bool
 	// SmallStored is the size below which a STORED entry is read and put by
-	// a worker instead of copied server-side: a copy costs three requests
-	// (create, copy, complete), a put one plus a share of a grouped GET.
-	// 0 means DefaultSmallStored; negative copies every STORED entry.
+	// a worker instead of copied server-side: a copy costs a header GET and
+	// three requests (create, copy, complete), a put one plus a share of a
+	// grouped GET and the bytes twice over the worker's link. 0 lets Model
+	// choose (plan.Model.StoredReadBelow); negative copies every STORED entry.
 	SmallStored int64
+	// Model is the profile of where the extraction runs, for SmallStored's
+	// choice: nil is AWS (plan.DefaultModel).
+	Model *plan.Model `json:"-"`
 	// ReadGroup is how many bytes one grouped ranged GET spans at most.
 	ReadGroup int64
 	// CopyPart is the size of the ranges a STORED entry over MaxCopyPart is
@@ -62,11 +67,29 @@ type Options struct {
 	CopyPart int64
 }
 
-// Defaults for Options.
-const (
-	DefaultSmallStored = 1 << 20
-	DefaultReadGroup   = 8 << 20
-)
+// DefaultReadGroup is Options.ReadGroup's default.
+const DefaultReadGroup = 8 << 20
+
+// ReadBelow is the size below which a STORED entry is read and put rather
+// than copied: SmallStored when set, else the model's choice for grouped
+// GETs of ReadGroup bytes; 0 copies every STORED entry.
+func (o Options) ReadBelow() int64 {
+	switch {
+	case o.SmallStored < 0:
+		return 0
+	case o.SmallStored > 0:
+		return o.SmallStored
+	}
+	m := plan.DefaultModel
+	if o.Model != nil {
+		m = *o.Model
+	}
+	group := o.ReadGroup
+	if group <= 0 {
+		group = DefaultReadGroup
+	}
+	return m.StoredReadBelow(group)
+}
 
 // Item is one entry to write as an object.
 type Item struct {
@@ -124,6 +147,9 @@ type Plan struct {
 	Bytes   int64     `json:"bytes"`  // of the extracted objects
 	Copied  int64     `json:"copied"` // archive bytes copied server-side
 	Read    int64     `json:"read"`   // archive bytes read by workers
+	// ReadBelow is the size below which STORED entries were read rather
+	// than copied (Options.ReadBelow).
+	ReadBelow int64 `json:"readBelow"`
 }
 
 // RefusedError lists the entries that stop an archive from being extracted.
@@ -286,10 +312,7 @@ func methodName(m uint16) string {
 // The others' headers are read by the read jobs, in the bytes they read
 // anyway.
 func Copies(a *archive.Archive, keep []int, opts Options) []int {
-	small := opts.SmallStored
-	if small == 0 {
-		small = DefaultSmallStored
-	}
+	small := opts.ReadBelow()
 	var out []int
 	for _, i := range keep {
 		if e := &a.Entries[i]; copied(e, small) {
@@ -309,10 +332,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
 		return nil, &RefusedError{Archive: a.String(), Entries: probs}
 	}
-	small := opts.SmallStored
-	if small == 0 {
-		small = DefaultSmallStored
-	}
+	small := opts.ReadBelow()
 	group := opts.ReadGroup
 	if group <= 0 {
 		group = DefaultReadGroup
@@ -321,7 +341,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 	if copyPart < MinPart || copyPart > MaxCopyPart {
 		copyPart = MaxCopyPart
 	}
-	p := &Plan{Skipped: skipped}
+	p := &Plan{Skipped: skipped, ReadBelow: small}
 	order := append([]int(nil), keep...)
 	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
 	bound := bounds(a)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // layout makes an archive whose entries lie back to back, each local header
@@ -179,5 +180,56 @@ func TestSkipUnsupported(t *testing.T) {
 		archive.Entry{Name: "c", Flags: 1, CompressedSize: 3, UncompressedSize: 3})
 	if p.Objects != 1 || len(p.Skipped) != 2 {
 		t.Errorf("objects %d skipped %v, want 1 and b.bz2, c", p.Objects, p.Skipped)
+	}
+}
+
+// kindOf plans one STORED entry of n bytes and says how it is written.
+func kindOf(t *testing.T, opts Options, n int64) Kind {
+	t.Helper()
+	p := planOf(t, opts, stored("x.bin", n))
+	if len(p.Jobs) != 1 {
+		t.Fatalf("%d jobs for one entry", len(p.Jobs))
+	}
+	return p.Jobs[0].Kind
+}
+
+// Without smallStored the model of where the run happens chooses: AWS's
+// when none is given, read below its threshold and copied from it; a
+// slower link (a local server's profile) copies an entry AWS reads; an
+// explicit smallStored overrides the model either way.
+func TestPlanStoredChoiceByModel(t *testing.T) {
+	aws := Options{}.ReadBelow()
+	if want := plan.DefaultModel.StoredReadBelow(DefaultReadGroup); aws != want || aws <= 0 {
+		t.Fatalf("default ReadBelow %d, want AWS's StoredReadBelow %d (> 0)", aws, want)
+	}
+	if k := kindOf(t, Options{}, aws-1); k != KindRead {
+		t.Errorf("AWS: %d bytes, just under the threshold: %s, want read", aws-1, k)
+	}
+	if k := kindOf(t, Options{}, aws); k != KindCopy {
+		t.Errorf("AWS: %d bytes, at the threshold: %s, want copy", aws, k)
+	}
+	slow := plan.DefaultModel
+	slow.WorkerBandwidth /= 8
+	local := Options{Model: &slow}
+	if lb := local.ReadBelow(); lb >= aws {
+		t.Fatalf("a link 8× slower reads below %d, not below AWS's %d", lb, aws)
+	}
+	if k := kindOf(t, local, aws-1); k != KindCopy {
+		t.Errorf("slow link: %d bytes: %s, want copy", aws-1, k)
+	}
+	// The plan says what it chose.
+	if p := planOf(t, local, stored("x.bin", 10)); p.ReadBelow != local.ReadBelow() {
+		t.Errorf("plan's ReadBelow %d, want %d", p.ReadBelow, local.ReadBelow())
+	}
+	// Overrides.
+	if k := kindOf(t, Options{SmallStored: 2 * aws, Model: &slow}, aws); k != KindRead {
+		t.Errorf("smallStored %d: %d bytes %s, want read", 2*aws, aws, k)
+	}
+	if k := kindOf(t, Options{SmallStored: -1}, 10); k != KindCopy {
+		t.Errorf("smallStored -1: 10 bytes %s, want copy", k)
+	}
+	// A group size changes the read's share of a GET, so the threshold.
+	if (Options{ReadGroup: 64 << 10}).ReadBelow() >= aws {
+		t.Errorf("64 KiB read groups: threshold not below 8 MiB groups' %d", aws)
 	}
 }

@@ -79,6 +79,9 @@ type Extraction struct {
 	Copied         int64 `json:"copiedBytes"`
 	Read           int64 `json:"readBytes"`
 	Skipped        int   `json:"skipped"`
+	// ReadBelow is the size below which STORED entries are read rather
+	// than copied, as options.smallStored or the model chose it.
+	ReadBelow int64 `json:"readBelow"`
 }
 
 func (e *Extraction) archive() *archive.Archive {
@@ -155,7 +158,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if o.MaxConcurrency > 0 {
 		ex.MaxConcurrency = o.MaxConcurrency
 	}
-	opts := Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart}
+	opts := Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart, Model: cfg.Model}
 
 	a, err := archive.Open(ctx, p.S3, req.Archive.Bucket, req.Archive.Key)
 	if err != nil {
@@ -182,6 +185,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	}
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
+	ex.ReadBelow = plan.ReadBelow
 	var buf bytes.Buffer
 	for i := range jobs {
 		jobs[i].Index = i
@@ -204,7 +208,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 		return nil, err
 	}
 	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", a.String(), "entries", ex.Entries,
-		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "skipped", ex.Skipped)
+		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
 	return ex, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // extractRun is one `s3zip extract` of the bench's archive (issue 14's row):
@@ -30,13 +32,29 @@ type extractRun struct {
 	LinkBytes       int64            `json:"linkBytes"`       // what crossed the shaped link, both ways
 	Requests        map[string]int64 `json:"requests"`
 	WallSeconds     float64          `json:"wallSeconds"`
-	Err             string           `json:"error,omitempty"`
+	// ReadBelow is the size below which STORED entries were read rather
+	// than copied: the local profile's choice (s3zip extract --model).
+	ReadBelow int64  `json:"readBelow"`
+	Err       string `json:"error,omitempty"`
 }
 
 // extractRows archives the data set once (duo, not timed), then extracts it
-// with 1 and n workers.
-func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip, endpoint string, env []string, n int) ([]extractRun, error) {
+// with 1 and n workers, choosing between copying and reading STORED entries
+// with model, the local profile (as auto's runs do).
+func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip, endpoint string, env []string, n int, model plan.Model) ([]extractRun, error) {
 	const written, archive = "extract/written.zip", "extract/a.zip"
+	profile, err := os.CreateTemp("", "s3zip-netbench-model-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(profile.Name())
+	if err := json.NewEncoder(profile).Encode(model); err != nil {
+		profile.Close()
+		return nil, err
+	}
+	if err := profile.Close(); err != nil {
+		return nil, err
+	}
 	cli := func(ns string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, s3zip}, args...)...)
 		cmd.Env = env
@@ -72,7 +90,7 @@ func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip,
 		if err != nil {
 			return nil, err
 		}
-		raw, err := cli(control.NS, "extract", "s3://"+bucket+"/"+archive, "s3://"+bucket+"/"+prefix, "--endpoint", endpoint, "--workers", fmt.Sprint(w), "--json")
+		raw, err := cli(control.NS, "extract", "s3://"+bucket+"/"+archive, "s3://"+bucket+"/"+prefix, "--endpoint", endpoint, "--workers", fmt.Sprint(w), "--model", profile.Name(), "--json")
 		after, lerr := readLinkBytes([]lambdaNet{control})
 		r := extractRun{Workers: w, ArchiveBytes: aws.ToInt64(head.ContentLength)}
 		if err == nil {
@@ -88,6 +106,9 @@ func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip,
 					Copied     int64             `json:"copiedBytes"`
 					VerifyRead int64             `json:"verifyReadBytes"`
 				} `json:"result"`
+				Plan struct {
+					ReadBelow int64 `json:"readBelow"`
+				} `json:"plan"`
 				Requests    map[string]int64 `json:"requests"`
 				WallSeconds float64          `json:"wallSeconds"`
 			}
@@ -95,15 +116,15 @@ func extractRows(ctx context.Context, base *s3.Client, control lambdaNet, s3zip,
 				r.Err = fmt.Sprintf("s3zip extract --json: %v", err)
 			} else {
 				r.Objects, r.CopiedBytes, r.WorkerBytes, r.VerifyReadBytes = len(doc.Result.Objects), doc.Result.Copied, doc.Result.Streamed, doc.Result.VerifyRead
-				r.Requests, r.WallSeconds = doc.Requests, doc.WallSeconds
+				r.Requests, r.WallSeconds, r.ReadBelow = doc.Requests, doc.WallSeconds, doc.Plan.ReadBelow
 				r.LinkBytes = after.toWorkers - before.toWorkers + after.fromWorkers - before.fromWorkers
 			}
 		}
 		if r.Err != "" {
 			fmt.Printf("extract-%-3d FAILED: %s\n", w, r.Err)
 		} else {
-			fmt.Printf("extract-%-3d %6.2f s  %d objects  %s copied server-side, %s through workers (%.1f%%), %s read to check copies, %s over the link  %d requests\n",
-				w, r.WallSeconds, r.Objects, mib(r.CopiedBytes), mib(r.WorkerBytes), 100*r.workerFraction(), mib(r.VerifyReadBytes), mib(r.LinkBytes), sum(r.Requests))
+			fmt.Printf("extract-%-3d %6.2f s  %d objects  %s copied server-side, %s through workers (%.1f%%), %s read to check copies, %s over the link  %d requests  (STORED entries under %d bytes read)\n",
+				w, r.WallSeconds, r.Objects, mib(r.CopiedBytes), mib(r.WorkerBytes), 100*r.workerFraction(), mib(r.VerifyReadBytes), mib(r.LinkBytes), sum(r.Requests), r.ReadBelow)
 		}
 		out = append(out, r)
 		if err := deletePrefix(ctx, base, prefix); err != nil {
@@ -176,7 +197,7 @@ func extractTable(rows []extractRun, link string) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nExtract (issue 14): the same data set archived by `s3zip create --strategy duo` (STORED; its bytes stored again without a checksum, as versitygw 1.8 misreports ranged copies of checksummed objects and S3 does not), then `s3zip extract --workers N` run in the planner's namespace (one %s link, S3's latency; its workers are goroutines of that process):\n\n", link)
+	fmt.Fprintf(&b, "\nExtract (issue 14): the same data set archived by `s3zip create --strategy duo` (STORED; its bytes stored again without a checksum, as versitygw 1.8 misreports ranged copies of checksummed objects and S3 does not), then `s3zip extract --workers N` run in the planner's namespace (one %s link, S3's latency; its workers are goroutines of that process; STORED entries under %d bytes read and put, the rest copied, as the local profile chose):\n\n", link, rows[0].ReadBelow)
 	b.WriteString("| run | workers | objects | copied server-side | through workers | read to check copies | over the link | wall s | requests by API |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, r := range rows {

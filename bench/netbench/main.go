@@ -418,7 +418,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 		rep.Runs = append(rep.Runs, s)
 	}
 	if o.extractWorkers > 0 {
-		if rep.Extract, err = extractRows(ctx, base, control, o.s3zip, e.endpoint, env, o.extractWorkers); err != nil {
+		if rep.Extract, err = extractRows(ctx, base, control, o.s3zip, e.endpoint, env, o.extractWorkers, model); err != nil {
 			return fmt.Errorf("extract rows: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -24,7 +26,7 @@ func init() {
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("extract", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET]")
+		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE]")
 		fmt.Fprintln(fs.Output(), "Runs the extract workflow's handlers (plan, batches of jobs, finalize; abort on failure) here, as the state machine runs them.")
 		fs.PrintDefaults()
 	}
@@ -32,7 +34,8 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	workers := fs.Int("workers", 8, "jobs run at once")
 	overwrite := fs.Bool("overwrite", false, "replace objects that already exist under the prefix")
 	skip := fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive")
-	small := fs.Int64("small-stored", 0, "STORED entries below this many bytes are read and put instead of copied server-side (default 1 MiB; -1 copies all)")
+	small := fs.Int64("small-stored", 0, "STORED entries below this many `bytes` are read and put instead of copied server-side, overriding the model's choice (-1 copies all)")
+	modelFile := fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	workBucket := fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)")
 	// Flags may follow the two positional arguments.
@@ -65,6 +68,12 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	if *workers < 1 || *workers > 1000 {
 		return fmt.Errorf("extract: --workers %d: want 1 to 1000", *workers)
 	}
+	var model *plan.Model
+	if *modelFile != "" {
+		if model, err = readModel(*modelFile); err != nil {
+			return fmt.Errorf("extract: --model: %w", err)
+		}
+	}
 	client, err := newS3Client(ctx, *endpoint)
 	if err != nil {
 		return err
@@ -75,7 +84,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	start := time.Now()
 	res, err := extract.Run(ctx, client, extract.Request{
 		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket,
-		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small},
+		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small, Model: model},
 	}, func(p extract.Progress) {
 		progress.updateExtract(p)
 	})
@@ -95,7 +104,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "skipped     %d entries (listed in the report)\n", len(res.Skipped))
 	}
 	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(res.Copied))
-	fmt.Fprintf(stdout, "streamed    %s through workers\n", humanBytes(res.Streamed))
+	fmt.Fprintf(stdout, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
 	var reqs []string
 	for _, c := range counter.Sorted() {
 		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))
@@ -114,4 +123,34 @@ func (p *progressPrinter) updateExtract(pr extract.Progress) {
 // workflowProgress shows extraction jobs where create shows parts.
 func workflowProgress(pr extract.Progress) workflow.Progress {
 	return workflow.Progress{PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes}
+}
+
+// readModel reads a cost model profile: a plan.Model as JSON, or a document
+// holding one as "model" (a bench results.json). Fields it does not give
+// are AWS's (plan.DefaultModel).
+func readModel(path string) (*plan.Model, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %v (want a JSON object of plan.Model's fields)", path, err)
+	}
+	if len(doc.Model) > 0 {
+		raw = doc.Model
+	}
+	m := plan.DefaultModel
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %v (want a JSON object of plan.Model's fields, e.g. {\"WorkerBandwidth\": 12e6, \"RequestLatency\": 0.02})", path, err)
+	}
+	if m.WorkerBandwidth <= 0 || m.CopyRate <= 0 || m.RequestLatency < 0 || m.CompletePerByte < 0 {
+		return nil, fmt.Errorf("%s: WorkerBandwidth %g and CopyRate %g must be positive, RequestLatency %g and CompletePerByte %g not negative (bytes/s and seconds)",
+			path, m.WorkerBandwidth, m.CopyRate, m.RequestLatency, m.CompletePerByte)
+	}
+	return &m, nil
 }

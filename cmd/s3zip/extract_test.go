@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/plan"
 )
 
 func TestExtractCommand(t *testing.T) {
@@ -56,5 +60,51 @@ func TestExtractCommand(t *testing.T) {
 	}
 	if _, err := extractCmd("--overwrite", "s3://xtr/in.zip", "s3://xtr/out/", "--endpoint", srv.Endpoint()); err != nil {
 		t.Errorf("--overwrite: %v", err)
+	}
+
+	// The threshold is AWS's by default, the profile's with --model (a bare
+	// model or a bench results.json; missing fields AWS's), and
+	// --small-stored's when given.
+	dir := t.TempDir()
+	slow := plan.DefaultModel
+	slow.WorkerBandwidth, slow.RequestLatency = 12e6, 0.02
+	bare := filepath.Join(dir, "model.json")
+	writeFile(t, bare, `{"WorkerBandwidth": 12e6, "RequestLatency": 0.02}`)
+	results := filepath.Join(dir, "results.json")
+	writeFile(t, results, `{"label": "x", "model": {"WorkerBandwidth": 12e6, "RequestLatency": 0.02}}`)
+	for i, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, plan.DefaultModel.StoredReadBelow(extract.DefaultReadGroup)},
+		{[]string{"--model", bare}, slow.StoredReadBelow(extract.DefaultReadGroup)},
+		{[]string{"--model", results}, slow.StoredReadBelow(extract.DefaultReadGroup)},
+		{[]string{"--model", results, "--small-stored", "12345"}, 12345},
+	} {
+		out, err := extractCmd(append([]string{"s3://xtr/in.zip", fmt.Sprintf("s3://xtr/m%d/", i), "--endpoint", srv.Endpoint()}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if want := "STORED entries under " + humanBytes(tc.want) + " read"; !strings.Contains(out, want) {
+			t.Errorf("%v: summary does not say %q:\n%s", tc.args, want, out)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	writeFile(t, bad, `{"WorkerBandwith": 12e6}`)
+	zero := filepath.Join(dir, "zero.json")
+	writeFile(t, zero, `{"WorkerBandwidth": 0}`)
+	for _, tc := range []struct{ file, want string }{
+		{bad, "unknown field"}, {zero, "must be positive"}, {filepath.Join(dir, "missing.json"), "no such file"},
+	} {
+		if _, err := extractCmd("s3://xtr/in.zip", "s3://xtr/bad/", "--endpoint", srv.Endpoint(), "--model", tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--model %s: got %v, want an error saying %q", filepath.Base(tc.file), err, tc.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -53,8 +53,10 @@ func extractFunction(d *Deployment, name string) *LambdaFunction {
 	return nil
 }
 
-// putZip stores an archive of STORED entries (two copied server-side) and
-// DEFLATE entries and returns its entries.
+// putZip stores an archive of STORED entries and DEFLATE entries and
+// returns its entries. The deployed planner chooses with AWS's profile
+// (plan.DefaultModel.StoredReadBelow, about 2.9 MiB): big/one.bin (3 MiB)
+// is copied server-side, big/two.bin (2 MiB) and the small ones are read.
 func putZip(d *Deployment, key string) (map[string][]byte, []byte) {
 	want := map[string][]byte{
 		"big/one.bin":      s3test.Bytes(21, 3*mib),
