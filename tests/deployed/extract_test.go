@@ -55,11 +55,11 @@ func extractFunction(d *Deployment, name string) *LambdaFunction {
 
 // putZip stores an archive of STORED entries and DEFLATE entries and
 // returns its entries. The deployed planner chooses with AWS's profile
-// (plan.DefaultModel.StoredReadBelow, about 2.9 MiB): big/one.bin (3 MiB)
+// (plan.DefaultModel.StoredReadBelow, about 2.9 MiB): big/one.bin (5 MiB)
 // is copied server-side, big/two.bin (2 MiB) and the small ones are read.
 func putZip(d *Deployment, key string) (map[string][]byte, []byte) {
 	want := map[string][]byte{
-		"big/one.bin":      s3test.Bytes(21, 3*mib),
+		"big/one.bin":      s3test.Bytes(21, 5*mib),
 		"big/two.bin":      s3test.Bytes(22, 2*mib+5),
 		"docs/readme.txt":  bytes.Repeat([]byte("deflated as deployed\n"), 5000),
 		"docs/small.txt":   []byte("small"),
