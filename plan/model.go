@@ -56,10 +56,13 @@ type Model struct {
 	// ServerIngestRate and ServerGetRate are the bytes/s it takes in with
 	// UploadPart and serves with GetObject, ServerCopyRate what all
 	// UploadPartCopy requests together copy, ServerRequestRate small
-	// requests/s. CompletePerByte is CompleteMultipartUpload's time per byte
-	// it assembles (a server that concatenates parts; S3 does not).
+	// requests/s. CompletePerByte is one CompleteMultipartUpload's time per
+	// byte it assembles (a server that concatenates parts; S3 does not), the
+	// latency a chain round and the final Complete wait for;
+	// ServerCompleteRate the bytes/s all Completes in flight together
+	// assemble, the server's capacity the chains' rounds share.
 	ServerIngestRate, ServerGetRate, ServerCopyRate, ServerRequestRate float64
-	CompletePerByte                                                    float64
+	CompletePerByte, ServerCompleteRate                                float64
 
 	// Prices, us-east-1 (USD).
 	PricePutPer1000     float64 // PUT, COPY, POST, LIST
@@ -165,7 +168,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	server += rate(float64(s.StreamedBytes), m.ServerIngestRate) + rate(float64(s.StreamedBytes), m.ServerGetRate)
 	server += rate(float64(s.ServerCopiedBytes), m.ServerCopyRate)
 	server += rate(float64(s.Requests.Total()), m.ServerRequestRate)
-	server += float64(s.ServerCopiedBytes-s.CopiedBytes) * m.CompletePerByte
+	server += rate(float64(s.ServerCopiedBytes-s.CopiedBytes), m.ServerCompleteRate)
 
 	overhead := float64(ceilDiv(int64(s.Entries), 1000))*m.ListPageSeconds +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +

@@ -88,6 +88,7 @@ type options struct {
 	delay                     time.Duration
 	dataParent                string
 	only                      map[string]bool // run names to keep; empty keeps all
+	skip                      map[string]bool // run names to leave out
 	extractWorkers            int
 	sh                        shaping
 }
@@ -125,8 +126,15 @@ func main() {
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
 	flag.IntVar(&o.extractWorkers, "extract-workers", 0, "after the runs, extract the data set's archive with s3zip extract with 1 and this many workers (issue 14's row); 0 skips it")
 	only := flag.String("only", "", "only these runs, comma-separated names (e.g. duo-1,auto-32), for profiling one of them")
+	skip := flag.String("skip", "", "leave out these runs, comma-separated names (bench-quick leaves out stream-1, its longest)")
 	flag.Parse()
 	var err error
+	if *skip != "" {
+		o.skip = map[string]bool{}
+		for _, n := range strings.Split(*skip, ",") {
+			o.skip[strings.TrimSpace(n)] = true
+		}
+	}
 	if *only != "" {
 		o.only = map[string]bool{}
 		for _, n := range strings.Split(*only, ",") {
@@ -317,6 +325,10 @@ func benchmark(ctx context.Context, o options) (err error) {
 	var notes []string
 	for _, r := range runList(o.scale, o.perBatch) {
 		if len(o.only) > 0 && !o.only[r.Name] {
+			continue
+		}
+		if o.skip[r.Name] {
+			fmt.Printf("note: %s left out (--skip)\n", r.Name)
 			continue
 		}
 		if _, err := plan.ParseStrategy(r.Strategy); err != nil {
