@@ -18,6 +18,8 @@ quick) args=(--count "${BENCH_COUNT:-60}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}
              --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench-quick --chart dist/bench-quick/bench.png --label bench-quick) ;;
 *) echo "usage: bench/run.sh full|quick|get" >&2; exit 2 ;;
 esac
+# BENCH_README=1: write README's Performance table and docs/bench.png from this run (make bench always does).
+if [ -n "${BENCH_README:-}" ] && [ "$size" != get ]; then args+=(--readme README.md --chart docs/bench.png); fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "bench: needs root to make network namespaces, veth pairs and tc qdiscs (CAP_NET_ADMIN); not running an unshaped benchmark instead" >&2
