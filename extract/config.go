@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -71,8 +72,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ArchivePrefix:       getenv("EXTRACT_ARCHIVE_PREFIX"),
 		DestinationBucket:   getenv("EXTRACT_DESTINATION_BUCKET"),
 		DestinationPrefix:   getenv("EXTRACT_DESTINATION_PREFIX"),
-		AllowedArchives:     splitList(getenv("ALLOWED_ARCHIVES")),
-		AllowedDestinations: splitList(getenv("ALLOWED_DESTINATIONS")),
+		AllowedArchives:     s3ref.SplitList(getenv("ALLOWED_ARCHIVES")),
+		AllowedDestinations: s3ref.SplitList(getenv("ALLOWED_DESTINATIONS")),
 	}
 	if c.WorkBucket == "" {
 		return c, fmt.Errorf("WORK_BUCKET is not set: the deployment must name the work bucket")
@@ -92,39 +93,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c.Defaults(), nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" && f != "*" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// allowed reports whether s3://bucket/key lies inside one of the patterns
-// (any, when there are none).
-func allowed(patterns []string, bucket, key string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, p := range patterns {
-		b, prefix, _ := strings.Cut(p, "/")
-		if b == bucket && strings.HasPrefix(key, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // workPrefix is the folder of one execution's work objects.
 func (c Config) workPrefix(execution string) string {
-	clean := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '_'
-	}, execution)
+	clean := s3ref.KeySegment(execution)
 	return c.WorkPrefix + "extract/" + clean + "/"
 }
 

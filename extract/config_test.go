@@ -13,6 +13,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -44,7 +45,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.BatchSize != 6 || cfg.MaxConcurrency != 100 || cfg.DestinationPrefix != "extracted/" || len(cfg.AllowedArchives) != 2 {
 		t.Errorf("config %+v", cfg)
 	}
-	if !allowed(cfg.AllowedArchives, "a", "incoming/x.zip") || allowed(cfg.AllowedArchives, "a", "other/x.zip") || !allowed(cfg.AllowedArchives, "b", "any") {
+	if !s3ref.Allowed(cfg.AllowedArchives, "a", "incoming/x.zip") || s3ref.Allowed(cfg.AllowedArchives, "a", "other/x.zip") || !s3ref.Allowed(cfg.AllowedArchives, "b", "any") {
 		t.Error("allowed archives do not follow the patterns")
 	}
 	env["BATCH_SIZE"] = "many"

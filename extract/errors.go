@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -83,16 +83,7 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	status := 0
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
-	}
-	code := ""
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
+	status, code := s3ref.Status(err)
 	switch {
 	case status >= 500, status == http.StatusTooManyRequests:
 		return true

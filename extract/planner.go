@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
 // ExecutionMetadata is the user metadata key (x-amz-meta-s3zip-execution)
@@ -122,7 +123,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	var problems []string
 	if req.Archive.Bucket == "" || req.Archive.Key == "" || strings.HasSuffix(req.Archive.Key, "/") {
 		problems = append(problems, "archive: want a bucket and the key of a ZIP object")
-	} else if !allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
+	} else if !s3ref.Allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
 		problems = append(problems, fmt.Sprintf("archive s3://%s/%s is outside the archives this deployment may read (%s)", req.Archive.Bucket, req.Archive.Key, strings.Join(cfg.AllowedArchives, ", ")))
 	}
 	if d := req.Destination; d != nil {
@@ -143,7 +144,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 			problems = append(problems, err.Error())
 		}
 	}
-	if ex.DestBucket != "" && !allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
+	if ex.DestBucket != "" && !s3ref.Allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
 		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is outside the destinations this deployment may write (%s)", ex.DestBucket, ex.Prefix, strings.Join(cfg.AllowedDestinations, ", ")))
 	}
 	o := req.Options

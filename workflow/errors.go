@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
@@ -190,16 +189,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 	}
-	status := 0
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
-	}
-	code := ""
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
+	status, code := s3ref.Status(err)
 	if r := refused(op, bucket, key, status, code, err); r != nil {
 		return r
 	}

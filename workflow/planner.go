@@ -312,13 +312,13 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 func checkAllowed(cfg Config, req *Request) error {
 	var bad []string
 	if m := req.Source.Manifest; m != nil {
-		if m.Bucket != cfg.ControlBucket && !allowed(cfg.AllowedSources, m.Bucket, m.Key) {
+		if m.Bucket != cfg.ControlBucket && !s3ref.Allowed(cfg.AllowedSources, m.Bucket, m.Key) {
 			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
 		}
-	} else if !allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
+	} else if !s3ref.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
 		bad = append(bad, fmt.Sprintf("source s3://%s/%s is outside the sources this deployment allows", req.Source.Bucket, req.Source.Prefix))
 	}
-	if !allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
+	if !s3ref.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
 		bad = append(bad, fmt.Sprintf("destination %s is outside the destinations this deployment allows", req.Destination.URI()))
 	}
 	if bad != nil {
@@ -475,7 +475,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is under the work prefix %s, which holds s3zip's temporary objects, not data to archive", l.LineNum, bucket, l.Key, cfg.WorkPrefix))
 			continue
 		}
-		if !allowed(cfg.AllowedSources, bucket, l.Key) {
+		if !s3ref.Allowed(cfg.AllowedSources, bucket, l.Key) {
 			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is outside the sources this deployment allows", l.LineNum, bucket, l.Key))
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
 // checkEndpoint rejects an endpoint the SDK would only fail on at the first
@@ -115,16 +117,7 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	if netErr != nil {
 		return fmt.Errorf("cannot reach S3 at %s: %v; check --endpoint (or S3_ENDPOINT) and that the server is running", where, netErr)
 	}
-	status := 0
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
-	}
-	code := ""
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
+	status, code := s3ref.Status(err)
 	switch code {
 	case "SignatureDoesNotMatch":
 		return fmt.Errorf("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)

@@ -1,6 +1,6 @@
-// Package s3ref holds the two small S3 request details the create and
-// extract workflows share: how a copy names its source, and how an S3 API
-// error is told by its code.
+// Package s3ref holds the small S3 details the create and extract workflows
+// share: how a copy names its source, how an S3 failure is told by its
+// status and code, and how the allowed buckets/prefixes settings read.
 package s3ref
 
 import (
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // CopySource is UploadPartCopy's x-amz-copy-source: bucket/key with the key
@@ -48,4 +49,56 @@ func IsCode(err error, codes ...string) bool {
 		}
 	}
 	return false
+}
+
+// Status is an S3 failure's HTTP status and API error code, each zero when
+// err does not carry it (no answer at all: both zero).
+func Status(err error) (status int, code string) {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	return status, code
+}
+
+// SplitList is a comma-separated setting's items; "*" and empty items are
+// dropped (an empty list allows anything).
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" && f != "*" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Allowed reports whether s3://bucket/key lies inside one of the "bucket"
+// or "bucket/prefix" patterns (any, when there are none).
+func Allowed(patterns []string, bucket, key string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		b, prefix, _ := strings.Cut(p, "/")
+		if b == bucket && strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeySegment is name made safe as one segment of a key (an execution's
+// work folder): letters, digits, '-', '_' and '.' kept, anything else '_'.
+func KeySegment(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, name)
 }
