@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,13 +16,10 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-// AbortInput is the Abort state's payload: the state when the failure was
-// caught (the request, or the extraction), the error, the execution.
-type AbortInput struct {
-	State     json.RawMessage `json:"state"`
-	Error     json.RawMessage `json:"error"`
-	Execution string          `json:"execution"`
-}
+// AbortInput is the Abort state's payload, as for create: the state when
+// the failure was caught (the request, or the extraction), the error, the
+// execution.
+type AbortInput = workflow.AbortInput
 
 // AbortOutput is the root cause, for the Fail state.
 type AbortOutput struct {
@@ -65,7 +61,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		workBucket = ex.WorkBucket
 	}
 	if cause.Error == "States.ExceedToleratedFailureThreshold" {
-		if e, c := firstFailedBatch(ctx, a.S3, workBucket, workPrefix); e != "" {
+		if e, c, ok := workflow.FirstFailedBatch(ctx, a.S3, workBucket, workPrefix+"map/"); ok {
 			cause.Error, cause.Cause = e, c
 		}
 	}
@@ -99,30 +95,6 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		cause.Error = "Error"
 	}
 	return &AbortOutput{Error: cause.Error, Cause: cause.Cause}, nil
-}
-
-// firstFailedBatch reads the Map's FAILED result files under the work
-// prefix for the first failed batch's own error (a failed Distributed Map
-// reports only States.ExceedToleratedFailureThreshold).
-func firstFailedBatch(ctx context.Context, c Client, bucket, prefix string) (string, string) {
-	keys, err := listKeys(ctx, c, bucket, prefix+"map/")
-	if err != nil {
-		return "", ""
-	}
-	for _, k := range keys {
-		if !strings.Contains(k, "/FAILED_") {
-			continue
-		}
-		doc, err := getWork(ctx, c, bucket, k)
-		if err != nil {
-			continue
-		}
-		var failed []workflow.ChildResult
-		if json.Unmarshal(doc, &failed) == nil && len(failed) > 0 && failed[0].Error != "" {
-			return failed[0].Error, failed[0].Cause
-		}
-	}
-	return "", ""
 }
 
 // sweepUploads aborts the multipart uploads under the destination prefix

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -89,8 +87,8 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 	if strings.HasPrefix(out.Error, "States.") {
 		// A failed Distributed Map reports only that too many batches
 		// failed; the batches' own errors are in its results.
-		if e, ok := a.firstFailedBatch(ctx, bucket, prefix+"map/"); ok {
-			out.Error, out.Cause = e.Error, e.Cause
+		if e, c, ok := FirstFailedBatch(ctx, a.S3, bucket, prefix+"map/"); ok {
+			out.Error, out.Cause = e, c
 		}
 	}
 	if _, err := abortUploadsUnder(ctx, a.S3, bucket, prefix); err != nil {
@@ -101,35 +99,6 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 	}
 	log.Info("aborted", "uploadAborted", out.UploadAborted, "workObjectsDeleted", out.WorkDeleted, "error", out.Error, "cause", out.Cause)
 	return out, nil
-}
-
-// firstFailedBatch reads the first failed child execution's error from the
-// ResultWriter's FAILED_*.json files under prefix.
-func (a *Aborter) firstFailedBatch(ctx context.Context, bucket, prefix string) (caught, bool) {
-	out, err := a.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
-	if err != nil {
-		return caught{}, false
-	}
-	for _, o := range out.Contents {
-		key := aws.ToString(o.Key)
-		if !strings.Contains(path.Base(key), "FAILED_") {
-			continue
-		}
-		doc, err := getBytes(ctx, a.S3, bucket, key, 64<<20)
-		if err != nil {
-			continue
-		}
-		var children []ChildResult
-		if json.Unmarshal(doc, &children) != nil {
-			continue
-		}
-		for _, ch := range children {
-			if ch.Error != "" {
-				return caught{Error: ch.Error, Cause: ch.Cause}, true
-			}
-		}
-	}
-	return caught{}, false
 }
 
 func (a *Aborter) logger() *slog.Logger {

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // The Distributed Map's ResultWriter writes a manifest and result files; the
@@ -112,4 +117,41 @@ func eachMapOutput(ctx context.Context, c objectGetter, d *ResultWriterDetails, 
 		}
 	}
 	return nil
+}
+
+// FirstFailedBatch reads the first failed child execution's error from the
+// ResultWriter's FAILED_*.json files under prefix: a failed Distributed Map
+// reports only that too many batches failed (States.*), the batches' own
+// errors are in its results. The create and extract aborts both use it.
+func FirstFailedBatch(ctx context.Context, c interface {
+	objectLister
+	objectGetter
+}, bucket, prefix string) (errorType, cause string, ok bool) {
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return "", "", false
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			if !strings.Contains(path.Base(key), "FAILED_") {
+				continue
+			}
+			doc, err := getBytes(ctx, c, bucket, key, 64<<20)
+			if err != nil {
+				continue
+			}
+			var children []ChildResult
+			if json.Unmarshal(doc, &children) != nil {
+				continue
+			}
+			for _, ch := range children {
+				if ch.Error != "" {
+					return ch.Error, ch.Cause, true
+				}
+			}
+		}
+	}
+	return "", "", false
 }
