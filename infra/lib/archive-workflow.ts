@@ -118,10 +118,61 @@ function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
-function normalizePrefix(prefix: string | undefined): string {
-  if (!prefix) return '';
-  const p = prefix.replace(/^\/+/, '');
+/** A key prefix without leading slashes and with a trailing one ('' stays ''); `fallback` when unset. */
+export function normalizePrefix(prefix: string | undefined, fallback = ''): string {
+  const p = (prefix ?? fallback).replace(/^\/+/, '');
   return p === '' || p.endsWith('/') ? p : `${p}/`;
+}
+
+export interface GoFunctionProps {
+  /** The construct that owns it, for the error message. */
+  readonly owner: string;
+  /** Folder name under functionsDir holding the Go `bootstrap` (make lambdas). */
+  readonly name: string;
+  readonly functionsDir: string;
+  readonly description: string;
+  readonly memorySize: number;
+  readonly timeout: Duration;
+  readonly environment: Record<string, string>;
+  readonly logRetention: logs.RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/**
+ * A Go Lambda (provided.al2023, arm64, the `bootstrap` make lambdas builds) with its own log group
+ * and its own role, which holds only the right to write that log group: every other statement is
+ * added by the workflow that owns it.
+ */
+export function goFunction(scope: Construct, logicalId: string, p: GoFunctionProps): lambda.Function {
+  const assetDir = path.join(p.functionsDir, p.name);
+  if (!fs.existsSync(path.join(assetDir, 'bootstrap'))) {
+    throw new Error(`${p.owner}: ${path.join(assetDir, 'bootstrap')} not found; build the Go functions first (make lambdas) or pass functionsDir`);
+  }
+  const logGroup = new logs.LogGroup(scope, `${logicalId}Logs`, { retention: p.logRetention, removalPolicy: p.removalPolicy });
+  // Own role per function: no AWS managed policy, only the statements added by its workflow.
+  const role = new iam.Role(scope, `${logicalId}Role`, {
+    assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+    description: `s3zip ${p.name} function`,
+  });
+  role.addToPolicy(
+    new iam.PolicyStatement({
+      sid: 'WriteOwnLogs',
+      actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+      resources: [logGroup.logGroupArn],
+    }),
+  );
+  return new lambda.Function(scope, logicalId, {
+    description: p.description,
+    runtime: lambda.Runtime.PROVIDED_AL2023,
+    architecture: lambda.Architecture.ARM_64,
+    handler: 'bootstrap',
+    code: lambda.Code.fromAsset(assetDir),
+    memorySize: p.memorySize,
+    timeout: p.timeout,
+    role,
+    logGroup,
+    environment: p.environment,
+  });
 }
 
 /**
@@ -252,40 +303,17 @@ export class ArchiveWorkflow extends Construct {
     // Archives are encrypted with the destination key unless a request names another.
     if (props.destinationKmsKeyArn) env.DESTINATION_KMS_KEY_ARN = props.destinationKmsKeyArn;
 
-    const makeFunction = (name: FunctionName, logicalId: string, description: string): lambda.Function => {
-      const assetDir = path.join(functionsDir, name);
-      if (!fs.existsSync(path.join(assetDir, 'bootstrap'))) {
-        throw new Error(
-          `ArchiveWorkflow: ${path.join(assetDir, 'bootstrap')} not found; build the Go functions first (make lambdas) or pass functionsDir`,
-        );
-      }
-      const logGroup = new logs.LogGroup(this, `${logicalId}Logs`, { retention: logRetention, removalPolicy });
-      // Own role per function: no AWS managed policy, only the statements added below.
-      const role = new iam.Role(this, `${logicalId}Role`, {
-        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-        description: `s3zip ${name} function`,
-      });
-      role.addToPolicy(
-        new iam.PolicyStatement({
-          sid: 'WriteOwnLogs',
-          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-          resources: [logGroup.logGroupArn],
-        }),
-      );
-      const { memorySize, timeout } = sizing(name);
-      return new lambda.Function(this, logicalId, {
+    const makeFunction = (name: FunctionName, logicalId: string, description: string): lambda.Function =>
+      goFunction(this, logicalId, {
+        owner: 'ArchiveWorkflow',
+        name,
+        functionsDir,
         description,
-        runtime: lambda.Runtime.PROVIDED_AL2023,
-        architecture: lambda.Architecture.ARM_64,
-        handler: 'bootstrap',
-        code: lambda.Code.fromAsset(assetDir),
-        memorySize,
-        timeout,
-        role,
-        logGroup,
+        ...sizing(name),
         environment: env,
+        logRetention,
+        removalPolicy,
       });
-    };
 
     this.functions = {
       planner: makeFunction('planner', 'Planner', 's3zip: plan the ZIP layout and its multipart parts'),

@@ -1,4 +1,3 @@
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -10,7 +9,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { DEFAULT_FUNCTIONS_DIR, type FunctionSizing } from './archive-workflow';
+import { DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
 
 /** statemachine/extract.asl.json: plain JSON, its only placeholders quoted strings. */
 export const EXTRACT_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachine', 'extract.asl.json');
@@ -48,11 +47,6 @@ export interface ExtractWorkflowProps {
   readonly stateMachineName?: string;
   readonly removalPolicy?: RemovalPolicy;
   readonly logRetention?: logs.RetentionDays;
-}
-
-function normalizePrefix(prefix: string | undefined, fallback: string): string {
-  const p = (prefix ?? fallback).replace(/^\/+/, '');
-  return p === '' || p.endsWith('/') ? p : `${p}/`;
 }
 
 /**
@@ -104,26 +98,8 @@ export class ExtractWorkflow extends Construct {
       'extract-finalizer': { memorySize: 1024, timeout: Duration.minutes(15) },
       'extract-abort': { memorySize: 512, timeout: Duration.minutes(5) },
     };
-    const makeFunction = (name: ExtractFunctionName, logicalId: string, description: string): lambda.Function => {
-      const assetDir = path.join(functionsDir, name);
-      if (!fs.existsSync(path.join(assetDir, 'bootstrap'))) {
-        throw new Error(`ExtractWorkflow: ${path.join(assetDir, 'bootstrap')} not found; build the Go functions first (make lambdas) or pass functionsDir`);
-      }
-      const logGroup = new logs.LogGroup(this, `${logicalId}Logs`, { retention: logRetention, removalPolicy });
-      const role = new iam.Role(this, `${logicalId}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `s3zip ${name} function` });
-      role.addToPolicy(new iam.PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
-      return new lambda.Function(this, logicalId, {
-        description,
-        runtime: lambda.Runtime.PROVIDED_AL2023,
-        architecture: lambda.Architecture.ARM_64,
-        handler: 'bootstrap',
-        code: lambda.Code.fromAsset(assetDir),
-        ...sizing[name],
-        role,
-        logGroup,
-        environment: env,
-      });
-    };
+    const makeFunction = (name: ExtractFunctionName, logicalId: string, description: string): lambda.Function =>
+      goFunction(this, logicalId, { owner: 'ExtractWorkflow', name, functionsDir, description, ...sizing[name], environment: env, logRetention, removalPolicy });
     this.functions = {
       'extract-planner': makeFunction('extract-planner', 'ExtractPlanner', 's3zip extract: read the central directory, refuse bad archives, write the jobs'),
       'extract-worker': makeFunction('extract-worker', 'ExtractWorker', 's3zip extract: run a batch of copy and read jobs'),
