@@ -121,18 +121,7 @@ func (w *extractWorld) judgeTyped(t *testing.T, started time.Time, p *fp.Proxy, 
 			bad("%d objects left under %s after a failed run", len(got), prefix)
 		}
 	}
-	if left := w.leftovers(t); len(left) > 0 {
-		bad("left behind: %s", strings.Join(left, ", "))
-	} else {
-		obs = append(obs, "clean")
-	}
-	if p != nil {
-		if n, _ := p.Injected(); n > 0 {
-			obs = append(obs, p.Summary())
-		}
-	}
-	record(t, started, expected, strings.Join(obs, "; "), pass)
-	w.scrub(t)
+	w.conclude(t, started, p, expected, obs, pass)
 }
 
 // TestExtractEveryAPI fails the first two calls of each S3 operation an

@@ -243,6 +243,26 @@ type outcome struct {
 	previous []byte // the destination's bytes before the run, when it existed
 }
 
+// conclude ends a judged row: nothing may be left behind (a BAD
+// observation if anything is), the faults injected are summarised, the row
+// is recorded (failing the test unless pass) and the world scrubbed.
+func (w *world) conclude(t *testing.T, started time.Time, p *faultproxy.Proxy, expected string, obs []string, pass bool) {
+	t.Helper()
+	if left := w.leftovers(t); len(left) > 0 {
+		pass = false
+		obs = append(obs, "BAD: left behind: "+strings.Join(left, ", "))
+	} else {
+		obs = append(obs, "clean")
+	}
+	if p != nil {
+		if n, _ := p.Injected(); n > 0 {
+			obs = append(obs, p.Summary())
+		}
+	}
+	record(t, started, expected, strings.Join(obs, "; "), pass)
+	w.scrub(t)
+}
+
 // judge checks an outcome against the expectation, records the table row
 // and fails the test when they disagree.
 func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expected string, o outcome) {
@@ -288,18 +308,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 			bad("the object that was at s3://dst/%s before the run changed", o.dest)
 		}
 	}
-	if left := w.leftovers(t); len(left) > 0 {
-		bad("left behind: %s", strings.Join(left, ", "))
-	} else {
-		obs = append(obs, "clean")
-	}
-	if p != nil {
-		if n, _ := p.Injected(); n > 0 {
-			obs = append(obs, p.Summary())
-		}
-	}
-	record(t, started, expected, strings.Join(obs, "; "), pass)
-	w.scrub(t)
+	w.conclude(t, started, p, expected, obs, pass)
 }
 
 // scrub removes what a scenario left, so the next one starts clean.
