@@ -108,6 +108,29 @@ func WholeCopy(entries []PlacedEntry, pc ChainPiece) (int, bool) {
 	return s.Entry, s.Kind == SegmentData && s.From == 0 && s.To == e.Size && e.Size > 0
 }
 
+// ChainSteps is how many round trips a chain part's worker makes one after
+// another (workflow/chain.go), given which rounds plan.ChainChecksums opens
+// early: the GET of its entries; the rounds opened early, all side by side
+// (Create, then their copies); each round (Create — unless opened early —,
+// then its copies and header uploads side by side, then Complete); the copy
+// of the product into the archive. Each step waits for a request's answer;
+// the bytes the server moves are priced apart.
+func ChainSteps(early []bool) int {
+	steps := 2
+	opened := false
+	for _, e := range early {
+		steps += 3
+		if e {
+			steps--
+			opened = true
+		}
+	}
+	if opened {
+		steps += 2
+	}
+	return steps
+}
+
 // ChainCost is what building one chain part takes.
 type ChainCost struct {
 	Rounds       int

@@ -144,14 +144,14 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		}
 		stream = m.streamSeconds(int64(float64(s.StreamedBytes)*share), int64(float64(s.PipedBytes)*share), int(math.Ceil(float64(s.UploadParts+s.ChainParts)*share)), passes)
 		// Requests a worker makes, each a round trip, Concurrency at a time;
-		// chain rounds are four requests in a row; copies move bytes at CopyRate.
+		// a chain's steps one after another; copies move bytes at CopyRate.
 		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
-		chainSeq := float64(s.ChainRounds*4) * share
+		chainSeq := float64(s.ChainSteps) * share
 		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
 		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
-		// A chain part's rounds run one after another, however many requests a
+		// A chain part's steps run one after another, however many requests a
 		// worker could keep in flight: its longest chain is a floor.
-		requests = math.Max(requests, float64(s.LongestChain*4)*m.RequestLatency)
+		requests = math.Max(requests, float64(s.LongestChainSteps)*m.RequestLatency)
 		worker = math.Max(stream, requests) + m.InvokeSeconds
 	}
 
@@ -196,20 +196,21 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 }
 
 // loadSeconds is how long one worker takes to stream a load's bytes, and to
-// make its requests: Concurrency round trips at a time, a chain's rounds
-// (four requests each) one after the other, copies at CopyRate.
+// make its requests: Concurrency round trips at a time, a chain's steps
+// (ChainSteps) one after the other, copies at CopyRate.
 func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	conc := float64(m.Concurrency)
 	stream = m.streamSeconds(l.StreamedBytes, l.PipedBytes, l.UploadParts+l.ChainParts, passes)
 	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get)
-	// A round is four requests in a row, a copy of what the round carries
-	// and a Complete that assembles it.
-	round := 4 * m.RequestLatency
+	var chain float64
 	if l.ChainRounds > 0 {
+		// Each round also waits for the copy of what is built and for the
+		// Complete that assembles it.
 		perRound := float64(l.ServerCopiedBytes-l.CopiedBytes+l.StreamedBytes) / float64(l.ChainRounds)
-		round += perRound * (1/m.CopyRate + m.CompletePerByte)
+		bytes := perRound * (1/m.CopyRate + m.CompletePerByte)
+		chain = math.Max(float64(l.ChainSteps)*m.RequestLatency/conc+float64(l.ChainRounds)*bytes/conc,
+			float64(l.LongestChainSteps)*m.RequestLatency+float64(l.LongestChain)*bytes)
 	}
-	chain := round * math.Max(float64(l.ChainRounds)/conc, float64(l.LongestChain))
 	requests = reqs/conc*m.RequestLatency + chain + float64(l.CopiedBytes)/m.CopyRate/conc
 	return stream, requests
 }
@@ -347,6 +348,7 @@ func mixStats(a, b Stats, f float64) Stats {
 		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
 		LongestChain: map[bool]int{true: b.LongestChain, false: a.LongestChain}[f > 0], // any chained run may be the longest
+		ChainSteps:   mi(a.ChainSteps, b.ChainSteps), LongestChainSteps: map[bool]int{true: b.LongestChainSteps, false: a.LongestChainSteps}[f > 0],
 		Requests: Requests{
 			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
 			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),

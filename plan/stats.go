@@ -38,6 +38,11 @@ type Stats struct {
 	// LongestChain is the rounds of the longest chain part: built one after
 	// another, they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
+	// ChainSteps are the round trips the chain parts make one after
+	// another (ChainCost.Steps), summed; LongestChainSteps the longest
+	// chain's.
+	ChainSteps        int `json:"chainSteps,omitempty"`
+	LongestChainSteps int `json:"longestChainSteps,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -80,10 +85,14 @@ func (p *Plan) partStats(part *Part) Stats {
 		s.ServerCopiedBytes += part.Size()
 		s.Requests.UploadPartCopy++
 	case PartChain:
-		c := CostOfChain(ChainRounds(entries, part.Start, part.End))
+		rounds := ChainRounds(entries, part.Start, part.End)
+		c := CostOfChain(rounds)
+		early, _ := ChainChecksums(entries, rounds)
 		s.ChainParts++
 		s.ChainRounds += c.Rounds
 		s.LongestChain = c.Rounds
+		s.ChainSteps = ChainSteps(early)
+		s.LongestChainSteps = s.ChainSteps
 		s.StreamedBytes += c.Uploaded
 		s.CopiedBytes += part.Size() - c.Uploaded
 		s.ServerCopiedBytes += c.ServerCopied
@@ -126,6 +135,8 @@ func (s *Stats) add(t Stats) {
 	s.ChainParts += t.ChainParts
 	s.ChainRounds += t.ChainRounds
 	s.LongestChain = max(s.LongestChain, t.LongestChain)
+	s.ChainSteps += t.ChainSteps
+	s.LongestChainSteps = max(s.LongestChainSteps, t.LongestChainSteps)
 	r, u := &s.Requests, t.Requests
 	r.Get += u.Get
 	r.Head += u.Head

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,6 +45,11 @@ type calibration struct {
 	RequestSeconds float64 `json:"requestSeconds"`
 	RequestRate    float64 `json:"requestsPerSecond"`
 	Streams        int     `json:"streams"`
+	// LinkRate is what one shaped link carries each way at once, bytes/s:
+	// a worker's goodput (TCP, the proxy's delay, tbf's bursts), less than
+	// the tc rate; the model's WorkerBandwidth, as AWS's is a Lambda's
+	// observed goodput, not its NIC's rate.
+	LinkRate float64 `json:"linkBytesPerSecond"`
 	// LaunchRate is worker processes started per second, all namespaces
 	// at once; PlanSeconds and FinishSeconds a one-object run's planning
 	// and finishing through the real runner (main.go).
@@ -228,6 +234,81 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 	return cal, nil
 }
 
+// linkSample is what calibrateLink moves each way.
+const linkSample = 16 << 20
+
+// calibrateLink measures one shaped link's goodput as a worker uses it:
+// ranged GETs in and UploadParts out at the same time, a part's worth of
+// requests in flight each way, through the client shaped (dialled in a
+// namespace behind the link). The slower direction's rate is a sample's; the
+// link's is the median of three (one sample of 16 MiB varies from 77 to 92%
+// of the tc rate here).
+func calibrateLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float64, error) {
+	var rates []float64
+	for i := 0; i < 3; i++ {
+		r, err := sampleLink(ctx, base, shaped, bkt)
+		if err != nil {
+			return 0, err
+		}
+		rates = append(rates, r)
+	}
+	return median(rates), nil
+}
+
+func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float64, error) {
+	const key, piece = "link-calibration.bin", 2 << 20
+	data := make([]byte, linkSample)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i+8 <= len(data); i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
+	}
+	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(key), Body: bytes.NewReader(data), ContentLength: aws.Int64(linkSample)}); err != nil {
+		return 0, fmt.Errorf("put link sample: %w", err)
+	}
+	defer base.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: aws.String(bkt), Key: aws.String(key)})
+	up, err := base.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up")})
+	if err != nil {
+		return 0, fmt.Errorf("CreateMultipartUpload: %w", err)
+	}
+	defer base.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up"), UploadId: up.UploadId})
+	pieces := linkSample / piece
+	var in, out float64
+	settle()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		in, err = timedNow(func() error {
+			return forEach(gctx, pieces, calibStreams, func(ctx context.Context, i int) error {
+				o, err := shaped.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bkt), Key: aws.String(key),
+					Range: aws.String(fmt.Sprintf("bytes=%d-%d", i*piece, (i+1)*piece-1))})
+				if err != nil {
+					return fmt.Errorf("GetObject: %w", err)
+				}
+				defer o.Body.Close()
+				_, err = io.Copy(io.Discard, o.Body)
+				return err
+			})
+		})
+		return err
+	})
+	g.Go(func() (err error) {
+		out, err = timedNow(func() error {
+			return forEach(gctx, pieces, calibStreams, func(ctx context.Context, i int) error {
+				_, err := shaped.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up"), UploadId: up.UploadId,
+					PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(data[i*piece : (i+1)*piece]), ContentLength: aws.Int64(piece)})
+				if err != nil {
+					return fmt.Errorf("UploadPart: %w", err)
+				}
+				return nil
+			})
+		})
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("calibrate the link: %w", err)
+	}
+	return linkSample / max(in, out), nil
+}
+
 func (c calibration) String() string {
 	return fmt.Sprintf("UploadPart %.0f MB/s, GetObject %.0f MB/s, UploadPartCopy %.0f MB/s (%d in flight; one alone %.0f MB/s), CompleteMultipartUpload %.0f ms + %.2f s/GiB (%d at once: %.0f MB/s), request %.1f ms, %.0f requests/s (%.1f s)",
 		c.IngestRate/1e6, c.GetRate/1e6, c.CopyRate/1e6, c.Streams, c.CopyOneRate/1e6, c.CompleteFixed*1000, c.CompletePerByte*(1<<30), c.Streams, c.CompleteRate/1e6,
@@ -302,11 +383,24 @@ func crcB64(b []byte) string {
 	return base64.StdEncoding.EncodeToString(s[:])
 }
 
+// timed times f, once the kernel has written back what was written before
+// it: the server's disk writing out the calibration's last 256 MiB would be
+// timed with whatever f asks of it (one Complete of 256 MiB took from 0.10 to
+// 0.71 s without this, 0.12 to 0.21 s with it). The runs start settled too
+// (settle in runOnceFrom).
 func timed(f func() error) (float64, error) {
+	settle()
+	return timedNow(f)
+}
+
+func timedNow(f func() error) (float64, error) {
 	t := time.Now()
 	err := f()
 	return time.Since(t).Seconds(), err
 }
+
+// settle writes every dirty page back to disk.
+func settle() { syscall.Sync() }
 
 func forEach(ctx context.Context, n, limit int, f func(context.Context, int) error) error {
 	g, ctx := errgroup.WithContext(ctx)

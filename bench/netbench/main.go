@@ -304,6 +304,18 @@ func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.C
 	return err
 }
 
+// shapedClient is base with its sockets opened in n's namespace, behind its
+// shaped link.
+func shapedClient(base *s3.Client, n lambdaNet) *s3.Client {
+	o := base.Options()
+	o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.DialContext = dialIn(n.NS)
+	})
+	return s3.New(o)
+}
+
+// calibrateOnlyRun calibrates the server, then measures one shaped link
+// (its rate from -rate or the calibration, as a run's).
 func calibrateOnlyRun(ctx context.Context, o options) (err error) {
 	e, err := newBenchEnv(ctx, &o)
 	if err != nil {
@@ -315,7 +327,35 @@ func calibrateOnlyRun(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	fmt.Printf("calibration: %s\n", cal)
+	link, err := linkRate(&o, cal)
+	if err != nil {
+		return err
+	}
+	if err := e.addLambdas(1, o.sh); err != nil {
+		return err
+	}
+	if _, err := e.base.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(calibBucket)}); err != nil {
+		return fmt.Errorf("create bucket %s: %w", calibBucket, err)
+	}
+	defer func() { err = errors.Join(err, emptyAndDeleteBucket(context.WithoutCancel(ctx), e.base, calibBucket)) }()
+	got, err := calibrateLink(ctx, e.base, shapedClient(e.base, e.control), calibBucket)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("link: %s carries %.2f MB/s each way at once (%.0f%% of its rate)\n", o.sh.Rate, got/1e6, 100*got/link)
 	return nil
+}
+
+// linkRate is each Lambda's link: -rate, or the calibrated server's
+// UploadPart and GetObject rate (the lesser) divided by -links-wide. It sets
+// o.sh.Rate.
+func linkRate(o *options, cal calibration) (float64, error) {
+	if o.sh.Rate != "" {
+		return parseRate(o.sh.Rate)
+	}
+	link := min(cal.IngestRate, cal.GetRate) / float64(o.linksWide)
+	o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
+	return link, nil
 }
 
 func benchmark(ctx context.Context, o options) (err error) {
@@ -355,10 +395,8 @@ func benchmark(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	fmt.Printf("calibration: %s\n", cal)
-	link := min(cal.IngestRate, cal.GetRate) / float64(o.linksWide)
-	if o.sh.Rate == "" {
-		o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
-	} else if link, err = parseRate(o.sh.Rate); err != nil {
+	link, err := linkRate(&o, cal)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("link: %s each way per Lambda (%.1f MB/s): the server takes in %.0f MB/s, %.1f links wide (AWS: one Lambda gets ~75 MB/s of an S3 that is thousands of Lambdas wide)\n",
@@ -379,16 +417,16 @@ func benchmark(ctx context.Context, o options) (err error) {
 	}
 	// The planner and finalizer run in this process, but their sockets are
 	// opened in the control namespace, so their S3 traffic is capped too.
-	shapedOptions := base.Options()
-	shapedOptions.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.DialContext = dialIn(control.NS)
-	})
-	shaped := s3.New(shapedOptions)
+	shaped := shapedClient(base, control)
 	cal.LaunchRate = timeLaunch(ctx, nets, o.s3zip, e.endpoint, env)
 	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
 		return err
 	}
-	model := localModel(cal, link, invoke)
+	if cal.LinkRate, err = calibrateLink(ctx, base, shaped, bucket); err != nil {
+		return err
+	}
+	fmt.Printf("link: carries %.2f MB/s each way at once (%.0f%% of its rate): the model's bandwidth per worker\n", cal.LinkRate/1e6, 100*cal.LinkRate/link)
+	model := localModel(cal, invoke)
 	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
 		model, invoke*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
 
@@ -586,6 +624,7 @@ func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool,
 		res.Err = err.Error()
 		return res
 	}
+	settle()
 	start := time.Now()
 	out, err := runner.Run(ctx, req, fmt.Sprintf("bench-%s-%d", r.Name, rep))
 	end := time.Now()

@@ -15,10 +15,10 @@ import (
 // localModel is plan.Model's local profile: this machine's server as
 // calibrated, the link each emulated Lambda gets, and the worker's own
 // concurrency. Prices stay AWS's, so auto weighs cost as it would there.
-func localModel(cal calibration, link float64, invoke float64) plan.Model {
+func localModel(cal calibration, invoke float64) plan.Model {
 	m := plan.DefaultModel
 	cfg := workflow.Config{}.Defaults()
-	m.WorkerBandwidth = link
+	m.WorkerBandwidth = cal.LinkRate
 	m.RequestLatency = cal.RequestSeconds
 	m.CopyRate = cal.CopyOneRate
 	m.Concurrency = cfg.PartConcurrency
