@@ -57,12 +57,13 @@ type Model struct {
 	// UploadPart and serves with GetObject, ServerCopyRate what all
 	// UploadPartCopy requests together copy, ServerRequestRate small
 	// requests/s. CompletePerByte is one CompleteMultipartUpload's time per
-	// byte it assembles (a server that concatenates parts; S3 does not), the
-	// latency a chain round and the final Complete wait for;
-	// ServerCompleteRate the bytes/s all Completes in flight together
-	// assemble, the server's capacity the chains' rounds share.
+	// byte it assembles (a server that concatenates parts; S3 does not): the
+	// latency a chain round and the final Complete wait for, and the
+	// server's time for every byte the chains' rounds assemble again, one
+	// Complete after another (eight at once assemble no faster on a 2-core
+	// server: bench/README.md).
 	ServerIngestRate, ServerGetRate, ServerCopyRate, ServerRequestRate float64
-	CompletePerByte, ServerCompleteRate                                float64
+	CompletePerByte                                                    float64
 
 	// Prices, us-east-1 (USD).
 	PricePutPer1000     float64 // PUT, COPY, POST, LIST
@@ -168,7 +169,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	server += rate(float64(s.StreamedBytes), m.ServerIngestRate) + rate(float64(s.StreamedBytes), m.ServerGetRate)
 	server += rate(float64(s.ServerCopiedBytes), m.ServerCopyRate)
 	server += rate(float64(s.Requests.Total()), m.ServerRequestRate)
-	server += rate(float64(s.ServerCopiedBytes-s.CopiedBytes), m.ServerCompleteRate)
+	server += float64(s.ServerCopiedBytes-s.CopiedBytes) * m.CompletePerByte
 
 	overhead := float64(ceilDiv(int64(s.Entries), 1000))*m.ListPageSeconds +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +

@@ -36,9 +36,6 @@ type calibration struct {
 	// one-part upload.
 	CompletePerByte float64 `json:"completeSecondsPerByte"`
 	CompleteFixed   float64 `json:"completeSeconds"`
-	// CompleteRate is the bytes/s the server assembles with Streams
-	// Completes in flight (chains' rounds complete side by side).
-	CompleteRate float64 `json:"completeBytesPerSecond"`
 	// RequestSeconds is a HeadObject's median round trip (S3's time to
 	// first byte, the proxy's delay, included); RequestRate small requests
 	// per second the server answers with many in flight.
@@ -156,12 +153,6 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 		return cal, err
 	}
 	cal.CompletePerByte = max(full-cal.CompleteFixed, 0) / calibSize
-
-	// Completes side by side: Streams uploads of the same total size, each
-	// of its share of the pieces copied into place, completed at once.
-	if cal.CompleteRate, err = completeRate(ctx, c, pieces); err != nil {
-		return cal, err
-	}
 
 	// Ranged GETs.
 	secs, err = timed(func() error {
@@ -310,8 +301,8 @@ func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float
 }
 
 func (c calibration) String() string {
-	return fmt.Sprintf("UploadPart %.0f MB/s, GetObject %.0f MB/s, UploadPartCopy %.0f MB/s (%d in flight; one alone %.0f MB/s), CompleteMultipartUpload %.0f ms + %.2f s/GiB (%d at once: %.0f MB/s), request %.1f ms, %.0f requests/s (%.1f s)",
-		c.IngestRate/1e6, c.GetRate/1e6, c.CopyRate/1e6, c.Streams, c.CopyOneRate/1e6, c.CompleteFixed*1000, c.CompletePerByte*(1<<30), c.Streams, c.CompleteRate/1e6,
+	return fmt.Sprintf("UploadPart %.0f MB/s, GetObject %.0f MB/s, UploadPartCopy %.0f MB/s (%d in flight; one alone %.0f MB/s), CompleteMultipartUpload %.0f ms + %.2f s/GiB, request %.1f ms, %.0f requests/s (%.1f s)",
+		c.IngestRate/1e6, c.GetRate/1e6, c.CopyRate/1e6, c.Streams, c.CopyOneRate/1e6, c.CompleteFixed*1000, c.CompletePerByte*(1<<30),
 		c.RequestSeconds*1000, c.RequestRate, c.Seconds)
 }
 
@@ -322,29 +313,6 @@ func createCRCUpload(ctx context.Context, c *s3.Client, key string) (*string, er
 		return nil, fmt.Errorf("CreateMultipartUpload %s: %w", key, err)
 	}
 	return out.UploadId, nil
-}
-
-// completeRate is the bytes/s of calibStreams Completes at once, each of
-// pieces/calibStreams copied pieces.
-func completeRate(ctx context.Context, c *s3.Client, pieces int) (float64, error) {
-	each := max(pieces/calibStreams, 1)
-	ups := make([]*string, calibStreams)
-	parts := make([][]types.CompletedPart, calibStreams)
-	for i := range ups {
-		var err error
-		if ups[i], parts[i], err = copyUpload(ctx, c, fmt.Sprintf("side-by-side-%d", i), each); err != nil {
-			return 0, err
-		}
-	}
-	secs, err := timed(func() error {
-		return forEach(ctx, calibStreams, calibStreams, func(ctx context.Context, i int) error {
-			return complete(ctx, c, fmt.Sprintf("side-by-side-%d", i), ups[i], parts[i])
-		})
-	})
-	if err != nil {
-		return 0, err
-	}
-	return float64(calibStreams*each*calibPiece) / secs, nil
 }
 
 // copyUpload is a CRC-32 upload of the calibration source in pieces, each

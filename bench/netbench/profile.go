@@ -33,7 +33,6 @@ func localModel(cal calibration, invoke float64) plan.Model {
 	m.ServerIngestRate, m.ServerGetRate, m.ServerCopyRate = cal.IngestRate, cal.GetRate, cal.CopyRate
 	m.ServerRequestRate = cal.RequestRate
 	m.CompletePerByte = cal.CompletePerByte
-	m.ServerCompleteRate = cal.CompleteRate
 	m.StreamPasses = 2
 	return m
 }
