@@ -73,20 +73,42 @@ func CRCProbes(entries []PlacedEntry, segs []Segment, hasTail func(*PlacedEntry)
 }
 
 // MinCRCProbe is the smallest range worth a probe: a copy request to learn
-// the CRC-32 of less than this costs more than reading it.
+// the CRC-32 of less than this costs more than reading it, so a worker reads
+// such a range ahead (its GET, which the part needs anyway, made before the
+// upload starts; the bytes held and sent from memory).
 const MinCRCProbe = 256 << 10
 
-// Piped says whether a part whose data needs these probes (indexes into
-// segs) is sent in one pass (GETs piped into UploadPart) rather than
-// assembled first: a few probes, none of a small range.
-func Piped(segs []Segment, probes []int) bool {
-	if len(probes) > MaxCRCProbes {
-		return false
-	}
-	for _, i := range probes {
+// MaxReadAhead bounds the bytes a worker reads ahead to pipe a part: what
+// it holds per part in flight.
+const MaxReadAhead = 1 << 20
+
+// SplitCRCProbes divides the segments whose CRC-32 a worker must learn
+// (CRCProbes) into those it probes with a copy and those under MinCRCProbe
+// it reads ahead.
+func SplitCRCProbes(segs []Segment, need []int) (probe, read []int) {
+	for _, i := range need {
 		if segs[i].To-segs[i].From < MinCRCProbe {
-			return false
+			read = append(read, i)
+		} else {
+			probe = append(probe, i)
 		}
 	}
-	return true
+	return probe, read
+}
+
+// Piped says whether a part whose data needs these CRC-32s (CRCProbes:
+// indexes into segs) is sent in one pass (GETs piped into UploadPart) rather
+// than assembled first: a few probes, and small ranges that together fit
+// MaxReadAhead. A part of many small entries is assembled: read ahead, it
+// would be all of it.
+func Piped(segs []Segment, need []int) bool {
+	probe, read := SplitCRCProbes(segs, need)
+	if len(probe) > MaxCRCProbes {
+		return false
+	}
+	var ahead int64
+	for _, i := range read {
+		ahead += segs[i].To - segs[i].From
+	}
+	return ahead <= MaxReadAhead
 }

@@ -112,8 +112,10 @@ func (p *Plan) partStats(part *Part) Stats {
 			}
 		}
 		// A worker's part whose CRC-32s a few copies tell is piped: each
-		// probe is an UploadPartCopy of the range into the part's number.
-		if probes := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(segs, probes) {
+		// probe is an UploadPartCopy of the range into the part's number
+		// (small ranges are read ahead, by the GET counted above).
+		if need := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(segs, need) {
+			probes, _ := SplitCRCProbes(segs, need)
 			s.PipedBytes += part.Size()
 			s.Requests.UploadPartCopy += len(probes)
 			for _, i := range probes {

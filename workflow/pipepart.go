@@ -36,20 +36,36 @@ var errNotPiped = errors.New("part not piped")
 // against it, so a wrong CRC anywhere (a source changed, a server that
 // answers a ranged copy with the whole object's CRC) fails the upload with
 // BadDigest instead of writing a wrong header: the caller then assembles
-// the part the slow way, which finds out which. errNotPiped means the part
-// has more probes than plan.MaxCRCProbes or one of a range under
-// plan.MinCRCProbe, or a probe failed or its answer
-// carried no CRC-32 of the range.
+// the part the slow way, which finds out which. A range under
+// plan.MinCRCProbe is read ahead instead of probed: its CRC-32 computed, its
+// bytes sent from memory (at most plan.MaxReadAhead per part). errNotPiped
+// means the part needs more probes than plan.MaxCRCProbes or more read
+// ahead than that, or a probe failed or its answer carried no CRC-32 of the
+// range.
 func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
-	probes := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
-	if !plan.Piped(segs, probes) {
+	need := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
+	if !plan.Piped(segs, need) {
 		return nil, errNotPiped
 	}
-	// The CRC-32 of every data segment: known, or probed.
+	probes, reads := plan.SplitCRCProbes(segs, need)
+	// The CRC-32 of every data segment: known, probed, or read ahead (its
+	// bytes then sent from memory).
 	segCRC := make([]uint32, len(segs))
 	probed := make([]bool, len(segs))
-	err := forEach(ctx, cfg.GetConcurrency, len(probes), func(ctx context.Context, k int) error {
+	ahead := make([][]byte, len(segs))
+	err := forEach(ctx, cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
+		if k >= len(probes) {
+			i := reads[k-len(probes)]
+			s, e := segs[i], &entries[segs[i].Entry]
+			buf := make([]byte, s.To-s.From)
+			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
+			if err := getRange(ctx, c, src, s.From, s.To, buf, true); err != nil {
+				return err
+			}
+			segCRC[i], probed[i], ahead[i] = crc32.ChecksumIEEE(buf), true, buf
+			return nil
+		}
 		i := probes[k]
 		s, e := segs[i], &entries[segs[i].Entry]
 		crc, err := probeCRC(ctx, c, job, part.Number, e, s.From, s.To)
@@ -108,6 +124,10 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 			pieces = append(pieces, bytes.NewReader(hdr))
 		case plan.SegmentData:
 			partCRC = zipformat.CombineCRC(partCRC, segCRC[i], n)
+			if ahead[i] != nil {
+				pieces = append(pieces, bytes.NewReader(ahead[i]))
+				break
+			}
 			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
 			pieces = append(pieces, newRangeReader(ctx, c, src, s.From, s.To))
 		default:

@@ -144,9 +144,19 @@ func TestRangeReaderRewindsAndChecksLength(t *testing.T) {
 // A part whose CRC-32s nobody knows is still piped in one pass when S3's
 // answers to copies of its ranges tell them (pipePart): the bytes uploaded
 // are the assembled part's, byte for byte, each source byte is read once,
-// and the probes are copies into the part's own number.
+// and the probes are copies into the part's own number. Ranges too small
+// to probe are read ahead and sent from memory, still read once.
 func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
-	f, in := batchCRC(t, false, 3*plan.MiB, 1*plan.MiB, 7*plan.MiB, 1000)
+	for _, sizes := range [][]int64{
+		{3 * plan.MiB, 1 * plan.MiB, 7 * plan.MiB, 1000},
+		{3 * plan.MiB, 3000, 2 * plan.MiB, 200 << 10, 6 * plan.MiB},
+	} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) { testWorkerPipes(t, sizes) })
+	}
+}
+
+func testWorkerPipes(t *testing.T, sizes []int64) {
+	f, in := batchCRC(t, false, sizes...)
 	f.copyCRC = true
 	out, err := (&Worker{S3: f}).Build(context.Background(), in)
 	if err != nil {
@@ -173,10 +183,20 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
 	}
 	var data int64
-	for _, s := range plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End) {
+	segs := plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
+	for _, s := range segs {
 		if s.Kind == plan.SegmentData {
 			data += s.To - s.From
 		}
+	}
+	planned, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"])) // CRC-32s unknown, as the worker has them
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes, reads := plan.SplitCRCProbes(segs, plan.CRCProbes(planned[item.First:item.First+plan.EntryIndex(item.Count)], segs, func(*plan.PlacedEntry) bool { return false }))
+	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
+	if small := sizes[1] < plan.MinCRCProbe; small && len(reads) == 0 {
+		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
 	}
 	var served int64
 	for _, n := range f.served {
@@ -185,8 +205,8 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 	if entriesFile := f.served["work/w/entries.jsonl"]; served-entriesFile != data {
 		t.Errorf("read %d source bytes for a part with %d bytes of data, want each once", served-entriesFile, data)
 	}
-	if f.calls["UploadPartCopy"] <= len(item.Carried) {
-		t.Errorf("%d UploadPartCopy calls for %d carried copies: the part was not piped (no probes)", f.calls["UploadPartCopy"], len(item.Carried))
+	if f.calls["UploadPartCopy"] < len(item.Carried)+len(probes) || len(probes) == 0 {
+		t.Errorf("%d UploadPartCopy calls for %d carried copies and %d probes: the part was not piped", f.calls["UploadPartCopy"], len(item.Carried), len(probes))
 	}
 	// Every entry whose header the part carries has its CRC-32 reported.
 	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {
