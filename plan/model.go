@@ -54,7 +54,10 @@ type Model struct {
 
 	// The server's capacity, shared by every worker; 0 is unbounded.
 	// ServerIngestRate and ServerGetRate are the bytes/s it takes in with
-	// UploadPart and serves with GetObject, ServerCopyRate what all
+	// UploadPart and serves with GetObject to the workers, both at once (a
+	// worker reads and sends at the same time, so the slower of the two
+	// bounds streaming; on one machine they include what carrying the bytes
+	// to the workers costs it), ServerCopyRate what all
 	// UploadPartCopy requests together copy, ServerRequestRate small
 	// requests/s. CompletePerByte is one CompleteMultipartUpload's time per
 	// byte it assembles (a server that concatenates parts; S3 does not): the
@@ -166,7 +169,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		}
 		return work / perSecond
 	}
-	server += rate(float64(s.StreamedBytes), m.ServerIngestRate) + rate(float64(s.StreamedBytes), m.ServerGetRate)
+	server += math.Max(rate(float64(s.StreamedBytes), m.ServerIngestRate), rate(float64(s.StreamedBytes), m.ServerGetRate))
 	server += rate(float64(s.ServerCopiedBytes), m.ServerCopyRate)
 	server += rate(float64(s.Requests.Total()), m.ServerRequestRate)
 	server += float64(s.ServerCopiedBytes-s.CopiedBytes) * m.CompletePerByte

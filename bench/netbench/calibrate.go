@@ -47,11 +47,20 @@ type calibration struct {
 	// the tc rate; the model's WorkerBandwidth, as AWS's is a Lambda's
 	// observed goodput, not its NIC's rate.
 	LinkRate float64 `json:"linkBytesPerSecond"`
+	// ThroughGetRate and ThroughIngestRate are what every worker link
+	// together carries in (GetObject) and out (UploadPart) at once: the
+	// server's streaming capacity as the workers see it, the proxy, the
+	// links and the workers' own share of the 2 cores included (the
+	// model's ServerGetRate and ServerIngestRate).
+	ThroughGetRate    float64 `json:"throughGetBytesPerSecond"`
+	ThroughIngestRate float64 `json:"throughIngestBytesPerSecond"`
 	// LaunchRate is worker processes started per second, all namespaces
 	// at once; PlanSeconds and FinishSeconds a one-object run's planning
 	// and finishing through the real runner (main.go).
-	LaunchRate    float64 `json:"launchesPerSecond"`
-	PlanSeconds   float64 `json:"planSeconds"`
+	LaunchRate  float64 `json:"launchesPerSecond"`
+	PlanSeconds float64 `json:"planSeconds"`
+	// InvokeSeconds is a worker invocation's fixed cost (timeInvocation).
+	InvokeSeconds float64 `json:"invokeSeconds"`
 	FinishSeconds float64 `json:"finishSeconds"`
 	Seconds       float64 `json:"seconds"` // how long calibrating took
 }
@@ -225,8 +234,13 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 	return cal, nil
 }
 
-// linkSample is what calibrateLink moves each way.
-const linkSample = 32 << 20
+// linkSample is what calibrateLink moves each way, in pieces of
+// linkPiece; linksSample what calibrateLinks moves through each link.
+const (
+	linkSample  = 32 << 20
+	linkPiece   = 2 << 20
+	linksSample = 8 << 20
+)
 
 // calibrateLink measures one shaped link's goodput as a worker uses it:
 // ranged GETs in and UploadParts out at the same time, a part's worth of
@@ -235,40 +249,81 @@ const linkSample = 32 << 20
 // link's is the median of three (one sample of 16 MiB varied from 66 to 92%
 // of the tc rate here, of 32 MiB from 86 to 91%).
 func calibrateLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float64, error) {
-	var rates []float64
+	var links []float64
 	for i := 0; i < 3; i++ {
-		r, err := sampleLink(ctx, base, shaped, bkt)
+		r, err := sampleLink(ctx, base, shaped, bkt, linkSample, linkPiece, calibStreams)
 		if err != nil {
 			return 0, err
 		}
-		rates = append(rates, r)
+		links = append(links, r)
 	}
-	return median(rates), nil
+	return median(links), nil
 }
 
-func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float64, error) {
-	const key, piece = "link-calibration.bin", 2 << 20
-	data := make([]byte, linkSample)
+// calibrateLinks streams through every worker's link at once, each as
+// calibrateLink's first sample does, and returns the bytes/s all of them
+// carry in and out together.
+func calibrateLinks(ctx context.Context, base *s3.Client, nets []lambdaNet, bkt string) (in, out float64, err error) {
+	// Every link starts when all are set up, and the rates are all bytes
+	// over the slowest link's time.
+	var ready sync.WaitGroup
+	ready.Add(len(nets))
+	var mu sync.Mutex
+	var inSecs, outSecs float64
+	err = forEach(ctx, len(nets), len(nets), func(ctx context.Context, k int) error {
+		gated := false
+		gate := func() { gated = true; ready.Done(); ready.Wait() }
+		in, out, err := sampleLinkEach(ctx, base, shapedClient(base, nets[k]), bkt, fmt.Sprintf("links-calibration-%d.bin", k), linksSample, linkPiece, calibStreams, gate)
+		if !gated {
+			ready.Done() // failed while setting up: the others must not wait for it
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		inSecs, outSecs = max(inSecs, linksSample/in), max(outSecs, linksSample/out)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	total := float64(len(nets) * linksSample)
+	return total / inSecs, total / outSecs, nil
+}
+
+// sampleLink moves size bytes each way at once, in pieces of piece bytes,
+// streams requests in flight each way, and returns the slower direction's
+// bytes/s.
+func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string, size, piece, streams int) (float64, error) {
+	in, out, err := sampleLinkEach(ctx, base, shaped, bkt, "link-calibration.bin", size, piece, streams, settle)
+	return min(in, out), err
+}
+
+// sampleLinkEach is sampleLink's rate in and rate out, with its own key; it
+// calls ready when set up, just before it starts the clock.
+func sampleLinkEach(ctx context.Context, base, shaped *s3.Client, bkt, key string, size, piece, streams int, ready func()) (float64, float64, error) {
+	data := make([]byte, size)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for i := 0; i+8 <= len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
 	}
-	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(key), Body: bytes.NewReader(data), ContentLength: aws.Int64(linkSample)}); err != nil {
-		return 0, fmt.Errorf("put link sample: %w", err)
+	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(key), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(size))}); err != nil {
+		return 0, 0, fmt.Errorf("put link sample: %w", err)
 	}
 	defer base.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: aws.String(bkt), Key: aws.String(key)})
 	up, err := base.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up")})
 	if err != nil {
-		return 0, fmt.Errorf("CreateMultipartUpload: %w", err)
+		return 0, 0, fmt.Errorf("CreateMultipartUpload: %w", err)
 	}
 	defer base.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up"), UploadId: up.UploadId})
-	pieces := linkSample / piece
+	pieces := size / piece
 	var in, out float64
-	settle()
+	ready()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		in, err = timedNow(func() error {
-			return forEach(gctx, pieces, calibStreams, func(ctx context.Context, i int) error {
+			return forEach(gctx, pieces, streams, func(ctx context.Context, i int) error {
 				o, err := shaped.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bkt), Key: aws.String(key),
 					Range: aws.String(fmt.Sprintf("bytes=%d-%d", i*piece, (i+1)*piece-1))})
 				if err != nil {
@@ -283,9 +338,9 @@ func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float
 	})
 	g.Go(func() (err error) {
 		out, err = timedNow(func() error {
-			return forEach(gctx, pieces, calibStreams, func(ctx context.Context, i int) error {
+			return forEach(gctx, pieces, streams, func(ctx context.Context, i int) error {
 				_, err := shaped.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bkt), Key: aws.String(key + ".up"), UploadId: up.UploadId,
-					PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(data[i*piece : (i+1)*piece]), ContentLength: aws.Int64(piece)})
+					PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(data[i*piece : (i+1)*piece]), ContentLength: aws.Int64(int64(piece))})
 				if err != nil {
 					return fmt.Errorf("UploadPart: %w", err)
 				}
@@ -295,9 +350,9 @@ func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float
 		return err
 	})
 	if err := g.Wait(); err != nil {
-		return 0, fmt.Errorf("calibrate the link: %w", err)
+		return 0, 0, fmt.Errorf("calibrate the link: %w", err)
 	}
-	return linkSample / max(in, out), nil
+	return float64(size) / in, float64(size) / out, nil
 }
 
 func (c calibration) String() string {

@@ -411,24 +411,28 @@ func benchmark(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
 	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
-	invoke, err := timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env)
-	if err != nil {
+	if cal.InvokeSeconds, err = timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env); err != nil {
 		return err
 	}
 	// The planner and finalizer run in this process, but their sockets are
 	// opened in the control namespace, so their S3 traffic is capped too.
 	shaped := shapedClient(base, control)
 	cal.LaunchRate = timeLaunch(ctx, nets, o.s3zip, e.endpoint, env)
-	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
-		return err
-	}
 	if cal.LinkRate, err = calibrateLink(ctx, base, shaped, bucket); err != nil {
 		return err
 	}
+	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
+		return err
+	}
+	if cal.ThroughGetRate, cal.ThroughIngestRate, err = calibrateLinks(ctx, base, nets, bucket); err != nil {
+		return err
+	}
+	fmt.Printf("links: all %d together carry %.0f MB/s in and %.0f MB/s out at once (%.1f and %.1f links' worth): the server's streaming capacity as the workers see it\n",
+		len(nets), cal.ThroughGetRate/1e6, cal.ThroughIngestRate/1e6, cal.ThroughGetRate/link, cal.ThroughIngestRate/link)
 	fmt.Printf("link: carries %.2f MB/s each way at once (%.0f%% of its rate): the model's bandwidth per worker\n", cal.LinkRate/1e6, 100*cal.LinkRate/link)
-	model := localModel(cal, invoke)
+	model := localModel(cal)
 	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
-		model, invoke*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
+		model, cal.InvokeSeconds*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
 
 	// Every run's prediction, made before any run.
 	preds := make([]plan.Prediction, len(active))

@@ -15,7 +15,7 @@ import (
 // localModel is plan.Model's local profile: this machine's server as
 // calibrated, the link each emulated Lambda gets, and the worker's own
 // concurrency. Prices stay AWS's, so auto weighs cost as it would there.
-func localModel(cal calibration, invoke float64) plan.Model {
+func localModel(cal calibration) plan.Model {
 	m := plan.DefaultModel
 	cfg := workflow.Config{}.Defaults()
 	m.WorkerBandwidth = cal.LinkRate
@@ -27,10 +27,10 @@ func localModel(cal calibration, invoke float64) plan.Model {
 	m.StartSeconds = cal.PlanSeconds
 	m.FinishSeconds = cal.FinishSeconds
 	m.LaunchRate = cal.LaunchRate
-	m.InvokeSeconds = invoke
+	m.InvokeSeconds = cal.InvokeSeconds
 	m.CompletePerPart = 0
 	m.ListPageSeconds = cal.RequestSeconds
-	m.ServerIngestRate, m.ServerGetRate, m.ServerCopyRate = cal.IngestRate, cal.GetRate, cal.CopyRate
+	m.ServerIngestRate, m.ServerGetRate, m.ServerCopyRate = cal.ThroughIngestRate, cal.ThroughGetRate, cal.CopyRate
 	m.ServerRequestRate = cal.RequestRate
 	m.CompletePerByte = cal.CompletePerByte
 	m.StreamPasses = 2
