@@ -191,7 +191,12 @@ func (r *report) updateReadme(path, chart string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n<!-- written by `make bench` (bench/netbench); edits here are overwritten -->\n", startMarker)
 	fmt.Fprintf(&b, "Each emulated Lambda's link is scaled to 1/%.0f of what the local S3 server was measured to take in, because on AWS S3 is thousands of Lambdas wide while one server on 2 cores is only a few 600 Mbit/s links wide. ", r.LinksWide)
-	b.WriteString("A run here stands for the same run on AWS with N Lambdas and an S3 that does not slow down: what it shows is N workers against one, and the model's local profile predicted every run before it ran.\n\n")
+	b.WriteString("A run here stands for the same run on AWS with N Lambdas and an S3 that does not slow down: what it shows is N workers against one, and the model's local profile predicted every run before it ran.")
+	if c := r.Calibration; c.ThroughGetRate > 0 && r.LinkBytesPerSecond > 0 {
+		fmt.Fprintf(&b, " Measured through the links, though, the machine carries only %.0f links' worth at once (all %d streaming: %.0f MB/s in, %.0f MB/s out; the proxy, the links and the workers share its 2 cores with the server), so beyond N = %.0f this machine, not the fan-out, bounds the streamed share; the model knows it (the local profile's server rates are these).",
+			min(c.ThroughGetRate, c.ThroughIngestRate)/r.LinkBytesPerSecond, r.Workers, c.ThroughGetRate/1e6, c.ThroughIngestRate/1e6, min(c.ThroughGetRate, c.ThroughIngestRate)/r.LinkBytesPerSecond)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Measured %s on %s with `%s` (bench/README.md says how).\n\n", r.When.Format("2006-01-02"), r.Machine, map[bool]string{true: "make " + r.Label, false: r.Command}[r.Label != ""])
 	b.WriteString(r.table())
 	if chart != "" {
@@ -201,6 +206,8 @@ func (r *report) updateReadme(path, chart string) error {
 		}
 		fmt.Fprintf(&b, "\n![wall time per run](%s)\n", rel)
 	}
+	lines, _, _ := r.verdict()
+	fmt.Fprintf(&b, "\nThe issue's targets, as the run printed them: `%s`.\n", strings.Join(lines, "`, `"))
 	b.WriteString(endMarker)
 	section := b.String()
 	s := string(raw)
@@ -227,7 +234,19 @@ func (s runSummary) modelError() float64 {
 // printVerdict prints the issue's three target numbers as the last three
 // lines, with the reason on the line before when one cannot be measured.
 func (r *report) printVerdict() {
-	var lines, why []string
+	lines, why, worst := r.verdict()
+	if worst != "" {
+		fmt.Println("model: largest error " + worst)
+	}
+	if len(why) > 0 {
+		fmt.Println("note: " + strings.Join(why, "; "))
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+}
+
+// verdict is the issue's three target numbers, one line each, why any is
+// not measured, and the run the model missed most, by how much.
+func (r *report) verdict() (lines, why []string, worstRun string) {
 	duo1, auto := r.find("duo-1"), r.find(fmt.Sprintf("auto-%d", r.Workers))
 	switch {
 	case duo1 != nil && auto != nil && auto.MedianSeconds > 0:
@@ -253,16 +272,14 @@ func (r *report) printVerdict() {
 		}
 	}
 	if worst >= 0 {
-		fmt.Printf("model: largest error %s (%s)\n", fmt.Sprintf("%.0f%%", 100*worst), worstRun)
 		lines = append(lines, fmt.Sprintf("model_max_error=%.2f", worst))
+		worstRun = fmt.Sprintf("%.0f%% (%s)", 100*worst, worstRun)
 	} else {
 		why = append(why, "model_max_error is na: no run succeeded")
 		lines = append(lines, "model_max_error=na")
+		worstRun = ""
 	}
-	if len(why) > 0 {
-		fmt.Println("note: " + strings.Join(why, "; "))
-	}
-	fmt.Println(strings.Join(lines, "\n"))
+	return lines, why, worstRun
 }
 
 func (r *report) missing(aName string, a *runSummary, bName string, b *runSummary) string {
