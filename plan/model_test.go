@@ -59,3 +59,16 @@ func TestModelPredictsOurs(t *testing.T) {
 	}
 	fmt.Print()
 }
+
+// A worker reads and sends each streamed byte at once, so a server that
+// serves and takes in streams side by side is bound by the slower of the
+// two, not by their sum; and every byte a chain's rounds assemble again
+// costs it CompletePerByte.
+func TestModelServerShare(t *testing.T) {
+	m := Model{WorkerBandwidth: 1e9, RequestLatency: 0.001, CopyRate: 1e9, Concurrency: 8,
+		ServerIngestRate: 100e6, ServerGetRate: 200e6, CompletePerByte: 1e-9}
+	s := Stats{StreamedBytes: 100e6, UploadParts: 20, Parts: 21, CopiedBytes: 50e6, ServerCopiedBytes: 250e6}
+	if got, want := m.Predict(s, Run{Workers: 10}).ServerSecs, 1.0+0.2; math.Abs(got-want) > 1e-9 {
+		t.Errorf("server share %.3f s, want %.3f (streamed at the slower 100 MB/s, and 200 MB assembled again at 1 s/GB)", got, want)
+	}
+}
