@@ -147,6 +147,9 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 			share = 1 / parts
 		}
 		stream = m.streamSeconds(int64(float64(s.StreamedBytes)*share), int64(float64(s.PipedBytes)*share), int(math.Ceil(float64(s.UploadParts+s.ChainParts)*share)), passes)
+		if s.UploadParts > 0 {
+			stream += streamWaits * m.RequestLatency
+		}
 		// Requests a worker makes, each a round trip, Concurrency at a time;
 		// a chain's steps one after another; copies move bytes at CopyRate.
 		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
@@ -199,12 +202,22 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	return p
 }
 
+// streamWaits are the round trips a worker streaming a part waits for
+// before and after its bytes flow, one after another: the GET of the
+// part's entries, its CRC probes (all at once), the first byte of its first
+// GET, and UploadPart's answer. Parts in flight together wait side by side,
+// so a worker pays them once.
+const streamWaits = 4
+
 // loadSeconds is how long one worker takes to stream a load's bytes, and to
 // make its requests: Concurrency round trips at a time, a chain's steps
 // (ChainSteps) one after the other, copies at CopyRate.
 func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	conc := float64(m.Concurrency)
 	stream = m.streamSeconds(l.StreamedBytes, l.PipedBytes, l.UploadParts+l.ChainParts, passes)
+	if l.UploadParts > 0 {
+		stream += streamWaits * m.RequestLatency
+	}
 	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get)
 	var chain float64
 	if l.ChainRounds > 0 {

@@ -234,10 +234,10 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 	return cal, nil
 }
 
-// linkSample is what calibrateLink moves each way, in pieces of
-// linkPiece; linksSample what calibrateLinks moves through each link.
+// linkSeconds is about how long one calibrateLink sample lasts, in pieces
+// of linkPiece; linksSample what calibrateLinks moves through each link.
 const (
-	linkSample  = 32 << 20
+	linkSeconds = 5
 	linkPiece   = 2 << 20
 	linksSample = 8 << 20
 )
@@ -245,13 +245,15 @@ const (
 // calibrateLink measures one shaped link's goodput as a worker uses it:
 // ranged GETs in and UploadParts out at the same time, a part's worth of
 // requests in flight each way, through the client shaped (dialled in a
-// namespace behind the link). The slower direction's rate is a sample's; the
-// link's is the median of three (one sample of 16 MiB varied from 66 to 92%
-// of the tc rate here, of 32 MiB from 86 to 91%).
-func calibrateLink(ctx context.Context, base, shaped *s3.Client, bkt string) (float64, error) {
+// namespace behind the link, whose tc rate is rate). The slower direction's
+// rate is a sample's; the link's is the median of three, each about
+// linkSeconds long (a sample of 2.7 s varied from 66 to 92% of the tc rate
+// here, of 5 s from 86 to 91%).
+func calibrateLink(ctx context.Context, base, shaped *s3.Client, bkt string, rate float64) (float64, error) {
+	size := max(int(rate*linkSeconds)/linkPiece, calibStreams) * linkPiece
 	var links []float64
 	for i := 0; i < 3; i++ {
-		r, err := sampleLink(ctx, base, shaped, bkt, linkSample, linkPiece, calibStreams)
+		r, err := sampleLink(ctx, base, shaped, bkt, size, linkPiece, calibStreams)
 		if err != nil {
 			return 0, err
 		}

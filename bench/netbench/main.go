@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,8 @@ const (
 
 type options struct {
 	count, repeats, linksWide int
+	throughWide               int
+	rateGiven                 bool // -rate fixes the link
 	perBatch                  int
 	scale                     []int
 	seed                      uint64
@@ -109,6 +112,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the data set")
 	scale := flag.String("scale", "1,2,4,8,16,32", "N: emulated Lambdas (namespaces) for the fanned-out runs, comma-separated, ascending")
 	flag.IntVar(&o.perBatch, "parts-per-batch", 1, "the Map's MaxItemsPerBatch for fanned-out runs: 1 keeps AWS's proportion of batches to workers on a data set this small")
+	flag.IntVar(&o.throughWide, "through-wide", 32, "then narrow each Lambda's link further, if needed, so that what all the worker links carry together through this machine (measured with every link streaming: the proxy, the links and the workers share the cores with the server) is this many links wide; 0 keeps -links-wide's link")
 	flag.IntVar(&o.linksWide, "links-wide", 64, "scale each Lambda's link to the calibrated server's UploadPart rate divided by this: twice the largest N, so that at N = 32 the server still has room for the links' uploads and downloads at once, as S3 has")
 	flag.IntVar(&o.repeats, "repeats", 3, "repetitions of every run (median, min, max)")
 	flag.StringVar(&o.s3zip, "s3zip", ".tools/bin/s3zip", "s3zip binary the workers run")
@@ -283,19 +287,29 @@ func (e *benchEnv) close(err *error) {
 // calibratePipeline runs a one-object archive through the real runner, as
 // the bench's runs go (planner and finalizer on their shaped link, a worker
 // in its namespace), for the fixed cost of planning and of finishing a run.
+// The object is one minimum part and a little more, archived by streaming:
+// a batch of one piped part between the two, so that each is timed alone
+// (a run with no batch would be all planning).
 func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.Client, nets []lambdaNet, control lambdaNet, s3zip, endpoint string, env []string) error {
-	const prefix = "pipeline-calibration/"
+	const prefix, size = "pipeline-calibration/", plan.MinPartSize + 1<<10
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
 	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin"),
-		Body: strings.NewReader("s3zip"), ContentLength: aws.Int64(5)}); err != nil {
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(size)}); err != nil {
 		return fmt.Errorf("calibrate the pipeline: %w", err)
 	}
 	var plans, finishes []float64
 	for i := 0; i < 3; i++ {
 		pool := newLambdaPool(nets, 1, s3zip, endpoint, env)
-		r := runSpec{Name: "pipeline", Strategy: "duo", Workers: 1, PartsPerBatch: 1}
+		r := runSpec{Name: "pipeline", Strategy: "stream", Workers: 1, PartsPerBatch: 1}
 		res := runOnceFrom(ctx, base, shaped, pool, nets[:1], control, r, i, nil, prefix)
 		if res.Err != "" {
 			return fmt.Errorf("calibrate the pipeline: %s", res.Err)
+		}
+		if res.Batches != 1 {
+			return fmt.Errorf("calibrate the pipeline: %d batches, want 1", res.Batches)
 		}
 		plans, finishes = append(plans, res.PlanSeconds), append(finishes, res.FinishSeconds)
 	}
@@ -338,7 +352,7 @@ func calibrateOnlyRun(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("create bucket %s: %w", calibBucket, err)
 	}
 	defer func() { err = errors.Join(err, emptyAndDeleteBucket(context.WithoutCancel(ctx), e.base, calibBucket)) }()
-	got, err := calibrateLink(ctx, e.base, shapedClient(e.base, e.control), calibBucket)
+	got, err := calibrateLink(ctx, e.base, shapedClient(e.base, e.control), calibBucket, link)
 	if err != nil {
 		return err
 	}
@@ -351,6 +365,7 @@ func calibrateOnlyRun(ctx context.Context, o options) (err error) {
 // o.sh.Rate.
 func linkRate(o *options, cal calibration) (float64, error) {
 	if o.sh.Rate != "" {
+		o.rateGiven = true
 		return parseRate(o.sh.Rate)
 	}
 	link := min(cal.IngestRate, cal.GetRate) / float64(o.linksWide)
@@ -411,6 +426,22 @@ func benchmark(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
 	fmt.Printf("data: %d objects, %s, uploaded %s in %.1f s\n", o.count, mib(total), map[bool]string{true: "with CRC-32s", false: "without checksums"}[o.sourceCRC], time.Since(t0).Seconds())
+	// What every link together carries through this machine, and the link
+	// narrowed so that this is -through-wide links wide.
+	if cal.ThroughGetRate, cal.ThroughIngestRate, err = calibrateLinks(ctx, base, nets, bucket); err != nil {
+		return err
+	}
+	through := min(cal.ThroughGetRate, cal.ThroughIngestRate)
+	fmt.Printf("links: all %d together carry %.0f MB/s in and %.0f MB/s out at once (%.1f links' worth): the server's streaming capacity as the workers see it\n",
+		len(nets), cal.ThroughGetRate/1e6, cal.ThroughIngestRate/1e6, through/link)
+	if o.throughWide > 0 && through/link < float64(o.throughWide) && !o.rateGiven {
+		link = through / float64(o.throughWide)
+		o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
+		if err := reshape(append(append([]lambdaNet{}, nets...), control), o.sh); err != nil {
+			return err
+		}
+		fmt.Printf("link: narrowed to %s (%.1f MB/s) so that the %.0f MB/s the links carry together is %d links wide\n", o.sh.Rate, link/1e6, through/1e6, o.throughWide)
+	}
 	if cal.InvokeSeconds, err = timeInvocation(ctx, nets[0], o.s3zip, e.endpoint, env); err != nil {
 		return err
 	}
@@ -418,17 +449,12 @@ func benchmark(ctx context.Context, o options) (err error) {
 	// opened in the control namespace, so their S3 traffic is capped too.
 	shaped := shapedClient(base, control)
 	cal.LaunchRate = timeLaunch(ctx, nets, o.s3zip, e.endpoint, env)
-	if cal.LinkRate, err = calibrateLink(ctx, base, shaped, bucket); err != nil {
+	if cal.LinkRate, err = calibrateLink(ctx, base, shaped, bucket, link); err != nil {
 		return err
 	}
 	if err := calibratePipeline(ctx, &cal, base, shaped, nets, control, o.s3zip, e.endpoint, env); err != nil {
 		return err
 	}
-	if cal.ThroughGetRate, cal.ThroughIngestRate, err = calibrateLinks(ctx, base, nets, bucket); err != nil {
-		return err
-	}
-	fmt.Printf("links: all %d together carry %.0f MB/s in and %.0f MB/s out at once (%.1f and %.1f links' worth): the server's streaming capacity as the workers see it\n",
-		len(nets), cal.ThroughGetRate/1e6, cal.ThroughIngestRate/1e6, cal.ThroughGetRate/link, cal.ThroughIngestRate/link)
 	fmt.Printf("link: carries %.2f MB/s each way at once (%.0f%% of its rate): the model's bandwidth per worker\n", cal.LinkRate/1e6, 100*cal.LinkRate/link)
 	model := localModel(cal)
 	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",

@@ -64,7 +64,11 @@ type shaping struct {
 
 // qdiscs are the tc commands (after "tc") that shape dev.
 func (s shaping) qdiscs(dev string) [][]string {
-	return [][]string{{"qdisc", "add", "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}}
+	return s.qdiscsVerb("add", dev)
+}
+
+func (s shaping) qdiscsVerb(verb, dev string) [][]string {
+	return [][]string{{"qdisc", verb, "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}}
 }
 
 // controlNet is the namespace of the planner and finalizer: on AWS they are
@@ -119,6 +123,23 @@ func setUpLambdas(n int, sh shaping) (workers []lambdaNet, control lambdaNet, er
 		return nil, control, fmt.Errorf("network for the planner and finalizer: %w", err)
 	}
 	return workers, control, nil
+}
+
+// reshape changes the shaping of links already set up, both ends.
+func reshape(links []lambdaNet, sh shaping) error {
+	for _, l := range links {
+		for _, q := range sh.qdiscsVerb("change", l.HostLink) {
+			if err := run("tc", append([]string{"-n", hubNS}, q...)...); err != nil {
+				return fmt.Errorf("reshape %s: %w", l.HostLink, err)
+			}
+		}
+		for _, q := range sh.qdiscsVerb("change", l.NSLink) {
+			if err := run("tc", append([]string{"-n", l.NS}, q...)...); err != nil {
+				return fmt.Errorf("reshape %s in %s: %w", l.NSLink, l.NS, err)
+			}
+		}
+	}
+	return nil
 }
 
 func setUpNetwork(l lambdaNet, sh shaping) error {

@@ -193,8 +193,13 @@ func (r *report) updateReadme(path, chart string) error {
 	fmt.Fprintf(&b, "Each emulated Lambda's link is scaled to 1/%.0f of what the local S3 server was measured to take in, because on AWS S3 is thousands of Lambdas wide while one server on 2 cores is only a few 600 Mbit/s links wide. ", r.LinksWide)
 	b.WriteString("A run here stands for the same run on AWS with N Lambdas and an S3 that does not slow down: what it shows is N workers against one, and the model's local profile predicted every run before it ran.")
 	if c := r.Calibration; c.ThroughGetRate > 0 && r.LinkBytesPerSecond > 0 {
-		fmt.Fprintf(&b, " Measured through the links, though, the machine carries only %.0f links' worth at once (all %d streaming: %.0f MB/s in, %.0f MB/s out; the proxy, the links and the workers share its 2 cores with the server), so beyond N = %.0f this machine, not the fan-out, bounds the streamed share; the model knows it (the local profile's server rates are these).",
-			min(c.ThroughGetRate, c.ThroughIngestRate)/r.LinkBytesPerSecond, r.Workers, c.ThroughGetRate/1e6, c.ThroughIngestRate/1e6, min(c.ThroughGetRate, c.ThroughIngestRate)/r.LinkBytesPerSecond)
+		wide := min(c.ThroughGetRate, c.ThroughIngestRate) / r.LinkBytesPerSecond
+		fmt.Fprintf(&b, " The server's own client overstates it, though: with all %d worker links streaming at once, the machine carried %.0f MB/s in and %.0f MB/s out (the proxy, the links and the workers share its 2 cores with the server), %.0f links' worth", r.Workers, c.ThroughGetRate/1e6, c.ThroughIngestRate/1e6, wide)
+		if wide+0.5 >= float64(r.Workers) {
+			fmt.Fprintf(&b, ", so the links were narrowed until it was: at every N here the links, not the machine, bound streaming, as S3 never bounds Lambdas.")
+		} else {
+			fmt.Fprintf(&b, ", so beyond N = %.0f this machine, not the fan-out, bounds the streamed share; the model knows it (the local profile's server rates are these).", wide)
+		}
 	}
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Measured %s on %s with `%s` (bench/README.md says how).\n\n", r.When.Format("2006-01-02"), r.Machine, map[bool]string{true: "make " + r.Label, false: r.Command}[r.Label != ""])
