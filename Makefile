@@ -68,7 +68,7 @@ demo:
 	@bash scripts/demo.sh
 
 .PHONY: bench bench-quick bench-get
-## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is 1/64 of the server, then the extract row (needs root; bench/README.md)
+## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is narrowed until the machine is 32 links wide, then the extract row (needs root; bench/README.md)
 bench: tools
 	@bash bench/run.sh full
 

@@ -194,9 +194,9 @@ func (r *report) updateReadme(path, chart string) error {
 	b.WriteString("A run here stands for the same run on AWS with N Lambdas and an S3 that does not slow down: what it shows is N workers against one, and the model's local profile predicted every run before it ran.")
 	if c := r.Calibration; c.ThroughGetRate > 0 && r.LinkBytesPerSecond > 0 {
 		wide := min(c.ThroughGetRate, c.ThroughIngestRate) / r.LinkBytesPerSecond
-		fmt.Fprintf(&b, " The server's own client overstates it, though: with all %d worker links streaming at once, the machine carried %.0f MB/s in and %.0f MB/s out (the proxy, the links and the workers share its 2 cores with the server), %.0f links' worth", r.Workers, c.ThroughGetRate/1e6, c.ThroughIngestRate/1e6, wide)
+		fmt.Fprintf(&b, " What the server's own client measures overstates what the workers get, though: with all %d worker links streaming at once the machine carried %.0f MB/s in and %.0f MB/s out (the proxy, the links and the workers share its 2 cores with the server), %.0f links' worth", r.Workers, c.ThroughGetRate/1e6, c.ThroughIngestRate/1e6, wide)
 		if wide+0.5 >= float64(r.Workers) {
-			fmt.Fprintf(&b, ", so the links were narrowed until it was: at every N here the links, not the machine, bound streaming, as S3 never bounds Lambdas.")
+			fmt.Fprintf(&b, " once each link was narrowed to that: at every N here the links, not the machine, bound streaming, as S3 never bounds Lambdas.")
 		} else {
 			fmt.Fprintf(&b, ", so beyond N = %.0f this machine, not the fan-out, bounds the streamed share; the model knows it (the local profile's server rates are these).", wide)
 		}
