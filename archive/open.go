@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -70,11 +71,38 @@ type Archive struct {
 
 	client      Client
 	endProblems []string // inconsistencies in the end records that did not stop reading
+	// tail is the object's last bytes from tailStart on, as Open read them
+	// beside its HEAD; reads within it are served from it.
+	tail      []byte
+	tailStart int64
 }
+
+// openTail is how much of the object's end Open reads at once, beside the
+// HEAD: the end records (at most 64 KiB and a bit) and, for an archive of up
+// to ten thousand entries or so, the whole central directory, so that
+// opening takes one round trip instead of three.
+const openTail = 1 << 20
 
 // Open reads the end records and the central directory of s3://bucket/key.
 // Structures it cannot read give a *FormatError; S3 failures are wrapped.
 func Open(ctx context.Context, client Client, bucket, key string) (*Archive, error) {
+	// The HEAD and a GET of the object's last openTail bytes go at once;
+	// the tail is used only if it is the HEAD's object (same ETag, same
+	// size), else the end is read again with If-Match, as without it.
+	type tailRead struct {
+		b            []byte
+		start, total int64
+		etag         string
+		err          error
+	}
+	tailc := make(chan tailRead, 1)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var t tailRead
+		t.b, t.start, t.total, t.etag, t.err = readSuffix(tctx, client, bucket, key, openTail)
+		tailc <- t
+	}()
 	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		return nil, fmt.Errorf("head s3://%s/%s: %w", bucket, key, err)
@@ -82,6 +110,9 @@ func Open(ctx context.Context, client Client, bucket, key string) (*Archive, err
 	a := &Archive{Bucket: bucket, Key: key, Size: aws.ToInt64(head.ContentLength), ETag: aws.ToString(head.ETag), client: client}
 	if head.ChecksumType != types.ChecksumTypeComposite {
 		a.ChecksumCRC32 = aws.ToString(head.ChecksumCRC32)
+	}
+	if t := <-tailc; t.err == nil && t.etag != "" && t.etag == a.ETag && t.total == a.Size && t.start+int64(len(t.b)) == a.Size {
+		a.tail, a.tailStart = t.b, t.start
 	}
 	if err := a.readEnd(ctx); err != nil {
 		return nil, err
@@ -96,8 +127,34 @@ func (a *Archive) formatErr(off int64, format string, args ...any) error {
 	return &FormatError{Bucket: a.Bucket, Key: a.Key, Offset: off, What: fmt.Sprintf(format, args...)}
 }
 
-// get opens a ranged GET of [start, end).
+// readSuffix reads the object's last n bytes (all of it if shorter) with a
+// suffix range, and says where they start, the object's size and its ETag.
+func readSuffix(ctx context.Context, client Client, bucket, key string, n int64) (b []byte, start, total int64, etag string, err error) {
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
+	if err != nil {
+		return nil, 0, 0, "", err
+	}
+	defer out.Body.Close()
+	var last int64
+	if _, err := fmt.Sscanf(aws.ToString(out.ContentRange), "bytes %d-%d/%d", &start, &last, &total); err != nil {
+		return nil, 0, 0, "", fmt.Errorf("suffix range answered with Content-Range %q", aws.ToString(out.ContentRange))
+	}
+	if last != total-1 || last < start || last-start+1 > n {
+		return nil, 0, 0, "", fmt.Errorf("suffix range answered with Content-Range %q", aws.ToString(out.ContentRange))
+	}
+	b = make([]byte, last-start+1)
+	if _, err := io.ReadFull(out.Body, b); err != nil {
+		return nil, 0, 0, "", err
+	}
+	return b, start, total, aws.ToString(out.ETag), nil
+}
+
+// get opens a ranged GET of [start, end), or a reader of the tail Open
+// read when the range is within it.
 func (a *Archive) get(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+	if a.tail != nil && start >= a.tailStart && end <= a.tailStart+int64(len(a.tail)) {
+		return io.NopCloser(bytes.NewReader(a.tail[start-a.tailStart : end-a.tailStart])), nil
+	}
 	in := &s3.GetObjectInput{
 		Bucket: aws.String(a.Bucket), Key: aws.String(a.Key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", start, end-1)),

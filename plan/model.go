@@ -303,6 +303,10 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	var cands []candidate
 	stats := map[int]Stats{}
 	heads := map[int]int{}
+	// batched is, for a built candidate, its time batch by batch over its
+	// time spread evenly (1 without PartsPerBatch); a share in between
+	// takes the ratio in between.
+	batched := map[int]float64{}
 	for _, k := range []int{-1, 0, 8} {
 		p, err := build(k)
 		if err != nil {
@@ -312,11 +316,20 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			}
 			return nil, err
 		}
-		stats[k], heads[k] = p.Stats(), len(p.CRCsNeeded())
+		stats[k], heads[k], batched[k] = p.Stats(), len(p.CRCsNeeded()), 1
+		if opts.PartsPerBatch > 0 {
+			r := run
+			r.HeadsUpFront = heads[k]
+			spread := model.Predict(stats[k], r).Seconds
+			r.Loads = p.Loads(opts.PartsPerBatch)
+			if spread > 0 {
+				batched[k] = model.Predict(stats[k], r).Seconds / spread
+			}
+		}
 	}
 	for k := -1; k <= 8; k++ {
 		st, ok := stats[k]
-		h := heads[k]
+		h, ratio := heads[k], batched[k]
 		if !ok && k > 0 && k < 8 {
 			s0, ok0 := stats[0]
 			s8, ok8 := stats[8]
@@ -325,13 +338,16 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			}
 			f := float64(k) / 8
 			st, h, ok = mixStats(s0, s8, f), int(float64(heads[0])*(1-f)+float64(heads[8])*f), true
+			ratio = batched[0]*(1-f) + batched[8]*f
 		}
 		if !ok {
 			continue
 		}
 		r := run
 		r.HeadsUpFront = h
-		cands = append(cands, candidate{k, model.Predict(st, r)})
+		pred := model.Predict(st, r)
+		pred.Seconds *= ratio
+		cands = append(cands, candidate{k, pred})
 	}
 	if len(cands) == 0 {
 		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}

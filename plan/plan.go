@@ -122,6 +122,12 @@ type Options struct {
 	// CostCap bounds auto's choice: at most this many times the cheapest
 	// plan's predicted cost (default 2).
 	CostCap float64
+	// PartsPerBatch is the part jobs one worker invocation will build (the
+	// Distributed Map's batch). With it auto times its candidates batch by
+	// batch as the Map hands them out (Plan.Loads): a worker builds a
+	// batch's parts side by side, but its batches one after another, which
+	// an even spread of the parts over the workers does not see. 0 spreads.
+	PartsPerBatch int
 }
 
 // Plan is the byte-exact layout of an archive and its parts.

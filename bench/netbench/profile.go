@@ -57,13 +57,13 @@ func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.P
 	if err != nil {
 		return plan.Prediction{}, err
 	}
-	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m})
-	if err != nil {
-		return plan.Prediction{}, fmt.Errorf("plan %s: %w", r.Name, err)
-	}
 	per := r.PartsPerBatch
 	if per == 0 {
 		per = plan.MaxParts
+	}
+	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m, PartsPerBatch: per})
+	if err != nil {
+		return plan.Prediction{}, fmt.Errorf("plan %s: %w", r.Name, err)
 	}
 	return m.Predict(pl.Stats(), plan.Run{Workers: r.Workers, Orchestrated: true, Loads: pl.Loads(per), HeadsUpFront: len(pl.CRCsNeeded())}), nil
 }
