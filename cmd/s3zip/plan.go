@@ -97,7 +97,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	start := time.Now()
-	opts := plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers}
+	// Planned and priced as the deployed planner plans and the Map runs it:
+	// in batches of the deployment's default size.
+	opts := plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
@@ -114,7 +116,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded())})
+	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(workflow.DefaultPartsPerBatch)})
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
 	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
 		// Every entry with data read, in pieces of the default size; text
