@@ -72,3 +72,23 @@ func TestModelServerShare(t *testing.T) {
 		t.Errorf("server share %.3f s, want %.3f (streamed at the slower 100 MB/s, and 200 MB assembled again at 1 s/GB)", got, want)
 	}
 }
+
+// Told the batch size, auto times its candidates batch by batch as the
+// Map runs them, so what it picks is, by that same measure, no slower than
+// duo's plan (which it has among its candidates).
+func TestAutoPricesBatchByBatch(t *testing.T) {
+	set := Challenge(600, 1)
+	for _, per := range []int{1, 8} {
+		for _, w := range []int{1, 16, 100} {
+			time := func(s Strategy) float64 {
+				p := mustPlan(t, set, Options{Strategy: s, Workers: w, PartsPerBatch: per})
+				return DefaultModel.Predict(p.Stats(), Run{Workers: w, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(per)}).Seconds
+			}
+			auto, duo := time(StrategyAuto), time(StrategyDuo)
+			t.Logf("%d parts per batch, %3d workers: auto %.1f s, duo %.1f s", per, w, auto, duo)
+			if auto > duo*1.001 {
+				t.Errorf("%d parts per batch, %d workers: auto's plan takes %.2f s batch by batch, duo's %.2f s", per, w, auto, duo)
+			}
+		}
+	}
+}
