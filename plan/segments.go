@@ -96,13 +96,12 @@ func SplitCRCProbes(segs []Segment, need []int) (probe, read []int) {
 	return probe, read
 }
 
-// Piped says whether a part whose data needs these CRC-32s (CRCProbes:
-// indexes into segs) is sent in one pass (GETs piped into UploadPart) rather
-// than assembled first: a few probes, and small ranges that together fit
-// MaxReadAhead. A part of many small entries is assembled: read ahead, it
-// would be all of it.
-func Piped(segs []Segment, need []int) bool {
-	probe, read := SplitCRCProbes(segs, need)
+// Piped says whether a part whose data needs these probes and reads ahead
+// (SplitCRCProbes: indexes into segs) is sent in one pass (GETs piped into
+// UploadPart) rather than assembled first: a few probes, and small ranges
+// that together fit MaxReadAhead. A part of many small entries is
+// assembled: read ahead, it would be all of it.
+func Piped(segs []Segment, probe, read []int) bool {
 	if len(probe) > MaxCRCProbes {
 		return false
 	}

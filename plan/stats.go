@@ -38,8 +38,8 @@ type Stats struct {
 	// LongestChain is the rounds of the longest chain part: built one after
 	// another, they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
-	// ChainSteps are the round trips the chain parts make one after
-	// another (ChainCost.Steps), summed; LongestChainSteps the longest
+	// ChainSteps are the round trips the chain parts wait for one after
+	// another (the function ChainSteps), summed; LongestChainSteps the longest
 	// chain's.
 	ChainSteps        int `json:"chainSteps,omitempty"`
 	LongestChainSteps int `json:"longestChainSteps,omitempty"`
@@ -114,8 +114,8 @@ func (p *Plan) partStats(part *Part) Stats {
 		// A worker's part whose CRC-32s a few copies tell is piped: each
 		// probe is an UploadPartCopy of the range into the part's number
 		// (small ranges are read ahead, by the GET counted above).
-		if need := CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }); !part.Final && Piped(segs, need) {
-			probes, _ := SplitCRCProbes(segs, need)
+		probes, reads := SplitCRCProbes(segs, CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }))
+		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
 			s.Requests.UploadPartCopy += len(probes)
 			for _, i := range probes {

@@ -44,11 +44,10 @@ var errNotPiped = errors.New("part not piped")
 // range.
 func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
-	need := plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok })
-	if !plan.Piped(segs, need) {
+	probes, reads := plan.SplitCRCProbes(segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
+	if !plan.Piped(segs, probes, reads) {
 		return nil, errNotPiped
 	}
-	probes, reads := plan.SplitCRCProbes(segs, need)
 	// The CRC-32 of every data segment: known, probed, or read ahead (its
 	// bytes then sent from memory).
 	segCRC := make([]uint32, len(segs))
@@ -59,8 +58,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 			i := reads[k-len(probes)]
 			s, e := segs[i], &entries[segs[i].Entry]
 			buf := make([]byte, s.To-s.From)
-			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
-			if err := getRange(ctx, c, src, s.From, s.To, buf, true); err != nil {
+			if err := getRange(ctx, c, sourceOf(e.Source), s.From, s.To, buf, true); err != nil {
 				return err
 			}
 			segCRC[i], probed[i], ahead[i] = crc32.ChecksumIEEE(buf), true, buf
@@ -128,8 +126,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 				pieces = append(pieces, bytes.NewReader(ahead[i]))
 				break
 			}
-			src := &sourceRef{Bucket: e.Source.Bucket, Key: e.Source.Key, ETag: e.Source.ETag, VersionID: e.Source.VersionID}
-			pieces = append(pieces, newRangeReader(ctx, c, src, s.From, s.To))
+			pieces = append(pieces, newRangeReader(ctx, c, sourceOf(e.Source), s.From, s.To))
 		default:
 			return nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
 		}

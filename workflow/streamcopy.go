@@ -30,7 +30,7 @@ import (
 // the reads, which If-Match also forbids). The payload is sent unsigned:
 // the CRC-32 S3 verifies covers it, and signing it would mean a third read.
 func (w *Worker) streamCopyRange(ctx context.Context, job *Job, item *plan.PartJob) (*PartResult, error) {
-	src := &sourceRef{Bucket: item.Source.Bucket, Key: item.Source.Key, ETag: item.Source.ETag, VersionID: item.Source.VersionID}
+	src := sourceOf(*item.Source)
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	crc, read, err := rangeCRC(ctx, w.S3, src, item)
 	if err != nil {
@@ -82,6 +82,12 @@ func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.Pa
 	}
 	crc, err := readCRC(ctx, c, src, from, to)
 	return crc, to - from, err
+}
+
+// sourceOf is a planned source as the reads name it: pinned by its ETag and
+// version.
+func sourceOf(s plan.Source) *sourceRef {
+	return &sourceRef{Bucket: s.Bucket, Key: s.Key, ETag: s.ETag, VersionID: s.VersionID}
 }
 
 // readCRC streams bytes [from, to) of a source through CRC-32.

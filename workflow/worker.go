@@ -304,8 +304,7 @@ func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *pla
 	buf, computed, err := plan.BuildPartWithTails(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
 		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
-			src := &sourceRef{Bucket: r.Entry.Source.Bucket, Key: r.Entry.Source.Key, ETag: r.Entry.Source.ETag, VersionID: r.Entry.Source.VersionID}
-			return getRange(ctx, c, src, r.From, r.To, r.Dst, true)
+			return getRange(ctx, c, sourceOf(r.Entry.Source), r.From, r.To, r.Dst, true)
 		})
 	}, tails)
 	if err != nil {
