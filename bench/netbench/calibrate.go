@@ -85,11 +85,7 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 			err = cerr
 		}
 	}()
-	data := make([]byte, calibSize)
-	rng := rand.New(rand.NewPCG(7, 7))
-	for i := 0; i+8 <= len(data); i += 8 {
-		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
-	}
+	data := seededBytes(calibSize, 7, 7)
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(calibBucket), Key: aws.String(calibObject),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(calibSize)}); err != nil {
 		return cal, fmt.Errorf("put calibration source: %w", err)
@@ -253,11 +249,11 @@ func calibrateLink(ctx context.Context, base, shaped *s3.Client, bkt string, rat
 	size := max(int(rate*linkSeconds)/linkPiece, calibStreams) * linkPiece
 	var links []float64
 	for i := 0; i < 3; i++ {
-		r, err := sampleLink(ctx, base, shaped, bkt, size, linkPiece, calibStreams)
+		in, out, err := sampleLink(ctx, base, shaped, bkt, "link-calibration.bin", size, settle)
 		if err != nil {
 			return 0, err
 		}
-		links = append(links, r)
+		links = append(links, min(in, out))
 	}
 	return median(links), nil
 }
@@ -275,7 +271,7 @@ func calibrateLinks(ctx context.Context, base *s3.Client, nets []lambdaNet, bkt 
 	err = forEach(ctx, len(nets), len(nets), func(ctx context.Context, k int) error {
 		gated := false
 		gate := func() { gated = true; ready.Done(); ready.Wait() }
-		in, out, err := sampleLinkEach(ctx, base, shapedClient(base, nets[k]), bkt, fmt.Sprintf("links-calibration-%d.bin", k), linksSample, linkPiece, calibStreams, gate)
+		in, out, err := sampleLink(ctx, base, shapedClient(base, nets[k]), bkt, fmt.Sprintf("links-calibration-%d.bin", k), linksSample, gate)
 		if !gated {
 			ready.Done() // failed while setting up: the others must not wait for it
 		}
@@ -294,22 +290,13 @@ func calibrateLinks(ctx context.Context, base *s3.Client, nets []lambdaNet, bkt 
 	return total / inSecs, total / outSecs, nil
 }
 
-// sampleLink moves size bytes each way at once, in pieces of piece bytes,
-// streams requests in flight each way, and returns the slower direction's
-// bytes/s.
-func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt string, size, piece, streams int) (float64, error) {
-	in, out, err := sampleLinkEach(ctx, base, shaped, bkt, "link-calibration.bin", size, piece, streams, settle)
-	return min(in, out), err
-}
-
-// sampleLinkEach is sampleLink's rate in and rate out, with its own key; it
-// calls ready when set up, just before it starts the clock.
-func sampleLinkEach(ctx context.Context, base, shaped *s3.Client, bkt, key string, size, piece, streams int, ready func()) (float64, float64, error) {
-	data := make([]byte, size)
-	rng := rand.New(rand.NewPCG(3, 3))
-	for i := 0; i+8 <= len(data); i += 8 {
-		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
-	}
+// sampleLink moves size bytes through shaped each way at once under key, in
+// pieces of linkPiece, calibStreams requests in flight each way, and returns
+// the bytes/s in and out; it calls ready when set up, just before it starts
+// the clock.
+func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt, key string, size int, ready func()) (float64, float64, error) {
+	const piece, streams = linkPiece, calibStreams
+	data := seededBytes(size, 3, 3)
 	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(key), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(size))}); err != nil {
 		return 0, 0, fmt.Errorf("put link sample: %w", err)
 	}
@@ -422,6 +409,17 @@ func timedNow(f func() error) (float64, error) {
 	t := time.Now()
 	err := f()
 	return time.Since(t).Seconds(), err
+}
+
+// seededBytes is n bytes of the PCG stream seeded with s1 and s2,
+// little-endian words (the last n%8 bytes zero).
+func seededBytes(n int, s1, s2 uint64) []byte {
+	b := make([]byte, n)
+	rng := rand.New(rand.NewPCG(s1, s2))
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+	}
+	return b
 }
 
 // settle writes every dirty page back to disk.

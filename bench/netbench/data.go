@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -33,14 +32,7 @@ func uploadDataSet(ctx context.Context, c *s3.Client, bucket, prefix string, cou
 	g.SetLimit(4)
 	for i, e := range entries {
 		g.Go(func() error {
-			body := make([]byte, e.Size)
-			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			for k := 0; k+8 <= len(body); k += 8 {
-				v := rng.Uint64()
-				for b := 0; b < 8; b++ {
-					body[k+b] = byte(v >> (8 * b))
-				}
-			}
+			body := seededBytes(int(e.Size), seed, uint64(i))
 			key := prefix + e.Source.Key[:2] + "/" + e.Source.Key
 			in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(e.Size)}
 			if withCRC {

@@ -133,18 +133,7 @@ func main() {
 	skip := flag.String("skip", "", "leave out these runs, comma-separated names (bench-quick leaves out stream-1, its longest)")
 	flag.Parse()
 	var err error
-	if *skip != "" {
-		o.skip = map[string]bool{}
-		for _, n := range strings.Split(*skip, ",") {
-			o.skip[strings.TrimSpace(n)] = true
-		}
-	}
-	if *only != "" {
-		o.only = map[string]bool{}
-		for _, n := range strings.Split(*only, ",") {
-			o.only[strings.TrimSpace(n)] = true
-		}
-	}
+	o.skip, o.only = nameSet(*skip), nameSet(*only)
 	if o.scale, err = parseScale(*scale); err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: -scale:", err)
 		os.Exit(2)
@@ -292,10 +281,7 @@ func (e *benchEnv) close(err *error) {
 // (a run with no batch would be all planning).
 func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.Client, nets []lambdaNet, control lambdaNet, s3zip, endpoint string, env []string) error {
 	const prefix, size = "pipeline-calibration/", plan.MinPartSize + 1<<10
-	body := make([]byte, size)
-	for i := range body {
-		body[i] = byte(i * 7)
-	}
+	body := seededBytes(size, 5, 5)
 	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin"),
 		Body: bytes.NewReader(body), ContentLength: aws.Int64(size)}); err != nil {
 		return fmt.Errorf("calibrate the pipeline: %w", err)
@@ -316,6 +302,23 @@ func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.C
 	cal.PlanSeconds, cal.FinishSeconds = median(plans), median(finishes)
 	_, err := base.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin")})
 	return err
+}
+
+// nameSet is a comma-separated list of run names as a set; "" is empty.
+func nameSet(list string) map[string]bool {
+	if list == "" {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		set[strings.TrimSpace(n)] = true
+	}
+	return set
+}
+
+// tcRate is bytes/s as a tc rate.
+func tcRate(bytesPerSecond float64) string {
+	return fmt.Sprintf("%dkbit", int64(bytesPerSecond*8/1000))
 }
 
 // shapedClient is base with its sockets opened in n's namespace, behind its
@@ -369,7 +372,7 @@ func linkRate(o *options, cal calibration) (float64, error) {
 		return parseRate(o.sh.Rate)
 	}
 	link := min(cal.IngestRate, cal.GetRate) / float64(o.linksWide)
-	o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
+	o.sh.Rate = tcRate(link)
 	return link, nil
 }
 
@@ -436,7 +439,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 		len(nets), cal.ThroughGetRate/1e6, cal.ThroughIngestRate/1e6, through/link)
 	if o.throughWide > 0 && through/link < float64(o.throughWide) && !o.rateGiven {
 		link = through / float64(o.throughWide)
-		o.sh.Rate = fmt.Sprintf("%dkbit", int64(link*8/1000))
+		o.sh.Rate = tcRate(link)
 		if err := reshape(append(append([]lambdaNet{}, nets...), control), o.sh); err != nil {
 			return err
 		}

@@ -62,13 +62,25 @@ type shaping struct {
 	Latency string // tbf queueing bound, e.g. 50ms
 }
 
-// qdiscs are the tc commands (after "tc") that shape dev.
-func (s shaping) qdiscs(dev string) [][]string {
-	return s.qdiscsVerb("add", dev)
+// qdiscs are the tc commands (after "tc") that shape dev; verb is add, or
+// change for a link already shaped.
+func (s shaping) qdiscs(verb, dev string) [][]string {
+	return [][]string{{"qdisc", verb, "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}}
 }
 
-func (s shaping) qdiscsVerb(verb, dev string) [][]string {
-	return [][]string{{"qdisc", verb, "dev", dev, "root", "tbf", "rate", s.Rate, "burst", s.Burst, "latency", s.Latency}}
+// shapeEnds shapes both ends of l's veth (verb as qdiscs).
+func shapeEnds(l lambdaNet, sh shaping, verb string) error {
+	for _, q := range sh.qdiscs(verb, l.HostLink) {
+		if err := run("tc", append([]string{"-n", hubNS}, q...)...); err != nil {
+			return fmt.Errorf("shape %s: %w", l.HostLink, err)
+		}
+	}
+	for _, q := range sh.qdiscs(verb, l.NSLink) {
+		if err := run("tc", append([]string{"-n", l.NS}, q...)...); err != nil {
+			return fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
+		}
+	}
+	return nil
 }
 
 // controlNet is the namespace of the planner and finalizer: on AWS they are
@@ -128,15 +140,8 @@ func setUpLambdas(n int, sh shaping) (workers []lambdaNet, control lambdaNet, er
 // reshape changes the shaping of links already set up, both ends.
 func reshape(links []lambdaNet, sh shaping) error {
 	for _, l := range links {
-		for _, q := range sh.qdiscsVerb("change", l.HostLink) {
-			if err := run("tc", append([]string{"-n", hubNS}, q...)...); err != nil {
-				return fmt.Errorf("reshape %s: %w", l.HostLink, err)
-			}
-		}
-		for _, q := range sh.qdiscsVerb("change", l.NSLink) {
-			if err := run("tc", append([]string{"-n", l.NS}, q...)...); err != nil {
-				return fmt.Errorf("reshape %s in %s: %w", l.NSLink, l.NS, err)
-			}
+		if err := shapeEnds(l, sh, "change"); err != nil {
+			return fmt.Errorf("reshape: %w", err)
 		}
 	}
 	return nil
@@ -158,17 +163,7 @@ func setUpNetwork(l lambdaNet, sh shaping) error {
 			return err
 		}
 	}
-	for _, q := range sh.qdiscs(l.HostLink) {
-		if err := run("tc", append([]string{"-n", hubNS}, q...)...); err != nil {
-			return fmt.Errorf("shape %s: %w", l.HostLink, err)
-		}
-	}
-	for _, q := range sh.qdiscs(l.NSLink) {
-		if err := run("tc", append([]string{"-n", l.NS}, q...)...); err != nil {
-			return fmt.Errorf("shape %s in %s: %w", l.NSLink, l.NS, err)
-		}
-	}
-	return nil
+	return shapeEnds(l, sh, "add")
 }
 
 // dialIn returns a DialContext that opens its sockets inside namespace ns: a

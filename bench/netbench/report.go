@@ -282,7 +282,6 @@ func (r *report) verdict() (lines, why []string, worstRun string) {
 	} else {
 		why = append(why, "model_max_error is na: no run succeeded")
 		lines = append(lines, "model_max_error=na")
-		worstRun = ""
 	}
 	return lines, why, worstRun
 }
