@@ -111,7 +111,7 @@ func Open(ctx context.Context, client Client, bucket, key string) (*Archive, err
 	if head.ChecksumType != types.ChecksumTypeComposite {
 		a.ChecksumCRC32 = aws.ToString(head.ChecksumCRC32)
 	}
-	if t := <-tailc; t.err == nil && t.etag != "" && t.etag == a.ETag && t.total == a.Size && t.start+int64(len(t.b)) == a.Size {
+	if t := <-tailc; t.err == nil && t.etag != "" && t.etag == a.ETag && t.total == a.Size {
 		a.tail, a.tailStart = t.b, t.start
 	}
 	if err := a.readEnd(ctx); err != nil {
@@ -128,7 +128,8 @@ func (a *Archive) formatErr(off int64, format string, args ...any) error {
 }
 
 // readSuffix reads the object's last n bytes (all of it if shorter) with a
-// suffix range, and says where they start, the object's size and its ETag.
+// suffix range, and says where they start, the object's size and its ETag;
+// it checks that they run to the object's end.
 func readSuffix(ctx context.Context, client Client, bucket, key string, n int64) (b []byte, start, total int64, etag string, err error) {
 	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
 	if err != nil {
