@@ -162,14 +162,7 @@ func calibrate(ctx context.Context, c *s3.Client) (cal calibration, err error) {
 	// Ranged GETs.
 	secs, err = timed(func() error {
 		return forEach(ctx, pieces, calibStreams, func(ctx context.Context, i int) error {
-			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(calibBucket), Key: aws.String(calibObject),
-				Range: aws.String(fmt.Sprintf("bytes=%d-%d", i*calibPiece, (i+1)*calibPiece-1))})
-			if err != nil {
-				return fmt.Errorf("GetObject: %w", err)
-			}
-			defer out.Body.Close()
-			_, err = io.Copy(io.Discard, out.Body)
-			return err
+			return getPiece(ctx, c, calibBucket, calibObject, i, calibPiece)
 		})
 	})
 	if err != nil {
@@ -313,14 +306,7 @@ func sampleLink(ctx context.Context, base, shaped *s3.Client, bkt, key string, s
 	g.Go(func() (err error) {
 		in, err = timedNow(func() error {
 			return forEach(gctx, pieces, streams, func(ctx context.Context, i int) error {
-				o, err := shaped.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bkt), Key: aws.String(key),
-					Range: aws.String(fmt.Sprintf("bytes=%d-%d", i*piece, (i+1)*piece-1))})
-				if err != nil {
-					return fmt.Errorf("GetObject: %w", err)
-				}
-				defer o.Body.Close()
-				_, err = io.Copy(io.Discard, o.Body)
-				return err
+				return getPiece(ctx, shaped, bkt, key, i, piece)
 			})
 		})
 		return err
@@ -409,6 +395,18 @@ func timedNow(f func() error) (float64, error) {
 	t := time.Now()
 	err := f()
 	return time.Since(t).Seconds(), err
+}
+
+// getPiece GETs the i-th piece of size bytes of an object and drops it.
+func getPiece(ctx context.Context, c *s3.Client, bkt, key string, i, size int) error {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bkt), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", i*size, (i+1)*size-1))})
+	if err != nil {
+		return fmt.Errorf("GetObject: %w", err)
+	}
+	defer out.Body.Close()
+	_, err = io.Copy(io.Discard, out.Body)
+	return err
 }
 
 // seededBytes is n bytes of the PCG stream seeded with s1 and s2,
