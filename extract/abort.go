@@ -36,9 +36,10 @@ type Aborter struct {
 
 // Abort undoes a failed execution: it aborts the multipart uploads of the
 // planned keys begun since the execution started, deletes the objects
-// under the destination that carry this execution's metadata (each with
-// If-Match on the ETag it saw, so a concurrent writer's object is never
-// deleted) and deletes the work prefix. It is idempotent.
+// under the destination that carry this execution's metadata and were not
+// there before it (each with If-Match on the ETag it saw, so a concurrent
+// writer's object is never deleted) and deletes the work prefix. It is
+// idempotent.
 func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	var cause struct{ Error, Cause string }
@@ -66,23 +67,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		}
 	}
 	if ex.JobsKey != "" && ex.DestBucket != "" {
-		// Without the jobs (never written, or lost) every key under the
-		// prefix is looked at; only this execution's are touched.
-		var keys map[string]bool
-		if jobs, err := readJobs(ctx, a.S3, &ex); err == nil {
-			keys = map[string]bool{ex.reportKey(): true}
-			for _, j := range jobs {
-				for _, it := range j.Items {
-					keys[it.Key] = true
-				}
-			}
-		} else if !isNotFound(err) {
-			return nil, err
-		}
-		if err := sweepUploads(ctx, a.S3, &ex, keys); err != nil {
-			return nil, err
-		}
-		n, err := deleteOwn(ctx, a.S3, &ex, keys)
+		n, err := undoWrites(ctx, a.S3, &ex)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +80,39 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		cause.Error = "Error"
 	}
 	return &AbortOutput{Error: cause.Error, Cause: cause.Cause}, nil
+}
+
+// undoWrites aborts the execution's open uploads and deletes the objects it
+// wrote where there was none before; objects it replaced (an --overwrite
+// run) keep their new content, since deleting them would lose what was
+// there. It returns how many objects it deleted.
+func undoWrites(ctx context.Context, c Client, ex *Extraction) (int, error) {
+	// Without the jobs (never written, or lost) every key under the prefix
+	// is looked at; only this execution's are touched, and none at all in
+	// an --overwrite run, which cannot tell which of them it replaced.
+	var planned, fresh map[string]bool
+	if jobs, err := readJobs(ctx, c, ex); err == nil {
+		planned, fresh = map[string]bool{ex.reportKey(): true}, map[string]bool{}
+		if !ex.ReplacesReport {
+			fresh[ex.reportKey()] = true
+		}
+		for _, j := range jobs {
+			for _, it := range j.Items {
+				planned[it.Key] = true
+				if !it.Replaces {
+					fresh[it.Key] = true
+				}
+			}
+		}
+	} else if !isNotFound(err) {
+		return 0, err
+	} else if ex.Overwrite {
+		fresh = map[string]bool{}
+	}
+	if err := sweepUploads(ctx, c, ex, planned); err != nil {
+		return 0, err
+	}
+	return deleteOwn(ctx, c, ex, fresh)
 }
 
 // sweepUploads aborts the multipart uploads under the destination prefix

@@ -109,6 +109,12 @@ type Item struct {
 	CRC32          uint32    `json:"crc32"`
 	Modified       time.Time `json:"modified"`
 	ContentType    string    `json:"contentType,omitempty"`
+	// Replaces: an object was at Key when the extraction was planned (an
+	// --overwrite run). It is replaced by the entry's complete content in
+	// one write and never deleted, not even when the run fails, so the key
+	// holds the old bytes or the new ones. Every other key is written only
+	// if still free (If-None-Match), so Abort may delete what it wrote there.
+	Replaces bool `json:"replaces,omitempty"`
 }
 
 // Range is [Start, End) of the archive.
@@ -157,6 +163,8 @@ type Plan struct {
 type RefusedError struct {
 	Archive string
 	Entries []Skipped
+	// Fix says what to do; empty, the hint for unsafe and unsupported entries.
+	Fix string
 }
 
 func (e *RefusedError) Error() string {
@@ -169,7 +177,11 @@ func (e *RefusedError) Error() string {
 		}
 		fmt.Fprintf(&b, "\n  %q %s", s.Name, s.Why)
 	}
-	b.WriteString("\n(unsafe names are always refused; unsupported compression methods and encryption can be skipped with --skip-unsupported)")
+	fix := e.Fix
+	if fix == "" {
+		fix = "unsafe names are always refused; unsupported compression methods and encryption can be skipped with --skip-unsupported"
+	}
+	b.WriteString("\n(" + fix + ")")
 	return b.String()
 }
 
@@ -224,6 +236,28 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 		return nil, nil, &RefusedError{Archive: a.String(), Entries: refused}
 	}
 	return keep, skipped, nil
+}
+
+// Reserved lists the entries kept by Check whose keys an extraction into
+// s3://destBucket/prefix must never write, each with why: the archive being
+// read (replacing it mid-run breaks the run, and a failed run's clean-up
+// would then delete it) and keys under workPrefix, which is s3zip's own
+// (work objects live there and cleanup deletes there), in any bucket.
+func Reserved(a *archive.Archive, destBucket, prefix, workPrefix string, keep []int) []Skipped {
+	var out []Skipped
+	check := func(name, key string) {
+		switch {
+		case destBucket == a.Bucket && key == a.Key:
+			out = append(out, Skipped{name, fmt.Sprintf("would be written to s3://%s/%s, the archive being extracted", destBucket, key)})
+		case strings.HasPrefix(key, workPrefix):
+			out = append(out, Skipped{name, fmt.Sprintf("would be written to s3://%s/%s, under the work prefix %s that s3zip keeps for its work objects and cleanup deletes", destBucket, key, workPrefix)})
+		}
+	}
+	check(ReportName, prefix+ReportName)
+	for _, i := range keep {
+		check(a.Entries[i].Name, prefix+a.Entries[i].Name)
+	}
+	return out
 }
 
 // layoutProblems lists entries whose local header and data (from the
