@@ -11,6 +11,7 @@ package extract
 
 import (
 	"fmt"
+	"io/fs"
 	"mime"
 	"path"
 	"sort"
@@ -201,6 +202,10 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 			refused = append(refused, Skipped{e.Name, why})
 			continue
 		}
+		if why := notAFile(e); why != "" {
+			skipped = append(skipped, Skipped{e.Name, why})
+			continue
+		}
 		if why := unsupported(e); why != "" {
 			if opts.SkipUnsupported {
 				skipped = append(skipped, Skipped{e.Name, why})
@@ -210,10 +215,7 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 			continue
 		}
 		if e.IsDir() {
-			if e.UncompressedSize != 0 {
-				refused = append(refused, Skipped{e.Name, fmt.Sprintf("is a directory entry with %d bytes of content", e.UncompressedSize)})
-			}
-			continue
+			continue // a folder: S3 has none to make
 		}
 		// Names equal after Unicode NFC normalisation (é as one code point
 		// or as e + combining accent) are the same file to most file
@@ -307,6 +309,31 @@ func unsafeName(name string) string {
 	}
 	if len(name) > 1024-64 {
 		return fmt.Sprintf("is %d bytes long; S3 keys are at most 1024 bytes with the prefix", len(name))
+	}
+	return ""
+}
+
+// notAFile says why an entry that is not a regular file or an empty
+// directory cannot become an object, or "": what a symbolic link's data
+// holds is its target, a directory's data or a device's has no file to go
+// into. Such entries are skipped (and listed), never written.
+func notAFile(e *archive.Entry) string {
+	m := e.Mode
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "is a symbolic link (S3 has no links; its data is the link's target, not a file's content)"
+	case m&fs.ModeCharDevice != 0:
+		return "is a character device file (not a file with content)"
+	case m&fs.ModeDevice != 0:
+		return "is a block device file (not a file with content)"
+	case m&fs.ModeNamedPipe != 0:
+		return "is a named pipe (not a file with content)"
+	case m&fs.ModeSocket != 0:
+		return "is a socket (not a file with content)"
+	case e.IsDir() && e.UncompressedSize != 0:
+		return fmt.Sprintf("is a directory entry with %d bytes of data (a directory has no content to write)", e.UncompressedSize)
+	case m.IsDir() && !e.IsDir():
+		return "is a directory (its mode says so) without the trailing / of a directory's name"
 	}
 	return ""
 }

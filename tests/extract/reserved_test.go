@@ -4,6 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +88,72 @@ func TestExtractRefusesWorkPrefix(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pySpecial writes an archive as a Unix zip tool would store a tree with a
+// symbolic link, a directory entry carrying data, a character device and a
+// named pipe beside two files.
+const pySpecial = `
+import sys, zipfile
+def add(z, name, mode, data):
+    i = zipfile.ZipInfo(name, (2024, 1, 2, 3, 4, 6))
+    i.create_system = 3
+    i.external_attr = mode << 16
+    z.writestr(i, data)
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    add(z, "file.txt", 0o100644, b"a file\n" * 100)
+    add(z, "link", 0o120777, b"file.txt")
+    add(z, "etc-passwd", 0o120777, b"/etc/passwd")
+    add(z, "dir/", 0o040755, b"a directory holding data")
+    add(z, "tty", 0o020620, b"")
+    add(z, "pipe", 0o010644, b"")
+    add(z, "dir2/file.txt", 0o100644, b"another file\n")
+`
+
+// TestExtractSkipsSpecialFiles: symbolic links, directory entries with data,
+// device files and named pipes of a third-party archive are not objects:
+// they are skipped, each listed with why in the result and the report, and
+// the files beside them are extracted.
+func TestExtractSkipsSpecialFiles(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.py"), []byte(pySpecial), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "python3", "s.py", "special.zip")
+	b, err := os.ReadFile(filepath.Join(dir, "special.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.PutObject(t, "src", "special.zip", b)
+	res, err := w.extract(t, nil, "special.zip", "special/", extract.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.same(t, "special/", map[string][]byte{"file.txt": bytes.Repeat([]byte("a file\n"), 100), "dir2/file.txt": []byte("another file\n")})
+	want := map[string]string{"link": "symbolic link", "etc-passwd": "symbolic link", "dir/": "directory", "tty": "device", "pipe": "named pipe"}
+	got := map[string]string{}
+	for _, s := range res.Skipped {
+		got[s.Name] = s.Why
+	}
+	var report struct{ Skipped []extract.Skipped }
+	if err := json.Unmarshal(w.srv.GetObject(t, "dst", "special/"+extract.ReportName), &report); err != nil {
+		t.Fatal(err)
+	}
+	inReport := map[string]bool{}
+	for _, s := range report.Skipped {
+		inReport[s.Name] = true
+	}
+	for name, why := range want {
+		if !strings.Contains(got[name], why) {
+			t.Errorf("entry %q: skipped because %q, want it skipped as a %s", name, got[name], why)
+		}
+		if !inReport[name] {
+			t.Errorf("entry %q: not listed in the report's skipped entries", name)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("skipped %v, want exactly %v", got, want)
 	}
 }
