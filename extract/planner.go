@@ -95,6 +95,9 @@ func (e *Extraction) archive() *archive.Archive {
 // reportKey is the report object's key.
 func (e *Extraction) reportKey() string { return e.Prefix + ReportName }
 
+// extractionName is the Extraction's copy in its work prefix.
+const extractionName = "extraction.json"
+
 // maxJobJSON bounds one job's JSON, so that a batch fits the Distributed
 // Map's 256 KiB input (ItemBatcher MaxInputBytesPerBatch).
 const maxJobJSON = 64 << 10
@@ -121,7 +124,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if in.Execution == "" {
 		return nil, requestError("no execution name")
 	}
-	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.workPrefix(in.Execution)}
+	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.ExecutionPrefix(in.Execution)}
 	ex.Archive.Bucket, ex.Archive.Key = req.Archive.Bucket, req.Archive.Key
 	var problems []string
 	if req.Archive.Bucket == "" || req.Archive.Key == "" || strings.HasSuffix(req.Archive.Key, "/") {
@@ -213,6 +216,12 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	}
 	ex.JobsKey = ex.WorkPrefix + "jobs.jsonl"
 	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.JobsKey, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	// The state, kept beside the jobs for a clean-up that finds the work of
+	// a run killed before its Abort could run (Aborter.AbortDead).
+	doc, _ := json.Marshal(ex)
+	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc); err != nil {
 		return nil, err
 	}
 	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", a.String(), "entries", ex.Entries,
