@@ -82,6 +82,9 @@ type Result struct {
 type ExistsError struct {
 	Bucket string
 	Keys   []string
+	// Appeared: an --overwrite run met them after planning, when they were
+	// free; it replaces only what was there when it planned.
+	Appeared bool
 }
 
 func (e *ExistsError) Error() string {
@@ -89,6 +92,10 @@ func (e *ExistsError) Error() string {
 	more := ""
 	if len(e.Keys) > len(shown) {
 		more = fmt.Sprintf(" … and %d more", len(e.Keys)-len(shown))
+	}
+	if e.Appeared {
+		return fmt.Sprintf("%d objects appeared in s3://%s where the archive's entries would go after the extraction was planned: %s%s (another writer is using the prefix; --overwrite replaces only what was there when the run planned: run again)",
+			len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
 	}
 	return fmt.Sprintf("%d objects already exist in s3://%s where the archive's entries would go: %s%s (use --overwrite to replace them)",
 		len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
@@ -342,7 +349,7 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-			return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
+			return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, x.classify(err, d, it.Key))
 		}
 		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
@@ -464,7 +471,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil && !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, x.classify(err, d, it.Key))
 	}
 	x.wrote(it)
 	return nil
@@ -521,7 +528,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-			return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+			return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, x.classify(err, d, it.Key))
 		}
 		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
@@ -549,7 +556,7 @@ func (x *executor) writeReport(ctx context.Context, res *Result) (string, error)
 	}
 	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
 		if _, ours, herr := owner(ctx, x.c, d, key, x.ex.Execution); herr != nil || !ours || !s3ref.IsCode(err, "PreconditionFailed") {
-			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key)))
+			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, x.classify(err, d, key)))
 		}
 	}
 	return fmt.Sprintf("s3://%s/%s", d, key), nil
@@ -573,10 +580,10 @@ func sourceChanged(err error, a *archive.Archive) error {
 	return err
 }
 
-func classify(err error, bucket, key string) error {
+func (x *executor) classify(err error, bucket, key string) error {
 	switch {
 	case s3ref.IsCode(err, "PreconditionFailed"):
-		return &ExistsError{Bucket: bucket, Keys: []string{key}}
+		return &ExistsError{Bucket: bucket, Keys: []string{key}, Appeared: x.ex.Overwrite}
 	case s3ref.IsCode(err, "BadDigest", "InvalidPart"):
 		return &ChecksumError{fmt.Sprintf("S3 refused s3://%s/%s: its bytes do not have the central directory's CRC-32 (%v)", bucket, key, err)}
 	}
