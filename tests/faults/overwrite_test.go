@@ -45,12 +45,6 @@ func (w *extractWorld) prefill(t *testing.T, prefix string) map[string][]byte {
 func (w *extractWorld) judgeOverwrite(t *testing.T, started time.Time, prefix string, old map[string][]byte, err error) {
 	t.Helper()
 	var f findings
-	if err == nil {
-		f.bad("the run succeeded; the scenario needs it to fail part-way")
-	} else {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		f.add(msg)
-	}
 	list, lerr := w.direct.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("dst"), Prefix: &prefix})
 	if lerr != nil {
 		t.Fatal(lerr)
@@ -90,6 +84,12 @@ func (w *extractWorld) judgeOverwrite(t *testing.T, started time.Time, prefix st
 		f.bad("no object was replaced before the failure; the scenario tests nothing")
 	}
 	f.add(fmt.Sprintf("%d kept, %d replaced by the archive's, %d missing", kept, replaced, len(missing)))
+	if err == nil {
+		f.bad("the run succeeded; the scenario needs it to fail part-way")
+	} else {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		f.add(msg)
+	}
 	w.conclude(t, started, nil, "every object as it was or as the archive has it", f.obs, !f.failed)
 }
 
@@ -136,8 +136,8 @@ func (f *failLastWrite) CompleteMultipartUpload(ctx context.Context, in *s3.Comp
 
 // TestExtractOverwriteNeverLoses: an --overwrite extraction into a prefix
 // holding older copies of some entries fails at its last write (failed) or
-// has its batch killed mid-copy and is then aborted (killed, as the state
-// machine's Abort or `s3zip cleanup` undoes it). Either way every object the
+// has its batch killed mid-copy and is then undone as the state machine's
+// Abort or `s3zip cleanup` undoes it (killed). Either way every object the
 // user had is still there, with its old bytes or the archive's.
 func TestExtractOverwriteNeverLoses(t *testing.T) {
 	w := newExtractWorld(t)
@@ -153,19 +153,30 @@ func TestExtractOverwriteNeverLoses(t *testing.T) {
 		_, err := extract.Run(ctx, f, req, nil)
 		w.judgeOverwrite(t, started, prefix, old, err)
 	})
-	t.Run("killed", func(t *testing.T) {
-		started := time.Now()
-		prefix := "out/overwrite-killed/"
-		old := w.prefill(t, prefix)
-		cfg := extract.Config{WorkBucket: "work", BatchSize: 100, Workers: 1}
-		execution := "overwrite-killed"
-		// Jobs run largest first, one at a time: the batch is killed once
-		// copy/large.bin's three parts are copied; that entry is written
-		// (writes in flight finish), no job starts after it.
-		ex, _, kerr := w.killedBatch(t, cfg, prefix, execution, true, 3)
-		if _, err := (&extract.Aborter{S3: w.direct, Config: cfg}).Abort(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution}); err != nil {
-			kerr = fmt.Errorf("abort: %w", err)
-		}
-		w.judgeOverwrite(t, started, prefix, old, fmt.Errorf("batch killed mid-copy: %w", kerr))
-	})
+	// Killed: the state machine's Abort gets the extraction as its state;
+	// `s3zip cleanup` after a kill -9 finds it in the work prefix.
+	for _, how := range []string{"aborted", "cleaned up"} {
+		t.Run("killed, "+how, func(t *testing.T) {
+			started := time.Now()
+			prefix := "out/overwrite-killed-" + strings.ReplaceAll(how, " ", "-") + "/"
+			old := w.prefill(t, prefix)
+			cfg := extract.Config{WorkBucket: "work", BatchSize: 100, Workers: 1}
+			execution := "overwrite-killed-" + strings.ReplaceAll(how, " ", "-")
+			// Jobs run largest first, one at a time: the batch is killed once
+			// copy/large.bin's three parts are copied; that entry is written
+			// (writes in flight finish), no job starts after it.
+			ex, _, kerr := w.killedBatch(t, cfg, prefix, execution, true, 3)
+			a := &extract.Aborter{S3: w.direct, Config: cfg}
+			var err error
+			if how == "aborted" {
+				_, err = a.Abort(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
+			} else {
+				_, err = a.AbortDead(ctx, execution)
+			}
+			if err != nil {
+				kerr = fmt.Errorf("%s: %w", how, err)
+			}
+			w.judgeOverwrite(t, started, prefix, old, fmt.Errorf("batch killed mid-copy: %w", kerr))
+		})
+	}
 }
