@@ -105,7 +105,7 @@ func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput
 // undoWrites aborts the execution's open uploads and deletes the objects it
 // wrote where there was none before; objects it replaced (an --overwrite
 // run) keep their new content, since deleting them would lose what was
-// there. It returns how many objects it deleted.
+// there. It returns how many uploads it aborted and objects it deleted.
 func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted int, err error) {
 	// Without the jobs (never written, or lost) every key under the prefix
 	// is looked at; only this execution's are touched, and none at all in
