@@ -54,6 +54,14 @@ func fileMode(versionMadeBy uint16, external uint32, name string) fs.FileMode {
 			mode |= fs.ModeDir
 		case zipformat.UnixTypeSymlink:
 			mode |= fs.ModeSymlink
+		case zipformat.UnixTypeFIFO:
+			mode |= fs.ModeNamedPipe
+		case zipformat.UnixTypeChar:
+			mode |= fs.ModeDevice | fs.ModeCharDevice
+		case zipformat.UnixTypeBlock:
+			mode |= fs.ModeDevice
+		case zipformat.UnixTypeSocket:
+			mode |= fs.ModeSocket
 		}
 	} else {
 		mode = 0o644

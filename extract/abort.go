@@ -21,10 +21,15 @@ import (
 // execution.
 type AbortInput = workflow.AbortInput
 
-// AbortOutput is the root cause, for the Fail state.
+// AbortOutput is the root cause, for the Fail state, and what was removed.
 type AbortOutput struct {
 	Error string `json:"error"`
 	Cause string `json:"cause"`
+	// UploadsAborted, ObjectsDeleted (extracted objects) and WorkDeleted
+	// (work objects) count what this Abort removed.
+	UploadsAborted int `json:"uploadsAborted"`
+	ObjectsDeleted int `json:"objectsDeleted"`
+	WorkDeleted    int `json:"workDeleted"`
 }
 
 // Aborter is the Abort state's handler.
@@ -36,9 +41,10 @@ type Aborter struct {
 
 // Abort undoes a failed execution: it aborts the multipart uploads of the
 // planned keys begun since the execution started, deletes the objects
-// under the destination that carry this execution's metadata (each with
-// If-Match on the ETag it saw, so a concurrent writer's object is never
-// deleted) and deletes the work prefix. It is idempotent.
+// under the destination that carry this execution's metadata and were not
+// there before it (each with If-Match on the ETag it saw, so a concurrent
+// writer's object is never deleted) and deletes the work prefix. It is
+// idempotent.
 func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	var cause struct{ Error, Cause string }
@@ -52,7 +58,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 	if execution == "" {
 		return nil, requestError("abort: no execution name")
 	}
-	workPrefix := cfg.workPrefix(execution)
+	workPrefix := cfg.ExecutionPrefix(execution)
 	if ex.WorkPrefix != "" {
 		workPrefix = ex.WorkPrefix
 	}
@@ -65,54 +71,93 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 			cause.Error, cause.Cause = e, c
 		}
 	}
+	out := &AbortOutput{Error: cause.Error, Cause: cause.Cause}
 	if ex.JobsKey != "" && ex.DestBucket != "" {
-		// Without the jobs (never written, or lost) every key under the
-		// prefix is looked at; only this execution's are touched.
-		var keys map[string]bool
-		if jobs, err := readJobs(ctx, a.S3, &ex); err == nil {
-			keys = map[string]bool{ex.reportKey(): true}
-			for _, j := range jobs {
-				for _, it := range j.Items {
-					keys[it.Key] = true
-				}
-			}
-		} else if !isNotFound(err) {
+		var err error
+		if out.UploadsAborted, out.ObjectsDeleted, err = undoWrites(ctx, a.S3, &ex); err != nil {
 			return nil, err
 		}
-		if err := sweepUploads(ctx, a.S3, &ex, keys); err != nil {
-			return nil, err
-		}
-		n, err := deleteOwn(ctx, a.S3, &ex, keys)
-		if err != nil {
-			return nil, err
-		}
-		logf(a.Log).Info("extraction aborted", "execution", execution, "deleted", n, "error", cause.Error)
+		logf(a.Log).Info("extraction aborted", "execution", execution, "uploads", out.UploadsAborted, "deleted", out.ObjectsDeleted, "error", cause.Error)
 	}
-	if err := deleteWork(ctx, a.S3, workBucket, workPrefix); err != nil {
+	var err error
+	if out.WorkDeleted, err = deleteWork(ctx, a.S3, workBucket, workPrefix); err != nil {
 		return nil, err
 	}
-	if cause.Error == "" {
-		cause.Error = "Error"
+	if out.Error == "" {
+		out.Error = "Error"
 	}
-	return &AbortOutput{Error: cause.Error, Cause: cause.Cause}, nil
+	return out, nil
+}
+
+// AbortDead undoes an execution whose process was killed before it could
+// abort (kill -9 of the CLI): the Abort of the state its planner kept in the
+// work prefix, or of the work prefix alone when it planned nothing.
+func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput, error) {
+	cfg := a.Config.Defaults()
+	state, err := getWork(ctx, a.S3, cfg.WorkBucket, cfg.ExecutionPrefix(execution)+extractionName)
+	if err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	return a.Abort(ctx, AbortInput{State: state, Execution: execution,
+		Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
+}
+
+// undoWrites aborts the execution's open uploads and deletes the objects it
+// wrote where there was none before; objects it replaced (an --overwrite
+// run) keep their new content, since deleting them would lose what was
+// there. It returns how many uploads it aborted and objects it deleted.
+func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted int, err error) {
+	// Without the jobs (never written, or lost) every key under the prefix
+	// is looked at; only this execution's are touched, and none at all in
+	// an --overwrite run, which cannot tell which of them it replaced.
+	var planned, fresh map[string]bool
+	if jobs, err := readJobs(ctx, c, ex); err == nil {
+		planned, fresh = map[string]bool{ex.reportKey(): true}, map[string]bool{}
+		if !ex.ReplacesReport {
+			fresh[ex.reportKey()] = true
+		}
+		for _, j := range jobs {
+			for _, it := range j.Items {
+				planned[it.Key] = true
+				if !it.Replaces {
+					fresh[it.Key] = true
+				}
+			}
+		}
+	} else if !isNotFound(err) {
+		return 0, 0, err
+	} else if ex.Overwrite {
+		fresh = map[string]bool{}
+	}
+	if uploads, err = sweepUploads(ctx, c, ex, planned); err != nil {
+		return 0, 0, err
+	}
+	deleted, err = deleteOwn(ctx, c, ex, fresh)
+	return uploads, deleted, err
 }
 
 // sweepUploads aborts the multipart uploads under the destination prefix
-// of the given keys (nil: any key) begun since the execution started.
-func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) error {
+// of the given keys (nil: any key) begun since the execution started, and
+// says how many.
+func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) (int, error) {
 	d := ex.DestBucket
 	var errs []error
+	n := 0
 	in := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(ex.Prefix)}
 	for {
 		out, err := c.ListMultipartUploads(ctx, in)
 		if err != nil {
-			return classifyS3(fmt.Errorf("list uploads under s3://%s/%s: %w", d, ex.Prefix, err))
+			return n, classifyS3(fmt.Errorf("list uploads under s3://%s/%s: %w", d, ex.Prefix, err))
 		}
 		for _, u := range out.Uploads {
 			if keys != nil && !keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(ex.Started) {
 				continue
 			}
-			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId})
+			switch {
+			case err == nil:
+				n++
+			case !s3ref.IsCode(err, "NoSuchUpload"):
 				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
 			}
 		}
@@ -121,7 +166,7 @@ func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
-	return classifyS3(errors.Join(errs...))
+	return n, classifyS3(errors.Join(errs...))
 }
 
 // deleteOwn deletes the objects under the destination prefix (of keys; nil:

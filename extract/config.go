@@ -93,11 +93,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c.Defaults(), nil
 }
 
-// workPrefix is the folder of one execution's work objects.
-func (c Config) workPrefix(execution string) string {
-	clean := s3ref.KeySegment(execution)
-	return c.WorkPrefix + "extract/" + clean + "/"
+// ExecutionPrefix is the folder of one execution's work objects (the CLI
+// keeps its run marker there too).
+func (c Config) ExecutionPrefix(execution string) string {
+	return c.ExecutionsPrefix() + s3ref.KeySegment(execution) + "/"
 }
+
+// ExecutionsPrefix is the folder of every execution's work objects.
+func (c Config) ExecutionsPrefix() string { return c.WorkPrefix + "extract/" }
 
 // derivedPrefix is where an archive is extracted when the request names no
 // destination: DestinationPrefix + the key without ArchivePrefix and ".zip" + "/".

@@ -123,10 +123,10 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	// A batch that failed and was run again may have left uploads open.
 	keys := planned
 	keys[ex.reportKey()] = true
-	if err := sweepUploads(ctx, f.S3, ex, keys); err != nil {
+	if _, err := sweepUploads(ctx, f.S3, ex, keys); err != nil {
 		return nil, err
 	}
-	if err := deleteWork(ctx, f.S3, ex.WorkBucket, ex.WorkPrefix); err != nil {
+	if _, err := deleteWork(ctx, f.S3, ex.WorkBucket, ex.WorkPrefix); err != nil {
 		return nil, err
 	}
 	logf(f.Log).Info("extraction done", "execution", ex.Execution, "objects", len(written), "bytes", res.Extracted, "report", res.Report)

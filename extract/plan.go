@@ -11,6 +11,7 @@ package extract
 
 import (
 	"fmt"
+	"io/fs"
 	"mime"
 	"path"
 	"sort"
@@ -109,6 +110,12 @@ type Item struct {
 	CRC32          uint32    `json:"crc32"`
 	Modified       time.Time `json:"modified"`
 	ContentType    string    `json:"contentType,omitempty"`
+	// Replaces: an object was at Key when the extraction was planned (an
+	// --overwrite run). It is replaced by the entry's complete content in
+	// one write and never deleted, not even when the run fails, so the key
+	// holds the old bytes or the new ones. Every other key is written only
+	// if still free (If-None-Match), so Abort may delete what it wrote there.
+	Replaces bool `json:"replaces,omitempty"`
 }
 
 // Range is [Start, End) of the archive.
@@ -157,6 +164,8 @@ type Plan struct {
 type RefusedError struct {
 	Archive string
 	Entries []Skipped
+	// Fix says what to do; empty, the hint for unsafe and unsupported entries.
+	Fix string
 }
 
 func (e *RefusedError) Error() string {
@@ -169,7 +178,11 @@ func (e *RefusedError) Error() string {
 		}
 		fmt.Fprintf(&b, "\n  %q %s", s.Name, s.Why)
 	}
-	b.WriteString("\n(unsafe names are always refused; unsupported compression methods and encryption can be skipped with --skip-unsupported)")
+	fix := e.Fix
+	if fix == "" {
+		fix = "unsafe names are always refused; unsupported compression methods and encryption can be skipped with --skip-unsupported"
+	}
+	b.WriteString("\n(" + fix + ")")
 	return b.String()
 }
 
@@ -189,6 +202,10 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 			refused = append(refused, Skipped{e.Name, why})
 			continue
 		}
+		if why := notAFile(e); why != "" {
+			skipped = append(skipped, Skipped{e.Name, why})
+			continue
+		}
 		if why := unsupported(e); why != "" {
 			if opts.SkipUnsupported {
 				skipped = append(skipped, Skipped{e.Name, why})
@@ -198,10 +215,7 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 			continue
 		}
 		if e.IsDir() {
-			if e.UncompressedSize != 0 {
-				refused = append(refused, Skipped{e.Name, fmt.Sprintf("is a directory entry with %d bytes of content", e.UncompressedSize)})
-			}
-			continue
+			continue // a folder: S3 has none to make
 		}
 		// Names equal after Unicode NFC normalisation (é as one code point
 		// or as e + combining accent) are the same file to most file
@@ -224,6 +238,28 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 		return nil, nil, &RefusedError{Archive: a.String(), Entries: refused}
 	}
 	return keep, skipped, nil
+}
+
+// Reserved lists the entries kept by Check whose keys an extraction into
+// s3://destBucket/prefix must never write, each with why: the archive being
+// read (replacing it mid-run breaks the run, and a failed run's clean-up
+// would then delete it) and keys under workPrefix, which is s3zip's own
+// (work objects live there and cleanup deletes there), in any bucket.
+func Reserved(a *archive.Archive, destBucket, prefix, workPrefix string, keep []int) []Skipped {
+	var out []Skipped
+	check := func(name, key string) {
+		switch {
+		case destBucket == a.Bucket && key == a.Key:
+			out = append(out, Skipped{name, fmt.Sprintf("would be written to s3://%s/%s, the archive being extracted", destBucket, key)})
+		case strings.HasPrefix(key, workPrefix):
+			out = append(out, Skipped{name, fmt.Sprintf("would be written to s3://%s/%s, under the work prefix %s that s3zip keeps for its work objects and cleanup deletes", destBucket, key, workPrefix)})
+		}
+	}
+	check(ReportName, prefix+ReportName)
+	for _, i := range keep {
+		check(a.Entries[i].Name, prefix+a.Entries[i].Name)
+	}
+	return out
 }
 
 // layoutProblems lists entries whose local header and data (from the
@@ -273,6 +309,31 @@ func unsafeName(name string) string {
 	}
 	if len(name) > 1024-64 {
 		return fmt.Sprintf("is %d bytes long; S3 keys are at most 1024 bytes with the prefix", len(name))
+	}
+	return ""
+}
+
+// notAFile says why an entry that is not a regular file or an empty
+// directory cannot become an object, or "": what a symbolic link's data
+// holds is its target, a directory's data or a device's has no file to go
+// into. Such entries are skipped (and listed), never written.
+func notAFile(e *archive.Entry) string {
+	m := e.Mode
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "is a symbolic link (S3 has no links; its data is the link's target, not a file's content)"
+	case m&fs.ModeCharDevice != 0:
+		return "is a character device file (not a file with content)"
+	case m&fs.ModeDevice != 0:
+		return "is a block device file (not a file with content)"
+	case m&fs.ModeNamedPipe != 0:
+		return "is a named pipe (not a file with content)"
+	case m&fs.ModeSocket != 0:
+		return "is a socket (not a file with content)"
+	case e.IsDir() && e.UncompressedSize != 0:
+		return fmt.Sprintf("is a directory entry with %d bytes of data (a directory has no content to write)", e.UncompressedSize)
+	case m.IsDir() && !e.IsDir():
+		return "is a directory (its mode says so) without the trailing / of a directory's name"
 	}
 	return ""
 }

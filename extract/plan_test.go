@@ -2,6 +2,7 @@ package extract
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -180,6 +181,64 @@ func TestSkipUnsupported(t *testing.T) {
 		archive.Entry{Name: "c", Flags: 1, CompressedSize: 3, UncompressedSize: 3})
 	if p.Objects != 1 || len(p.Skipped) != 2 {
 		t.Errorf("objects %d skipped %v, want 1 and b.bz2, c", p.Objects, p.Skipped)
+	}
+}
+
+// TestSkipNotFiles: entries that are not files are skipped whatever the
+// options, each with why; a plain directory entry is neither written nor listed.
+func TestSkipNotFiles(t *testing.T) {
+	with := func(e archive.Entry, m fs.FileMode) archive.Entry { e.Mode = m; return e }
+	p := planOf(t, Options{}, stored("a", 5),
+		with(stored("link", 8), fs.ModeSymlink|0o777),
+		with(stored("tty", 0), fs.ModeDevice|fs.ModeCharDevice|0o620),
+		with(stored("disk", 0), fs.ModeDevice|0o660),
+		with(stored("fifo", 0), fs.ModeNamedPipe|0o644),
+		with(stored("sock", 0), fs.ModeSocket|0o755),
+		with(stored("full/", 7), fs.ModeDir|0o755),
+		with(stored("nodir", 0), fs.ModeDir|0o755),
+		with(stored("empty/", 0), fs.ModeDir|0o755))
+	want := map[string]string{"link": "symbolic link", "tty": "character device", "disk": "block device", "fifo": "named pipe",
+		"sock": "socket", "full/": "directory entry with 7 bytes", "nodir": "trailing /"}
+	got := map[string]string{}
+	for _, s := range p.Skipped {
+		got[s.Name] = s.Why
+	}
+	for name, why := range want {
+		if !strings.Contains(got[name], why) {
+			t.Errorf("%q: skipped because %q, want %q", name, got[name], why)
+		}
+	}
+	if p.Objects != 1 || len(got) != len(want) {
+		t.Errorf("objects %d, skipped %v; want 1 object and %d skipped", p.Objects, got, len(want))
+	}
+}
+
+// TestReserved: the keys an extraction never writes.
+func TestReserved(t *testing.T) {
+	a, _ := layout(stored("k.zip", 1), stored("s3zip-work/x", 1), stored("ok", 1))
+	keep := []int{0, 1, 2}
+	for _, tc := range []struct {
+		name, bucket, prefix string
+		want                 []string
+	}{
+		{"the archive's own key", "b", "", []string{"k.zip", "s3zip-work/x"}},
+		{"the archive's key in another bucket", "other", "", []string{"s3zip-work/x"}},
+		{"under another prefix", "b", "p/", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range Reserved(a, tc.bucket, tc.prefix, "s3zip-work/", keep) {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("reserved %q, want %q", got, tc.want)
+			}
+		})
+	}
+	r, _ := layout(stored("x", 1))
+	r.Key = "p/" + ReportName
+	if got := Reserved(r, "b", "p/", "s3zip-work/", []int{0}); len(got) != 1 || got[0].Name != ReportName {
+		t.Errorf("an archive at the report's key: reserved %v, want the report", got)
 	}
 }
 

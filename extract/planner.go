@@ -62,14 +62,17 @@ type Extraction struct {
 		Size          int64  `json:"size"`
 		ChecksumCRC32 string `json:"checksumCRC32,omitempty"`
 	} `json:"archive"`
-	DestBucket string    `json:"destinationBucket"`
-	Prefix     string    `json:"prefix"`
-	Overwrite  bool      `json:"overwrite"`
-	Started    time.Time `json:"started"` // less a margin for clocks: uploads begun since may be this run's
-	WorkBucket string    `json:"workBucket"`
-	WorkPrefix string    `json:"workPrefix"` // this execution's, ends in /
-	JobsKey    string    `json:"jobsKey"`    // JSONL, one Job a line (the Map's ItemReader)
-	SkippedKey string    `json:"skippedKey,omitempty"`
+	DestBucket string `json:"destinationBucket"`
+	Prefix     string `json:"prefix"`
+	Overwrite  bool   `json:"overwrite"`
+	// ReplacesReport: a report was at the report's key when planned (see
+	// Item.Replaces).
+	ReplacesReport bool      `json:"replacesReport,omitempty"`
+	Started        time.Time `json:"started"` // less a margin for clocks: uploads begun since may be this run's
+	WorkBucket     string    `json:"workBucket"`
+	WorkPrefix     string    `json:"workPrefix"` // this execution's, ends in /
+	JobsKey        string    `json:"jobsKey"`    // JSONL, one Job a line (the Map's ItemReader)
+	SkippedKey     string    `json:"skippedKey,omitempty"`
 	// Jobs is how many jobs there are (0: nothing to extract, the Map is skipped).
 	Jobs           int   `json:"jobs"`
 	BatchSize      int   `json:"batchSize"`      // MaxItemsPerBatchPath
@@ -91,6 +94,9 @@ func (e *Extraction) archive() *archive.Archive {
 
 // reportKey is the report object's key.
 func (e *Extraction) reportKey() string { return e.Prefix + ReportName }
+
+// extractionName is the Extraction's copy in its work prefix.
+const extractionName = "extraction.json"
 
 // maxJobJSON bounds one job's JSON, so that a batch fits the Distributed
 // Map's 256 KiB input (ItemBatcher MaxInputBytesPerBatch).
@@ -118,7 +124,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if in.Execution == "" {
 		return nil, requestError("no execution name")
 	}
-	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.workPrefix(in.Execution)}
+	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.ExecutionPrefix(in.Execution)}
 	ex.Archive.Bucket, ex.Archive.Key = req.Archive.Bucket, req.Archive.Key
 	var problems []string
 	if req.Archive.Bucket == "" || req.Archive.Key == "" || strings.HasSuffix(req.Archive.Key, "/") {
@@ -143,6 +149,9 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 		if ex.Prefix, err = cfg.derivedPrefix(req.Archive.Key); err != nil {
 			problems = append(problems, err.Error())
 		}
+	}
+	if strings.HasPrefix(ex.Prefix, cfg.WorkPrefix) {
+		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is under the work prefix %s, which s3zip keeps for its work objects and cleanup deletes: choose a prefix outside it", ex.DestBucket, ex.Prefix, cfg.WorkPrefix))
 	}
 	if ex.DestBucket != "" && !s3ref.Allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
 		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is outside the destinations this deployment may write (%s)", ex.DestBucket, ex.Prefix, strings.Join(cfg.AllowedDestinations, ", ")))
@@ -171,6 +180,9 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if err != nil {
 		return nil, err
 	}
+	if reserved := Reserved(a, ex.DestBucket, ex.Prefix, cfg.WorkPrefix, keep); len(reserved) > 0 {
+		return nil, &RefusedError{Archive: a.String(), Entries: reserved, Fix: "extract into another prefix; nothing was written"}
+	}
 	starts, err := a.DataStarts(ctx, Copies(a, keep, opts), 16)
 	if err != nil {
 		return nil, sourceChanged(err, a)
@@ -179,10 +191,8 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ex.Overwrite {
-		if err := refuseExisting(ctx, p.S3, ex.DestBucket, ex.Prefix, plan); err != nil {
-			return nil, err
-		}
+	if err := markExisting(ctx, p.S3, ex, plan); err != nil {
+		return nil, err
 	}
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
@@ -208,9 +218,46 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.JobsKey, buf.Bytes()); err != nil {
 		return nil, err
 	}
+	// The state, kept beside the jobs for a clean-up that finds the work of
+	// a run killed before its Abort could run (Aborter.AbortDead).
+	doc, _ := json.Marshal(ex)
+	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc); err != nil {
+		return nil, err
+	}
 	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", a.String(), "entries", ex.Entries,
 		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
 	return ex, nil
+}
+
+// markExisting finds the planned keys (and the report's) that hold an object
+// already: it refuses them unless the request overwrites, and marks them as
+// replaced when it does (Item.Replaces), so that nothing deletes them.
+func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error {
+	want := map[string]bool{ex.reportKey(): true}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			want[it.Key] = true
+		}
+	}
+	exists, err := existingKeys(ctx, c, ex.DestBucket, ex.Prefix, want)
+	if err != nil || len(exists) == 0 {
+		return err
+	}
+	if !ex.Overwrite {
+		return &ExistsError{Bucket: ex.DestBucket, Keys: exists}
+	}
+	replaced := map[string]bool{}
+	for _, k := range exists {
+		replaced[k] = true
+	}
+	ex.ReplacesReport = replaced[ex.reportKey()]
+	for j := range p.Jobs {
+		for i := range p.Jobs[j].Items {
+			it := &p.Jobs[j].Items[i]
+			it.Replaces = replaced[it.Key]
+		}
+	}
+	return nil
 }
 
 // splitForMap splits read jobs whose JSON would exceed maxJobJSON into

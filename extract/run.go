@@ -82,6 +82,9 @@ type Result struct {
 type ExistsError struct {
 	Bucket string
 	Keys   []string
+	// Appeared: an --overwrite run met them after planning, when they were
+	// free; it replaces only what was there when it planned.
+	Appeared bool
 }
 
 func (e *ExistsError) Error() string {
@@ -89,6 +92,10 @@ func (e *ExistsError) Error() string {
 	more := ""
 	if len(e.Keys) > len(shown) {
 		more = fmt.Sprintf(" … and %d more", len(e.Keys)-len(shown))
+	}
+	if e.Appeared {
+		return fmt.Sprintf("%d objects appeared in s3://%s where the archive's entries would go after the extraction was planned: %s%s (another writer is using the prefix; --overwrite replaces only what was there when the run planned: run again)",
+			len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
 	}
 	return fmt.Sprintf("%d objects already exist in s3://%s where the archive's entries would go: %s%s (use --overwrite to replace them)",
 		len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
@@ -100,36 +107,20 @@ type ChecksumError struct{ Msg string }
 
 func (e *ChecksumError) Error() string { return e.Msg }
 
-// refuseExisting lists the destination prefix and refuses when a planned key
-// (or the report) is there already.
-func refuseExisting(ctx context.Context, c Client, bucket, prefix string, p *Plan) error {
-	want := map[string]bool{prefix + ReportName: true}
-	for _, j := range p.Jobs {
-		for _, it := range j.Items {
-			want[it.Key] = true
-		}
+// existingKeys lists the destination prefix and returns the keys of want
+// that hold an object already.
+func existingKeys(ctx context.Context, c Client, bucket, prefix string, want map[string]bool) ([]string, error) {
+	keys, err := listKeys(ctx, c, bucket, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("check for existing objects: %w", err)
 	}
 	var exists []string
-	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix}
-	for {
-		out, err := c.ListObjectsV2(ctx, in)
-		if err != nil {
-			return fmt.Errorf("list s3://%s/%s to check for existing objects: %w", bucket, prefix, err)
+	for _, k := range keys {
+		if want[k] {
+			exists = append(exists, k)
 		}
-		for _, o := range out.Contents {
-			if want[aws.ToString(o.Key)] {
-				exists = append(exists, aws.ToString(o.Key))
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
 	}
-	if len(exists) > 0 {
-		return &ExistsError{Bucket: bucket, Keys: exists}
-	}
-	return nil
+	return exists, nil
 }
 
 // executor runs jobs and remembers what it began and wrote. Writes are not
@@ -152,7 +143,7 @@ type executor struct {
 }
 
 func newExecutor(c Client, ex *Extraction) *executor {
-	return &executor{c: c, a: ex.archive(), ex: ex, req: Request{DestBucket: ex.DestBucket, Prefix: ex.Prefix, Overwrite: ex.Overwrite}, uploads: map[string]string{}}
+	return &executor{c: c, a: ex.archive(), ex: ex, req: Request{DestBucket: ex.DestBucket, Prefix: ex.Prefix}, uploads: map[string]string{}}
 }
 
 // alreadyOurs says whether a write refused by If-None-Match met an object
@@ -353,12 +344,12 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 	if checksum {
 		in.ChecksumCRC32, in.ChecksumType = aws.String(crcBase64(it.CRC32)), types.ChecksumTypeFullObject
 	}
-	if !x.req.Overwrite {
+	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-			return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, classify(err, d, it.Key))
+			return fmt.Errorf("entry %q: complete s3://%s/%s with CRC-32 %08x: %w", it.Name, d, it.Key, it.CRC32, x.classify(err, d, it.Key))
 		}
 		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
@@ -476,11 +467,11 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 		Bucket: &d, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
 		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	}
-	if !x.req.Overwrite {
+	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil && !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+		return fmt.Errorf("entry %q: put s3://%s/%s: %w", it.Name, d, it.Key, x.classify(err, d, it.Key))
 	}
 	x.wrote(it)
 	return nil
@@ -532,12 +523,12 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		Bucket: &d, Key: &it.Key, UploadId: &id, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ChecksumType: types.ChecksumTypeFullObject, MpuObjectSize: aws.Int64(it.Size),
 	}
-	if !x.req.Overwrite {
+	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.CompleteMultipartUpload(context.WithoutCancel(ctx), in); err != nil {
 		if !x.alreadyOurs(context.WithoutCancel(ctx), err, it) {
-			return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, classify(err, d, it.Key))
+			return fmt.Errorf("entry %q: complete s3://%s/%s: %w", it.Name, d, it.Key, x.classify(err, d, it.Key))
 		}
 		_, _ = x.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &d, Key: &it.Key, UploadId: &id})
 	}
@@ -560,12 +551,12 @@ func (x *executor) writeReport(ctx context.Context, res *Result) (string, error)
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
 		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
 		Metadata: map[string]string{ExecutionMetadata: x.ex.Execution}}
-	if !x.req.Overwrite {
+	if !x.ex.ReplacesReport {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := x.c.PutObject(context.WithoutCancel(ctx), in); err != nil {
 		if _, ours, herr := owner(ctx, x.c, d, key, x.ex.Execution); herr != nil || !ours || !s3ref.IsCode(err, "PreconditionFailed") {
-			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, classify(err, d, key)))
+			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, x.classify(err, d, key)))
 		}
 	}
 	return fmt.Sprintf("s3://%s/%s", d, key), nil
@@ -589,10 +580,10 @@ func sourceChanged(err error, a *archive.Archive) error {
 	return err
 }
 
-func classify(err error, bucket, key string) error {
+func (x *executor) classify(err error, bucket, key string) error {
 	switch {
 	case s3ref.IsCode(err, "PreconditionFailed"):
-		return &ExistsError{Bucket: bucket, Keys: []string{key}}
+		return &ExistsError{Bucket: bucket, Keys: []string{key}, Appeared: x.ex.Overwrite}
 	case s3ref.IsCode(err, "BadDigest", "InvalidPart"):
 		return &ChecksumError{fmt.Sprintf("S3 refused s3://%s/%s: its bytes do not have the central directory's CRC-32 (%v)", bucket, key, err)}
 	}

@@ -52,11 +52,12 @@ func listKeys(ctx context.Context, c Client, bucket, prefix string) ([]string, e
 	}
 }
 
-// deleteWork deletes every object under an execution's work prefix.
-func deleteWork(ctx context.Context, c Client, bucket, prefix string) error {
+// deleteWork deletes every object under an execution's work prefix and
+// says how many there were.
+func deleteWork(ctx context.Context, c Client, bucket, prefix string) (int, error) {
 	keys, err := listKeys(ctx, c, bucket, prefix)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for start := 0; start < len(keys); start += 1000 {
 		var ids []types.ObjectIdentifier
@@ -65,14 +66,14 @@ func deleteWork(ctx context.Context, c Client, bucket, prefix string) error {
 		}
 		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 		if err != nil {
-			return classifyS3(fmt.Errorf("delete work objects under s3://%s/%s: %w", bucket, prefix, err))
+			return 0, classifyS3(fmt.Errorf("delete work objects under s3://%s/%s: %w", bucket, prefix, err))
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
-			return fmt.Errorf("delete work object s3://%s/%s: %s", bucket, aws.ToString(e.Key), aws.ToString(e.Message))
+			return 0, fmt.Errorf("delete work object s3://%s/%s: %s", bucket, aws.ToString(e.Key), aws.ToString(e.Message))
 		}
 	}
-	return nil
+	return len(keys), nil
 }
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {

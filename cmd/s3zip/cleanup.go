@@ -21,15 +21,17 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/workflow"
 )
 
-// A run the CLI starts keeps a marker, <work prefix><execution>/run.json, for
-// as long as it runs: it names the destination and the process, and is
+// A run the CLI starts keeps a marker, <work prefix><execution>/run.json
+// (an extract's: <work prefix>extract/<execution>/run.json), for as long as
+// it runs: it names the destination (and an extract's archive) and the process, and is
 // written again every heartbeatInterval. A run killed hard (kill -9, a lost
 // machine) leaves its marker behind with its work objects and uploads; the
-// next create for the same destination, or `s3zip cleanup`, finds the marker
-// and removes what that run left, once the run is dead:
+// next create for the same destination, or `s3zip cleanup` of the archive,
+// finds the marker and removes what that run left, once the run is dead:
 //
 //   - on the same machine (same boot and PID namespace, Linux), when its
 //     process is gone: at once;
@@ -50,11 +52,13 @@ var staleAfter = 2 * time.Minute
 
 // runMarker is the document at <work prefix><execution>/run.json.
 type runMarker struct {
-	Execution   string    `json:"execution"`
-	Destination string    `json:"destination"` // s3://bucket/key
-	Started     time.Time `json:"started"`
-	Host        string    `json:"host"`
-	PID         int       `json:"pid"`
+	Execution   string `json:"execution"`
+	Destination string `json:"destination"` // s3://bucket/key; an extract's s3://bucket/prefix/
+	// Archive is the archive an extract reads ("" for a create).
+	Archive string    `json:"archive,omitempty"`
+	Started time.Time `json:"started"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
 	// Process identifies the process on this kind of machine (Linux: boot
 	// id, PID namespace and the process's start time); "" where unknown.
 	Process string `json:"process,omitempty"`
@@ -73,13 +77,24 @@ type markerLease struct {
 	done   chan struct{}
 }
 
-// startMarker writes the marker of execution, a run for dest, and starts its
-// heartbeat.
-func startMarker(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) (*markerLease, error) {
+// newMarker is the marker of this process's run execution, for destination.
+func newMarker(execution, destination string) runMarker {
 	host, _ := os.Hostname()
-	m := runMarker{Execution: execution, Destination: dest.URI(), Started: time.Now().UTC(), Host: host, PID: os.Getpid(), Process: processIdentity(os.Getpid())}
+	return runMarker{Execution: execution, Destination: destination, Started: time.Now().UTC(), Host: host, PID: os.Getpid(), Process: processIdentity(os.Getpid())}
+}
+
+// markerPrefix is where a run keeps its marker: its work prefix.
+func markerPrefix(workBucket string, m *runMarker) string {
+	if m.Archive != "" {
+		return extract.Config{WorkBucket: workBucket}.Defaults().ExecutionPrefix(m.Execution)
+	}
+	return workPrefix(workBucket) + m.Execution + "/"
+}
+
+// startMarker writes the marker m in workBucket and starts its heartbeat.
+func startMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker) (*markerLease, error) {
 	doc, _ := json.Marshal(m)
-	l := &markerLease{c: c, bucket: workBucket, key: workPrefix(workBucket) + execution + "/" + markerName, done: make(chan struct{})}
+	l := &markerLease{c: c, bucket: workBucket, key: markerPrefix(workBucket, &m) + markerName, done: make(chan struct{})}
 	if err := l.put(ctx, doc); err != nil {
 		return nil, fmt.Errorf("write run marker s3://%s/%s: %w", l.bucket, l.key, err)
 	}
@@ -128,6 +143,7 @@ type foundRun struct {
 	Why        string    `json:"why"`
 	Uploads    int       `json:"uploadsAborted,omitempty"`
 	Objects    int       `json:"workObjectsDeleted,omitempty"`
+	Extracted  int       `json:"extractedObjectsDeleted,omitempty"` // an extract's objects
 	CleanError string    `json:"error,omitempty"`
 }
 
@@ -143,37 +159,42 @@ type cleanupResult struct {
 	Unrecorded []string `json:"unrecordedUploads,omitempty"`
 }
 
-func (r *cleanupResult) removed() (runs, uploads, objects int) {
+func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 	for _, f := range r.Runs {
 		if f.Dead && f.CleanError == "" {
 			runs++
 			uploads += f.Uploads
+			extracted += f.Extracted
 			objects += f.Objects
 		}
 	}
 	return
 }
 
-// cleanDeadRuns finds the marked runs for dest in workBucket and removes
-// what the dead ones left: their archive upload, the uploads under their
-// work prefix (chain rounds, CRC probes) and their work objects. Live runs
-// are left alone.
+// cleanDeadRuns finds the marked runs for dest in workBucket (creates of
+// it, extracts of it) and removes what the dead ones left: a create's
+// archive upload, the uploads under its work prefix (chain rounds, CRC
+// probes) and its work objects; an extract's uploads and the objects it
+// wrote under its destination (as its Abort would) and its work objects.
+// Live runs are left alone.
 func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination, self string) (*cleanupResult, error) {
 	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
 	root := workPrefix(workBucket)
 	var prefixes []string
 	now := time.Time{}
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &root, Delimiter: aws.String("/")})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return res, fmt.Errorf("list s3://%s/%s: %w", workBucket, root, err)
-		}
-		if t, ok := awsmiddleware.GetServerTime(page.ResultMetadata); ok && now.IsZero() {
-			now = t
-		}
-		for _, cp := range page.CommonPrefixes {
-			prefixes = append(prefixes, aws.ToString(cp.Prefix))
+	for _, under := range []string{root, extract.Config{WorkBucket: workBucket}.Defaults().ExecutionsPrefix()} {
+		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &under, Delimiter: aws.String("/")})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return res, fmt.Errorf("list s3://%s/%s: %w", workBucket, under, err)
+			}
+			if t, ok := awsmiddleware.GetServerTime(page.ResultMetadata); ok && now.IsZero() {
+				now = t
+			}
+			for _, cp := range page.CommonPrefixes {
+				prefixes = append(prefixes, aws.ToString(cp.Prefix))
+			}
 		}
 	}
 	if now.IsZero() {
@@ -195,7 +216,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 				var m runMarker
 				doc, rerr := io.ReadAll(io.LimitReader(out.Body, 1<<20))
 				out.Body.Close()
-				if rerr == nil && json.Unmarshal(doc, &m) == nil && m.Execution != "" && prefix == root+m.Execution+"/" {
+				if rerr == nil && json.Unmarshal(doc, &m) == nil && m.Execution != "" && prefix == markerPrefix(workBucket, &m) {
 					records[i].marker, records[i].lastBeat = &m, aws.ToTime(out.LastModified)
 				}
 			} else if !notFound(err) {
@@ -225,12 +246,19 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 			recorded[r.uploadID] = true
 		}
 		m := r.marker
-		if m == nil || m.Destination != dest.URI() || m.Execution == self {
+		if m == nil || m.Execution == self || m.Archive == "" && m.Destination != dest.URI() || m.Archive != "" && m.Archive != dest.URI() {
 			continue
 		}
 		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
 		f.Dead, f.Why = runDead(m, r.lastBeat, now)
-		if f.Dead {
+		if f.Dead && m.Archive != "" {
+			ea := &extract.Aborter{S3: c, Config: extract.Config{WorkBucket: workBucket}}
+			if out, err := ea.AbortDead(ctx, m.Execution); err != nil {
+				f.CleanError = err.Error()
+			} else {
+				f.Uploads, f.Extracted, f.Objects = out.UploadsAborted, out.ObjectsDeleted, out.WorkDeleted
+			}
+		} else if f.Dead {
 			// The Aborter counts objects, not the uploads under the prefix
 			// (chain rounds, CRC probes): count those first.
 			prefix := root + m.Execution + "/"
@@ -292,19 +320,26 @@ func notFound(err error) bool {
 
 // printCleanup says what a clean-up removed and what it left.
 func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
-	runs, uploads, objects := r.removed()
+	runs, uploads, extracted, objects := r.removed()
 	if runs == 0 && quietIfNothing {
 		return
 	}
 	for _, f := range r.Runs {
 		state := "live, left alone"
-		if f.Dead {
+		switch {
+		case f.Dead && f.CleanError != "":
+			state = "dead; removing what it left failed: " + f.CleanError
+		case f.Dead && f.Marker.Archive != "":
+			state = fmt.Sprintf("dead; removed %s, %s it wrote where nothing was before (objects it replaced keep the archive's content) and %d work objects",
+				plural(f.Uploads, "multipart upload"), plural(f.Extracted, "extracted object"), f.Objects)
+		case f.Dead:
 			state = fmt.Sprintf("dead; removed %d multipart uploads and %d work objects", f.Uploads, f.Objects)
-			if f.CleanError != "" {
-				state = "dead; removing what it left failed: " + f.CleanError
-			}
 		}
-		fmt.Fprintf(w, "run %s (started %s): %s: %s\n", f.Marker.Execution, f.Marker.Started.Format(time.RFC3339), f.Why, state)
+		what := "run"
+		if f.Marker.Archive != "" {
+			what = fmt.Sprintf("extract of %s into %s, run", f.Marker.Archive, f.Marker.Destination)
+		}
+		fmt.Fprintf(w, "%s %s (started %s): %s: %s\n", what, f.Marker.Execution, f.Marker.Started.Format(time.RFC3339), f.Why, state)
 	}
 	if !quietIfNothing {
 		if len(r.Runs) == 0 {
@@ -315,17 +350,29 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 		}
 	}
 	if runs > 0 {
-		fmt.Fprintf(w, "removed what %d dead run%s left: %d upload%s, %d work objects\n", runs, map[bool]string{true: "s"}[runs != 1], uploads, map[bool]string{true: "s"}[uploads != 1], objects)
+		extra := ""
+		if extracted > 0 {
+			extra = ", " + plural(extracted, "extracted object")
+		}
+		fmt.Fprintf(w, "removed what %d dead run%s left: %s%s, %d work objects\n", runs, map[bool]string{true: "s"}[runs != 1], plural(uploads, "upload"), extra, objects)
 	}
 }
 
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 func init() {
-	register(command{"cleanup", "remove what a killed run left for an archive (work objects, multipart uploads)", runCleanup})
+	register(command{"cleanup", "remove what a killed create or extract left for an archive (work objects, multipart uploads, an extract's objects)", runCleanup})
 }
 
 func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("cleanup", "s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]",
-		"Removes the work objects and multipart uploads of runs for that archive that were killed\n(kill -9, a lost machine). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
+		"Removes the work objects and multipart uploads of runs that create that archive, or extract it,\nthat were killed (kill -9, a lost machine), and the objects a killed extract wrote (not those it\nreplaced). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	workBucket := fs.String("work-bucket", "", "bucket the run kept its work in (default: the archive's bucket)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -368,12 +415,9 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 // the marker cannot be written the work bucket is unusable and the run
 // itself will say why; a clean-up that fails is a warning.
 func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) *markerLease {
-	setCleanupHint(dest, workBucket)
-	// One attempt per request: housekeeping must not hold up the run (or its
-	// real error) with retries.
-	c = s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-	lease, err := startMarker(ctx, c, workBucket, execution, dest)
-	if err != nil {
+	c = housekeeping(c)
+	lease := leaseMarker(ctx, c, workBucket, newMarker(execution, dest.URI()), dest)
+	if lease == nil {
 		return nil
 	}
 	res, err := cleanDeadRuns(ctx, c, workBucket, dest, execution)
@@ -384,6 +428,33 @@ func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, d
 		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left (s3zip cleanup %s): %v\n", dest.URI(), dest.URI(), err)
 	}
 	return lease
+}
+
+// housekeeping is c making one attempt per request: housekeeping must not
+// hold up the run (or its real error) with retries.
+func housekeeping(c *s3.Client) *s3.Client {
+	return s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+}
+
+// leaseMarker writes a run's marker m (nil when it cannot: the work bucket
+// is unusable and the run itself will say why) and sets the clean-up hint
+// for archive: the `s3zip cleanup` that finds the run if it is killed.
+func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker, archive workflow.Destination) *markerLease {
+	setCleanupHint(archive, workBucket)
+	lease, err := startMarker(ctx, c, workBucket, m)
+	if err != nil {
+		return nil
+	}
+	return lease
+}
+
+// startExtractRun writes the marker of an extract of archive into dest
+// (s3://bucket/prefix/), so that `s3zip cleanup` of the archive finds what
+// the run leaves if it is killed.
+func startExtractRun(ctx context.Context, c *s3.Client, workBucket, execution string, archive workflow.Destination, dest string) *markerLease {
+	m := newMarker(execution, dest)
+	m.Archive = archive.URI()
+	return leaseMarker(ctx, housekeeping(c), workBucket, m, archive)
 }
 
 // cleanupHint is the command that removes what the current create leaves

@@ -78,17 +78,24 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	plain := client // housekeeping (the run marker) stays out of the request counts
 	counter := s3metrics.New()
 	client = s3.New(client.Options(), counter.Option())
 	progress := newProgressPrinter(os.Stderr)
 	start := time.Now()
+	execution := fmt.Sprintf("local-extract-%s", start.UTC().Format("20060102T150405.000000000"))
+	if *workBucket == "" {
+		*workBucket = db
+	}
+	lease := startExtractRun(ctx, plain, *workBucket, execution, workflow.Destination{Bucket: ab, Key: ak}, fmt.Sprintf("s3://%s/%s", db, dp))
 	res, err := extract.Run(ctx, client, extract.Request{
-		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket,
+		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket, Execution: execution,
 		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small, Model: model},
 	}, func(p extract.Progress) {
 		progress.updateExtract(p)
 	})
 	progress.done()
+	lease.stop(ctx)
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,10 @@ const (
 	UnixTypeMask    = 0o170000
 	UnixTypeDir     = 0o040000
 	UnixTypeSymlink = 0o120000
+	UnixTypeFIFO    = 0o010000
+	UnixTypeChar    = 0o020000
+	UnixTypeBlock   = 0o060000
+	UnixTypeSocket  = 0o140000
 	MSDOSDirAttr    = 0x10
 )
 

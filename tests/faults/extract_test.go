@@ -186,24 +186,7 @@ func TestExtractWorkerKilled(t *testing.T) {
 			ctx := context.Background()
 			prefix := "out/killed-" + name + "/"
 			execution := "killed-" + name
-			req := extractRequest(prefix)
-			raw, _ := json.Marshal(map[string]any{
-				"archive": map[string]any{"bucket": req.Bucket, "key": req.Key}, "destination": map[string]any{"bucket": "dst", "prefix": prefix},
-				"options": map[string]any{"smallStored": req.SmallStored, "copyPart": req.CopyPart, "readGroup": req.ReadGroup},
-			})
-			ex, err := (&extract.Planner{S3: w.direct, Config: cfg}).Plan(ctx, extract.PlanInput{Request: raw, Execution: execution})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var in extract.BatchInput
-			in.Items, in.BatchInput.Job = readJobLines(t, w, ex), *ex
-			kctx, cancel := context.WithCancel(ctx)
-			k := &killCopies{Client: w.direct, n: 1, cancel: cancel}
-			_, kerr := (&extract.Worker{S3: k, Config: cfg}).Batch(kctx, in)
-			cancel()
-			if kerr == nil {
-				t.Fatal("the killed batch succeeded")
-			}
+			ex, in, kerr := w.killedBatch(t, cfg, prefix, execution, false, 1)
 			if !retried {
 				_, err := (&extract.Aborter{S3: w.direct, Config: cfg}).Abort(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
 				if err != nil {
@@ -223,6 +206,34 @@ func TestExtractWorkerKilled(t *testing.T) {
 			w.judgeExtract(t, started, nil, "objects", prefix, err)
 		})
 	}
+}
+
+// killedBatch plans an extraction into prefix and runs all its jobs as one
+// batch, which is killed once n part copies have finished (the copies in
+// flight die half-way, as in a worker whose Lambda was killed mid-entry). It
+// returns the extraction, the batch and the batch's error.
+func (w *extractWorld) killedBatch(t *testing.T, cfg extract.Config, prefix, execution string, overwrite bool, n int32) (*extract.Extraction, extract.BatchInput, error) {
+	t.Helper()
+	ctx := context.Background()
+	req := extractRequest(prefix)
+	raw, _ := json.Marshal(map[string]any{
+		"archive": map[string]any{"bucket": req.Bucket, "key": req.Key}, "destination": map[string]any{"bucket": "dst", "prefix": prefix},
+		"options": map[string]any{"overwrite": overwrite, "smallStored": req.SmallStored, "copyPart": req.CopyPart, "readGroup": req.ReadGroup},
+	})
+	ex, err := (&extract.Planner{S3: w.direct, Config: cfg}).Plan(ctx, extract.PlanInput{Request: raw, Execution: execution})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in extract.BatchInput
+	in.Items, in.BatchInput.Job = readJobLines(t, w, ex), *ex
+	kctx, cancel := context.WithCancel(ctx)
+	k := &killCopies{Client: w.direct, n: n, cancel: cancel}
+	_, kerr := (&extract.Worker{S3: k, Config: cfg}).Batch(kctx, in)
+	cancel()
+	if kerr == nil {
+		t.Fatal("the killed batch succeeded")
+	}
+	return ex, in, kerr
 }
 
 // replaceArchive replaces the archive (one more byte) before the n-th call of op.
