@@ -388,7 +388,7 @@ func (p *Plan) copyParts(s span) []Part {
 	n := ceilDiv(s.end-s.start, MaxPartSize)
 	parts := make([]Part, 0, n)
 	for k := int64(0); k < n; k++ {
-		parts = append(parts, Part{Kind: PartCopy, Start: s.start + (s.end-s.start)*k/n, End: s.start + (s.end-s.start)*(k+1)/n})
+		parts = append(parts, Part{Kind: PartCopy, Start: s.start + share(s.end-s.start, k, n), End: s.start + share(s.end-s.start, k+1, n)})
 	}
 	return parts
 }
@@ -421,12 +421,20 @@ func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 	n = min(max(n, minN), maxN)
 	parts := make([]Part, 0, n)
 	for k := int64(0); k < n; k++ {
-		parts = append(parts, Part{Kind: kind, Start: start + size*k/n, End: start + size*(k+1)/n})
+		parts = append(parts, Part{Kind: kind, Start: start + share(size, k, n), End: start + share(size, k+1, n)})
 	}
 	return parts
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// share is ⌊size·k/n⌋, the end of the k-th of n equal cuts of size bytes,
+// for 0 ≤ k ≤ n, computed without forming size·k: at terabytes cut into a
+// million parts that product overflows int64.
+func share(size, k, n int64) int64 {
+	q, r := size/n, size%n
+	return q*k + r*k/n
+}
 
 // describeAll fills in, for every part, which entries it touches, whose CRC
 // it needs and which copy it carries.

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"encoding/hex"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -32,6 +34,49 @@ func Challenge(count int, seed uint64) []Entry {
 		k := hex.EncodeToString(key)
 		out[i] = Entry{
 			Name:    k,
+			Source:  Source{Bucket: SyntheticBucket, Key: k},
+			Size:    size,
+			ModTime: base.Add(time.Duration(i) * time.Second),
+		}
+	}
+	return out
+}
+
+// SyntheticSets names the synthetic data sets, for help and errors.
+const SyntheticSets = `"challenge" or "small"`
+
+// Synthetic returns the named synthetic data set, or false when there is
+// none of that name.
+func Synthetic(name string, count int, seed uint64) ([]Entry, bool) {
+	switch name {
+	case "challenge":
+		return Challenge(count, seed), true
+	case "small":
+		return Small(count, seed), true
+	}
+	return nil, false
+}
+
+// Small returns the data set of the millions-of-objects case: count log
+// files whose sizes are drawn from a log-normal distribution with a median of
+// 4 KiB (σ = 1, so a tenth are under 1.1 KiB and a tenth over 14.7 KiB),
+// clamped to 1 B–64 MiB, under keys shaped like a log bucket's
+// (logs/host-NNN/YYYY/MM/DD/NNNNNNNN.log, 1,000 hosts, a day per 10,000
+// objects a host). Every third object has no stored CRC-32; the others'
+// CRC-32s are unknown too, as listing returns no checksum values. The same
+// seed gives the same set.
+func Small(count int, seed uint64) []Entry {
+	rng := rand.New(rand.NewPCG(seed, 0x736d616c6c))
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	out := make([]Entry, count)
+	for i := range out {
+		size := int64(math.Exp(math.Log(4096) + rng.NormFloat64()))
+		size = min(max(size, 1), 64*MiB)
+		host, n := i%1000, i/1000
+		day := base.AddDate(0, 0, n/10_000)
+		k := fmt.Sprintf("logs/host-%03d/%04d/%02d/%02d/%08d.log", host, day.Year(), day.Month(), day.Day(), n)
+		out[i] = Entry{
+			Name:    k[len("logs/"):],
 			Source:  Source{Bucket: SyntheticBucket, Key: k},
 			Size:    size,
 			ModTime: base.Add(time.Duration(i) * time.Second),

@@ -55,12 +55,12 @@ type planSummary struct {
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --synthetic challenge) [flags]",
+	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --synthetic challenge|small) [flags]",
 		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
 			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
 			"a local manifest must give every object's size.")
 	rf := addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key` (lines without a bucket name objects in its bucket), or a local FILE (which must give sizes)")
-	synthetic := fs.String("synthetic", "", `synthetic data set instead of a source: "challenge"`)
+	synthetic := fs.String("synthetic", "", "synthetic data set instead of a source: "+plan.SyntheticSets+" (5 MiB objects or ~4 KiB logs)")
 	count := fs.Int("count", 3000, "objects in the synthetic data set")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic data set")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -79,13 +79,13 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	case given != 1:
 		return usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, or --synthetic challenge")
 	case *synthetic != "":
-		if *synthetic != "challenge" {
-			return usageErrorf(`plan: --synthetic %q: the only data set is "challenge"`, *synthetic)
-		}
 		if err := atLeast("plan", "count", *count, 0); err != nil {
 			return err
 		}
-		entries = plan.Challenge(*count, *seed)
+		var ok bool
+		if entries, ok = plan.Synthetic(*synthetic, *count, *seed); !ok {
+			return usageErrorf("plan: --synthetic %q: the data sets are %s", *synthetic, plan.SyntheticSets)
+		}
 	case localManifest:
 		if entries, err = manifestEntries(*rf.manifest); err != nil {
 			return err
