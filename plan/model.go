@@ -352,22 +352,85 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	if len(cands) == 0 {
 		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}
 	}
-	cheapest := cands[0].pred.Dollars
-	for _, c := range cands {
-		cheapest = math.Min(cheapest, c.pred.Dollars)
-	}
-	best := -1
+	preds := make([]Prediction, len(cands))
 	for i, c := range cands {
-		if c.pred.Dollars <= capRatio*cheapest && (best < 0 || c.pred.Seconds < cands[best].pred.Seconds) {
-			best = i
-		}
+		preds[i] = c.pred
 	}
+	best := choose(preds, opts.Prefer, capRatio)
+	other := choose(preds, opposite(opts.Prefer), capRatio)
 	p, err := build(cands[best].k)
 	if err != nil {
 		return nil, err
 	}
 	p.Strategy = StrategyAuto
+	if cands[other].k != cands[best].k {
+		p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: cands[other].pred.Seconds, Dollars: cands[other].pred.Dollars}
+	}
 	return p, nil
+}
+
+// Preference is what auto minimises.
+type Preference string
+
+const (
+	// PreferTime is the fastest plan whose predicted cost is within
+	// Options.CostCap of the cheapest.
+	PreferTime Preference = "time"
+	// PreferCost is the cheapest plan whose predicted time is within
+	// CostPreferenceSlack of the fastest.
+	PreferCost Preference = "cost"
+)
+
+// CostPreferenceSlack is how much slower than the fastest plan a plan
+// preferred for its cost may be.
+const CostPreferenceSlack = 1.5
+
+// ParsePreference reads a preference; "" is PreferTime.
+func ParsePreference(s string) (Preference, error) {
+	switch Preference(s) {
+	case "", PreferTime:
+		return PreferTime, nil
+	case PreferCost:
+		return PreferCost, nil
+	}
+	return "", fmt.Errorf("prefer %q: want time or cost", s)
+}
+
+func opposite(p Preference) Preference {
+	if p == PreferCost {
+		return PreferTime
+	}
+	return PreferCost
+}
+
+// Alternative is the plan auto did not choose, as predicted.
+type Alternative struct {
+	Prefer  Preference `json:"prefer"`
+	Seconds float64    `json:"seconds"`
+	Dollars float64    `json:"dollars"`
+}
+
+// choose picks among predictions: for time, the fastest within capRatio of
+// the cheapest; for cost, the cheapest within CostPreferenceSlack of the
+// fastest. Ties go to the first, so the choice is deterministic.
+func choose(preds []Prediction, prefer Preference, capRatio float64) int {
+	cheapest, fastest := preds[0].Dollars, preds[0].Seconds
+	for _, p := range preds {
+		cheapest, fastest = math.Min(cheapest, p.Dollars), math.Min(fastest, p.Seconds)
+	}
+	best := -1
+	for i, p := range preds {
+		if prefer == PreferCost {
+			if p.Seconds <= CostPreferenceSlack*fastest && (best < 0 || p.Dollars < preds[best].Dollars) {
+				best = i
+			}
+			continue
+		}
+		if p.Dollars <= capRatio*cheapest && (best < 0 || p.Seconds < preds[best].Seconds) {
+			best = i
+		}
+	}
+	return best
 }
 
 // mixStats is (1-f)·a + f·b, field by field.

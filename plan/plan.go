@@ -119,9 +119,11 @@ type Options struct {
 	Workers int
 	// Model prices and times plans for auto (default DefaultModel).
 	Model *Model
-	// CostCap bounds auto's choice: at most this many times the cheapest
-	// plan's predicted cost (default 2).
+	// CostCap bounds auto's choice when it prefers time: at most this many
+	// times the cheapest plan's predicted cost (default 2).
 	CostCap float64
+	// Prefer is what auto minimises: time (the default) or cost.
+	Prefer Preference
 	// PartsPerBatch is the part jobs one worker invocation will build (the
 	// Distributed Map's batch). With it auto times its candidates batch by
 	// batch as the Map hands them out (Plan.Loads): a worker builds a
@@ -139,6 +141,9 @@ type Plan struct {
 	DirectorySize   int64         `json:"directorySize"`
 	Size            int64         `json:"size"`
 	Zip64           bool          `json:"zip64"`
+	// Alternative is, for auto, the plan the other preference would have
+	// chosen, as predicted; nil when it is the same plan.
+	Alternative *Alternative `json:"alternative,omitempty"`
 }
 
 // LimitError says a plan does not fit a hard limit of S3 or of the format.
@@ -166,6 +171,9 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 	}
 	if opts.Workers < 1 {
 		opts.Workers = 1
+	}
+	if _, err := ParsePreference(string(opts.Prefer)); err != nil {
+		return nil, err
 	}
 	if err := checkEntries(entries); err != nil {
 		return nil, err

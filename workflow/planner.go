@@ -132,7 +132,8 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	if concurrency == 0 {
 		concurrency = cfg.DefaultMaxConcurrency
 	}
-	opts := plan.Options{Strategy: strategy, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch}
+	prefer, _ := plan.ParsePreference(req.Options.Prefer)
+	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return nil, 0, planError(err)

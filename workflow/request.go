@@ -53,7 +53,9 @@ type SSE struct {
 
 // Options steer how the archive is built.
 type Options struct {
-	Strategy       string            `json:"strategy,omitempty"`
+	Strategy string `json:"strategy,omitempty"`
+	// Prefer is what the auto strategy minimises: time (the default) or cost.
+	Prefer         string            `json:"prefer,omitempty"`
 	Names          string            `json:"names,omitempty"`
 	Duplicates     string            `json:"duplicates,omitempty"`
 	Directories    bool              `json:"directories,omitempty"`
@@ -157,6 +159,9 @@ func (r *Request) Validate() error {
 	o := r.Options
 	if _, err := plan.ParseStrategy(o.Strategy); err != nil {
 		add("options.strategy: " + err.Error())
+	}
+	if _, err := plan.ParsePreference(o.Prefer); err != nil {
+		add("options.prefer: " + err.Error())
 	}
 	if _, err := plan.ParseNamePolicy(o.Names); err != nil {
 		add("options.names: " + err.Error())

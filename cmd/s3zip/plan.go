@@ -52,6 +52,9 @@ type planSummary struct {
 	AssumedRatio float64 `json:"assumedRatio,omitempty"`
 	// Advice says when the strategy asked for is the wrong tool for the set.
 	Advice string `json:"advice,omitempty"`
+	// Alternative is auto's plan for the other preference (--prefer),
+	// predicted, when it is another plan.
+	Alternative *plan.Alternative `json:"alternative,omitempty"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -99,7 +102,8 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	start := time.Now()
 	// Planned and priced as the deployed planner plans and the Map runs it:
 	// in batches of the deployment's default size.
-	opts := plan.Options{Strategy: s, PartSize: *rf.partSize, Workers: workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
+	prefer, _ := plan.ParsePreference(*rf.prefer)
+	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
@@ -116,8 +120,19 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := plan.DefaultModel.Predict(st, plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(workflow.DefaultPartsPerBatch)})
+	pred := predictDeployed(p, workers)
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
+	if p.Alternative != nil {
+		// Priced as this plan is, not by auto's interpolated estimate.
+		other := opts
+		other.Prefer = p.Alternative.Prefer
+		op, err := plan.Make(entries, other)
+		if err != nil {
+			return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
+		}
+		opred := predictDeployed(op, workers)
+		sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
+	}
 	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
 		// Every entry with data read, in pieces of the default size; text
 		// and logs compress to about a quarter at level 6.
@@ -159,10 +174,19 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	if a := sum.Alternative; a != nil {
+		fmt.Fprintf(stdout, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
+	}
 	if sum.Advice != "" {
 		fmt.Fprintf(stdout, "advice          %s\n", sum.Advice)
 	}
 	return nil
+}
+
+// predictDeployed prices a plan on AWS as the deployed Map runs it: in
+// batches of the deployment's default size.
+func predictDeployed(p *plan.Plan, workers int) plan.Prediction {
+	return plan.DefaultModel.Predict(p.Stats(), plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(workflow.DefaultPartsPerBatch)})
 }
 
 // planOnlyDestination stands in for --dest, which plan does not take: the

@@ -17,6 +17,7 @@ const defaultWorkers = 8
 type requestFlags struct {
 	source, manifest, endpoint  *string
 	strategy, names, duplicates *string
+	prefer                      *string
 	compress, digest, sumsFile  *string
 	workers, level              *int
 	partSize                    *int64
@@ -29,6 +30,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		manifest:    fs.String("manifest", "", manifestHelp),
 		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
 		strategy:    fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
+		prefer:      fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan within 2× the cheapest's cost) or cost (the cheapest within 1.5× the fastest's time)"),
 		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
 		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
@@ -47,6 +49,11 @@ func (f *requestFlags) check(cmd string) error {
 	var bad []string
 	if _, err := plan.ParseStrategy(*f.strategy); err != nil {
 		bad = append(bad, fmt.Sprintf("--strategy %q: want auto, stream, duo or chain", *f.strategy))
+	}
+	if _, err := plan.ParsePreference(*f.prefer); err != nil {
+		bad = append(bad, fmt.Sprintf("--prefer %q: want time or cost", *f.prefer))
+	} else if *f.prefer == string(plan.PreferCost) && *f.strategy != string(plan.StrategyAuto) {
+		bad = append(bad, fmt.Sprintf("--prefer cost steers --strategy auto; --strategy %s is one fixed plan", *f.strategy))
 	}
 	if _, err := plan.ParseNamePolicy(*f.names); err != nil {
 		bad = append(bad, fmt.Sprintf("--names %q: want relative, flat or full", *f.names))
@@ -95,7 +102,7 @@ func (f *requestFlags) check(cmd string) error {
 // sourceRequest is the request's source and options from the flags.
 func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	req := workflow.Request{Options: workflow.Options{
-		Strategy: *f.strategy, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
+		Strategy: *f.strategy, Prefer: *f.prefer, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
 		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level,
 	}}
 	if *f.compress != workflow.CompressNone {
@@ -135,8 +142,10 @@ var requestFields = []struct {
 	{regexp.MustCompile(`set options\.overwrite to replace it`), "add --overwrite to replace it"},
 	{regexp.MustCompile(`options\.overwrite`), "--overwrite"},
 	{regexp.MustCompile(`options\.maxConcurrency`), "--workers"},
+	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.partSize`), "--part-size"},
 	{regexp.MustCompile(`options\.strategy`), "--strategy"},
+	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.compression`), "--compress"},
 	{regexp.MustCompile(`options\.level`), "--level"},
 	{regexp.MustCompile(`options\.digests`), "--digest"},

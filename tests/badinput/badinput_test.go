@@ -164,6 +164,7 @@ func cases() []badCase {
 		{name: "destination-inside-whole-bucket-source", req: request{"source": map[string]any{"bucket": "dst"}, "destination": okDest}, cfg: func(c *workflow.Config) { c.AllowedSources = nil }, want: requestErr, msg: "inside the source prefix s3://dst/"},
 		{name: "prefix-with-manifest", req: request{"source": map[string]any{"manifest": map[string]any{"bucket": "ctl", "key": "m.csv"}, "prefix": "p/"}, "destination": okDest}, want: requestErr, msg: "source.prefix cannot be used with source.manifest"},
 		{name: "unknown-strategy", req: listReq("src", "p/", "out/a.zip", map[string]any{"strategy": "fastest"}), want: requestErr, msg: "options.strategy"},
+		{name: "unknown-preference", req: listReq("src", "p/", "out/a.zip", map[string]any{"prefer": "cheap"}), want: requestErr, msg: "options.prefer"},
 		{name: "unknown-name-policy", req: listReq("src", "p/", "out/a.zip", map[string]any{"names": "basename"}), want: requestErr, msg: `name policy "basename"`},
 		{name: "unknown-duplicates-policy", req: listReq("src", "p/", "out/a.zip", map[string]any{"duplicates": "skip"}), want: requestErr, msg: `duplicate policy "skip"`},
 		{name: "bad-storage-class", req: listReq("src", "p/", "out/a.zip", map[string]any{"storageClass": "CHEAP"}), want: requestErr, msg: `storageClass "CHEAP" is not an S3 storage class`},
