@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -69,7 +70,7 @@ func fitToAccount(ctx context.Context, stateMachine string, asked int, stderr io
 		out, err = c.GetAccountSettings(ctx, &lambda.GetAccountSettingsInput{})
 	}
 	if err == nil && (out.AccountLimit == nil || out.AccountLimit.UnreservedConcurrentExecutions == nil) {
-		err = fmt.Errorf("the answer has no AccountLimit.UnreservedConcurrentExecutions")
+		err = errors.New("the answer has no AccountLimit.UnreservedConcurrentExecutions")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "create: warning: could not read the account's Lambda concurrency (lambda:GetAccountSettings: %v); starting without fitting the workers to it\n", err)
