@@ -63,6 +63,13 @@ func (m *concurrencyMeter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(w, r)
 }
 
+// counts are the most invocations at once and their total so far.
+func (m *concurrencyMeter) counts() (peak, invocations int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peak, m.invocations
+}
+
 // holdSlot keeps an invocation running for slotHold before its handler runs.
 func holdSlot(ctx context.Context) error {
 	select {
@@ -78,8 +85,8 @@ func holdSlot(ctx context.Context) error {
 // throttled attempts than the ASL allowed before.
 func checkThrottled(t *testing.T, out *Outcome, m *concurrencyMeter, mapStates ...string) {
 	t.Helper()
-	if m.peak > newAccountConcurrency {
-		t.Errorf("%d invocations ran at once, above the account's %d: the engine did not throttle", m.peak, newAccountConcurrency)
+	if peak, _ := m.counts(); peak > newAccountConcurrency {
+		t.Errorf("%d invocations ran at once, above the account's %d: the engine did not throttle", peak, newAccountConcurrency)
 	}
 	for _, state := range mapStates {
 		n := 0
@@ -136,7 +143,8 @@ func TestASLThrottledAccountCreates(t *testing.T) {
 		`"options":{"strategy":"stream","partSize":5242880,"maxConcurrency":20,"digests":["sha256"]}}`)
 	out := Execute(t, url, req,
 		RunOptions{Execution: "exec-throttled", RetryScale: throttleRetryScale, LambdaConcurrency: newAccountConcurrency})
-	t.Logf("execution: %s %s %s; %d invocations reached the functions, at most %d at once", out.Status, out.Error, trim(out.Cause, 400), m.invocations, m.peak)
+	peak, invocations := m.counts()
+	t.Logf("execution: %s %s %s; %d invocations reached the functions, at most %d at once", out.Status, out.Error, trim(out.Cause, 400), invocations, peak)
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, trim(out.Cause, 1000))
 	}
@@ -203,7 +211,8 @@ func TestASLThrottledAccountExtracts(t *testing.T) {
 	t.Setenv("ASL_FILE", filepath.Join(repoRoot(t), "statemachine", "extract.asl.json"))
 	out := Execute(t, url, json.RawMessage(`{"archive":{"bucket":"src","key":"in/many.zip"},"destination":{"bucket":"dst","prefix":"out/throttled/"},"options":{"readGroup":1}}`),
 		RunOptions{Execution: "extract-throttled", RetryScale: throttleRetryScale, LambdaConcurrency: newAccountConcurrency})
-	t.Logf("execution: %s %s %s; %d invocations reached the functions, at most %d at once", out.Status, out.Error, trim(out.Cause, 400), m.invocations, m.peak)
+	peak, invocations := m.counts()
+	t.Logf("execution: %s %s %s; %d invocations reached the functions, at most %d at once", out.Status, out.Error, trim(out.Cause, 400), invocations, peak)
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, trim(out.Cause, 1000))
 	}
