@@ -60,7 +60,8 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return inFlagTerms(err)
 	}
 	if *stateMachine != "" {
-		// The deployment's own default concurrency applies unless --workers is given.
+		// The deployment's own default concurrency applies unless --workers is
+		// given or the account's Lambda concurrency is below it (fitToAccount).
 		workersSet := false
 		fs.Visit(func(f *flag.Flag) { workersSet = workersSet || f.Name == "workers" })
 		if !workersSet {

@@ -64,14 +64,23 @@ var pollInterval = 2 * time.Second
 
 // newStepFunctions builds a client for the region the ARN names.
 var newStepFunctions = func(ctx context.Context, arn string) (stepFunctions, error) {
+	cfg, err := awsConfigFor(ctx, arn)
+	if err != nil {
+		return nil, err
+	}
+	return sfn.NewFromConfig(cfg), nil
+}
+
+// awsConfigFor is the default AWS configuration in the region the ARN names.
+func awsConfigFor(ctx context.Context, arn string) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if parts := strings.Split(arn, ":"); len(parts) > 3 && parts[3] != "" {
 		cfg.Region = parts[3]
 	}
-	return sfn.NewFromConfig(cfg), nil
+	return cfg, nil
 }
 
 // startDeployed starts the state machine with req and follows the execution.
@@ -79,6 +88,7 @@ func startDeployed(ctx context.Context, stateMachine string, req workflow.Reques
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
+	req.Options.MaxConcurrency = fitToAccount(ctx, stateMachine, req.Options.MaxConcurrency, stderr)
 	c, err := newStepFunctions(ctx, stateMachine)
 	if err != nil {
 		return err

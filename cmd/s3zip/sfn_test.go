@@ -87,6 +87,7 @@ func useFake(t *testing.T, f *fakeSFN) *bytes.Buffer {
 	newStepFunctions = func(context.Context, string) (stepFunctions, error) { return f, nil }
 	pollInterval, stderrWriter = time.Millisecond, &stderr
 	t.Cleanup(func() { newStepFunctions, pollInterval, stderrWriter = oldNew, oldPoll, oldErr })
+	useAccount(t, &fakeLambdaAccount{unreserved: aws.Int32(1000)}) // never the real Lambda API
 	return &stderr
 }
 

@@ -29,6 +29,17 @@ export interface AdapterDeps {
   adapter(what: 'read-items' | 'write-results', body: Json): Promise<Json>;
   /** Pause before each Retry in ms; undefined keeps the ASL's intervals. */
   retryMs?: number;
+  /**
+   * Instead of retryMs: the ASL's own IntervalSeconds and MaxDelaySeconds times this factor,
+   * BackoffRate, MaxAttempts and JitterStrategy unchanged (0.01: the real policy, 100× faster).
+   */
+  retryScale?: number;
+  /**
+   * The account's Lambda concurrency: an invocation that starts while this many run fails with
+   * Lambda.TooManyRequestsException, as Lambda throttles beyond an account's unreserved
+   * concurrency (10 in a new account). Undefined: no limit.
+   */
+  lambdaConcurrency?: number;
   executionName: string;
 }
 
@@ -90,7 +101,38 @@ function isDistributedMap(state: Json): boolean {
   );
 }
 
+/** deps.invoke, throttled beyond `limit` invocations at once the way Lambda throttles them. */
+function throttled(invoke: AdapterDeps['invoke'], limit: number | undefined): AdapterDeps['invoke'] {
+  if (limit === undefined) return invoke;
+  let running = 0;
+  return async (functionName, payload) => {
+    if (running >= limit) {
+      // What the lambda:invoke integration reports for a throttled invocation.
+      throw taskError(
+        'Lambda.TooManyRequestsException',
+        `Rate Exceeded. (Service: AWSLambda; Status Code: 429; Error Code: TooManyRequestsException; adapter: ${limit} invocations already running)`,
+      );
+    }
+    running++;
+    try {
+      return await invoke(functionName, payload);
+    } finally {
+      running--;
+    }
+  };
+}
+
+/** A Retry field with its intervals multiplied by scale (AdapterDeps.retryScale). */
+function scaleRetry(retry: Json[], scale: number): Json[] {
+  return retry.map((r) => ({
+    ...r,
+    IntervalSeconds: (r.IntervalSeconds ?? 1) * scale,
+    ...(r.MaxDelaySeconds === undefined ? {} : { MaxDelaySeconds: r.MaxDelaySeconds * scale }),
+  }));
+}
+
 export function adaptDefinition(definition: Json, deps: AdapterDeps) {
+  const invoke = throttled(deps.invoke, deps.lambdaConcurrency);
   const handlers: Record<string, Handler> = {};
   const retryOverrides: Record<string, number> = {};
   const events: SimpleEvent[] = [];
@@ -103,15 +145,16 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       if (seen.has(name)) throw new Error(`state name ${name} is not unique: local handlers are keyed by state name`);
       seen.add(name);
       if (state.Retry && deps.retryMs !== undefined) retryOverrides[name] = deps.retryMs;
+      if (state.Retry && deps.retryScale !== undefined) state.Retry = scaleRetry(state.Retry, deps.retryScale);
       if (state.Type === 'Task') {
         if (state.Resource === LAMBDA_INVOKE) {
           handlers[name] = async (input) => {
-            const payload = await deps.invoke(input.FunctionName, input.Payload ?? {});
+            const payload = await invoke(input.FunctionName, input.Payload ?? {});
             // The lambda:invoke integration's result; the ASL picks $.Payload.
             return { ExecutedVersion: '$LATEST', Payload: payload, StatusCode: 200 };
           };
         } else if (/^arn:aws:lambda:/.test(state.Resource)) {
-          handlers[name] = (input) => deps.invoke(state.Resource, input);
+          handlers[name] = (input) => invoke(state.Resource, input);
         }
       } else if (state.Type === 'Map') {
         const processor = JSON.parse(JSON.stringify(state.ItemProcessor ?? state.Iterator));

@@ -10,6 +10,10 @@
  *   ASL_EXECUTION_NAME  $$.Execution.Name (default "local-execution")
  *   ASL_RETRY_MS        pause before every Retry, in ms; "" or "asl" keeps the ASL's own
  *                       IntervalSeconds/BackoffRate/jitter (default 50)
+ *   ASL_RETRY_SCALE     instead of ASL_RETRY_MS: the ASL's own intervals, backoff and jitter,
+ *                       IntervalSeconds and MaxDelaySeconds times this factor (e.g. 0.01)
+ *   ASL_LAMBDA_CONCURRENCY  throttle every invocation beyond this many at once with
+ *                       Lambda.TooManyRequestsException, as a Lambda account does (default: none)
  *   ASL_FILE            template to run (default: statemachine/archive.asl.json)
  *
  * Output: {"status":"SUCCEEDED","output":...,"events":[...]} or
@@ -55,6 +59,8 @@ async function main() {
   const input = JSON.parse(env('ASL_INPUT')) as Json;
   const executionName = env('ASL_EXECUTION_NAME', 'local-execution');
   const retry = env('ASL_RETRY_MS', '50');
+  const retryScale = process.env.ASL_RETRY_SCALE ? Number(process.env.ASL_RETRY_SCALE) : undefined;
+  const concurrency = process.env.ASL_LAMBDA_CONCURRENCY ? Number(process.env.ASL_LAMBDA_CONCURRENCY) : undefined;
   const template = process.env.ASL_FILE ? readArchiveTemplate(process.env.ASL_FILE) : readArchiveTemplate();
 
   // Batch sizes are not substituted: they come from the state (the planner's Config).
@@ -90,7 +96,9 @@ async function main() {
       const doc = JSON.parse(res.text) as { errorType?: string };
       throw taskError(doc.errorType ?? 'States.Runtime', res.text);
     },
-    retryMs: retry === 'asl' ? undefined : Number(retry),
+    retryMs: retry === 'asl' || retryScale !== undefined ? undefined : Number(retry),
+    retryScale,
+    lambdaConcurrency: concurrency,
     executionName,
   };
   const adapted = adaptDefinition(definition, deps);

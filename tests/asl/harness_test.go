@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -215,13 +216,16 @@ func reply(w http.ResponseWriter, out any, err error, errorType string) {
 }
 
 // Serve starts the functions on 127.0.0.1 and returns the base URL.
-func (f *Functions) Serve(t *testing.T) string {
+func (f *Functions) Serve(t *testing.T) string { return serve(t, f) }
+
+// serve starts h on 127.0.0.1 and returns the base URL.
+func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String()
@@ -279,6 +283,12 @@ func requireNode(t *testing.T, root string) string {
 type RunOptions struct {
 	Execution   string
 	RetryMillis string // "" → execute.ts default; "asl" keeps the ASL's intervals
+	// RetryScale, instead of RetryMillis: the ASL's own intervals, backoff
+	// and jitter, IntervalSeconds and MaxDelaySeconds times this factor.
+	RetryScale float64
+	// LambdaConcurrency > 0 throttles every invocation beyond that many at
+	// once (Lambda.TooManyRequestsException), as a Lambda account does.
+	LambdaConcurrency int
 }
 
 // Execute runs statemachine/archive.asl.json once with input against the
@@ -301,6 +311,12 @@ func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
 		"ASL_EXECUTION_NAME="+o.Execution,
 		"ASL_RETRY_MS="+o.RetryMillis,
 	)
+	if o.RetryScale > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("ASL_RETRY_SCALE=%g", o.RetryScale))
+	}
+	if o.LambdaConcurrency > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("ASL_LAMBDA_CONCURRENCY=%d", o.LambdaConcurrency))
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

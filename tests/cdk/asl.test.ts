@@ -3,6 +3,7 @@
  * (asl-validator), and the workflow contract of docs/contract.md.
  */
 import assert from 'node:assert/strict';
+import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import aslValidator from 'asl-validator';
 import {
@@ -291,7 +292,34 @@ describe('contract: retries', () => {
         assert.ok(r.MaxAttempts >= 3, `${name} retries ${err} more than once`);
       }
     }
-    assert.ok(retrierFor(buildBatch, 'Lambda.TooManyRequestsException')!.MaxAttempts >= 6, 'worker throttling gets ~6 attempts');
+  });
+
+  test('every Lambda task of both workflows outlasts sustained throttling (issue 21, item 18)', () => {
+    // A new account runs 10 invocations at once; a Map of 100 children in it is throttled for as
+    // long as the running batches hold the slots (minutes each). The throttle retrier must keep a
+    // child trying for hours (FULL jitter: the mean pause is half the capped interval), and stay far
+    // below the 25,000 history events of a Standard child (about 3 events per attempt).
+    const extractDef = renderDefinition(REALISTIC_SUBSTITUTIONS, readArchiveTemplate(path.join(path.dirname(ARCHIVE_ASL_PATH), 'extract.asl.json'))) as Json;
+    const tasks: [string, Json][] = [];
+    const collect = (sts: Record<string, Json>) => {
+      for (const [name, s] of Object.entries(sts)) {
+        if (s.ItemProcessor) collect(s.ItemProcessor.States);
+        if (s.Type === 'Task' && s.Resource === 'arn:aws:states:::lambda:invoke') tasks.push([name, s]);
+      }
+    };
+    collect(states);
+    collect(extractDef.States);
+    assert.ok(tasks.length >= 10, `found ${tasks.length} Lambda tasks`);
+    for (const [name, s] of tasks) {
+      const r = retrierFor(s, 'Lambda.TooManyRequestsException');
+      assert.ok(r, `${name} retries throttling`);
+      assert.deepEqual(r.ErrorEquals, ['Lambda.TooManyRequestsException'], `${name}: throttling has a retrier of its own`);
+      assert.equal(r.JitterStrategy, 'FULL', `${name}: throttled children must not come back in lockstep`);
+      let meanSeconds = 0;
+      for (let k = 0; k < r.MaxAttempts; k++) meanSeconds += Math.min(r.IntervalSeconds * r.BackoffRate ** k, r.MaxDelaySeconds) / 2;
+      assert.ok(meanSeconds >= 8 * 3600, `${name}: throttled for ${Math.round(meanSeconds / 60)} min on average before failing; want ≥ 8 h`);
+      assert.ok(r.MaxAttempts * 3 < 25000 / 2, `${name}: ${r.MaxAttempts} attempts would fill half a child's event history`);
+    }
   });
 
   test('the worker and the reader retry transient conditions 3 times', () => {

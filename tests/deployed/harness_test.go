@@ -493,6 +493,9 @@ func serve(t *testing.T, h http.Handler) string {
 
 // serveAPI is what execute.ts calls as the state machine: the Lambda Invoke
 // API and the Map Run's S3 side, each checked against the state machine's role.
+// newAccountConcurrency is the Lambda concurrency GetAccountSettings answers: a new account's.
+const newAccountConcurrency = 10
+
 func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if target := r.Header.Get("X-Amz-Target"); strings.HasPrefix(target, "AWSStepFunctions.") {
@@ -532,6 +535,10 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Amz-Function-Error", res.FunctionError)
 		}
 		_, _ = w.Write(res.Payload)
+	case strings.TrimSuffix(r.URL.Path, "/") == "/2016-08-19/account-settings":
+		// Lambda GetAccountSettings, which create --state-machine reads: a new account's concurrency.
+		_ = json.NewEncoder(w).Encode(map[string]any{"AccountLimit": map[string]int{
+			"ConcurrentExecutions": newAccountConcurrency, "UnreservedConcurrentExecutions": newAccountConcurrency}})
 	case r.URL.Path == "/adapter/read-items":
 		// A Distributed Map Run starts (and watches) child executions of this state machine.
 		childArn := strings.Replace(d.Machine.Arn, ":stateMachine:", ":execution:", 1) + "/maprun:child"

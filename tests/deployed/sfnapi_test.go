@@ -97,7 +97,8 @@ func (d *Deployment) serveStepFunctions(w http.ResponseWriter, op string, body [
 
 // The CLI drives the deployed workflow: `s3zip create --state-machine` starts
 // an execution through the Step Functions API and follows it to the summary;
-// a request the planner refuses exits 2.
+// a request the planner refuses exits 2. The account answers GetAccountSettings
+// with a new account's 10, so the CLI runs the first execution with 10 workers.
 func TestCLICreatesOnTheStateMachine(t *testing.T) {
 	d := Deploy(t)
 	defer d.logsOnFailure()
@@ -110,7 +111,7 @@ func TestCLICreatesOnTheStateMachine(t *testing.T) {
 	}
 	cli := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_SFN="+d.api, "AWS_ACCESS_KEY_ID=cli", "AWS_SECRET_ACCESS_KEY=cli", "AWS_REGION="+region)
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_SFN="+d.api, "AWS_ENDPOINT_URL_LAMBDA="+d.api, "AWS_ACCESS_KEY_ID=cli", "AWS_SECRET_ACCESS_KEY=cli", "AWS_REGION="+region)
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -124,6 +125,10 @@ func TestCLICreatesOnTheStateMachine(t *testing.T) {
 	out, code := cli("create", "--state-machine", d.Machine.Arn, "--source", "s3://"+sourceBucket+"/"+sourcePrefix, "--dest", "s3://"+destinationBucket+"/"+key, "--strategy", "duo")
 	if code != 0 || !strings.Contains(out, "archive     s3://"+destinationBucket+"/"+key) {
 		t.Fatalf("s3zip create --state-machine: exit %d\n%s", code, out)
+	}
+	// The account's concurrency (GetAccountSettings) is below the deployment's default of 100.
+	if want := fmt.Sprintf("running with --workers %d", newAccountConcurrency); !strings.Contains(out, want) {
+		t.Errorf("s3zip create --state-machine in an account of %d: no %q\n%s", newAccountConcurrency, want, out)
 	}
 	d.checkArchive(key, want)
 	out, code = cli("create", "--state-machine", d.Machine.Arn, "--source", "s3://"+sourceBucket+"/"+sourcePrefix, "--dest", "s3://"+destinationBucket+"/"+key)
