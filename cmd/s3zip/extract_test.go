@@ -49,7 +49,7 @@ func TestExtractCommand(t *testing.T) {
 	}{
 		{"existing objects", []string{"s3://xtr/in.zip", "s3://xtr/out/", "--endpoint", srv.Endpoint()}, "already exist"},
 		{"prefix without slash", []string{"s3://xtr/in.zip", "s3://xtr/out", "--endpoint", srv.Endpoint()}, "must end in /"},
-		{"one argument", []string{"s3://xtr/in.zip", "--endpoint", srv.Endpoint()}, "want an archive and a destination"},
+		{"one argument", []string{"s3://xtr/in.zip", "--endpoint", srv.Endpoint()}, "extract: missing s3://BUCKET/PREFIX/"},
 		{"not a zip", []string{"s3://xtr/out/a.txt", "s3://xtr/o2/", "--endpoint", srv.Endpoint()}, "not a readable ZIP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +80,7 @@ func TestExtractCommand(t *testing.T) {
 		{[]string{"--model", bare}, slow.StoredReadBelow(extract.DefaultReadGroup)},
 		{[]string{"--model", results}, slow.StoredReadBelow(extract.DefaultReadGroup)},
 		{[]string{"--model", results, "--small-stored", "12345"}, 12345},
+		{[]string{"--model", results, "--small-stored", "0"}, 0}, // typed, 0 is honoured: every STORED entry copied
 	} {
 		out, err := extractCmd(append([]string{"s3://xtr/in.zip", fmt.Sprintf("s3://xtr/m%d/", i), "--endpoint", srv.Endpoint()}, tc.args...)...)
 		if err != nil {

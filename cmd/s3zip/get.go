@@ -43,10 +43,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErrorf("get: %v", err)
 	}
-	if err := checkEndpoint("get", *endpoint); err != nil {
-		return err
-	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := connect(ctx, "get", *endpoint, bucketCheck{role: "archive", bucket: bucket, object: key})
 	if err != nil {
 		return err
 	}

@@ -180,12 +180,9 @@ func s3Entries(ctx context.Context, rf *requestFlags) ([]plan.Entry, error) {
 	if err := req.Validate(); err != nil {
 		return nil, inFlagTerms(err)
 	}
-	client, err := newS3Client(ctx, *rf.endpoint)
+	client, err := connect(ctx, "plan", *rf.endpoint, runChecks(req, "")[:1]...)
 	if err != nil {
 		return nil, err
-	}
-	if err := preflight(ctx, client, endpointOrEnv(*rf.endpoint), runChecks(req, "")[:1]); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
 	}
 	raw, _ := json.Marshal(req)
 	pl := &workflow.Planner{S3: client, Config: workflow.Config{DefaultMaxConcurrency: *rf.workers}}

@@ -35,10 +35,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErrorf("verify: %v", err)
 	}
-	if err := checkEndpoint("verify", *endpoint); err != nil {
-		return err
-	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := connect(ctx, "verify", *endpoint, bucketCheck{role: "archive", bucket: bucket, object: key})
 	if err != nil {
 		return err
 	}
