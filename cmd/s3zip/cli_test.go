@@ -395,7 +395,7 @@ func TestSmallerThings(t *testing.T) {
 		{"get-symlink-refused", []string{"get", "s3://cli/links.zip", filepath.Join(dir, "refused"), ep},
 			expect{code: 1, stderr: []string{`entry "link": symbolic links are not extracted`, "--skip-symlinks"}, stderrMax: 1}},
 		{"get-skip-symlinks", []string{"get", "--skip-symlinks", "s3://cli/links.zip", filepath.Join(dir, "skipped"), ep},
-			expect{stdout: []string{"extracted 2 entries (2 files, 0 directories, 1 symbolic link(s) skipped)"}}},
+			expect{stdout: []string{"extracted 2 entries (2 files, 0 directories, 1 symbolic link skipped)"}}},
 		{"sample-prefix-is-a-folder", []string{"sample", "--dest", "s3://cli/nosl", "--count", "2", "--scale", "0.001", ep},
 			expect{stdout: []string{"to s3://cli/nosl/ "}}},
 		{"create-small-run-has-no-zero-rate", []string{"create", "--source", "s3://cli/one/", "--dest", "s3://out/one.zip", ep},

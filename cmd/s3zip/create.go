@@ -93,7 +93,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
 	lease := startRun(ctx, plain, *workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
-	progress.done()
+	progress.finish(err)
 	lease.stop(ctx)
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {

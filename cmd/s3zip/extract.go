@@ -84,7 +84,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	}, func(p extract.Progress) {
 		progress.updateExtract(p)
 	})
-	progress.done()
+	progress.finish(err)
 	if err != nil {
 		return err
 	}
@@ -94,10 +94,10 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"result": res, "plan": res.Plan, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
 	}
-	fmt.Fprintf(stdout, "archive     %s (%d entries)\n", res.Archive, res.Entries)
+	fmt.Fprintf(stdout, "archive     %s (%s)\n", res.Archive, count(res.Entries, "entry", "entries"))
 	fmt.Fprintf(stdout, "objects     %d, %s under s3://%s/%s\n", len(res.Objects), humanBytes(res.Extracted), db, dp)
 	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped     %d entries (listed in the report)\n", len(res.Skipped))
+		fmt.Fprintf(stdout, "skipped     %s (listed in the report)\n", count(len(res.Skipped), "entry", "entries"))
 	}
 	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(res.Copied))
 	fmt.Fprintf(stdout, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
@@ -127,14 +127,16 @@ func smallStoredOption(fs *flags, bytes int64) (int64, error) {
 	return bytes, nil
 }
 
-// updateExtract shows an extraction's progress with the same printer as create.
-func (p *progressPrinter) updateExtract(pr extract.Progress) {
-	p.update(workflowProgress(pr))
-}
+// phaseExtracting is an extraction's one phase between planning and done.
+const phaseExtracting workflow.Phase = "extracting"
 
-// workflowProgress shows extraction jobs where create shows parts.
-func workflowProgress(pr extract.Progress) workflow.Progress {
-	return workflow.Progress{PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes}
+// updateExtract shows an extraction's progress with the same printer as
+// create, counting jobs where create counts parts.
+func (p *progressPrinter) updateExtract(pr extract.Progress) {
+	p.mu.Lock()
+	p.unit = "jobs"
+	p.mu.Unlock()
+	p.update(workflow.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
 }
 
 // readModel reads a cost model profile: a plan.Model as JSON, or a document

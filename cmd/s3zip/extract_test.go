@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,5 +109,30 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An archive with nothing to write as objects (an empty one; one of
+// directories) gets a report whose "objects" is an empty list, and a
+// summary in the singular where there is one.
+func TestExtractReportOfNothing(t *testing.T) {
+	srv := cliServer(t)
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	if _, err := w.Create("d/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv.PutObject(t, "cli", "dirs.zip", buf.Bytes())
+	r := s3zip(t, nil, "extract", "s3://cli/dirs.zip", "s3://cli/x/", "--endpoint", srv.Endpoint())
+	expect{stdout: []string{"(1 entry)"}, banned: []string{"1 entries"}}.check(t, r)
+	var report map[string]json.RawMessage
+	if err := json.Unmarshal(srv.GetObject(t, "cli", "x/"+extract.ReportName), &report); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(report["objects"]); got != "[]" {
+		t.Errorf(`report "objects": %s, want []`, got)
 	}
 }

@@ -230,6 +230,14 @@ func manifestEntries(path string) ([]plan.Entry, error) {
 	return entries, nil
 }
 
+// count is n things in words: "1 entry", "2 entries", "0 directories".
+func count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
