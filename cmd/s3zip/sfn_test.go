@@ -329,3 +329,39 @@ func topLevelKeys(t *testing.T, doc []byte) []string {
 	}
 	return keys
 }
+
+// A run whose report could not be written succeeded: exit 0, the archive's
+// summary, and the warning on stderr (status --json: in "warnings", with
+// "report" null).
+func TestSucceededWithWarning(t *testing.T) {
+	const withWarning = `{"archive":{"uri":"s3://dst/out.zip","size":16778915,"etag":"\"e\"","crc32":"c595ed28"},"report":"","stats":{"entries":5,"parts":3},` +
+		`"warnings":["the archive s3://dst/out.zip is complete and checked, but its report s3://dst/out.zip.report.json was not written: 409 ConditionalRequestConflict"]}`
+	for _, asJSON := range []bool{false, true} {
+		stderr := useFake(t, &fakeSFN{describes: []*sfn.DescribeExecutionOutput{ended(types.ExecutionStatusSucceeded, withWarning, "", "")}})
+		args := []string{"status", testExecution}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout bytes.Buffer
+		err := run(context.Background(), args, &stdout)
+		if code := exitCode(err); code != 0 {
+			t.Fatalf("json %v: exit %d (%v), want 0", asJSON, code, err)
+		}
+		if !asJSON {
+			if !strings.Contains(stderr.String(), "s3zip: warning: the archive s3://dst/out.zip is complete") {
+				t.Errorf("stderr lacks the warning:\n%s", stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "archive     s3://dst/out.zip") || !strings.Contains(stdout.String(), "report      not written") {
+				t.Errorf("summary:\n%s", stdout.String())
+			}
+			continue
+		}
+		var r executionResult
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Report != nil || len(r.Warnings) != 1 || r.Archive == nil {
+			t.Errorf("report %v, warnings %q, archive %v; want null, the warning, the archive", r.Report, r.Warnings, r.Archive)
+		}
+	}
+}
