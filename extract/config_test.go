@@ -91,6 +91,7 @@ func TestErrorType(t *testing.T) {
 		{fmt.Errorf("entry: %w", &SourceChangedError{Archive: "a", Err: errors.New("412")}), "SourceChangedError"},
 		{status(503, "SlowDown"), "TransientError"},
 		{status(500, "InternalError"), "TransientError"},
+		{status(409, "ConditionalRequestConflict"), "TransientError"},
 		{status(403, "AccessDenied"), "Error"},
 		{status(412, "PreconditionFailed"), "Error"},
 		{context.Canceled, "Error"},

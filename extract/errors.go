@@ -87,7 +87,7 @@ func transient(err error) bool {
 	switch {
 	case status >= 500, status == http.StatusTooManyRequests:
 		return true
-	case code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || code == "ServiceUnavailable":
+	case s3ref.MayHeal(code):
 		return true
 	case status == 0 && code == "":
 		// No answer from S3: a connection lost or timed out.

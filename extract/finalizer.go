@@ -59,7 +59,7 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	var written []Written
+	written := []Written{} // the report's "objects": [] when there are none, never null
 	var verifyRead int64
 	if ex.Jobs > 0 {
 		if in.Results == nil || in.Results.ResultWriterDetails == nil {

@@ -197,7 +197,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
 		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
-	case status >= 500 || status == http.StatusTooManyRequests || code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || (status == 0 && code == ""):
+	case status >= 500 || status == http.StatusTooManyRequests || s3ref.MayHeal(code) || (status == 0 && code == ""):
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)

@@ -57,8 +57,11 @@ type Archive struct {
 // FinalizeOutput is the workflow's result.
 type FinalizeOutput struct {
 	Archive Archive     `json:"archive"`
-	Report  string      `json:"report"`
+	Report  string      `json:"report"` // "" when it could not be written (Warnings says why)
 	Stats   ReportStats `json:"stats"`
+	// Warnings are what went wrong without making the archive wrong: the
+	// run succeeded, and the caller shows them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReportStats are the numbers of a finished run.
@@ -173,14 +176,19 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	}
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
 	reportKey := ReportKey(job.Destination)
+	out := &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}
 	if err := f.writeReport(ctx, &job, p, archive, stats, reportKey); err != nil {
-		return nil, err
+		// The archive is complete and checked. Failing now would have the
+		// Abort state discard a good archive for want of its description.
+		log.Warn("report not written", "report", out.Report, "error", err.Error())
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the archive %s is complete and checked, but its report %s was not written: %v", archive.URI, out.Report, err))
+		out.Report = ""
 	}
 	if err := cleanWork(ctx, f.S3, &job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
-	return &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}, nil
+	return out, nil
 }
 
 // finishedBefore recognises a run again after an earlier run finished all
@@ -366,12 +374,24 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	if err != nil {
 		return err
 	}
-	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")}
+	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")}
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	_, err = f.S3.PutObject(ctx, in)
-	if err != nil && s3ref.IsCode(err, "PreconditionFailed", "ConditionalRequestConflict") {
+	// Retried here, not by the state machine: the archive is done, and a
+	// failure would only turn into a warning (Finalize).
+	for attempt := 1; ; attempt++ {
+		in.Body = bytes.NewReader(doc)
+		if _, err = f.S3.PutObject(ctx, in); err == nil || attempt == reportAttempts || !Retryable(s3Error("PutObject", job.Destination.Bucket, key, false, err)) {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * reportBackoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
 		if doc, gerr := getBytes(ctx, f.S3, job.Destination.Bucket, key, 4<<30); gerr == nil {
@@ -381,10 +401,18 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 			}
 		}
 		return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
-			Msg: fmt.Sprintf("the archive is complete, but its report s3://%s/%s was not written: another writer created that key during the run (left as it is)", job.Destination.Bucket, key)}
+			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
 	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
 }
+
+// reportAttempts and reportBackoff retry the report's PUT: a 409
+// ConditionalRequestConflict (another conditional write to the key in
+// progress) or a 5xx heals within seconds.
+var (
+	reportAttempts = 5
+	reportBackoff  = 200 * time.Millisecond
+)
 
 // ReportKey is the key of the JSON report written beside an archive, in
 // the archive's bucket: the archive's key plus ".report.json".

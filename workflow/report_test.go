@@ -1,10 +1,20 @@
 package workflow
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -42,5 +52,109 @@ func TestWriteReportNeverReplaces(t *testing.T) {
 	var r Report
 	if err := json.Unmarshal(e.srv.GetObject(t, "dst", key), &r); err != nil || r.Archive.Size != 22 {
 		t.Fatalf("with overwrite the report is replaced: %+v, %v", r, err)
+	}
+}
+
+// conflict409 is S3's answer to a conditional write that meets another one
+// in progress.
+func conflict409() error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusConflict}},
+		Err: &smithy.GenericAPIError{Code: "ConditionalRequestConflict",
+			Message: "A conflicting conditional operation is currently in progress against this resource. Please try again."},
+	}}
+}
+
+// reportFaults is S3 whose PutObject of the report's key first runs
+// answer (the n-th time it is called, from 1): a non-nil error is S3's
+// answer, nil passes the request on.
+type reportFaults struct {
+	S3
+	key    string
+	answer func(n int) error
+	n      int
+}
+
+func (f *reportFaults) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if aws.ToString(in.Key) == f.key {
+		f.n++
+		if err := f.answer(f.n); err != nil {
+			return nil, err
+		}
+	}
+	return f.S3.PutObject(ctx, in, opts...)
+}
+
+// A 409 ConditionalRequestConflict on the report's PUT is retried, and a
+// report that cannot be written at all costs a warning, never the archive:
+// the run succeeds, the archive is there and sound, nothing else is left.
+func TestReportFailureKeepsTheArchive(t *testing.T) {
+	old := reportBackoff
+	reportBackoff = time.Millisecond
+	t.Cleanup(func() { reportBackoff = old })
+	objects := []object{{"in/a.txt", 1000, s3test.ChecksumNone}, {"in/b.bin", 3 * mib, s3test.ChecksumNone}}
+	for _, tc := range []struct {
+		name        string
+		answer      func(e *env) func(n int) error
+		wantWarning string // "" none: the report is written
+		wantOther   bool   // the other writer's object is at the report's key
+	}{
+		{"conflict-once", func(*env) func(int) error {
+			return func(n int) error {
+				if n == 1 {
+					return conflict409()
+				}
+				return nil
+			}
+		}, "", false},
+		{"conflict-every-time", func(*env) func(int) error {
+			return func(int) error { return conflict409() }
+		}, "ConditionalRequestConflict", false},
+		{"another-writer-took-the-key", func(e *env) func(int) error {
+			return func(int) error {
+				e.srv.PutObject(t, "dst", "out/a.zip.report.json", []byte("someone else's"))
+				return nil
+			}
+		}, "another writer created s3://dst/out/a.zip.report.json", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, objects)
+			r := e.runner()
+			faults := &reportFaults{S3: e.s3, key: "out/a.zip.report.json", answer: tc.answer(e)}
+			r.S3 = faults
+			res, err := r.Run(t.Context(), request("stream", "in/", "out/a.zip", ""), "exec-report")
+			if err != nil {
+				t.Fatalf("the archive was completed, but the run failed: %v", err)
+			}
+			e.checkArchive(t, "out/a.zip", "in/")
+			e.assertClean(t)
+			out := res.Output
+			if tc.wantWarning == "" {
+				if len(out.Warnings) > 0 || out.Report != "s3://dst/out/a.zip.report.json" {
+					t.Errorf("report %q, warnings %q; want the report written after the retry", out.Report, out.Warnings)
+				}
+				var rep Report
+				if err := json.Unmarshal(e.srv.GetObject(t, "dst", "out/a.zip.report.json"), &rep); err != nil || rep.Execution != "exec-report" {
+					t.Errorf("report: %+v, %v", rep, err)
+				}
+				if faults.n != 2 {
+					t.Errorf("report PUT %d times, want 2 (one 409, one retry)", faults.n)
+				}
+				return
+			}
+			if len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], tc.wantWarning) || !strings.Contains(out.Warnings[0], "s3://dst/out/a.zip is complete") {
+				t.Errorf("warnings %q, want one saying the archive is complete and %q", out.Warnings, tc.wantWarning)
+			}
+			if out.Report != "" {
+				t.Errorf("output names the report %q, which was not written", out.Report)
+			}
+			if tc.wantOther {
+				if got := e.srv.GetObject(t, "dst", "out/a.zip.report.json"); string(got) != "someone else's" {
+					t.Errorf("the other writer's object was replaced: %q", got)
+				}
+			} else if faults.n != reportAttempts {
+				t.Errorf("report PUT %d times, want %d", faults.n, reportAttempts)
+			}
+		})
 	}
 }

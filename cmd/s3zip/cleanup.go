@@ -385,12 +385,12 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
-		return fmt.Errorf("cleanup: %w", err)
+		return usageErrorf("cleanup: %v", err)
 	}
 	if *workBucket == "" {
 		*workBucket = bucket
 	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := connect(ctx, "cleanup", *endpoint, bucketCheck{role: "work", bucket: *workBucket})
 	if err != nil {
 		return err
 	}

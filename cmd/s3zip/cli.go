@@ -7,28 +7,67 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+
+	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/workflow"
 )
 
-// usageError is a mistake in how the command was typed: it exits 2, the
-// convention for command-line usage errors, where a failed run exits 1.
+// The exit codes, the same for every command (README, "Exit status"):
+// what the user does next differs for each.
+const (
+	exitFailed      = 1 // the run started and failed; what it wrote is undone
+	exitRefused     = 2 // the command line or the request was refused before anything was written
+	exitUnreachable = 3 // S3 or Step Functions could not be reached or would not take the credentials; nothing was done
+)
+
+// usageError is a mistake in how the command was typed: a refusal, before
+// anything is asked of S3.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
 func usageErrorf(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
+// unreachableError says the service was not reached, or not with these
+// credentials: no endpoint, no or rejected credentials, throttling. The
+// request itself was never judged, so running it again once that is fixed
+// is the whole remedy.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+func unreachablef(format string, a ...any) error {
+	return &unreachableError{fmt.Errorf(format, a...)}
+}
+
+// refusal reports whether err is a refusal of the request by the workflow
+// before it wrote anything: the same errors the deployed workflow's
+// refusals are (refusedErrors), and extract's.
+func refusal(err error) bool {
+	var (
+		xre *extract.RequestError
+		xrf *extract.RefusedError
+		xee *extract.ExistsError
+	)
+	return refusedErrors[workflow.ErrorType(err)] || errors.As(err, &xre) || errors.As(err, &xrf) || errors.As(err, &xee)
+}
+
 func exitCode(err error) int {
 	var ue *usageError
+	var unreachable *unreachableError
 	var coded interface{ ExitCode() int } // a deployed run's outcome (sfn.go)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.As(err, &ue):
-		return 2
 	case errors.As(err, &coded):
 		return coded.ExitCode()
+	case errors.As(err, &ue), refusal(err):
+		return exitRefused
+	case errors.As(err, &unreachable):
+		return exitUnreachable
 	}
-	return 1
+	return exitFailed
 }
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); without
@@ -131,6 +170,15 @@ func newFlags(name, synopsis, about string) *flags {
 	return &flags{FlagSet: fs, synopsis: synopsis, about: about}
 }
 
+// given reports whether the flag was on the command line, for flags whose
+// default means "not given" (the model's choice, the deployment's), where a
+// typed value must be honoured or refused, never read as the default.
+func (f *flags) given(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 // parse parses args that must all be flags.
 func (f *flags) parse(args []string, stdout io.Writer) error {
 	if err := f.Parse(args); err != nil {
@@ -138,6 +186,22 @@ func (f *flags) parse(args []string, stdout io.Writer) error {
 	}
 	if f.NArg() > 0 {
 		return usageErrorf("%s: unexpected argument %q (usage: %s)", f.Name(), f.Arg(0), f.synopsis)
+	}
+	return f.noneEmpty()
+}
+
+// noneEmpty refuses a flag typed with an empty value: a default would
+// stand in for it silently (--state-machine "" would run here, --endpoint ""
+// would go to AWS), and the user meant something else.
+func (f *flags) noneEmpty() error {
+	var empty string
+	f.Visit(func(fl *flag.Flag) {
+		if empty == "" && fl.Value.String() == "" {
+			empty = fl.Name
+		}
+	})
+	if empty != "" {
+		return usageErrorf("%s: --%s is given but empty: give it a value, or leave it out for its default (s3zip %s -h)", f.Name(), empty, f.Name())
 	}
 	return nil
 }
@@ -153,10 +217,10 @@ func (f *flags) parseArgs(args []string, stdout io.Writer) ([]string, error) {
 		}
 		args = f.Args()
 		if len(args) == 0 {
-			return pos, nil
+			return pos, f.noneEmpty()
 		}
 		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+			return append(pos, args[1:]...), f.noneEmpty()
 		}
 		pos = append(pos, args[0])
 		args = args[1:]

@@ -184,23 +184,23 @@ func TestCreateSetupErrors(t *testing.T) {
 		want expect
 	}{
 		{"dead-port", nil, append(src, "--dest", "s3://out/a.zip", "--endpoint", "http://127.0.0.1:1"),
-			expect{code: 1, stderr: []string{"cannot reach S3 at http://127.0.0.1:1", "connection refused"}, banned: noise, stderrMax: 1, within: 3 * time.Second}},
+			expect{code: exitUnreachable, stderr: []string{"cannot reach S3 at http://127.0.0.1:1", "connection refused"}, banned: noise, stderrMax: 1, within: 3 * time.Second}},
 		{"endpoint-without-scheme", nil, append(src, "--dest", "s3://out/a.zip", "--endpoint", strings.TrimPrefix(srv.Endpoint(), "http://")),
 			expect{code: 2, stderr: []string{"is not a URL", "e.g. " + srv.Endpoint()}, banned: noise, stderrMax: 1}},
 		{"env-endpoint-without-scheme", []string{"S3_ENDPOINT=" + strings.TrimPrefix(srv.Endpoint(), "http://")}, append(src, "--dest", "s3://out/a.zip"),
 			expect{code: 2, stderr: []string{"S3_ENDPOINT", "is not a URL"}, banned: noise, stderrMax: 1}},
 		{"wrong-secret", []string{"AWS_SECRET_ACCESS_KEY=wrong"}, append(src, "--dest", "s3://out/a.zip", ep),
-			expect{code: 1, stderr: []string{"SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}, banned: noise, stderrMax: 1}},
+			expect{code: exitUnreachable, stderr: []string{"SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}, banned: noise, stderrMax: 1}},
 		{"unknown-access-key", []string{"AWS_ACCESS_KEY_ID=nobody"}, append(src, "--dest", "s3://out/a.zip", ep),
-			expect{code: 1, stderr: []string{"AWS_ACCESS_KEY_ID"}, banned: noise, stderrMax: 1}},
+			expect{code: exitUnreachable, stderr: []string{"AWS_ACCESS_KEY_ID"}, banned: noise, stderrMax: 1}},
 		{"missing-destination-bucket", nil, append(src, "--dest", "s3://nodest/a.zip", ep),
-			expect{code: 1, stderr: []string{`destination bucket "nodest" does not exist`}, banned: noise, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{`destination bucket "nodest" does not exist`}, banned: noise, stderrMax: 1}},
 		{"missing-source-bucket", nil, []string{"--source", "s3://nosrc/p/", "--dest", "s3://out/a.zip", ep},
-			expect{code: 1, stderr: []string{`source bucket "nosrc" does not exist`}, banned: noise, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{`source bucket "nosrc" does not exist`}, banned: noise, stderrMax: 1}},
 		{"missing-work-bucket", nil, append(src, "--dest", "s3://out/a.zip", "--work-bucket", "nowork", ep),
-			expect{code: 1, stderr: []string{`work bucket "nowork" does not exist`}, banned: noise, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{`work bucket "nowork" does not exist`}, banned: noise, stderrMax: 1}},
 		{"missing-manifest", nil, []string{"--manifest", "s3://cli/none.csv", "--dest", "s3://out/a.zip", ep},
-			expect{code: 1, stderr: []string{"manifest s3://cli/none.csv does not exist"}, banned: noise, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{"manifest s3://cli/none.csv does not exist"}, banned: noise, stderrMax: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.check(t, s3zip(t, tc.env, append([]string{"create"}, tc.args...)...))
@@ -227,10 +227,10 @@ func TestErrorsNameFlags(t *testing.T) {
 		{"unknown-duplicates-policy", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--duplicates", "rename", ep}, 2, `--duplicates "rename": want error or suffix`},
 		{"unknown-strategy", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--strategy", "fast", ep}, 2, `--strategy "fast": want auto, stream, duo or chain`},
 		{"small-part-size", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--part-size", "1000", ep}, 2, "--part-size 1000"},
-		{"bad-source-bucket", []string{"--source", "s3://Bad_Bucket/p/", "--dest", "s3://out/a.zip", ep}, 1, `--source "Bad_Bucket" is not a valid S3 bucket name`},
-		{"dest-ends-in-slash", []string{"--source", "s3://cli/small/", "--dest", "s3://out/dir/", ep}, 1, `--dest "dir/" ends in /`},
-		{"destination-exists", []string{"--source", "s3://cli/small/", "--dest", "s3://cli/taken.zip", ep}, 1, "add --overwrite to replace it"},
-		{"duplicate-names", []string{"--source", "s3://cli/dup/", "--names", "flat", "--dest", "s3://out/d.zip", ep}, 1, "use --duplicates suffix to rename them"},
+		{"bad-source-bucket", []string{"--source", "s3://Bad_Bucket/p/", "--dest", "s3://out/a.zip", ep}, exitRefused, `--source "Bad_Bucket" is not a valid S3 bucket name`},
+		{"dest-ends-in-slash", []string{"--source", "s3://cli/small/", "--dest", "s3://out/dir/", ep}, exitRefused, `--dest "dir/" ends in /`},
+		{"destination-exists", []string{"--source", "s3://cli/small/", "--dest", "s3://cli/taken.zip", ep}, exitRefused, "add --overwrite to replace it"},
+		{"duplicate-names", []string{"--source", "s3://cli/dup/", "--names", "flat", "--dest", "s3://out/d.zip", ep}, exitRefused, "use --duplicates suffix to rename them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s3zip(t, nil, append([]string{"create"}, tc.args...)...)
@@ -251,9 +251,9 @@ func TestSourcePrefixWithoutSlash(t *testing.T) {
 		want expect
 	}{
 		{"folder-without-slash", []string{"--source", "s3://cli/small", "--dest", "s3://out/s.zip", ep},
-			expect{code: 1, stderr: []string{`does not end in "/"`, "s3://cli/small/", "--names"}, banned: []string{"absolute path", "fix the keys"}, stderrMax: 2}},
+			expect{code: exitRefused, stderr: []string{`does not end in "/"`, "s3://cli/small/", "--names"}, banned: []string{"absolute path", "fix the keys"}, stderrMax: 2}},
 		{"single-object", []string{"--source", "s3://cli/one/a.txt", "--dest", "s3://out/one.zip", ep},
-			expect{code: 1, stderr: []string{"names the object s3://cli/one/a.txt", "s3://cli/one/", `--names "flat"`, `"a.txt"`}, banned: []string{"empty name", `(name "")`}, stderrMax: 2}},
+			expect{code: exitRefused, stderr: []string{"names the object s3://cli/one/a.txt", "s3://cli/one/", `--names "flat"`, `"a.txt"`}, banned: []string{"empty name", `(name "")`}, stderrMax: 2}},
 		{"single-object-flat", []string{"--source", "s3://cli/one/a.txt", "--names", "flat", "--dest", "s3://out/one.zip", ep},
 			expect{stdout: []string{"entries     1"}}},
 		{"folder-with-slash", []string{"--source", "s3://cli/small/", "--dest", "s3://out/s.zip", ep},
@@ -288,7 +288,7 @@ func TestManifestProblemsAllAtOnce(t *testing.T) {
 	}
 	for try := range 3 { // the lookups run at once: the report must not depend on which answers first
 		r := s3zip(t, nil, "create", "--manifest", "s3://cli/manifest.csv", "--dest", "s3://out/m.zip", ep)
-		expect{code: 1, stderr: append([]string{"5 problems"}, want...), banned: []string{"run again", "changed or was deleted"}}.check(t, r)
+		expect{code: exitRefused, stderr: append([]string{"5 problems"}, want...), banned: []string{"run again", "changed or was deleted"}}.check(t, r)
 		last := -1
 		for _, w := range want {
 			i := strings.Index(r.stderr, w)
@@ -345,7 +345,7 @@ func TestPlanTakesWhatCreateTakes(t *testing.T) {
 		{"env-endpoint", []string{"--source", "s3://cli/small/"}, expect{stdout: []string{"entries         12"}}},
 		{"negative-workers", []string{"--source", "s3://cli/small/", "--workers", "-5", ep}, expect{code: 2, stderr: []string{"--workers -5: want 1 to 10000"}, stderrMax: 1}},
 		{"synthetic-negative-workers", []string{"--synthetic", "challenge", "--count", "10", "--workers", "-5"}, expect{code: 2, stderr: []string{"--workers -5: want 1 to 10000"}, stderrMax: 1}},
-		{"prefix-without-slash", []string{"--source", "s3://cli/small", ep}, expect{code: 1, stderr: []string{"s3://cli/small/"}, stderrMax: 1}},
+		{"prefix-without-slash", []string{"--source", "s3://cli/small", ep}, expect{code: exitRefused, stderr: []string{"s3://cli/small/"}, stderrMax: 1}},
 		{"two-sources", []string{"--source", "s3://cli/small/", "--synthetic", "challenge"}, expect{code: 2, stderr: []string{"give exactly one of"}, stderrMax: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -389,13 +389,13 @@ func TestSmallerThings(t *testing.T) {
 		want expect
 	}{
 		{"verify-missing-object", []string{"verify", "s3://cli/nope.zip", ep},
-			expect{code: 1, stderr: []string{"s3://cli/nope.zip does not exist"}, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{"s3://cli/nope.zip does not exist"}, stderrMax: 1}},
 		{"get-missing-object", []string{"get", "s3://cli/nope.zip", t.TempDir(), ep},
-			expect{code: 1, stderr: []string{"s3://cli/nope.zip does not exist"}, stderrMax: 1}},
+			expect{code: exitRefused, stderr: []string{"s3://cli/nope.zip does not exist"}, stderrMax: 1}},
 		{"get-symlink-refused", []string{"get", "s3://cli/links.zip", filepath.Join(dir, "refused"), ep},
 			expect{code: 1, stderr: []string{`entry "link": symbolic links are not extracted`, "--skip-symlinks"}, stderrMax: 1}},
 		{"get-skip-symlinks", []string{"get", "--skip-symlinks", "s3://cli/links.zip", filepath.Join(dir, "skipped"), ep},
-			expect{stdout: []string{"extracted 2 entries (2 files, 0 directories, 1 symbolic link(s) skipped)"}}},
+			expect{stdout: []string{"extracted 2 entries (2 files, 0 directories, 1 symbolic link skipped)"}}},
 		{"sample-prefix-is-a-folder", []string{"sample", "--dest", "s3://cli/nosl", "--count", "2", "--scale", "0.001", ep},
 			expect{stdout: []string{"to s3://cli/nosl/ "}}},
 		{"create-small-run-has-no-zero-rate", []string{"create", "--source", "s3://cli/one/", "--dest", "s3://out/one.zip", ep},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,12 +58,10 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := req.Validate(); err != nil {
 		return inFlagTerms(err)
 	}
-	if *stateMachine != "" {
+	if *stateMachine != "" { // typed empty, parse refused it
 		// The deployment's own default concurrency applies unless --workers is
 		// given or the account's Lambda concurrency is below it (fitToAccount).
-		workersSet := false
-		fs.Visit(func(f *flag.Flag) { workersSet = workersSet || f.Name == "workers" })
-		if !workersSet {
+		if !fs.given("workers") {
 			req.Options.MaxConcurrency = 0
 		}
 		return startDeployed(ctx, *stateMachine, req, *asJSON, stdout, stderrWriter)
@@ -72,12 +69,9 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *workBucket == "" {
 		*workBucket = b
 	}
-	client, err := newS3Client(ctx, *rf.endpoint)
+	client, err := connect(ctx, "create", *rf.endpoint, runChecks(req, *workBucket)...)
 	if err != nil {
 		return err
-	}
-	if err := preflight(ctx, client, endpointOrEnv(*rf.endpoint), runChecks(req, *workBucket)); err != nil {
-		return fmt.Errorf("create: %w", err)
 	}
 	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
 	counter := s3metrics.New()
@@ -100,7 +94,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
 	lease := startRun(ctx, plain, *workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
-	progress.done()
+	progress.finish(err)
 	lease.stop(ctx)
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {
@@ -114,17 +108,15 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	wall := time.Since(start)
 	out := res.Output
+	printWarnings(out.Warnings)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
+		return enc.Encode(map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
+			"requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
 	}
 	st := out.Stats
-	fmt.Fprintf(stdout, "archive     %s\n", out.Archive.URI)
-	fmt.Fprintf(stdout, "entries     %d\n", st.Entries)
-	fmt.Fprintf(stdout, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(out.Archive.Size), out.Archive.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], out.Archive.CRC32)
-	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
-	fmt.Fprintf(stdout, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
+	printArchive(stdout, out.Archive, st)
 	fmt.Fprintf(stdout, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
 	var reqs []string
 	for _, c := range counter.Sorted() {
@@ -134,9 +126,19 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if n := counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
 		fmt.Fprintf(stdout, "            (%d AbortMultipartUpload: %s)\n", n, abortReason)
 	}
-	fmt.Fprintf(stdout, "report      %s\n", out.Report)
+	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(out.Report))
 	fmt.Fprintf(stdout, "wall time   %.2f s%s\n", wall.Seconds(), rate(out.Archive.Size, wall.Seconds()))
 	return nil
+}
+
+// printArchive is the summary's first lines, the same for a run here and
+// a deployed one: what was made and how it was built.
+func printArchive(w io.Writer, a workflow.Archive, st workflow.ReportStats) {
+	fmt.Fprintf(w, "archive     %s\n", a.URI)
+	fmt.Fprintf(w, "entries     %d\n", st.Entries)
+	fmt.Fprintf(w, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(a.Size), a.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], a.CRC32)
+	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
+	fmt.Fprintf(w, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
 }
 
 // abortReason says why a run that succeeded aborted an upload: the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,57 +23,54 @@ func init() {
 }
 
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("extract", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE]")
-		fmt.Fprintln(fs.Output(), "Runs the extract workflow's handlers (plan, batches of jobs, finalize; abort on failure) here, as the state machine runs them.")
-		fs.PrintDefaults()
-	}
-	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
-	workers := fs.Int("workers", 8, "jobs run at once")
+	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
+		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
+			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
+			"(PREFIX/"+extract.ReportName+") lists every object written.")
+	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)")
+	workers := fs.Int("workers", 8, "jobs run at once, 1 to 1000")
 	overwrite := fs.Bool("overwrite", false, "replace objects that already exist under the prefix")
 	skip := fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive")
-	small := fs.Int64("small-stored", 0, "STORED entries below this many `bytes` are read and put instead of copied server-side, overriding the model's choice (-1 copies all)")
+	small := fs.Int64("small-stored", 0, "STORED entries below this many `bytes` are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)")
 	modelFile := fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	workBucket := fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)")
-	// Flags may follow the two positional arguments.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := fs.parseArgs(args, stdout)
+	if err != nil {
+		return err
 	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return fmt.Errorf("extract: want an archive and a destination, got %d arguments", len(pos))
+	if err := wantArgs("extract", pos, "s3://BUCKET/KEY.zip", "s3://BUCKET/PREFIX/"); err != nil {
+		return err
 	}
-	ab, ak, err := parseS3URI(pos[0])
-	if err != nil || ak == "" || strings.HasSuffix(ak, "/") {
-		return fmt.Errorf("extract: archive %q: want s3://BUCKET/KEY.zip", pos[0])
+	ab, ak, err := parseS3ObjectURI(pos[0])
+	if err != nil {
+		return usageErrorf("extract: archive: %v", err)
 	}
 	db, dp, err := parseS3URI(pos[1])
 	if err != nil {
-		return fmt.Errorf("extract: destination %q: %w", pos[1], err)
+		return usageErrorf("extract: destination: %v", err)
 	}
 	if dp != "" && !strings.HasSuffix(dp, "/") {
-		return fmt.Errorf("extract: destination %q: a prefix must end in / (s3://%s/%s/)", pos[1], db, dp)
+		return usageErrorf("extract: destination %q: a prefix must end in / (s3://%s/%s/)", pos[1], db, dp)
 	}
 	if *workers < 1 || *workers > 1000 {
-		return fmt.Errorf("extract: --workers %d: want 1 to 1000", *workers)
+		return usageErrorf("extract: --workers %d: want 1 to 1000", *workers)
+	}
+	smallStored, err := smallStoredOption(fs, *small)
+	if err != nil {
+		return err
 	}
 	var model *plan.Model
 	if *modelFile != "" {
 		if model, err = readModel(*modelFile); err != nil {
-			return fmt.Errorf("extract: --model: %w", err)
+			return usageErrorf("extract: --model: %v", err)
 		}
 	}
-	client, err := newS3Client(ctx, *endpoint)
+	checks := []bucketCheck{{role: "archive", bucket: ab, object: ak}, {role: "destination", bucket: db}}
+	if *workBucket != "" {
+		checks = append(checks, bucketCheck{role: "work", bucket: *workBucket})
+	}
+	client, err := connect(ctx, "extract", *endpoint, checks...)
 	if err != nil {
 		return err
 	}
@@ -90,11 +86,11 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	lease := startExtractRun(ctx, plain, *workBucket, execution, workflow.Destination{Bucket: ab, Key: ak}, fmt.Sprintf("s3://%s/%s", db, dp))
 	res, err := extract.Run(ctx, client, extract.Request{
 		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket, Execution: execution,
-		Options: extract.Options{SkipUnsupported: *skip, SmallStored: *small, Model: model},
+		Options: extract.Options{SkipUnsupported: *skip, SmallStored: smallStored, Model: model},
 	}, func(p extract.Progress) {
 		progress.updateExtract(p)
 	})
-	progress.done()
+	progress.finish(err)
 	lease.stop(ctx)
 	if err != nil {
 		return err
@@ -105,10 +101,10 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"result": res, "plan": res.Plan, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
 	}
-	fmt.Fprintf(stdout, "archive     %s (%d entries)\n", res.Archive, res.Entries)
+	fmt.Fprintf(stdout, "archive     %s (%s)\n", res.Archive, count(res.Entries, "entry", "entries"))
 	fmt.Fprintf(stdout, "objects     %d, %s under s3://%s/%s\n", len(res.Objects), humanBytes(res.Extracted), db, dp)
 	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped     %d entries (listed in the report)\n", len(res.Skipped))
+		fmt.Fprintf(stdout, "skipped     %s (listed in the report)\n", count(len(res.Skipped), "entry", "entries"))
 	}
 	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(res.Copied))
 	fmt.Fprintf(stdout, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
@@ -122,14 +118,32 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// updateExtract shows an extraction's progress with the same printer as create.
-func (p *progressPrinter) updateExtract(pr extract.Progress) {
-	p.update(workflowProgress(pr))
+// smallStoredOption is --small-stored as extract.Options takes it, where 0
+// is the model's choice and -1 copies every STORED entry: a value typed is
+// honoured (0 reads none, so copies every one), never replaced by the
+// model's.
+func smallStoredOption(fs *flags, bytes int64) (int64, error) {
+	switch {
+	case !fs.given("small-stored"):
+		return 0, nil
+	case bytes == 0:
+		return -1, nil
+	case bytes < 0:
+		return 0, usageErrorf("extract: --small-stored %d: want 0 or more bytes (0 copies every STORED entry)", bytes)
+	}
+	return bytes, nil
 }
 
-// workflowProgress shows extraction jobs where create shows parts.
-func workflowProgress(pr extract.Progress) workflow.Progress {
-	return workflow.Progress{PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes}
+// phaseExtracting is an extraction's one phase between planning and done.
+const phaseExtracting workflow.Phase = "extracting"
+
+// updateExtract shows an extraction's progress with the same printer as
+// create, counting jobs where create counts parts.
+func (p *progressPrinter) updateExtract(pr extract.Progress) {
+	p.mu.Lock()
+	p.unit = "jobs"
+	p.mu.Unlock()
+	p.update(workflow.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
 }
 
 // readModel reads a cost model profile: a plan.Model as JSON, or a document

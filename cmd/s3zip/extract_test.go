@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,7 +51,7 @@ func TestExtractCommand(t *testing.T) {
 	}{
 		{"existing objects", []string{"s3://xtr/in.zip", "s3://xtr/out/", "--endpoint", srv.Endpoint()}, "already exist"},
 		{"prefix without slash", []string{"s3://xtr/in.zip", "s3://xtr/out", "--endpoint", srv.Endpoint()}, "must end in /"},
-		{"one argument", []string{"s3://xtr/in.zip", "--endpoint", srv.Endpoint()}, "want an archive and a destination"},
+		{"one argument", []string{"s3://xtr/in.zip", "--endpoint", srv.Endpoint()}, "extract: missing s3://BUCKET/PREFIX/"},
 		{"not a zip", []string{"s3://xtr/out/a.txt", "s3://xtr/o2/", "--endpoint", srv.Endpoint()}, "not a readable ZIP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +82,7 @@ func TestExtractCommand(t *testing.T) {
 		{[]string{"--model", bare}, slow.StoredReadBelow(extract.DefaultReadGroup)},
 		{[]string{"--model", results}, slow.StoredReadBelow(extract.DefaultReadGroup)},
 		{[]string{"--model", results, "--small-stored", "12345"}, 12345},
+		{[]string{"--model", results, "--small-stored", "0"}, 0}, // typed, 0 is honoured: every STORED entry copied
 	} {
 		out, err := extractCmd(append([]string{"s3://xtr/in.zip", fmt.Sprintf("s3://xtr/m%d/", i), "--endpoint", srv.Endpoint()}, tc.args...)...)
 		if err != nil {
@@ -106,5 +109,30 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An archive with nothing to write as objects (an empty one; one of
+// directories) gets a report whose "objects" is an empty list, and a
+// summary in the singular where there is one.
+func TestExtractReportOfNothing(t *testing.T) {
+	srv := cliServer(t)
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	if _, err := w.Create("d/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv.PutObject(t, "cli", "dirs.zip", buf.Bytes())
+	r := s3zip(t, nil, "extract", "s3://cli/dirs.zip", "s3://cli/x/", "--endpoint", srv.Endpoint())
+	expect{stdout: []string{"(1 entry)"}, banned: []string{"1 entries"}}.check(t, r)
+	var report map[string]json.RawMessage
+	if err := json.Unmarshal(srv.GetObject(t, "cli", "x/"+extract.ReportName), &report); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(report["objects"]); got != "[]" {
+		t.Errorf(`report "objects": %s, want []`, got)
 	}
 }

@@ -43,10 +43,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErrorf("get: %v", err)
 	}
-	if err := checkEndpoint("get", *endpoint); err != nil {
-		return err
-	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := connect(ctx, "get", *endpoint, bucketCheck{role: "archive", bucket: bucket, object: key})
 	if err != nil {
 		return err
 	}
@@ -69,10 +66,10 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	secs := time.Since(start).Seconds()
 	skipped := ""
 	if res.SkippedSymlinks > 0 {
-		skipped = fmt.Sprintf(", %d symbolic link(s) skipped", res.SkippedSymlinks)
+		skipped = ", " + count(res.SkippedSymlinks, "symbolic link", "symbolic links") + " skipped"
 	}
-	_, err = fmt.Fprintf(stdout, "extracted %d entries (%d files, %d directories%s), %d bytes to %s in %.2f s%s\n",
-		res.Entries, res.Files, res.Dirs, skipped, res.Bytes, pos[1], secs, rate(res.Bytes, secs))
+	_, err = fmt.Fprintf(stdout, "extracted %s (%s, %s%s), %d bytes to %s in %.2f s%s\n",
+		count(res.Entries, "entry", "entries"), count(res.Files, "file", "files"), count(res.Dirs, "directory", "directories"), skipped, res.Bytes, pos[1], secs, rate(res.Bytes, secs))
 	return err
 }
 

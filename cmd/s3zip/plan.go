@@ -204,12 +204,9 @@ func s3Entries(ctx context.Context, rf *requestFlags) ([]plan.Entry, error) {
 	if err := req.Validate(); err != nil {
 		return nil, inFlagTerms(err)
 	}
-	client, err := newS3Client(ctx, *rf.endpoint)
+	client, err := connect(ctx, "plan", *rf.endpoint, runChecks(req, "")[:1]...)
 	if err != nil {
 		return nil, err
-	}
-	if err := preflight(ctx, client, endpointOrEnv(*rf.endpoint), runChecks(req, "")[:1]); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
 	}
 	raw, _ := json.Marshal(req)
 	pl := &workflow.Planner{S3: client, Config: workflow.Config{DefaultMaxConcurrency: *rf.workers}}
@@ -255,6 +252,14 @@ func manifestEntries(path string) ([]plan.Entry, error) {
 		entries = append(entries, plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32, Dir: l.Size == 0 && len(name) > 0 && name[len(name)-1] == '/'})
 	}
 	return entries, nil
+}
+
+// count is n things in words: "1 entry", "2 entries", "0 directories".
+func count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func humanBytes(n int64) string {

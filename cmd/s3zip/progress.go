@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +15,14 @@ import (
 
 // progressPrinter shows a run's phases and parts: a live line on a
 // terminal, and on anything else a line per phase and one every few seconds.
+// What it shows never goes backwards within a phase (batches report out of
+// order), and its last line says how the run ended (finish).
 type progressPrinter struct {
 	w        io.Writer
 	terminal bool
 	start    time.Time
 	every    time.Duration // between plain lines while building
+	unit     string        // what Parts counts: "parts", or extract's "jobs"
 
 	mu         sync.Mutex
 	phase      workflow.Phase
@@ -25,6 +30,7 @@ type progressPrinter struct {
 	last       time.Time
 	drawn      bool
 	stopTick   chan struct{}
+	high       workflow.Progress // the furthest this phase has got
 }
 
 func newProgressPrinter(f *os.File) *progressPrinter {
@@ -33,7 +39,7 @@ func newProgressPrinter(f *os.File) *progressPrinter {
 }
 
 func newProgress(w io.Writer, terminal bool) *progressPrinter {
-	p := &progressPrinter{w: w, terminal: terminal, start: time.Now(), every: 2 * time.Second}
+	p := &progressPrinter{w: w, terminal: terminal, start: time.Now(), every: 2 * time.Second, unit: "parts"}
 	if terminal {
 		p.every = 100 * time.Millisecond
 	}
@@ -47,13 +53,15 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 	if pr.Phase != p.phase {
 		p.enter(pr.Phase, now)
 	}
+	pr.PartsDone, pr.BytesDone = max(pr.PartsDone, p.high.PartsDone), max(pr.BytesDone, p.high.BytesDone)
+	p.high = pr
 	switch pr.Phase {
 	case workflow.PhasePlanning:
 		p.drawPlanning(now)
 		return
 	case workflow.PhaseBuilding:
 		if pr.PartsDone == 0 && !p.terminal {
-			fmt.Fprintf(p.w, "building %d parts, %s\n", pr.Parts, humanBytes(pr.Bytes))
+			fmt.Fprintf(p.w, "building %d %s, %s\n", pr.Parts, p.unit, humanBytes(pr.Bytes))
 			p.last = now
 			return
 		}
@@ -62,6 +70,11 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 	if !final && now.Sub(p.last) < p.every {
 		return
 	}
+	p.draw(pr, now)
+}
+
+// draw shows pr: the live line on a terminal, a plain line elsewhere.
+func (p *progressPrinter) draw(pr workflow.Progress, now time.Time) {
 	p.last = now
 	elapsed := now.Sub(p.phaseStart).Seconds()
 	speed := float64(pr.BytesDone) / max(elapsed, 1e-3)
@@ -70,7 +83,7 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 		eta = fmt.Sprintf(", ETA %.0f s", float64(pr.Bytes-pr.BytesDone)/speed)
 	}
 	if !p.terminal {
-		fmt.Fprintf(p.w, "%s: parts %d/%d, %s of %s%s\n", pr.Phase, pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), eta)
+		fmt.Fprintf(p.w, "%s: %s %d/%d, %s of %s%s\n", pr.Phase, p.unit, pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), eta)
 		return
 	}
 	const width = 30
@@ -78,8 +91,8 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 	if pr.Bytes > 0 {
 		filled = min(width, int(float64(width)*float64(pr.BytesDone)/float64(pr.Bytes)))
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d parts  %s / %s  %s/s%s  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(speed)), eta, pr.Phase)
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s  %s / %s  %s/s%s  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		pr.PartsDone, pr.Parts, p.unit, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(speed)), eta, pr.Phase)
 	p.drawn = true
 }
 
@@ -93,7 +106,7 @@ func (p *progressPrinter) enter(phase workflow.Phase, now time.Time) {
 	if p.phase == workflow.PhasePlanning && !p.terminal {
 		fmt.Fprintf(p.w, "planned in %.1f s\n", now.Sub(p.phaseStart).Seconds())
 	}
-	p.phase, p.phaseStart, p.last = phase, now, time.Time{}
+	p.phase, p.phaseStart, p.last, p.high = phase, now, time.Time{}, workflow.Progress{Phase: phase}
 	if phase == workflow.PhasePlanning && p.terminal {
 		stop := make(chan struct{})
 		p.stopTick = stop
@@ -128,12 +141,38 @@ func (p *progressPrinter) drawPlanning(now time.Time) {
 	}
 }
 
-func (p *progressPrinter) done() {
+// finish ends the display with how the run ended: a run that succeeded at
+// 100 % (the last update may not have been drawn), one that failed or was
+// stopped with the phase it was in and how far it had got; the error itself
+// follows from main.
+func (p *progressPrinter) finish(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopTick != nil {
 		close(p.stopTick)
 		p.stopTick = nil
+	}
+	now := time.Now()
+	switch {
+	case err == nil && p.high.Parts > 0 && (p.phase != workflow.PhaseDone || p.high.PartsDone < p.high.Parts):
+		pr := p.high
+		pr.Phase, pr.PartsDone, pr.BytesDone = workflow.PhaseDone, pr.Parts, pr.Bytes
+		p.enter(workflow.PhaseDone, now)
+		p.draw(pr, now)
+	case err != nil && p.phase != "":
+		how := "failed"
+		if errors.Is(err, context.Canceled) {
+			how = "stopped"
+		}
+		at := fmt.Sprintf("after %.1f s", now.Sub(p.phaseStart).Seconds())
+		if pr := p.high; pr.Parts > 0 {
+			at = fmt.Sprintf("at %d/%d %s, %s of %s", pr.PartsDone, pr.Parts, p.unit, humanBytes(pr.BytesDone), humanBytes(pr.Bytes))
+		}
+		if p.terminal {
+			fmt.Fprint(p.w, "\r\033[K")
+		}
+		fmt.Fprintf(p.w, "%s %s %s\n", p.phase, how, at)
+		return
 	}
 	if p.terminal && p.drawn {
 		fmt.Fprintln(p.w)

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -36,7 +40,7 @@ func TestProgressPrinter(t *testing.T) {
 			for _, pr := range runProgress[1:] {
 				p.update(pr)
 			}
-			p.done()
+			p.finish(nil)
 			out := buf.String()
 			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
@@ -48,6 +52,88 @@ func TestProgressPrinter(t *testing.T) {
 			}
 			if !tc.terminal && strings.Contains(out, "\r") {
 				t.Errorf("carriage returns in plain output: %q", out)
+			}
+		})
+	}
+}
+
+// shownCounts are the parts and bytes done each progress line shows, in
+// order (terminal lines, or plain ones).
+func shownCounts(t *testing.T, out string) (parts []int, bytes []string) {
+	t.Helper()
+	// terminal: "] 3/10 parts  30.00 MiB / …", plain: "building: parts 3/10, 30.00 MiB of …"
+	re := regexp.MustCompile(`(?:(\d+)/\d+ (?:parts|jobs)  |(?:parts|jobs) (\d+)/\d+, )([\d.]+ \w+) (?:of|/) `)
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1] + m[2])
+		parts, bytes = append(parts, n), append(bytes, m[3])
+	}
+	return parts, bytes
+}
+
+// Reports arrive out of order (batches finish at once and report after
+// their counters moved; a retried batch reports late): what is shown never
+// goes backwards.
+func TestProgressNeverGoesBackwards(t *testing.T) {
+	building := func(parts int, bytes int64) workflow.Progress {
+		return workflow.Progress{Phase: workflow.PhaseBuilding, Parts: 10, PartsDone: parts, Bytes: 100 << 20, BytesDone: bytes << 20}
+	}
+	for _, terminal := range []bool{true, false} {
+		var buf bytes.Buffer
+		p := newProgress(&buf, terminal)
+		p.every = 0
+		for _, pr := range []workflow.Progress{building(0, 0), building(3, 30), building(6, 60), building(5, 50), building(4, 40), building(7, 70)} {
+			p.update(pr)
+		}
+		p.finish(nil)
+		parts, sizes := shownCounts(t, buf.String())
+		if len(parts) < 5 {
+			t.Fatalf("terminal %v: %d progress lines, want every update drawn:\n%q", terminal, len(parts), buf.String())
+		}
+		for i := 1; i < len(parts); i++ {
+			if parts[i] < parts[i-1] {
+				t.Errorf("terminal %v: parts shown %v: %d after %d (sizes %v)", terminal, parts, parts[i], parts[i-1], sizes)
+				break
+			}
+		}
+	}
+}
+
+// A run that succeeds ends at 100 % however few updates got drawn (they
+// are drawn a few times a second at most); one that fails says which phase
+// failed, and how far it had got.
+func TestProgressEnds(t *testing.T) {
+	extracting := func(done int, bytes int64) extract.Progress {
+		return extract.Progress{Jobs: 4, JobsDone: done, Bytes: 40 << 20, BytesDone: bytes << 20}
+	}
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		err      error
+		want     string
+	}{
+		{"success-terminal", true, nil, "4/4 jobs  40.00 MiB / 40.00 MiB"},
+		{"success-plain", false, nil, "jobs 4/4, 40.00 MiB of 40.00 MiB"},
+		{"failure-terminal", true, errors.New("entry \"x\": S3 said no"), "extracting failed at 2/4 jobs, 20.00 MiB of 40.00 MiB"},
+		{"failure-plain", false, errors.New("entry \"x\": S3 said no"), "extracting failed at 2/4 jobs, 20.00 MiB of 40.00 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := newProgress(&buf, tc.terminal)
+			p.every = time.Hour // only the first update is drawn on its own
+			for i := range 4 {
+				if tc.err != nil && i == 3 {
+					break
+				}
+				p.updateExtract(extracting(i, int64(i)*10))
+			}
+			if tc.err == nil {
+				p.updateExtract(extracting(4, 40))
+			}
+			p.finish(tc.err)
+			out := strings.TrimRight(buf.String(), "\n")
+			last := out[strings.LastIndexAny(out, "\r\n")+1:]
+			if !strings.Contains(last, tc.want) {
+				t.Errorf("last line %q, want it to say %q; all:\n%q", last, tc.want, out)
 			}
 		})
 	}

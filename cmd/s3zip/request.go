@@ -15,6 +15,7 @@ const defaultWorkers = 8
 
 // requestFlags are the flags create and plan share: what to archive and how.
 type requestFlags struct {
+	fs                          *flags
 	source, manifest, endpoint  *string
 	strategy, names, duplicates *string
 	prefer                      *string
@@ -26,6 +27,7 @@ type requestFlags struct {
 
 func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 	return &requestFlags{
+		fs:          fs,
 		source:      fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
 		manifest:    fs.String("manifest", "", manifestHelp),
 		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
@@ -64,7 +66,8 @@ func (f *requestFlags) check(cmd string) error {
 	if w := *f.workers; w < 1 || w > 10000 {
 		bad = append(bad, fmt.Sprintf("--workers %d: want 1 to 10000", w))
 	}
-	if p := *f.partSize; p != 0 && (p < plan.MinPartSize || p > plan.MaxPartSize) {
+	// 0 is the request's "not given"; typed, it is a size like any other.
+	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < plan.MinPartSize || p > plan.MaxPartSize) {
 		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, plan.MinPartSize, plan.MaxPartSize))
 	}
 	switch *f.compress {
@@ -72,7 +75,7 @@ func (f *requestFlags) check(cmd string) error {
 	default:
 		bad = append(bad, fmt.Sprintf("--compress %q: want none, deflate or auto", *f.compress))
 	}
-	if l := *f.level; l < 0 || l > 9 {
+	if l := *f.level; (l != 0 || f.fs.given("level")) && (l < 1 || l > 9) {
 		bad = append(bad, fmt.Sprintf("--level %d: want 1 (fastest) to 9 (smallest)", l))
 	} else if l != 0 && *f.compress == workflow.CompressNone {
 		bad = append(bad, "--level applies to --compress deflate or auto; add --compress deflate")

@@ -39,6 +39,24 @@ func checkEndpoint(cmd, endpoint string) error {
 	return nil
 }
 
+// connect is every network command's start: the endpoint checked, the
+// client built with the credentials looked up, and each of checks asked
+// once, so that what is wrong with the setup is one line (exit 2 or 3)
+// before the command's first real request.
+func connect(ctx context.Context, cmd, endpoint string, checks ...bucketCheck) (*s3.Client, error) {
+	if err := checkEndpoint(cmd, endpoint); err != nil {
+		return nil, err
+	}
+	client, err := newS3Client(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	if err := preflight(ctx, client, endpointOrEnv(endpoint), checks); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return client, nil
+}
+
 // once is an S3 option for the up-front checks: one attempt, so a dead
 // endpoint is reported at once instead of after the SDK's backoff.
 func once(o *s3.Options) { o.RetryMaxAttempts = 1 }
@@ -115,29 +133,29 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 		netErr = rootCause(err)
 	}
 	if netErr != nil {
-		return fmt.Errorf("cannot reach S3 at %s: %v; check --endpoint (or S3_ENDPOINT) and that the server is running", where, netErr)
+		return unreachablef("cannot reach S3 at %s: %v; check --endpoint (or S3_ENDPOINT) and that the server is running", where, netErr)
 	}
 	status, code := s3ref.Status(err)
 	switch code {
 	case "SignatureDoesNotMatch":
-		return fmt.Errorf("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)
+		return unreachablef("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)
 	case "InvalidAccessKeyId", "XAdminUserNotFound": // versitygw's name for it
-		return fmt.Errorf("S3 at %s does not know the access key (%s); check AWS_ACCESS_KEY_ID or your AWS profile", where, code)
+		return unreachablef("S3 at %s does not know the access key (%s); check AWS_ACCESS_KEY_ID or your AWS profile", where, code)
 	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
-		return fmt.Errorf("S3 at %s rejected the session token (%s); refresh your credentials", where, code)
-	case "NoSuchBucket":
-		return fmt.Errorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
-	case "NoSuchKey":
-		return fmt.Errorf("%s s3://%s/%s does not exist", ck.role, ck.bucket, ck.object)
+		return unreachablef("S3 at %s rejected the session token (%s); refresh your credentials", where, code)
 	case "AccessDenied":
-		return fmt.Errorf("%s s3://%s/%s: access denied; the credentials need permission to read it", ck.role, ck.bucket, ck.prefix+ck.object)
+		return unreachablef("%s s3://%s/%s: access denied; the credentials need permission to read it", ck.role, ck.bucket, ck.prefix+ck.object)
+	case "NoSuchBucket":
+		return usageErrorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+	case "NoSuchKey":
+		return usageErrorf("%s s3://%s/%s does not exist; check the bucket, the key and --endpoint", ck.role, ck.bucket, ck.object)
 	}
 	switch {
 	case status == http.StatusNotFound && ck.object == "" && !ck.list:
 		// HEAD answers carry no error code: a 404 on HeadBucket is the bucket.
-		return fmt.Errorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+		return usageErrorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
 	case status == http.StatusRequestedRangeNotSatisfiable:
-		return nil // an empty manifest: the planner says so
+		return nil // an empty object (a manifest: the planner says so)
 	}
 	return nil
 }

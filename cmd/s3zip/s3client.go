@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -34,9 +35,9 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	if endpoint == "" {
 		endpoint = endpointFromEnv()
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := loadAWSConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return nil, err
 	}
 	if cfg.Region == "" {
 		cfg.Region = defaultRegion
@@ -49,6 +50,24 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
+}
+
+// loadAWSConfig is the default credential and region chain, with the
+// credentials looked up now: without them the first request would fail
+// (after the SDK's retries, as whatever that request was), so every
+// command says so before it asks anything of anyone.
+func loadAWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, unreachablef("load the AWS configuration: %v; check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE", err)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return cfg, err
+		}
+		return cfg, unreachablef("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (aws configure, aws sso login); looking them up said: %v", rootCause(err))
+	}
+	return cfg, nil
 }
 
 // parseS3URI splits s3://bucket/key. The key may be empty ("s3://bucket" or

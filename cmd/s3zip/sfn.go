@@ -4,15 +4,15 @@ package main
 // execution with the request the flags describe; `status EXECUTION_ARN`
 // follows one. Both print the current state and the Distributed Map's
 // progress while it runs, then the finalizer's summary or the execution's
-// error and cause. Exit codes: 0 archive created, 1 execution failed,
-// 2 request refused (by Step Functions, or by the planner before anything
-// was written).
+// error and cause. Exit codes (cli.go): 0 archive created, 1 execution
+// failed, 2 request refused (by Step Functions, or by the planner before
+// anything was written), 3 Step Functions not reached (network,
+// credentials, throttling: nothing was started, or the execution goes on).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -30,12 +30,6 @@ import (
 func init() {
 	register(command{name: "status", usage: "follow an execution of the deployed workflow: status EXECUTION_ARN", run: runStatus})
 }
-
-// Exit codes of create --state-machine and status.
-const (
-	exitFailed  = 1
-	exitRefused = 2
-)
 
 // exitError carries the process exit code for main.
 type exitError struct {
@@ -71,11 +65,12 @@ var newStepFunctions = func(ctx context.Context, arn string) (stepFunctions, err
 	return sfn.NewFromConfig(cfg), nil
 }
 
-// awsConfigFor is the default AWS configuration in the region the ARN names.
+// awsConfigFor is the default AWS configuration, credentials checked, in
+// the region the ARN names.
 func awsConfigFor(ctx context.Context, arn string) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := loadAWSConfig(ctx)
 	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+		return aws.Config{}, err
 	}
 	if parts := strings.Split(arn, ":"); len(parts) > 3 && parts[3] != "" {
 		cfg.Region = parts[3]
@@ -83,42 +78,82 @@ func awsConfigFor(ctx context.Context, arn string) (aws.Config, error) {
 	return cfg, nil
 }
 
+// sfnRefusals are Step Functions' answers that judge the request itself
+// (the ARN, the input, the name); any other failure to start means the
+// service was not reached, or not with these credentials.
+var sfnRefusals = map[string]bool{
+	"StateMachineDoesNotExist": true, "StateMachineDeleting": true, "InvalidArn": true, "InvalidExecutionInput": true,
+	"InvalidName": true, "ExecutionAlreadyExists": true, "ValidationException": true, "MissingRequiredParameter": true,
+}
+
+// sfnCredentialCodes are Step Functions' answers to credentials it does
+// not take.
+var sfnCredentialCodes = map[string]bool{
+	"UnrecognizedClientException": true, "InvalidSignatureException": true, "ExpiredTokenException": true,
+	"AccessDeniedException": true, "IncompleteSignature": true, "MissingAuthenticationToken": true,
+}
+
+// sfnError says why op on arn did not happen: a refusal of the request
+// (exit 2), or Step Functions not reached (exit 3) with what to fix.
+func sfnError(op, arn string, err error, then string) error {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return unreachablef("%s %s: cannot reach Step Functions: %v; check the network, the region in the ARN and AWS_ENDPOINT_URL_SFN, then %s", op, arn, rootCause(err), then)
+	}
+	code := ae.ErrorCode()
+	switch {
+	case sfnRefusals[code]:
+		return &exitError{exitRefused, fmt.Errorf("%s on %s refused: %w", op, arn, err)}
+	case sfnCredentialCodes[code]:
+		return unreachablef("%s %s: Step Functions did not accept the credentials (%s: %s); check AWS_PROFILE or AWS_ACCESS_KEY_ID and that the role may call states:%s, then %s", op, arn, code, ae.ErrorMessage(), op, then)
+	}
+	return unreachablef("%s %s: Step Functions did not take the call (%s: %s; throttled or unavailable), so %s", op, arn, code, ae.ErrorMessage(), then)
+}
+
 // startDeployed starts the state machine with req and follows the execution.
 func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, asJSON bool, stdout, stderr io.Writer) error {
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
-	req.Options.MaxConcurrency = fitToAccount(ctx, stateMachine, req.Options.MaxConcurrency, stderr)
+	// The client first: it checks the credentials, which the account's
+	// settings are read with too.
 	c, err := newStepFunctions(ctx, stateMachine)
 	if err != nil {
 		return err
 	}
+	req.Options.MaxConcurrency = fitToAccount(ctx, stateMachine, req.Options.MaxConcurrency, stderr)
 	input, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
 	out, err := c.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(stateMachine), Input: aws.String(string(input))})
 	if err != nil {
-		return &exitError{exitRefused, fmt.Errorf("create: StartExecution on %s refused: %w", stateMachine, err)}
+		return fmt.Errorf("create: %w", sfnError("StartExecution", stateMachine, err, "run the same command again (nothing was started)"))
 	}
 	fmt.Fprintf(stderr, "execution %s\n", aws.ToString(out.ExecutionArn))
 	return follow(ctx, c, aws.ToString(out.ExecutionArn), asJSON, stdout, stderr)
 }
 
 func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs := newFlags("status", "s3zip status EXECUTION_ARN [--json]",
+		"Follow an execution of the deployed workflow (the ARN create --state-machine printed) until it ends,\n"+
+			"then print the summary or the error. --json prints the result in the schema README documents.")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), ":execution:") {
-		return &exitError{exitRefused, fmt.Errorf("status: give one execution ARN (arn:aws:states:REGION:ACCOUNT:execution:STATE_MACHINE:NAME), e.g. the one create --state-machine printed")}
-	}
-	c, err := newStepFunctions(ctx, fs.Arg(0))
+	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
 	}
-	return follow(ctx, c, fs.Arg(0), *asJSON, stdout, stderrWriter)
+	if err := wantArgs("status", pos, "EXECUTION_ARN"); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(pos[0], "arn:") || !strings.Contains(pos[0], ":execution:") {
+		return usageErrorf("status: %q is not an execution ARN: want arn:aws:states:REGION:ACCOUNT:execution:STATE_MACHINE:NAME, e.g. the one create --state-machine printed", pos[0])
+	}
+	c, err := newStepFunctions(ctx, pos[0])
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return follow(ctx, c, pos[0], *asJSON, stdout, stderrWriter)
 }
 
 // follow describes the execution until it ends, printing each change of
@@ -132,7 +167,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool,
 			if errors.As(err, &nf) {
 				return &exitError{exitRefused, fmt.Errorf("execution %s does not exist: %w", execution, err)}
 			}
-			return fmt.Errorf("DescribeExecution %s: %w", execution, err)
+			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`s3zip status %s` to follow it again (it goes on running)", execution))
 		}
 		if d.Status != types.ExecutionStatusRunning && d.Status != types.ExecutionStatusPendingRedrive {
 			return result(d, asJSON, stdout)
@@ -194,39 +229,85 @@ func mapProgress(ctx context.Context, c stepFunctions, execution string) string 
 // writing anything (docs/contract.md).
 var refusedErrors = map[string]bool{workflow.TypeRequestError: true, workflow.TypeDestinationExistsError: true, workflow.TypeLimitError: true}
 
+// executionResult is what create --state-machine --json and status --json
+// print when the execution has ended: these fields in this order, each
+// always present (null when it does not apply). README ("status --json")
+// documents it; add fields at the end, never rename or reorder them.
+type executionResult struct {
+	Execution string                `json:"execution"` // its ARN
+	Status    string                `json:"status"`    // Step Functions': SUCCEEDED, FAILED, TIMED_OUT, ABORTED
+	ExitCode  int                   `json:"exitCode"`  // the command's exit status: 0, 1 failed, 2 refused
+	Archive   *workflow.Archive     `json:"archive"`   // SUCCEEDED: uri, size, etag, crc32
+	Report    *string               `json:"report"`    // SUCCEEDED: the report's s3:// URI
+	Stats     *workflow.ReportStats `json:"stats"`     // SUCCEEDED: the finalizer's numbers
+	Warnings  []string              `json:"warnings"`  // SUCCEEDED: what went wrong without failing the run; [] when nothing did
+	Error     *string               `json:"error"`     // otherwise: the error type the state machine saw (RequestError, …)
+	Cause     *string               `json:"cause"`     // otherwise: its message
+	Started   *time.Time            `json:"started"`
+	Stopped   *time.Time            `json:"stopped"`
+}
+
 func result(d *sfn.DescribeExecutionOutput, asJSON bool, stdout io.Writer) error {
+	r := executionResult{Execution: aws.ToString(d.ExecutionArn), Status: string(d.Status), Started: d.StartDate, Stopped: d.StopDate, Warnings: []string{}}
+	var err error
 	if d.Status == types.ExecutionStatusSucceeded {
 		var out workflow.FinalizeOutput
-		if err := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); err != nil {
-			return fmt.Errorf("execution %s succeeded but its output is not the finalizer's: %w", aws.ToString(d.ExecutionArn), err)
+		if jerr := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); jerr != nil {
+			return fmt.Errorf("execution %s succeeded but its output is not the finalizer's: %w", r.Execution, jerr)
 		}
-		if asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(map[string]any{"execution": d.ExecutionArn, "archive": out.Archive, "report": out.Report, "stats": out.Stats})
+		r.Archive, r.Stats = &out.Archive, &out.Stats
+		if out.Report != "" {
+			r.Report = &out.Report
 		}
-		st := out.Stats
-		fmt.Fprintf(stdout, "archive     %s\n", out.Archive.URI)
-		fmt.Fprintf(stdout, "entries     %d\n", st.Entries)
-		fmt.Fprintf(stdout, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(out.Archive.Size), out.Archive.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], out.Archive.CRC32)
-		fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
-		fmt.Fprintf(stdout, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
-		fmt.Fprintf(stdout, "parts       %d\n", st.Parts)
-		fmt.Fprintf(stdout, "report      %s\n", out.Report)
-		if d.StopDate != nil && d.StartDate != nil {
-			fmt.Fprintf(stdout, "wall time   %.1f s\n", d.StopDate.Sub(*d.StartDate).Seconds())
+		r.Warnings = append(r.Warnings, out.Warnings...)
+	} else {
+		errName, cause := aws.ToString(d.Error), aws.ToString(d.Cause)
+		// The workflow's causes are the function's error document; show its message.
+		var doc struct{ ErrorMessage string }
+		if json.Unmarshal([]byte(cause), &doc) == nil && doc.ErrorMessage != "" {
+			cause = doc.ErrorMessage
 		}
-		return nil
+		r.Error, r.Cause = &errName, &cause
+		code := exitFailed
+		if refusedErrors[errName] {
+			code = exitRefused
+		}
+		r.ExitCode = code
+		err = &exitError{code, fmt.Errorf("execution %s %s: %s: %s", r.Execution, d.Status, errName, cause)}
 	}
-	errName, cause := aws.ToString(d.Error), aws.ToString(d.Cause)
-	// The workflow's causes are the function's error document; show its message.
-	var doc struct{ ErrorMessage string }
-	if json.Unmarshal([]byte(cause), &doc) == nil && doc.ErrorMessage != "" {
-		cause = doc.ErrorMessage
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(r); jerr != nil {
+			return jerr
+		}
+		return err
 	}
-	err := fmt.Errorf("execution %s %s: %s: %s", aws.ToString(d.ExecutionArn), d.Status, errName, cause)
-	if refusedErrors[errName] {
-		return &exitError{exitRefused, err}
+	if err != nil {
+		return err
 	}
-	return &exitError{exitFailed, err}
+	printWarnings(r.Warnings)
+	printArchive(stdout, *r.Archive, *r.Stats)
+	fmt.Fprintf(stdout, "parts       %d\n", r.Stats.Parts)
+	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
+	if r.Stopped != nil && r.Started != nil {
+		fmt.Fprintf(stdout, "wall time   %.1f s\n", r.Stopped.Sub(*r.Started).Seconds())
+	}
+	return nil
+}
+
+// reportOrWhy is the summary's report line: its URI, or why there is none.
+func reportOrWhy(uri string) string {
+	if uri == "" {
+		return "not written (the warning above says why; the archive is complete)"
+	}
+	return uri
+}
+
+// printWarnings shows on stderr what went wrong in a run that still
+// succeeded, one line each.
+func printWarnings(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(stderrWriter, "s3zip: warning:", w)
+	}
 }

@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
 )
 
 const (
@@ -21,12 +28,13 @@ const (
 // fakeSFN is a hand-written Step Functions: StartExecution answers startErr
 // or testExecution; DescribeExecution walks through describes, repeating the last.
 type fakeSFN struct {
-	startErr  error
-	started   []string // inputs
-	describes []*sfn.DescribeExecutionOutput
-	calls     int
-	state     string
-	items     *types.MapRunItemCounts
+	startErr    error
+	describeErr error
+	started     []string // inputs
+	describes   []*sfn.DescribeExecutionOutput
+	calls       int
+	state       string
+	items       *types.MapRunItemCounts
 }
 
 func (f *fakeSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
@@ -38,6 +46,9 @@ func (f *fakeSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput,
 }
 
 func (f *fakeSFN) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+	if f.describeErr != nil {
+		return nil, f.describeErr
+	}
 	if aws.ToString(in.ExecutionArn) != testExecution {
 		return nil, &types.ExecutionDoesNotExist{Message: aws.String("Execution Does Not Exist: " + aws.ToString(in.ExecutionArn))}
 	}
@@ -198,5 +209,160 @@ func TestCreateOnStateMachine(t *testing.T) {
 				t.Errorf("progress lines:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// Step Functions not reached (no endpoint, no credentials it takes,
+// throttled) is exit 3 and says what to fix; only an answer that judges the
+// request itself is a refusal (exit 2).
+func TestStateMachineNotReachedIsNotRefused(t *testing.T) {
+	apiErr := func(code, msg string) error {
+		return &smithy.OperationError{ServiceID: "SFN", OperationName: "StartExecution", Err: &smithy.GenericAPIError{Code: code, Message: msg}}
+	}
+	start := []string{"create", "--state-machine", testMachine, "--source", "s3://src/in/", "--dest", "s3://dst/out.zip"}
+	for _, tc := range []struct {
+		name     string
+		fake     *fakeSFN
+		args     []string
+		wantCode int
+		wantErr  []string
+	}{
+		{"no endpoint", &fakeSFN{startErr: &smithy.OperationError{ServiceID: "SFN", OperationName: "StartExecution",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}}},
+			start, exitUnreachable, []string{"cannot reach Step Functions", "connection refused", "nothing was started"}},
+		{"credentials not taken", &fakeSFN{startErr: apiErr("UnrecognizedClientException", "The security token included in the request is invalid.")},
+			start, exitUnreachable, []string{"did not accept the credentials", "UnrecognizedClientException", "AWS_PROFILE"}},
+		{"throttled", &fakeSFN{startErr: apiErr("ThrottlingException", "Rate exceeded")},
+			start, exitUnreachable, []string{"ThrottlingException", "throttled", "nothing was started"}},
+		{"state machine does not exist", &fakeSFN{startErr: &types.StateMachineDoesNotExist{Message: aws.String("State Machine Does Not Exist")}},
+			start, exitRefused, []string{"StartExecution", "refused", "State Machine Does Not Exist"}},
+		{"lost while following", &fakeSFN{describeErr: &smithy.OperationError{ServiceID: "SFN", OperationName: "DescribeExecution",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: network is unreachable")}}},
+			[]string{"status", testExecution}, exitUnreachable, []string{"cannot reach Step Functions", "s3zip status " + testExecution}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			useFake(t, tc.fake)
+			err := run(context.Background(), tc.args, io.Discard)
+			if got := exitCode(err); got != tc.wantCode {
+				t.Errorf("exit code %d (err %v), want %d", got, err, tc.wantCode)
+			}
+			for _, w := range tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// statusFields are status --json's fields in their order, as README's
+// schema lists them.
+var statusFields = []string{"execution", "status", "exitCode", "archive", "report", "stats", "warnings", "error", "cause", "started", "stopped"}
+
+// status --json prints the same fields in the same order whatever the
+// outcome (null where one does not apply), and README documents each.
+func TestStatusJSONSchema(t *testing.T) {
+	doc, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := regexp.MustCompile("(?s)status --json.*?```json\n(.*?)```").FindSubmatch(doc)
+	if schema == nil {
+		t.Fatal("README has no ```json block after \"status --json\"")
+	}
+	if got := topLevelKeys(t, schema[1]); !slices.Equal(got, statusFields) {
+		t.Errorf("README's status --json schema lists %v, want %v", got, statusFields)
+	}
+	for _, tc := range []struct {
+		name     string
+		describe *sfn.DescribeExecutionOutput
+		wantCode int
+		want     map[string]string // field → JSON value
+	}{
+		{"succeeded", ended(types.ExecutionStatusSucceeded, finalizerOutput, "", ""), 0,
+			map[string]string{"status": `"SUCCEEDED"`, "exitCode": "0", "report": `"s3://dst/out.zip.report.json"`, "warnings": "[]", "error": "null", "cause": "null"}},
+		{"failed", ended(types.ExecutionStatusFailed, "", "SourceChangedError", `{"errorMessage":"source s3://src/in/a changed"}`), exitFailed,
+			map[string]string{"status": `"FAILED"`, "exitCode": "1", "archive": "null", "report": "null", "stats": "null", "error": `"SourceChangedError"`, "cause": `"source s3://src/in/a changed"`}},
+		{"refused", ended(types.ExecutionStatusFailed, "", "RequestError", `{"errorMessage":"bad request: no objects"}`), exitRefused,
+			map[string]string{"exitCode": "2", "error": `"RequestError"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			useFake(t, &fakeSFN{describes: []*sfn.DescribeExecutionOutput{tc.describe}})
+			var stdout bytes.Buffer
+			err := run(context.Background(), []string{"status", "--json", testExecution}, &stdout)
+			if got := exitCode(err); got != tc.wantCode {
+				t.Errorf("exit code %d (err %v), want %d", got, err, tc.wantCode)
+			}
+			if got := topLevelKeys(t, stdout.Bytes()); !slices.Equal(got, statusFields) {
+				t.Errorf("fields %v, want %v", got, statusFields)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(stdout.Bytes(), &fields); err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range tc.want {
+				if got := string(fields[k]); got != want {
+					t.Errorf("%s = %s, want %s", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// topLevelKeys are a JSON object's keys in the order they are written.
+func topLevelKeys(t *testing.T, doc []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not a JSON object: %v %v\n%s", tok, err, doc)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+	}
+	return keys
+}
+
+// A run whose report could not be written succeeded: exit 0, the archive's
+// summary, and the warning on stderr (status --json: in "warnings", with
+// "report" null).
+func TestSucceededWithWarning(t *testing.T) {
+	const withWarning = `{"archive":{"uri":"s3://dst/out.zip","size":16778915,"etag":"\"e\"","crc32":"c595ed28"},"report":"","stats":{"entries":5,"parts":3},` +
+		`"warnings":["the archive s3://dst/out.zip is complete and checked, but its report s3://dst/out.zip.report.json was not written: 409 ConditionalRequestConflict"]}`
+	for _, asJSON := range []bool{false, true} {
+		stderr := useFake(t, &fakeSFN{describes: []*sfn.DescribeExecutionOutput{ended(types.ExecutionStatusSucceeded, withWarning, "", "")}})
+		args := []string{"status", testExecution}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout bytes.Buffer
+		err := run(context.Background(), args, &stdout)
+		if code := exitCode(err); code != 0 {
+			t.Fatalf("json %v: exit %d (%v), want 0", asJSON, code, err)
+		}
+		if !asJSON {
+			if !strings.Contains(stderr.String(), "s3zip: warning: the archive s3://dst/out.zip is complete") {
+				t.Errorf("stderr lacks the warning:\n%s", stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "archive     s3://dst/out.zip") || !strings.Contains(stdout.String(), "report      not written") {
+				t.Errorf("summary:\n%s", stdout.String())
+			}
+			continue
+		}
+		var r executionResult
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Report != nil || len(r.Warnings) != 1 || r.Archive == nil {
+			t.Errorf("report %v, warnings %q, archive %v; want null, the warning, the archive", r.Report, r.Warnings, r.Archive)
+		}
 	}
 }

@@ -35,10 +35,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErrorf("verify: %v", err)
 	}
-	if err := checkEndpoint("verify", *endpoint); err != nil {
-		return err
-	}
-	client, err := newS3Client(ctx, *endpoint)
+	client, err := connect(ctx, "verify", *endpoint, bucketCheck{role: "archive", bucket: bucket, object: key})
 	if err != nil {
 		return err
 	}
@@ -64,7 +61,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if !r.OK() {
-		return fmt.Errorf("verify s3://%s/%s: %d problem(s)", bucket, key, len(r.Problems))
+		return fmt.Errorf("verify s3://%s/%s: %s", bucket, key, count(len(r.Problems), "problem", "problems"))
 	}
 	return nil
 }
@@ -83,15 +80,15 @@ func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 		zip64 = "yes"
 	}
 	secs := r.Elapsed.Seconds()
-	_, err := fmt.Fprintf(w, "s3://%s/%s: %d entries (%d files, %d directories, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
-		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
+	_, err := fmt.Fprintf(w, "s3://%s/%s: %s (%s, %s, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
+		r.Bucket, r.Key, count(r.Entries, "entry", "entries"), count(r.Files, "file", "files"), count(r.Dirs, "directory", "directories"), r.Zip64Entries, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
 	if err != nil {
 		return err
 	}
 	if r.OK() {
 		_, err = fmt.Fprintln(w, "OK")
 	} else {
-		_, err = fmt.Fprintf(w, "%d problem(s)\n", len(r.Problems))
+		_, err = fmt.Fprintln(w, count(len(r.Problems), "problem", "problems"))
 	}
 	return err
 }

@@ -67,7 +67,7 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{"good-archive", []string{"s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "", "3 entries (3 files, 0 directories"},
 		{"flags-first", []string{"--concurrency", "2", "--endpoint", srv.Endpoint(), "s3://cli/good.zip"}, "", ": OK"},
-		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "a.txt": data has CRC-32`},
+		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "bad.zip: 1 problem", `problem: entry "a.txt": data has CRC-32`},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},

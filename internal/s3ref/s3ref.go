@@ -51,6 +51,18 @@ func IsCode(err error, codes ...string) bool {
 	return false
 }
 
+// MayHeal reports whether an S3 error code names a failure that may heal
+// when the same request is made again: throttling, a timeout, a server
+// error, or a conditional write that met another one in progress (409
+// ConditionalRequestConflict, which S3's documentation says to retry).
+func MayHeal(code string) bool {
+	switch code {
+	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "ConditionalRequestConflict":
+		return true
+	}
+	return false
+}
+
 // Status is an S3 failure's HTTP status and API error code, each zero when
 // err does not carry it (no answer at all: both zero).
 func Status(err error) (status int, code string) {
