@@ -20,8 +20,9 @@ const (
 
 // DataLimitError is States.DataLimitExceeded: a payload over Step Functions'
 // quota. On AWS it ends the execution at once (States.ALL does not catch it,
-// so the Abort state never runs), which is why anything that grows with the
-// number of entries goes through S3 objects instead.
+// so the Abort state never runs and the work is left to the lifecycle rule),
+// which is why anything that grows with the number of entries goes through S3
+// objects instead. The local Runner still runs Abort: it leaves nothing.
 type DataLimitError struct {
 	What  string // the payload: "state BuildParts input", "BuildParts child 3 result", …
 	Bytes int

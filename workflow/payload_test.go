@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -132,5 +135,30 @@ func TestBatchItemsByBytes(t *testing.T) {
 	var dl *DataLimitError
 	if !errors.As(err, &dl) {
 		t.Fatalf("err = %v, want a DataLimitError for an item alone over the limit", err)
+	}
+}
+
+// The local ItemBatcher cuts by the bytes the state machines' ItemBatchers
+// declare.
+func TestMaxInputBytesPerBatchIsTheASLs(t *testing.T) {
+	files, err := filepath.Glob("../statemachine/*.asl.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no statemachine/*.asl.json (%v)", err)
+	}
+	seen := 0
+	for _, f := range files {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`"MaxInputBytesPerBatch":\s*(\d+)`).FindAllSubmatch(doc, -1) {
+			seen++
+			if string(m[1]) != strconv.Itoa(MaxInputBytesPerBatch) {
+				t.Errorf("%s: MaxInputBytesPerBatch %s, the local Runner batches by %d", f, m[1], MaxInputBytesPerBatch)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no MaxInputBytesPerBatch in statemachine/*.asl.json: the check checked nothing")
 	}
 }
