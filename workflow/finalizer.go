@@ -116,7 +116,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		if in.Results == nil || in.Results.ResultWriterDetails == nil {
 			return nil, fmt.Errorf("no Map results for %d worker parts", len(p.WorkerParts()))
 		}
-		if results, err = readMapResults(ctx, f.S3, in.Results.ResultWriterDetails); err != nil {
+		if results, err = readMapResults(ctx, f.S3, &job, in.Results.ResultWriterDetails); err != nil {
 			return nil, err
 		}
 	}

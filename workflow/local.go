@@ -80,9 +80,12 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	}
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
 	r.report(Progress{Phase: PhasePlanning})
+	if len(request) > MaxPayloadBytes {
+		return nil, &DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: MaxPayloadBytes}
+	}
 	// PlanArchive: the job, or the read jobs first.
 	in := PlanInput{Request: request, Execution: execution}
-	job, rp, err := planner.Start(ctx, in)
+	job, rp, err := planState(ctx, planner, "PlanArchive", in)
 	if err == nil && rp != nil {
 		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.
 		var results *MapResults
@@ -94,7 +97,12 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		reads.Results = results
 		in.Reads = &reads
 		r.report(Progress{Phase: PhasePlanning}) // the layout, from the sizes read
-		job, _, err = planner.Start(ctx, in)
+		if job, _, err = planState(ctx, planner, "PlanLayout", in); err != nil {
+			// The read pass left compressed pieces and results under the
+			// work prefix: whatever PlanLayout refuses, Abort removes them,
+			// as the state machine's Catch does.
+			return nil, r.abort(ctx, request, execution, err)
+		}
 	}
 	if err != nil {
 		if plannedNothing(err) {
@@ -108,6 +116,30 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		return &RunResult{Job: job}, r.abort(ctx, state, execution, err)
 	}
 	return &RunResult{Job: job, Output: out}, nil
+}
+
+// planState runs a planner state (PlanArchive, PlanLayout) with Step Functions'
+// payload quota on its input and output.
+func planState(ctx context.Context, planner *Planner, state string, in PlanInput) (*Job, *ReadPlan, error) {
+	// A request that is not JSON is the planner's to refuse (StartExecution
+	// would not have taken it).
+	if json.Valid(in.Request) {
+		if _, err := payload("state "+state+" input", in); err != nil {
+			return nil, nil, err
+		}
+	}
+	job, rp, err := planner.Start(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out any = job
+	if rp != nil {
+		out = rp
+	}
+	if _, err := payload("state "+state+" output", out); err != nil {
+		return nil, nil, err
+	}
+	return job, rp, nil
 }
 
 func (r *Runner) report(p Progress) {
@@ -140,12 +172,18 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	// FinalizeArchive's Retry: a finalizer run again after a transient
 	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
+	if _, err := payload("state FinalizeArchive input", in); err != nil {
+		return nil, err
+	}
 	var out *FinalizeOutput
 	err := r.retry(ctx, func() error {
 		var err error
 		out, err = f.Finalize(ctx, in)
 		return err
 	}, Retryable, "finalize", job.Execution)
+	if err == nil {
+		_, err = payload("state FinalizeArchive output", out)
+	}
 	if err == nil {
 		r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
 	}
@@ -172,23 +210,25 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	if read == nil {
 		read = (&Reader{S3: r.S3}).ReadBatch
 	}
-	per := max(1, rp.ReadsPerBatch)
+	batches, err := batchItems(jobs, max(1, rp.ReadsPerBatch), func(items []ReadJob) any { return ReadBatchInput{Items: items} }, "ReadEntries")
+	if err != nil {
+		return nil, err
+	}
 	var bytesTotal int64
 	for _, j := range jobs {
 		bytesTotal += j.Length
 	}
 	var done, bytesDone atomic.Int64
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
-	batches := (len(jobs) + per - 1) / per
-	children := make([]ChildResult, batches)
+	children := make([]ChildResult, len(batches))
 	limit := rp.MaxConcurrency
 	if r.Read == nil {
 		// In process the batches share one worker's memory budget: each holds
 		// at most a compressed piece (never more than the piece) and a little.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
 	}
-	err = forEach(ctx, limit, batches, func(ctx context.Context, b int) error {
-		in := ReadBatchInput{Items: jobs[b*per : min((b+1)*per, len(jobs))]}
+	err = forEach(ctx, limit, len(batches), func(ctx context.Context, b int) error {
+		in := ReadBatchInput{Items: batches[b]}
 		var out *ReadBatchResult
 		err := r.retry(ctx, func() error {
 			var err error
@@ -198,7 +238,10 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 		if err != nil {
 			return fmt.Errorf("read batch %d: %w", b, err)
 		}
-		output, _ := json.Marshal(out)
+		output, err := payload(fmt.Sprintf("ReadEntries child %d result", b), out)
+		if err != nil {
+			return err
+		}
 		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
 		var n int64
 		for _, j := range in.Items {
@@ -210,7 +253,7 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	if err != nil {
 		return nil, err
 	}
-	log.Info("read pass done", "execution", rp.Execution, "jobs", len(jobs), "batches", batches, "bytes", bytesTotal)
+	log.Info("read pass done", "execution", rp.Execution, "jobs", len(jobs), "batches", len(batches), "bytes", bytesTotal)
 	return writeMapResults(ctx, r.S3, rp.WorkBucket, rp.WorkPrefix+"map/reads/", children)
 }
 
@@ -248,10 +291,13 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
 	}
-	per := max(1, job.PartsPerBatch)
-	var batches [][]plan.PartJob
-	for i := 0; i < len(items); i += per {
-		batches = append(batches, items[i:min(i+per, len(items))])
+	batches, err := batchItems(items, max(1, job.PartsPerBatch), func(items []plan.PartJob) any {
+		var in BatchInput
+		in.Items, in.BatchInput.Job = items, *job
+		return in
+	}, "BuildParts")
+	if err != nil {
+		return nil, err
 	}
 	batch := r.Batch
 	if batch == nil {
@@ -284,7 +330,10 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		if err != nil {
 			return fmt.Errorf("batch %d (parts %d-%d): %w", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
 		}
-		output, _ := json.Marshal(out)
+		output, err := payload(fmt.Sprintf("BuildParts child %d result (parts %d-%d)", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number), out)
+		if err != nil {
+			return err
+		}
 		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
 		// A job builds its own part and the ones it carries.
 		var parts, n int64

@@ -56,18 +56,44 @@ type ChildResult struct {
 // maxResultFileBytes bounds one result file.
 const maxResultFileBytes = 1 << 30
 
-// readMapResults collects the part results of every succeeded batch.
-func readMapResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]PartResult, error) {
+// readMapResults collects the part results of every succeeded batch, with
+// the CRC-32s each batch wrote to the job's work prefix.
+func readMapResults(ctx context.Context, c objectGetter, job *Job, d *ResultWriterDetails) ([]PartResult, error) {
 	var parts []PartResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out BatchResult
 		if err := json.Unmarshal(output, &out); err != nil {
 			return fmt.Errorf("worker output: %w", err)
 		}
+		if out.CRCsKey != "" {
+			if err := readBatchCRCs(ctx, c, job, &out); err != nil {
+				return err
+			}
+		}
 		parts = append(parts, out.Parts...)
 		return nil
 	})
 	return parts, err
+}
+
+// readBatchCRCs sets the parts' CRCs from the object a batch wrote them to;
+// only an object of this execution's work prefix is read.
+func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult) error {
+	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
+		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
+	}
+	doc, err := getBytes(ctx, c, job.WorkBucket, out.CRCsKey, maxResultFileBytes)
+	if err != nil {
+		return fmt.Errorf("worker output's CRC-32s: %w", err)
+	}
+	var crcs batchCRCs
+	if err := json.Unmarshal(doc, &crcs); err != nil {
+		return fmt.Errorf("worker output's CRC-32s s3://%s/%s: %w", job.WorkBucket, out.CRCsKey, err)
+	}
+	for i := range out.Parts {
+		out.Parts[i].CRCs = crcs.Parts[out.Parts[i].Part]
+	}
+	return nil
 }
 
 // ErrMapIncomplete is wrapped by EachMapOutput's error when a child

@@ -580,6 +580,10 @@ func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, erro
 	if err != nil {
 		return nil, err
 	}
+	// Refused now, before anything is read or written.
+	if err := checksumsFileFree(entries, req.Options.ChecksumsFile); err != nil {
+		return nil, err
+	}
 	prefix := cfg.workPrefix(in.Execution)
 	jobs := readJobs(entries, req.Options, cfg.PieceSize, cfg.WorkBucket, prefix)
 	rp := &ReadPlan{Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix, Jobs: len(jobs),
@@ -662,6 +666,11 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, ex
 			return nil, fmt.Errorf("read pass s3://%s/%s: %w", cfg.WorkBucket, d.key, err)
 		}
 	}
+	// Before the read results replace compressed entries' sources with
+	// their work objects: a clash names the user's object.
+	if err := checksumsFileFree(entries, req.Options.ChecksumsFile); err != nil {
+		return nil, err
+	}
 	var results []ReadResult
 	if len(jobs) > 0 {
 		if r.Results == nil || r.Results.ResultWriterDetails == nil {
@@ -717,14 +726,24 @@ func checksumsFile(entries []plan.Entry) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// addChecksumsFile writes the checksums file to the work prefix and adds it
-// as the last entry (STORED; its CRC-32 is known from its bytes).
-func addChecksumsFile(ctx context.Context, c objectPutter, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
+// checksumsFileFree refuses a checksums file named like an entry ("": none
+// asked for).
+func checksumsFileFree(entries []plan.Entry, name string) error {
+	if name == "" {
+		return nil
+	}
 	for _, e := range entries {
 		if e.Name == name {
-			return nil, requestError("options.checksumsFile %q is also the name of s3://%s/%s; choose another name", name, e.Source.Bucket, e.Source.Key)
+			return requestError("options.checksumsFile %q is also the name of s3://%s/%s; choose another name", name, e.Source.Bucket, e.Source.Key)
 		}
 	}
+	return nil
+}
+
+// addChecksumsFile writes the checksums file to the work prefix and adds it
+// as the last entry (STORED; its CRC-32 is known from its bytes). Its name
+// is free (checksumsFileFree).
+func addChecksumsFile(ctx context.Context, c objectPutter, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
 	body, err := checksumsFile(entries)
 	if err != nil {
 		return nil, err

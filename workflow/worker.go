@@ -24,6 +24,7 @@ import (
 type WorkerS3 interface {
 	ChainS3
 	objectHeader
+	objectPutter
 }
 
 // Worker builds a batch of parts: upload parts from generated headers and
@@ -49,15 +50,54 @@ type PartResult struct {
 	Part          int    `json:"part"`
 	ETag          string `json:"etag"`
 	ChecksumCRC32 string `json:"checksumCRC32"`
-	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex digits).
-	CRCs          map[string]string `json:"crcs,omitempty"`
+	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex
+	// digits). They grow with the part's entries (a 16 MiB part of 1 KiB
+	// objects has 16,000), so they never travel in the batch's output (Step
+	// Functions' 256 KiB): Build writes them to BatchResult.CRCsKey.
+	CRCs          map[string]string `json:"-"`
 	StreamedBytes int64             `json:"streamedBytes"`
 	CopiedBytes   int64             `json:"copiedBytes"`
 }
 
-// BatchResult is the worker's output.
+// BatchResult is the worker's output: a few fields per part, whatever the
+// number of entries the parts hold.
 type BatchResult struct {
 	Parts []PartResult `json:"parts"`
+	// CRCsKey is the work object (in the job's work bucket) holding the
+	// CRC-32s the batch's parts computed, a batchCRCs; "" when none did.
+	CRCsKey string `json:"crcsKey,omitempty"`
+}
+
+// batchCRCs is the document at BatchResult.CRCsKey: PartResult.CRCs by
+// part number.
+type batchCRCs struct {
+	Parts map[int]map[string]string `json:"parts"`
+}
+
+// crcsKey is where a batch's CRC-32s go. A batch is named by its first part:
+// a retried batch writes the same object again, with the same CRCs.
+func crcsKey(job *Job, firstPart int) string {
+	return fmt.Sprintf("%scrcs/%d.json", job.WorkPrefix, firstPart)
+}
+
+// putCRCs writes the CRC-32s the batch's parts computed to the work prefix
+// and names the object in out.
+func putCRCs(ctx context.Context, c objectPutter, job *Job, firstPart int, out *BatchResult) error {
+	doc := batchCRCs{Parts: map[int]map[string]string{}}
+	for _, r := range out.Parts {
+		if len(r.CRCs) > 0 {
+			doc.Parts[r.Part] = r.CRCs
+		}
+	}
+	if len(doc.Parts) == 0 {
+		return nil
+	}
+	key := crcsKey(job, firstPart)
+	if err := writeJSON(ctx, c, job.WorkBucket, key, doc); err != nil {
+		return fmt.Errorf("the batch's CRC-32s: %w", err)
+	}
+	out.CRCsKey = key
+	return nil
 }
 
 // Build builds every part of the batch, a bounded number at a time within a
@@ -145,6 +185,11 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 	out := &BatchResult{}
 	for _, r := range results {
 		out.Parts = append(out.Parts, r...)
+	}
+	if len(in.Items) > 0 {
+		if err := putCRCs(ctx, w.S3, &job, in.Items[0].Number, out); err != nil {
+			return nil, err
+		}
 	}
 	log.Info("batch built", "parts", len(out.Parts))
 	return out, nil

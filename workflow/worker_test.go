@@ -101,6 +101,20 @@ func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*
 	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
 }
 
+func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if err := f.call("PutObject"); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.put(*in.Bucket, *in.Key, b)
+	f.mu.Unlock()
+	return &s3.PutObjectOutput{ETag: aws.String(f.etags[*in.Bucket+"/"+*in.Key])}, nil
+}
+
 func (f *fakeS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
 	if err := f.call("UploadPart"); err != nil {
 		return nil, err

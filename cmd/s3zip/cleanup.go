@@ -62,6 +62,9 @@ type runMarker struct {
 	// Process identifies the process on this kind of machine (Linux: boot
 	// id, PID namespace and the process's start time); "" where unknown.
 	Process string `json:"process,omitempty"`
+	// Ended is set when the run ended and left work behind (its clean-up
+	// failed or was cut short): what is there is for cleanup to remove.
+	Ended time.Time `json:"ended,omitzero"`
 }
 
 func workPrefix(workBucket string) string {
@@ -73,6 +76,7 @@ type markerLease struct {
 	c      *s3.Client
 	bucket string
 	key    string
+	marker runMarker
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -94,7 +98,7 @@ func markerPrefix(workBucket string, m *runMarker) string {
 // startMarker writes the marker m in workBucket and starts its heartbeat.
 func startMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker) (*markerLease, error) {
 	doc, _ := json.Marshal(m)
-	l := &markerLease{c: c, bucket: workBucket, key: markerPrefix(workBucket, &m) + markerName, done: make(chan struct{})}
+	l := &markerLease{c: c, bucket: workBucket, key: markerPrefix(workBucket, &m) + markerName, marker: m, done: make(chan struct{})}
 	if err := l.put(ctx, doc); err != nil {
 		return nil, fmt.Errorf("write run marker s3://%s/%s: %w", l.bucket, l.key, err)
 	}
@@ -121,8 +125,11 @@ func (l *markerLease) put(ctx context.Context, doc []byte) error {
 	return err
 }
 
-// stop ends the heartbeat and deletes the marker: the run is over, and what
-// it made was completed or cleaned by the workflow itself.
+// stop ends the heartbeat. A run that left nothing under its work prefix
+// (it completed, or its Abort cleaned up) deletes its marker. One that left
+// work (an abort that failed, a clean-up cut short) keeps it, marked ended,
+// so that `s3zip cleanup` and the next create for the destination find what
+// is there and remove it.
 func (l *markerLease) stop(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -131,8 +138,42 @@ func (l *markerLease) stop(ctx context.Context) error {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	if left := workLeft(ctx, l.c, l.bucket, strings.TrimSuffix(l.key, markerName)); len(left) > 0 {
+		m := l.marker
+		m.Ended = time.Now().UTC()
+		doc, _ := json.Marshal(m)
+		return l.put(ctx, doc)
+	}
 	_, err := l.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.bucket, Key: &l.key})
 	return err
+}
+
+// workLeft says what a run left under its work prefix besides its marker:
+// objects and multipart uploads. A listing that fails says so too: work
+// that cannot be seen counts as left.
+func workLeft(ctx context.Context, c *s3.Client, bucket, prefix string) []string {
+	var left []string
+	objs, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		left = append(left, fmt.Sprintf("work objects unknown (%v)", err))
+	} else {
+		n := 0
+		for _, o := range objs.Contents {
+			if aws.ToString(o.Key) != prefix+markerName {
+				n++
+			}
+		}
+		if n > 0 {
+			left = append(left, fmt.Sprintf("%d work objects under s3://%s/%s", n, bucket, prefix))
+		}
+	}
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		left = append(left, fmt.Sprintf("work uploads unknown (%v)", err))
+	} else if n := len(ups.Uploads); n > 0 {
+		left = append(left, fmt.Sprintf("%d multipart uploads under s3://%s/%s", n, bucket, prefix))
+	}
+	return left
 }
 
 // foundRun is a marked run for the destination, and what became of it.
@@ -296,6 +337,9 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 
 // runDead decides whether the run a marker names is over, and says why.
 func runDead(m *runMarker, lastBeat, now time.Time) (bool, string) {
+	if !m.Ended.IsZero() {
+		return true, fmt.Sprintf("the run ended at %s and left work behind", m.Ended.Format(time.RFC3339))
+	}
 	if m.Process != "" && m.Process == processIdentity(m.PID) {
 		return false, fmt.Sprintf("process %d on %s is running", m.PID, m.Host)
 	}

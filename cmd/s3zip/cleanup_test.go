@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // cliBinary builds the s3zip command for tests that run it as a process
@@ -302,4 +303,49 @@ func TestCleanupLeavesLiveRunsAlone(t *testing.T) {
 			t.Errorf("left behind: %s", l)
 		}
 	})
+}
+
+// A run that ends with work left under its prefix (its Abort failed, its
+// clean-up was cut short) keeps its marker, marked ended, so that `s3zip
+// cleanup` finds that work at once, even while the process that ran it lives
+// on. A run that left nothing deletes its marker.
+func TestEndedRunThatLeftWorkIsFoundByCleanup(t *testing.T) {
+	srv := cliServer(t)
+	for _, b := range []string{"dst", "work"} {
+		srv.CreateBucket(t, b)
+	}
+	ctx, c := t.Context(), srv.Client(t)
+	dest := workflow.Destination{Bucket: "dst", Key: "left.zip"}
+
+	clean, err := startMarker(ctx, c, "work", newMarker("local-clean", dest.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clean.stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := srv.Leftovers(t, "work", "dst"); len(left) > 0 {
+		t.Fatalf("a run that left no work kept: %v", left)
+	}
+
+	lease, err := startMarker(ctx, c, "work", newMarker("local-left", dest.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a read pass leaves: compressed copies and read results.
+	srv.PutObject(t, "work", "s3zip-work/local-left/deflate/0.0", s3test.Bytes(1, 1000))
+	srv.PutObject(t, "work", "s3zip-work/local-left/map/reads/run/SUCCEEDED_0.json", []byte("[]"))
+	if err := lease.stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"cleanup", "s3://dst/left.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "left work behind: dead; removed") || !strings.Contains(out.String(), "removed what 1 dead run left") {
+		t.Errorf("cleanup printed:\n%s", out.String())
+	}
+	for _, l := range srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind after cleanup: %s", l)
+	}
 }

@@ -72,20 +72,7 @@ func (e *interruptedError) Error() string { return e.msg }
 func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution string, job *workflow.Job) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	prefix := workPrefix(workBucket) + execution + "/"
-	var left []string
-	objs, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &prefix})
-	if err != nil {
-		left = append(left, fmt.Sprintf("work objects unknown (%v)", err))
-	} else if n := len(objs.Contents); n > 0 {
-		left = append(left, fmt.Sprintf("%d work objects under s3://%s/%s", n, workBucket, prefix))
-	}
-	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &workBucket, Prefix: &prefix})
-	if err != nil {
-		left = append(left, fmt.Sprintf("work uploads unknown (%v)", err))
-	} else if n := len(ups.Uploads); n > 0 {
-		left = append(left, fmt.Sprintf("%d multipart uploads under s3://%s/%s", n, workBucket, prefix))
-	}
+	left := workLeft(ctx, c, workBucket, workPrefix(workBucket)+execution+"/")
 	if job != nil && job.UploadID != "" {
 		d := job.Destination
 		_, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: aws.String(job.UploadID)})

@@ -83,6 +83,27 @@ function taskError(name: string, cause: string): Error {
   return err;
 }
 
+/**
+ * Step Functions' payload quota, in bytes of JSON: every state's input (after Parameters) and
+ * output, each Map child's result and an execution's input. Over it, Step Functions fails with
+ * States.DataLimitExceeded.
+ */
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+const DATA_LIMIT_EXCEEDED = 'States.DataLimitExceeded';
+
+function payloadBytes(value: Json): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '');
+}
+
+/** Throws States.DataLimitExceeded when value is over the quota: terminal, as in Step Functions, where no Retry or Catch (States.ALL included) handles it. */
+function checkPayload(what: string, value: Json): void {
+  const bytes = payloadBytes(value);
+  if (bytes <= MAX_PAYLOAD_BYTES) return;
+  const err = taskError(DATA_LIMIT_EXCEEDED, `${what} is ${bytes} bytes of JSON, over Step Functions' quota of ${MAX_PAYLOAD_BYTES}`);
+  Object.assign(err, { isRetryable: false, isCatchable: false }); // the engine's switches for both
+  throw err;
+}
+
 /** Copies obj, turning each `<X>Path` key in `names` into `<X>.$` (a payload-template path). */
 function pathsToTemplate(obj: Json, names: string[]): Json {
   const out: Json = {};
@@ -136,6 +157,7 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
   const handlers: Record<string, Handler> = {};
   const retryOverrides: Record<string, number> = {};
   const events: SimpleEvent[] = [];
+  const oversized: string[] = []; // state inputs and outputs over the payload quota, seen in the event logs
   const processors = new Map<string, Json>(); // Map state name → its ItemProcessor definition
   const seen = new Set<string>();
 
@@ -149,12 +171,20 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       if (state.Type === 'Task') {
         if (state.Resource === LAMBDA_INVOKE) {
           handlers[name] = async (input) => {
+            checkPayload(`state ${name} input`, input);
             const payload = await invoke(input.FunctionName, input.Payload ?? {});
             // The lambda:invoke integration's result; the ASL picks $.Payload.
-            return { ExecutedVersion: '$LATEST', Payload: payload, StatusCode: 200 };
+            const result = { ExecutedVersion: '$LATEST', Payload: payload, StatusCode: 200 };
+            checkPayload(`state ${name} result`, result);
+            return result;
           };
         } else if (/^arn:aws:lambda:/.test(state.Resource)) {
-          handlers[name] = (input) => invoke(state.Resource, input);
+          handlers[name] = async (input) => {
+            checkPayload(`state ${name} input`, input);
+            const result = await invoke(state.Resource, input);
+            checkPayload(`state ${name} result`, result);
+            return result;
+          };
         }
       } else if (state.Type === 'Map') {
         const processor = JSON.parse(JSON.stringify(state.ItemProcessor ?? state.Iterator));
@@ -285,6 +315,7 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
         const record: Json = { Name: childName, Input: JSON.stringify(children[i]) };
         try {
           const out = await exec.result;
+          checkPayload(`${childName}'s result`, out); // a child execution's output, as any execution's
           succeeded.push({ ...record, Status: 'SUCCEEDED', Output: JSON.stringify(out) });
         } catch (err) {
           const e = ((err as Error).cause ?? err) as Error;
@@ -306,6 +337,7 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       });
       output = { MapRunArn: mapRun, ResultWriterDetails: details };
     }
+    checkPayload(`state ${name} result`, output);
     if (exceeded(failed.length)) {
       const first = failed[0];
       throw taskError(
@@ -321,6 +353,14 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
     void (async () => {
       try {
         for await (const ev of logs) {
+          // States other than Tasks (Choice, Pass, …) and the outputs after ResultPath are
+          // measured as they pass; run() fails the execution if any was over the quota.
+          if (ev.type === 'StateEntered' || ev.type === 'StateExited') {
+            for (const [what, value] of [['input', ev.state.input], ['output', ev.state.output]] as const) {
+              const bytes = value === undefined ? 0 : payloadBytes(value);
+              if (bytes > MAX_PAYLOAD_BYTES) oversized.push(`${child ? `${child}: ` : ''}state ${ev.state.name} ${what} is ${bytes} bytes of JSON`);
+            }
+          }
           const e: SimpleEvent = { type: ev.type };
           if (ev.state?.name) e.state = ev.state.name;
           if (child) e.child = child;
@@ -345,6 +385,11 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
   return {
     definition: root,
     async run(input: Json): Promise<Outcome> {
+      const inputBytes = payloadBytes(input);
+      if (inputBytes > MAX_PAYLOAD_BYTES) {
+        // StartExecution refuses it; no state runs.
+        return { status: 'FAILED', error: DATA_LIMIT_EXCEEDED, cause: `the execution's input is ${inputBytes} bytes of JSON, over Step Functions' quota of ${MAX_PAYLOAD_BYTES}`, events };
+      }
       const exec = machine.run(input, {
         overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryOverrides },
         context: {
@@ -365,6 +410,10 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
         outcome = { status: 'FAILED', error: e.name, cause: e.message, events };
       }
       await new Promise((r) => setTimeout(r, 10)); // let the event logs drain
+      if (oversized.length > 0 && outcome.error !== DATA_LIMIT_EXCEEDED) {
+        // Step Functions would have failed the execution at the first of them.
+        outcome = { status: 'FAILED', error: DATA_LIMIT_EXCEEDED, cause: `${oversized[0]}, over Step Functions' quota of ${MAX_PAYLOAD_BYTES}`, events };
+      }
       return outcome;
     },
   };

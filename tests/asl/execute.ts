@@ -6,7 +6,8 @@
  *
  * Environment:
  *   ASL_INVOKE_URL      base URL of the handler server (required), e.g. http://127.0.0.1:41234
- *   ASL_INPUT           execution input, JSON (required)
+ *   ASL_INPUT_FILE      file holding the execution input, JSON (required; a file, since one
+ *                       environment variable holds at most 128 KiB on Linux)
  *   ASL_EXECUTION_NAME  $$.Execution.Name (default "local-execution")
  *   ASL_RETRY_MS        pause before every Retry, in ms; "" or "asl" keeps the ASL's own
  *                       IntervalSeconds/BackoffRate/jitter (default 50)
@@ -20,6 +21,7 @@
  *         {"status":"FAILED","error":"...","cause":"...","events":[...]}.
  * Exit status 0 whenever the execution ran to an end; non-zero for harness failures.
  */
+import * as fs from 'node:fs';
 import { readArchiveTemplate, renderDefinition } from '../../infra/lib/asl';
 import { adaptDefinition, type AdapterDeps, type Json } from './adapter';
 import { env } from './node-compat';
@@ -56,7 +58,7 @@ function taskError(name: string, cause: string): Error {
 
 async function main() {
   const base = env('ASL_INVOKE_URL').replace(/\/+$/, '');
-  const input = JSON.parse(env('ASL_INPUT')) as Json;
+  const input = JSON.parse(fs.readFileSync(env('ASL_INPUT_FILE'), 'utf8')) as Json;
   const executionName = env('ASL_EXECUTION_NAME', 'local-execution');
   const retry = env('ASL_RETRY_MS', '50');
   const retryScale = process.env.ASL_RETRY_SCALE ? Number(process.env.ASL_RETRY_SCALE) : undefined;

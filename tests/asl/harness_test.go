@@ -50,10 +50,22 @@ type Functions struct {
 	// ErrorType names a returned error as Lambda reports it (default LambdaErrorType).
 	ErrorType func(error) string
 
-	mu     sync.Mutex
-	faults map[string]Fault
-	calls  []Invocation
-	count  map[string]int
+	mu      sync.Mutex
+	faults  map[string]Fault
+	outputs map[string]func(any) any
+	calls   []Invocation
+	count   map[string]int
+}
+
+// SetOutput installs (nil: removes) a change to what function fn returns
+// when it succeeds: an output the real handler would not give.
+func (f *Functions) SetOutput(fn string, change func(out any) any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.outputs == nil {
+		f.outputs = map[string]func(any) any{}
+	}
+	f.outputs[fn] = change
 }
 
 // SetFault installs (nil: removes) the fault hook of function fn.
@@ -175,7 +187,7 @@ func (f *Functions) invoke(w http.ResponseWriter, ctx context.Context, name stri
 	}
 	f.count[name]++
 	attempt := f.count[name]
-	fault := f.faults[name]
+	fault, change := f.faults[name], f.outputs[name]
 	f.mu.Unlock()
 
 	var out any
@@ -185,6 +197,9 @@ func (f *Functions) invoke(w http.ResponseWriter, ctx context.Context, name stri
 	}
 	if err == nil {
 		out, err = h(ctx, payload)
+	}
+	if err == nil && change != nil {
+		out = change(out)
 	}
 	inv := Invocation{Function: name, Attempt: attempt, Err: err}
 	if err != nil {
@@ -289,6 +304,8 @@ type RunOptions struct {
 	// LambdaConcurrency > 0 throttles every invocation beyond that many at
 	// once (Lambda.TooManyRequestsException), as a Lambda account does.
 	LambdaConcurrency int
+	// Timeout bounds the execution (default 2 minutes).
+	Timeout time.Duration
 }
 
 // Execute runs statemachine/archive.asl.json once with input against the
@@ -301,13 +318,23 @@ func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--import", "tsx", filepath.Join("tests", "asl", "execute.ts"))
 	cmd.Dir = root
+	// A file, not the environment: one variable holds at most 128 KiB on
+	// Linux, and inputs over Step Functions' 256 KiB are tested too.
+	inputFile := filepath.Join(t.TempDir(), "input.json")
+	if err := os.WriteFile(inputFile, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(os.Environ(),
 		"ASL_INVOKE_URL="+url,
-		"ASL_INPUT="+string(in),
+		"ASL_INPUT_FILE="+inputFile,
 		"ASL_EXECUTION_NAME="+o.Execution,
 		"ASL_RETRY_MS="+o.RetryMillis,
 	)

@@ -178,6 +178,24 @@ func TestDeployedBuildsArchive(t *testing.T) {
 	}
 }
 
+// Step Functions' 256 KiB holds here too (the adapter of tests/asl): an
+// execution input over it starts nothing.
+func TestDeployedRefusesOversizedInput(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	req := request(destinationPrefix+"big-input.zip", "duo")
+	req["padding"] = strings.Repeat("x", 300<<10)
+	out := d.Execute("big-input-1", req)
+	if out.Status != "FAILED" || out.Error != "States.DataLimitExceeded" {
+		t.Fatalf("execution %s %s, want FAILED States.DataLimitExceeded (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	for name, fn := range d.Functions {
+		if n, _, _ := fn.Stats(); n != 0 {
+			t.Errorf("%s invoked %d times for an input Step Functions refuses", name, n)
+		}
+	}
+}
+
 // A planner failure goes through Catch → Abort → ArchiveFailed: the
 // execution fails with the planner's own error type, and the existing object
 // at the destination is untouched.

@@ -12,8 +12,8 @@
  * (Lambda.Unknown when it has none) whose cause is the payload; on a service error
  * Lambda.<exception name>.
  *
- * Environment: DEPLOYED_URL (harness base URL), DEPLOYED_DEFINITION (file), DEPLOYED_INPUT
- * (JSON), DEPLOYED_EXECUTION_NAME, DEPLOYED_RETRY_MS (default 50; "asl" keeps the ASL's).
+ * Environment: DEPLOYED_URL (harness base URL), DEPLOYED_DEFINITION (file), DEPLOYED_INPUT_FILE
+ * (a file holding the JSON input), DEPLOYED_EXECUTION_NAME, DEPLOYED_RETRY_MS (default 50; "asl" keeps the ASL's).
  * Prints one JSON line {"status","output"|"error","cause","events"}.
  */
 import * as fs from 'node:fs';
@@ -29,7 +29,7 @@ function taskError(name: string, cause: string): Error {
 async function main() {
   const base = env('DEPLOYED_URL').replace(/\/+$/, '');
   const definition = JSON.parse(fs.readFileSync(env('DEPLOYED_DEFINITION'), 'utf8')) as Json;
-  const input = JSON.parse(env('DEPLOYED_INPUT')) as Json;
+  const input = JSON.parse(fs.readFileSync(env('DEPLOYED_INPUT_FILE'), 'utf8')) as Json;
   const retry = env('DEPLOYED_RETRY_MS', '50');
 
   const deps: AdapterDeps = {

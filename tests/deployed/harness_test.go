@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -606,7 +607,20 @@ func (d *Deployment) run(ctx context.Context, name string, input []byte) (*Outco
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--import", "tsx", filepath.Join("tests", "deployed", "execute.ts"))
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "DEPLOYED_URL="+d.api, "DEPLOYED_DEFINITION="+d.defFile, "DEPLOYED_INPUT="+string(input), "DEPLOYED_EXECUTION_NAME="+name)
+	// A file, not the environment: one variable holds at most 128 KiB on
+	// Linux, and inputs over Step Functions' 256 KiB are tested too.
+	inputFile, err := os.CreateTemp("", "s3zip-deployed-input-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(inputFile.Name())
+	if _, err := inputFile.Write(input); err != nil {
+		return nil, errors.Join(err, inputFile.Close())
+	}
+	if err := inputFile.Close(); err != nil {
+		return nil, err
+	}
+	cmd.Env = append(os.Environ(), "DEPLOYED_URL="+d.api, "DEPLOYED_DEFINITION="+d.defFile, "DEPLOYED_INPUT_FILE="+inputFile.Name(), "DEPLOYED_EXECUTION_NAME="+name)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

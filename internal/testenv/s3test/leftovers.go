@@ -2,6 +2,7 @@ package s3test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -50,4 +51,14 @@ func Bytes(seed uint64, size int) []byte {
 		}
 	}
 	return b
+}
+
+// NumberedObjects are n objects of size pseudo-random bytes each, keyed
+// prefix00000, prefix00001, …: many small objects for PutObjects.
+func NumberedObjects(prefix string, n, size int) map[string][]byte {
+	objects := make(map[string][]byte, n)
+	for i := range n {
+		objects[fmt.Sprintf("%s%05d", prefix, i)] = Bytes(uint64(i), size)
+	}
+	return objects
 }

@@ -47,6 +47,16 @@ func WantBytes(name string, data []byte) Want {
 	return Want{Name: name, Size: int64(len(data)), SHA256: sha256.Sum256(data)}
 }
 
+// WantObjects are the Wants for objects (key → bytes) archived under their
+// keys without prefix.
+func WantObjects(objects map[string][]byte, prefix string) []Want {
+	want := make([]Want, 0, len(objects))
+	for k, body := range objects {
+		want = append(want, WantBytes(strings.TrimPrefix(k, prefix), body))
+	}
+	return want
+}
+
 // WantDir is the Want for a directory entry.
 func WantDir(name string) Want { return Want{Name: name, Dir: true} }
 
@@ -159,6 +169,19 @@ func Verify(path string, want []Want) error {
 func Check(tb testing.TB, archivePath string, want []Want) {
 	tb.Helper()
 	if err := Verify(archivePath, want); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// CheckWith is Check with one reader (Readers()): for an archive of so many
+// entries that its layout, not every reader's view of it, is the question.
+func CheckWith(tb testing.TB, reader, archivePath string, want []Want) {
+	tb.Helper()
+	got, err := CheckReader(reader, archivePath)
+	if err == nil {
+		err = compare(reader, got, want)
+	}
+	if err != nil {
 		tb.Fatal(err)
 	}
 }
