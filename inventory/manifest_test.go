@@ -50,14 +50,8 @@ func TestParseManifest(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := ParseManifest(c.json, c.checksum)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
-				}
+			if failed(t, err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if m.Format != c.want {
 				t.Errorf("Format = %q, want %q", m.Format, c.want)
@@ -115,14 +109,8 @@ func TestReadManifest(t *testing.T) {
 				open = c.open(s)
 			}
 			m, err := ReadManifest(context.Background(), open, key)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
-				}
+			if failed(t, err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(m.Files) != 1 {
 				t.Errorf("files = %d, want 1", len(m.Files))

@@ -86,10 +86,10 @@ type s3ParquetRow struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func parquetFile[T any](t testing.TB, rows []T) []byte {
+func parquetFile[T any](t testing.TB, rows []T, options ...parquet.WriterOption) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[T](&buf)
+	w := parquet.NewGenericWriter[T](&buf, options...)
 	if _, err := w.Write(rows); err != nil {
 		t.Fatal(err)
 	}
@@ -144,3 +144,19 @@ func readAllRecords(t testing.TB, s store, manifestKey string) ([]Record, Summar
 }
 
 var modified = time.Date(2026, 11, 23, 21, 32, 7, 123e6, time.UTC)
+
+// failed checks err against a case's wantErr ("" means none) and says
+// whether the case was one of failure.
+func failed(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("err = %v, want one containing %q", err, wantErr)
+	}
+	return true
+}
