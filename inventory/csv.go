@@ -109,35 +109,35 @@ func (c *csvColumns) record(fields []string) (Record, error) {
 		ChecksumAlgorithm: field(c.checksumAlgorithm),
 	}
 	if r.Bucket == "" {
-		return r, errors.New("Bucket is empty")
+		return r, errors.New("column Bucket is empty")
 	}
 	// S3 writes a CSV report's keys form-encoded: "a b+c" is "a+b%2Bc".
 	key, err := url.QueryUnescape(field(c.key))
 	if err != nil {
-		return r, fmt.Errorf("Key %q is not URL-encoded as S3 writes it: %v", field(c.key), err)
+		return r, fmt.Errorf("column Key %q is not URL-encoded as S3 writes it: %v", field(c.key), err)
 	}
 	if key == "" {
-		return r, errors.New("Key is empty")
+		return r, errors.New("column Key is empty")
 	}
 	r.Key = key
 	if r.IsLatest, err = csvBool(field(c.isLatest), true); err != nil {
-		return r, fmt.Errorf("IsLatest %w", err)
+		return r, fmt.Errorf("column IsLatest %w", err)
 	}
 	if r.IsDeleteMarker, err = csvBool(field(c.isDeleteMarker), false); err != nil {
-		return r, fmt.Errorf("IsDeleteMarker %w", err)
+		return r, fmt.Errorf("column IsDeleteMarker %w", err)
 	}
 	switch s := field(c.size); {
 	case s == "" && r.IsDeleteMarker: // a delete marker has no size
 	case s == "":
-		return r, fmt.Errorf("Size is empty for key %q", key)
+		return r, fmt.Errorf("column Size is empty for key %q", key)
 	default:
 		if r.Size, err = strconv.ParseInt(s, 10, 64); err != nil || r.Size < 0 {
-			return r, fmt.Errorf("Size %q of key %q is not a byte count", s, key)
+			return r, fmt.Errorf("column Size %q of key %q is not a byte count", s, key)
 		}
 	}
 	if s := field(c.lastModified); s != "" {
 		if r.LastModified, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			return r, fmt.Errorf("LastModifiedDate %q of key %q is not an ISO 8601 time as S3 writes it (2016-11-06T21:32:00.000Z)", s, key)
+			return r, fmt.Errorf("column LastModifiedDate %q of key %q is not an ISO 8601 time as S3 writes it (2016-11-06T21:32:00.000Z)", s, key)
 		}
 	}
 	return r, nil

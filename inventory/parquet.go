@@ -186,10 +186,10 @@ func (c *parquetColumns) record(row parquet.Row) (Record, error) {
 		r.Bucket = c.lastBucket
 	}
 	if r.Bucket == "" {
-		return r, errors.New("bucket is empty")
+		return r, errors.New("column bucket is empty")
 	}
 	if r.Key = str(c.key); r.Key == "" {
-		return r, errors.New("key is empty")
+		return r, errors.New("column key is empty")
 	}
 	if v, ok := value(c.checksumAlgorithm); ok {
 		if b := v.ByteArray(); string(b) != c.lastAlgorithm {
@@ -206,10 +206,10 @@ func (c *parquetColumns) record(row parquet.Row) (Record, error) {
 	switch v, ok := value(c.size); {
 	case ok:
 		if r.Size = v.Int64(); r.Size < 0 {
-			return r, fmt.Errorf("size %d of key %q is negative", r.Size, r.Key)
+			return r, fmt.Errorf("column size %d of key %q is negative", r.Size, r.Key)
 		}
 	case !r.IsDeleteMarker:
-		return r, fmt.Errorf("size is null for key %q", r.Key)
+		return r, fmt.Errorf("column size is null for key %q", r.Key)
 	}
 	if v, ok := value(c.lastModified); ok {
 		r.LastModified = time.Unix(0, v.Int64()*int64(c.modifiedUnit)).UTC()

@@ -31,13 +31,6 @@ func TestReadParquet(t *testing.T) {
 		"e_tag":              parquet.Optional(parquet.String()),
 		"checksum_algorithm": parquet.Optional(parquet.String()),
 	})
-	type currentRow struct {
-		Bucket            string  `parquet:"bucket"`
-		Key               string  `parquet:"key"`
-		Size              *int64  `parquet:"size,optional"`
-		ETag              *string `parquet:"e_tag,optional"`
-		ChecksumAlgorithm *string `parquet:"checksum_algorithm,optional"`
-	}
 	cases := []struct {
 		name string
 		file []byte
@@ -77,7 +70,7 @@ func TestReadParquet(t *testing.T) {
 		},
 		{
 			name: "current-versions-only-by-name",
-			file: parquetFile(t, []currentRow{{Bucket: "src-bucket", Key: "k", Size: ptr[int64](7), ETag: ptr("abc"), ChecksumAlgorithm: ptr("SHA256")}}, currentOnly),
+			file: parquetFile(t, []s3ParquetRow{{Bucket: "src-bucket", Key: "k", Size: ptr[int64](7), ETag: ptr("abc"), ChecksumAlgorithm: ptr("SHA256")}}, currentOnly),
 			want: []Record{{Bucket: "src-bucket", Key: "k", IsLatest: true, Size: 7, ETag: "abc", ChecksumAlgorithm: "SHA256"}},
 			sum:  Summary{Files: 1, Rows: 1, Objects: 1, Bytes: 7},
 		},
