@@ -89,16 +89,17 @@ func (e *RowError) Error() string {
 
 func (e *RowError) Unwrap() error { return e.Err }
 
-// ChecksumError is an MD5 (or size) that does not match what the manifest, or
-// manifest.checksum, says: the report is corrupt or was rewritten while read.
+// ChecksumError is an MD5 that does not match what the report says it is
+// (manifest.checksum for manifest.json, manifest.json for a data file): the
+// report is corrupt or was rewritten while it was read.
 type ChecksumError struct {
-	What string // "manifest.json" or the data file's key
-	Want string
-	Got  string
+	What string // "manifest.json" or `file "key"`
+	Want string // hex, as the report gives it
+	Got  string // hex, of the bytes read
 }
 
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("inventory %s: MD5 is %s, the manifest says %s: the report is corrupt or changed while it was read; use a complete report (one whose manifest.checksum is written)",
+	return fmt.Sprintf("inventory %s: MD5 is %s, the report says %s: it is corrupt or was rewritten while read; read it again, or use the next report",
 		e.What, e.Got, e.Want)
 }
 
@@ -114,6 +115,9 @@ const rowsBetweenCancelChecks = 4096
 // end, after its rows were yielded: a Read that returns an error may have
 // yielded rows of a corrupt file, so treat what was yielded as usable only
 // when Read returns nil.
+//
+// A Parquet file is copied to os.TempDir (on Lambda, /tmp) while it is read:
+// Read needs the disk space of the largest Parquet data file, one at a time.
 func Read(ctx context.Context, open Opener, m *Manifest, yield func(Record) error) (Summary, error) {
 	var sum Summary
 	for _, f := range m.Files {

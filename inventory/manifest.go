@@ -60,20 +60,26 @@ func (m *Manifest) DestinationBucketName() string {
 	return strings.TrimPrefix(m.DestinationBucket, "arn:aws:s3:::")
 }
 
-// ChecksumKey is the key of the manifest.checksum beside a manifest.json.
+// ChecksumKey is the key of the manifest.checksum beside a manifest.json,
+// "" when manifestKey does not name a manifest.json.
 func ChecksumKey(manifestKey string) string {
-	return strings.TrimSuffix(manifestKey, "manifest.json") + "manifest.checksum"
+	dir, ok := strings.CutSuffix(manifestKey, "manifest.json")
+	if !ok || dir != "" && !strings.HasSuffix(dir, "/") {
+		return ""
+	}
+	return dir + "manifest.checksum"
 }
 
 // ReadManifest reads the manifest.json at key and checks it against the
-// manifest.checksum beside it, when there is one.
+// manifest.checksum beside it, when there is one (S3 writes it last, so a
+// report without it may still be being written).
 func ReadManifest(ctx context.Context, open Opener, key string) (*Manifest, error) {
 	data, err := readAll(ctx, open, key, MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
 	var checksum []byte
-	if ck := ChecksumKey(key); ck != key {
+	if ck := ChecksumKey(key); ck != "" {
 		checksum, err = readAll(ctx, open, ck, 1024)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -118,3 +118,16 @@ func TestReadManifest(t *testing.T) {
 		})
 	}
 }
+
+func TestChecksumKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"inv/src/cfg/2026-11-24T00-00Z/manifest.json": "inv/src/cfg/2026-11-24T00-00Z/manifest.checksum",
+		"manifest.json":         "manifest.checksum",
+		"inv/my-manifest.json":  "",
+		"inv/manifest.json.bak": "",
+	} {
+		if got := ChecksumKey(key); got != want {
+			t.Errorf("ChecksumKey(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
