@@ -3,10 +3,13 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 )
 
 func TestReadParquet(t *testing.T) {
@@ -147,5 +150,32 @@ func TestReadParquetRejects(t *testing.T) {
 				t.Errorf("err = %v, want a *RowError at row %d (0: none)", err, c.wantRow)
 			}
 		})
+	}
+}
+
+// TestParquetFixtureIsS3sSchema holds the tests' Parquet rows to the schema
+// S3 documents for its Parquet reports (parquetSchema): the same columns, in
+// the same order, with the same physical types, repetition and annotations
+// (UTF8 strings, TIMESTAMP_MILLIS).
+func TestParquetFixtureIsS3sSchema(t *testing.T) {
+	physical := map[string]parquet.Kind{"binary": parquet.ByteArray, "boolean": parquet.Boolean, "int64": parquet.Int64}
+	var want []string
+	for _, m := range regexp.MustCompile(`(required|optional) (\w+) (\w+)(?: \((\w+)\))?`).FindAllStringSubmatch(parquetSchema, -1) {
+		want = append(want, fmt.Sprintf("%s %s %s %s", m[1], physical[m[2]], m[3], m[4]))
+	}
+	var got []string
+	for _, f := range parquet.SchemaOf(s3ParquetRow{}).Fields() {
+		repetition := "required"
+		if f.Optional() {
+			repetition = "optional"
+		}
+		annotation := ""
+		if ct := f.Type().ConvertedType(); ct != nil {
+			annotation = map[deprecated.ConvertedType]string{deprecated.UTF8: "UTF8", deprecated.TimestampMillis: "TIMESTAMP_MILLIS"}[*ct]
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s", repetition, f.Type().Kind(), f.Name(), annotation))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("fixture columns:\n%s\nS3's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
