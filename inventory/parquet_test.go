@@ -34,6 +34,14 @@ func TestReadParquet(t *testing.T) {
 		"e_tag":              parquet.Optional(parquet.String()),
 		"checksum_algorithm": parquet.Optional(parquet.String()),
 	})
+	// Another writer's report may keep times in microseconds: the unit is
+	// read from the column's type.
+	micros := parquet.NewSchema("s3.inventory", parquet.Group{
+		"bucket":             parquet.String(),
+		"key":                parquet.String(),
+		"size":               parquet.Optional(parquet.Leaf(parquet.Int64Type)),
+		"last_modified_date": parquet.Optional(parquet.Timestamp(parquet.Microsecond)),
+	})
 	cases := []struct {
 		name string
 		file []byte
@@ -75,6 +83,12 @@ func TestReadParquet(t *testing.T) {
 			name: "current-versions-only-by-name",
 			file: parquetFile(t, []s3ParquetRow{{Bucket: "src-bucket", Key: "k", Size: ptr[int64](7), ETag: ptr("abc"), ChecksumAlgorithm: ptr("SHA256")}}, currentOnly),
 			want: []Record{{Bucket: "src-bucket", Key: "k", IsLatest: true, Size: 7, ETag: "abc", ChecksumAlgorithm: "SHA256"}},
+			sum:  Summary{Files: 1, Rows: 1, Objects: 1, Bytes: 7},
+		},
+		{
+			name: "timestamp-in-microseconds",
+			file: parquetFile(t, []s3ParquetRow{{Bucket: "src-bucket", Key: "k", Size: ptr[int64](7), LastModifiedDate: ptr(modified.UnixMicro())}}, micros),
+			want: []Record{{Bucket: "src-bucket", Key: "k", IsLatest: true, Size: 7, LastModified: modified}},
 			sum:  Summary{Files: 1, Rows: 1, Objects: 1, Bytes: 7},
 		},
 	}
