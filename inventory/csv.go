@@ -20,6 +20,7 @@ import (
 // for a field the report does not include.
 type csvColumns struct {
 	bucket, key, versionID, isLatest, isDeleteMarker, size, lastModified, eTag, checksumAlgorithm int
+	own                                                                                           ownStrings
 }
 
 func csvColumnsOf(names []string) csvColumns {
@@ -102,11 +103,9 @@ func (c *csvColumns) record(fields []string) (Record, error) {
 		return fields[i]
 	}
 	r := Record{
-		Bucket:            field(c.bucket),
-		VersionID:         field(c.versionID),
+		Bucket:            repeated(&c.own.bucket, field(c.bucket)),
 		IsLatest:          true,
-		ETag:              field(c.eTag),
-		ChecksumAlgorithm: field(c.checksumAlgorithm),
+		ChecksumAlgorithm: repeated(&c.own.algorithm, field(c.checksumAlgorithm)),
 	}
 	if r.Bucket == "" {
 		return r, errors.New("column Bucket is empty")
@@ -119,7 +118,7 @@ func (c *csvColumns) record(fields []string) (Record, error) {
 	if key == "" {
 		return r, errors.New("column Key is empty")
 	}
-	r.Key = key
+	compact(&c.own, &r, key, field(c.versionID), field(c.eTag))
 	if r.IsLatest, err = csvBool(field(c.isLatest), true); err != nil {
 		return r, fmt.Errorf("column IsLatest %w", err)
 	}

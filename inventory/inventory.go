@@ -46,9 +46,10 @@ func (f OpenFunc) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 
 // Record is one latest, live object of the inventory.
 //
-// Its strings may share memory with the row they were read from: keep them
-// with strings.Clone when many are kept, so that a row's other fields do not
-// stay alive with them.
+// Key, VersionID and ETag share one allocation of their own (Bucket and
+// ChecksumAlgorithm are shared by the rows that repeat them): a kept Record
+// holds nothing else of its row, so keeping millions costs what their text
+// costs.
 type Record struct {
 	Bucket            string
 	Key               string // decoded: the object's key as S3 has it
@@ -156,4 +157,28 @@ func (s *Summary) keep(r *Record) bool {
 	s.Objects++
 	s.Bytes += r.Size
 	return true
+}
+
+// ownStrings gives records strings that hold no other bytes of the row they
+// were read from.
+type ownStrings struct {
+	buf               []byte // scratch, reused from row to row
+	bucket, algorithm string // the last seen: a report's rows repeat a few
+}
+
+// repeated returns last, or b as a new last when it differs: strings that
+// rows repeat cost one allocation per change, not one per row.
+func repeated[T string | []byte](last *string, b T) string {
+	if string(b) != *last {
+		*last = string(b)
+	}
+	return *last
+}
+
+// compact gives a record's per-row strings one allocation of their own.
+func compact[T string | []byte](o *ownStrings, r *Record, key, versionID, eTag T) {
+	o.buf = append(append(append(o.buf[:0], key...), versionID...), eTag...)
+	s := string(o.buf)
+	k, v := len(key), len(versionID)
+	r.Key, r.VersionID, r.ETag = s[:k], s[k:k+v], s[k+v:]
 }

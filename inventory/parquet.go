@@ -100,9 +100,7 @@ type parquetColumns struct {
 	bucket, key, versionID, isLatest, isDeleteMarker, size, lastModified, eTag, checksumAlgorithm int
 	// modifiedUnit is last_modified_date's unit: S3 writes TIMESTAMP_MILLIS.
 	modifiedUnit time.Duration
-	// interned strings: a report's rows repeat one bucket and a handful of
-	// checksum algorithms, which need not be a string each.
-	lastBucket, lastAlgorithm string
+	own          ownStrings
 }
 
 func parquetColumnsOf(schema *parquet.Schema) (*parquetColumns, error) {
@@ -172,31 +170,25 @@ func (c *parquetColumns) record(row parquet.Row) (Record, error) {
 		}
 		return parquet.Value{}, false
 	}
-	str := func(i int) string {
+	text := func(i int) []byte {
 		if v, ok := value(i); ok {
-			return string(v.ByteArray())
+			return v.ByteArray()
 		}
-		return ""
+		return nil
 	}
-	r := Record{IsLatest: true, VersionID: str(c.versionID), ETag: str(c.eTag)}
-	if v, ok := value(c.bucket); ok {
-		if b := v.ByteArray(); string(b) != c.lastBucket {
-			c.lastBucket = string(b)
-		}
-		r.Bucket = c.lastBucket
+	r := Record{
+		Bucket:            repeated(&c.own.bucket, text(c.bucket)),
+		IsLatest:          true,
+		ChecksumAlgorithm: repeated(&c.own.algorithm, text(c.checksumAlgorithm)),
 	}
 	if r.Bucket == "" {
 		return r, errors.New("column bucket is empty")
 	}
-	if r.Key = str(c.key); r.Key == "" {
+	key := text(c.key)
+	if len(key) == 0 {
 		return r, errors.New("column key is empty")
 	}
-	if v, ok := value(c.checksumAlgorithm); ok {
-		if b := v.ByteArray(); string(b) != c.lastAlgorithm {
-			c.lastAlgorithm = string(b)
-		}
-		r.ChecksumAlgorithm = c.lastAlgorithm
-	}
+	compact(&c.own, &r, key, text(c.versionID), text(c.eTag))
 	if v, ok := value(c.isLatest); ok {
 		r.IsLatest = v.Boolean()
 	}
