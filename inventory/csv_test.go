@@ -233,12 +233,9 @@ func (servedReader) Close() error { return nil }
 // TestReadCSVStreams: the first record is yielded long before the file has
 // been read, so a file's rows are never all in memory.
 func TestReadCSVStreams(t *testing.T) {
-	var text strings.Builder
-	for i := range 100_000 {
-		text.WriteString(object(fmt.Sprintf("logs/2026/11/23/%08d-%x.json.gz", i, i*7919), int64(i%9000), fmt.Sprintf("%032x", i), "CRC32"))
-	}
-	s := store{}
-	key := report(t, s, "CSV", csvSchema, gzipped(t, text.String()))
+	s, m := csvReport(t, 100_000, func(i int) string {
+		return object(fmt.Sprintf("logs/2026/11/23/%08d-%x.json.gz", i, i*7919), int64(i%9000), fmt.Sprintf("%032x", i), "CRC32")
+	})
 	file := s["inv/src-bucket/cfg/data/file-0"]
 	var served int64
 	open := OpenFunc(func(ctx context.Context, k string) (io.ReadCloser, error) {
@@ -247,10 +244,6 @@ func TestReadCSVStreams(t *testing.T) {
 		}
 		return servedReader{bytes.NewReader(file), &served}, nil
 	})
-	m, err := ReadManifest(context.Background(), s, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	servedAtFirst := int64(-1)
 	sum, err := Read(context.Background(), open, m, func(Record) error {
 		if servedAtFirst < 0 {
@@ -321,17 +314,9 @@ func FuzzReadCSV(f *testing.F) {
 // 40 bytes, every field of csvSchema) and reports rows per second.
 func BenchmarkReadCSV(b *testing.B) {
 	const rows = 1_000_000
-	var text strings.Builder
-	for i := range rows {
-		text.WriteString(object(fmt.Sprintf("logs/2026/11/%02d/host-%03d/%08d.json.gz", i%30, i%200, i), int64(4096+i%9000), fmt.Sprintf("%032x", i), "CRC32"))
-	}
-	s := store{}
-	key := report(b, s, "CSV", csvSchema, gzipped(b, text.String()))
-	text.Reset()
-	m, err := ReadManifest(context.Background(), s, key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, m := csvReport(b, rows, func(i int) string {
+		return object(fmt.Sprintf("logs/2026/11/%02d/host-%03d/%08d.json.gz", i%30, i%200, i), int64(4096+i%9000), fmt.Sprintf("%032x", i), "CRC32")
+	})
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -350,17 +335,9 @@ func BenchmarkReadCSV(b *testing.B) {
 func TestKeptRecordsHoldOnlyTheirText(t *testing.T) {
 	const rows = 20_000
 	padding := strings.Repeat("x", 2048)
-	var text strings.Builder
-	for i := range rows {
-		text.WriteString(csvRow("src-bucket", fmt.Sprintf("k/%06d", i), "v1", "true", "false", "1", modifiedCSV, "etag", padding, "false", "CRC32"))
-	}
-	s := store{}
-	key := report(t, s, "CSV", csvSchema, gzipped(t, text.String()))
-	text.Reset()
-	m, err := ReadManifest(context.Background(), s, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, m := csvReport(t, rows, func(i int) string {
+		return csvRow("src-bucket", fmt.Sprintf("k/%06d", i), "v1", "true", "false", "1", modifiedCSV, "etag", padding, "false", "CRC32")
+	})
 	kept := make([]Record, 0, rows)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -377,4 +354,20 @@ func TestKeptRecordsHoldOnlyTheirText(t *testing.T) {
 		t.Errorf("the heap grew by %d bytes per kept record: records keep their rows alive", perRecord)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// csvReport is a report of one CSV data file of n rows, row(i) each.
+func csvReport(t testing.TB, n int, row func(i int) string) (store, *Manifest) {
+	t.Helper()
+	var text strings.Builder
+	for i := range n {
+		text.WriteString(row(i))
+	}
+	s := store{}
+	key := report(t, s, "CSV", csvSchema, gzipped(t, text.String()))
+	m, err := ReadManifest(context.Background(), s, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m
 }
