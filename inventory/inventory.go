@@ -121,18 +121,21 @@ const rowsBetweenCancelChecks = 4096
 // Read needs the disk space of the largest Parquet data file, one at a time.
 func Read(ctx context.Context, open Opener, m *Manifest, yield func(Record) error) (Summary, error) {
 	var sum Summary
+	if m.Format != FormatCSV && m.Format != FormatParquet {
+		return sum, fmt.Errorf("inventory: manifest of format %q (fileFormat %q) cannot be read: get the manifest from ReadManifest or ParseManifest", m.Format, m.FileFormat)
+	}
+	columns, err := schemaColumns(m.Format, m.FileSchema)
+	if err != nil {
+		return sum, err
+	}
 	for _, f := range m.Files {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		var err error
-		switch m.Format {
-		case FormatCSV:
-			err = readCSVFile(ctx, open, f, m.columns, &sum, yield)
-		case FormatParquet:
+		if m.Format == FormatCSV {
+			err = readCSVFile(ctx, open, f, columns, &sum, yield)
+		} else {
 			err = readParquetFile(ctx, open, f, &sum, yield)
-		default:
-			err = fmt.Errorf("inventory: file format %q cannot be read", m.FileFormat)
 		}
 		if err != nil {
 			return sum, err

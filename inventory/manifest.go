@@ -41,10 +41,8 @@ type Manifest struct {
 	FileSchema        string `json:"fileSchema"`
 	Files             []File `json:"files"`
 
-	Format  Format    `json:"-"`
-	Created time.Time `json:"-"`
-	// columns are a CSV report's fileSchema names, normalised (see column).
-	columns []string
+	Format  Format    `json:"-"` // FileFormat, checked
+	Created time.Time `json:"-"` // CreationTimestamp; zero when absent
 }
 
 // File is one data file of a report, in the destination bucket.
@@ -139,9 +137,6 @@ func ParseManifest(data, checksum []byte) (*Manifest, error) {
 		if !slices.Contains(names, want) {
 			return nil, fmt.Errorf("inventory manifest.json: fileSchema %q has no %s field: add Size to the inventory configuration's optional fields (Bucket and Key are always there in S3's reports)", m.FileSchema, want)
 		}
-	}
-	if m.Format == FormatCSV {
-		m.columns = names
 	}
 	if m.CreationTimestamp != "" {
 		ms, err := strconv.ParseInt(m.CreationTimestamp, 10, 64)

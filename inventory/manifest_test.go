@@ -131,3 +131,11 @@ func TestChecksumKey(t *testing.T) {
 		}
 	}
 }
+
+func TestReadUnparsedManifest(t *testing.T) {
+	m := &Manifest{FileFormat: "CSV", FileSchema: csvSchema, Files: []File{{Key: "k"}}}
+	_, err := Read(context.Background(), store{}, m, func(Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "get the manifest from ReadManifest or ParseManifest") {
+		t.Fatalf("err = %v", err)
+	}
+}
