@@ -32,6 +32,22 @@ export const REQUESTS_PREFIX = 'requests/';
  */
 const EXPRESS_CHILD_WORKER_LIMIT = Duration.seconds(240);
 
+/**
+ * Refuses, at synth time, EXPRESS map children whose functions (by prop name) may outlive them:
+ * such a child would end mid-invocation on AWS, which no local run shows.
+ */
+export function checkMapChildTimeouts(owner: string, mapExecutionType: string, childTimeouts: Record<string, Duration>): void {
+  if (mapExecutionType !== 'EXPRESS') return;
+  for (const [name, timeout] of Object.entries(childTimeouts)) {
+    if (timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
+      throw new Error(
+        `${owner}: EXPRESS map children end after 5 minutes including retries; ` +
+          `set ${name}.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
+      );
+    }
+  }
+}
+
 export interface FunctionSizing {
   readonly memorySize?: number;
   readonly timeout?: Duration;
@@ -224,14 +240,7 @@ export class ArchiveWorkflow extends Construct {
       memorySize: props[name]?.memorySize ?? DEFAULT_SIZING[name].memorySize,
       timeout: props[name]?.timeout ?? DEFAULT_SIZING[name].timeout,
     });
-    for (const name of ['worker', 'reader'] as const) {
-      if (mapExecutionType === 'EXPRESS' && sizing(name).timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
-        throw new Error(
-          `ArchiveWorkflow: EXPRESS map children end after 5 minutes including retries; ` +
-            `set ${name}.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
-        );
-      }
-    }
+    checkMapChildTimeouts('ArchiveWorkflow', mapExecutionType, { worker: sizing('worker').timeout, reader: sizing('reader').timeout });
 
     // ---- buckets ---------------------------------------------------------------------------
     const encryption = props.encryptionKey

@@ -9,7 +9,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
+import { checkMapChildTimeouts, DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
 
 /** statemachine/extract.asl.json: plain JSON, its only placeholders quoted strings. */
 export const EXTRACT_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachine', 'extract.asl.json');
@@ -41,7 +41,11 @@ export interface ExtractWorkflowProps {
   readonly batchSize?: number;
   /** Map concurrency when a request gives none. @default 100 */
   readonly defaultMaxConcurrency?: number;
-  /** @default STANDARD */
+  /**
+   * Child execution type of the Distributed Map. EXPRESS children end after 5 minutes including
+   * retries, so EXPRESS requires a worker timeout of at most 4 minutes.
+   * @default STANDARD
+   */
   readonly mapExecutionType?: 'STANDARD' | 'EXPRESS';
   /** @default '<stack name>-Extract' */
   readonly stateMachineName?: string;
@@ -98,6 +102,9 @@ export class ExtractWorkflow extends Construct {
       'extract-finalizer': { memorySize: 1024, timeout: Duration.minutes(15) },
       'extract-abort': { memorySize: 512, timeout: Duration.minutes(5) },
     };
+    const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
+    // Only the worker runs in the Map's children.
+    checkMapChildTimeouts('ExtractWorkflow', mapExecutionType, { worker: sizing['extract-worker'].timeout });
     const makeFunction = (name: ExtractFunctionName, logicalId: string, description: string): lambda.Function =>
       goFunction(this, logicalId, { owner: 'ExtractWorkflow', name, functionsDir, description, ...sizing[name], environment: env, logRetention, removalPolicy });
     this.functions = {
@@ -169,7 +176,7 @@ export class ExtractWorkflow extends Construct {
       WorkerFunctionArn: fns['extract-worker'].functionArn,
       FinalizerFunctionArn: fns['extract-finalizer'].functionArn,
       AbortFunctionArn: fns['extract-abort'].functionArn,
-      MapExecutionType: props.mapExecutionType ?? 'STANDARD',
+      MapExecutionType: mapExecutionType,
     };
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       stateMachineName,

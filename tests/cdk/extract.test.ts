@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
-import type { Stack } from 'aws-cdk-lib';
+import { Duration, type Stack } from 'aws-cdk-lib';
 import type { ArchiveWorkflow } from '../../infra/lib/archive-workflow';
 import { EXTRACT_ASL_PATH, EXTRACT_FUNCTION_NAMES, ExtractWorkflow } from '../../infra/lib/extract-workflow';
 import { placeholdersIn, renderDefinition } from '../../infra/lib/asl';
@@ -129,6 +129,15 @@ describe('extract IAM', () => {
 
   test('overlapping archive and destination prefixes are refused (an extracted .zip would start another run)', () => {
     assert.throws(() => withExtract({ archivePrefix: 'data/', destinationPrefix: 'data/out/' }), /overlap/);
+  });
+});
+
+describe('extract map children', () => {
+  test('EXPRESS children with a worker that can outlive them are refused, as in the archive workflow', () => {
+    assert.throws(() => withExtract({ mapExecutionType: 'EXPRESS' }), /ExtractWorkflow: EXPRESS.*5 minutes.*worker\.timeout/);
+    assert.throws(() => withExtract({ mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(5) } }), /worker\.timeout <= 240s/);
+    const b = withExtract({ mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(4) } });
+    assert.equal(b.extract.definitionSubstitutions.MapExecutionType, 'EXPRESS');
   });
 });
 
