@@ -463,31 +463,37 @@ export class ArchiveWorkflow extends Construct {
     // Abort aborts the job's upload by its id; it never lists the destination's uploads.
     add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
 
-    // KMS only where a key is configured, and only on that key.
-    const kmsUse = (sid: string, keyArns: string[]) =>
-      new iam.PolicyStatement({
-        sid,
-        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
-        resources: keyArns,
-      });
+    // KMS only where a key is configured, only on that key, and only what each function's S3 calls
+    // make S3 ask KMS for (tests/deployed checks every call and lists any grant none used): a data
+    // key to write an object or start an upload (GenerateDataKey), a decrypt to read one, copy from
+    // it, add a part to or complete it (Decrypt). S3 never calls kms:Encrypt for SSE-KMS.
+    const kmsUse = (sid: string, actions: string[], keyArns: string[]) => new iam.PolicyStatement({ sid, actions, resources: keyArns });
+    const DECRYPT = 'kms:Decrypt';
+    const DATA_KEY = 'kms:GenerateDataKey';
     if (props.encryptionKey) {
-      const s = kmsUse('WorkAndControlKey', [props.encryptionKey.keyArn]);
-      for (const fn of [planner, reader, worker, finalizer, abort]) fn.addToRolePolicy(s);
+      // The reader only writes pieces; the finalizer and abort only read and delete.
+      const workKeyUse: Record<FunctionName, string[]> = {
+        planner: [DECRYPT, DATA_KEY],
+        reader: [DATA_KEY],
+        worker: [DECRYPT, DATA_KEY],
+        finalizer: [DECRYPT],
+        abort: [DECRYPT],
+      };
+      for (const name of FUNCTION_NAMES) {
+        this.functions[name].addToRolePolicy(kmsUse('WorkAndControlKey', workKeyUse[name], [props.encryptionKey.keyArn]));
+      }
     }
     if (props.sourceKmsKeyArns && props.sourceKmsKeyArns.length > 0) {
-      const s = new iam.PolicyStatement({
-        sid: 'SourceKeysDecrypt',
-        actions: ['kms:Decrypt'],
-        resources: props.sourceKmsKeyArns,
-      });
-      planner.addToRolePolicy(s);
-      reader.addToRolePolicy(s);
-      worker.addToRolePolicy(s);
-      finalizer.addToRolePolicy(s);
+      const s = kmsUse('SourceKeysDecrypt', [DECRYPT], props.sourceKmsKeyArns);
+      for (const fn of [planner, reader, worker, finalizer]) fn.addToRolePolicy(s);
     }
     if (props.destinationKmsKeyArn) {
-      const s = kmsUse('DestinationKey', [props.destinationKmsKeyArn]);
-      for (const fn of [planner, worker, finalizer, abort]) fn.addToRolePolicy(s);
+      // planner: creates the upload; worker: adds parts; finalizer: the last part, the
+      // completion and the report.
+      const key = [props.destinationKmsKeyArn];
+      planner.addToRolePolicy(kmsUse('DestinationKey', [DATA_KEY], key));
+      worker.addToRolePolicy(kmsUse('DestinationKey', [DECRYPT], key));
+      finalizer.addToRolePolicy(kmsUse('DestinationKey', [DECRYPT, DATA_KEY], key));
     }
 
     // ---- state machine ---------------------------------------------------------------------
@@ -576,7 +582,8 @@ export class ArchiveWorkflow extends Construct {
       }),
     );
     if (props.encryptionKey) {
-      this.stateMachine.addToRolePolicy(kmsUse('WorkBucketKey', [props.encryptionKey.keyArn]));
+      // ItemReader reads, ResultWriter writes.
+      this.stateMachine.addToRolePolicy(kmsUse('WorkBucketKey', [DECRYPT, DATA_KEY], [props.encryptionKey.keyArn]));
     }
 
     // ---- trigger: a request object under requests/ starts an execution ----------------------

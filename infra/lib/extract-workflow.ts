@@ -29,8 +29,19 @@ export interface ExtractWorkflowProps {
   readonly destinationBucket?: string;
   /** Objects are written only under this prefix; an archive <archivePrefix><name>.zip goes to <destinationPrefix><name>/. @default 'extracted/' */
   readonly destinationPrefix?: string;
-  /** Bucket for the jobs and Map results (the archive workflow's work bucket). */
+  /**
+   * Bucket for the jobs and Map results (the archive workflow's work bucket). When it is
+   * encrypted with a customer-managed key (`encryptionKey`), the roles that read or write work
+   * objects are granted that key.
+   */
   readonly workBucket: s3.IBucket;
+  /** KMS keys that encrypt the archives (decrypt is granted on exactly these). @default none */
+  readonly archiveKmsKeyArns?: string[];
+  /**
+   * KMS key the destination's objects are encrypted with: the destination bucket's default
+   * encryption key (the extract functions send no key of their own). @default none
+   */
+  readonly destinationKmsKeyArn?: string;
   /** Under it, extract/<execution>/ per execution. @default 's3zip-work/' */
   readonly workPrefix?: string;
   /** Folder holding <name>/bootstrap for each function. @default dist/functions */
@@ -158,6 +169,25 @@ export class ExtractWorkflow extends Construct {
       destinationUploads,
     ]);
 
+    // KMS only where a key is configured, and only on that key: S3 asks KMS for a data key to
+    // write an object or start an upload (GenerateDataKey) and to decrypt one it reads, copies
+    // from, adds a part to or completes (Decrypt).
+    const kmsUse = (sid: string, actions: string[], keyArns: string[]) => new iam.PolicyStatement({ sid, actions, resources: keyArns });
+    const workKey = props.workBucket.encryptionKey?.keyArn;
+    if (workKey) {
+      fns['extract-planner'].addToRolePolicy(kmsUse('WorkKey', ['kms:GenerateDataKey'], [workKey]));
+      for (const fn of [fns['extract-finalizer'], fns['extract-abort']]) fn.addToRolePolicy(kmsUse('WorkKey', ['kms:Decrypt'], [workKey]));
+    }
+    if (props.archiveKmsKeyArns && props.archiveKmsKeyArns.length > 0) {
+      const s = kmsUse('ArchiveKeysDecrypt', ['kms:Decrypt'], props.archiveKmsKeyArns);
+      for (const fn of [fns['extract-planner'], fns['extract-worker']]) fn.addToRolePolicy(s);
+    }
+    if (props.destinationKmsKeyArn) {
+      // worker: creates, puts and completes objects; finalizer: puts the report.
+      fns['extract-worker'].addToRolePolicy(kmsUse('DestinationKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
+      fns['extract-finalizer'].addToRolePolicy(kmsUse('DestinationKey', ['kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
+    }
+
     // ---- state machine -------------------------------------------------------------------------
     const stateMachineName = props.stateMachineName ?? `${stack.stackName}-Extract`.slice(0, 80);
     this.stateMachineName = stateMachineName;
@@ -193,6 +223,7 @@ export class ExtractWorkflow extends Construct {
     sm.addToRolePolicy(
       new iam.PolicyStatement({ sid: 'MapResultWriter', actions: ['s3:PutObject', 's3:GetObject', 's3:ListMultipartUploadParts', 's3:AbortMultipartUpload'], resources: [workObjects] }),
     );
+    if (workKey) sm.addToRolePolicy(kmsUse('WorkBucketKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [workKey]));
     sm.addToRolePolicy(new iam.PolicyStatement({ sid: 'MapChildExecutionsStart', actions: ['states:StartExecution'], resources: [stateMachineArn] }));
     sm.addToRolePolicy(new iam.PolicyStatement({ sid: 'MapChildExecutionsControl', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: childExecutionsArns }));
 
