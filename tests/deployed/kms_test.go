@@ -36,6 +36,22 @@ func TestDeployedKMSKeys(t *testing.T) {
 	d := Deploy(t)
 	defer d.logsOnFailure()
 	want := sources(d)
+
+	// A request naming a key the deployment was not granted is refused by
+	// the planner before it writes anything (it would fail at the first
+	// write on AWS), naming the key and the setting that grants it.
+	other := "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-0000000000ff"
+	refused := request(destinationPrefix+"other-key.zip", "duo")
+	refused["options"].(map[string]any)["sse"] = map[string]any{"type": "aws:kms", "kmsKeyId": other}
+	out := d.Execute("kms-other-key", refused)
+	if out.Status != "FAILED" || out.Error != "RequestError" || !strings.Contains(out.Cause, other) || !strings.Contains(out.Cause, "destinationKmsKeyArn") {
+		t.Errorf("a request naming %s: %s %s %.500s, want FAILED RequestError naming the key and destinationKmsKeyArn", other, out.Status, out.Error, out.Cause)
+	}
+	for _, c := range d.IAM.Calls(d.Functions["planner"].Role) {
+		if strings.HasPrefix(c.What, "CreateMultipartUpload ") || strings.HasPrefix(c.What, "PutObject ") {
+			t.Errorf("the planner wrote before refusing the key: %s", c.What)
+		}
+	}
 	if out := d.Execute("kms-duo", request(destinationPrefix+"kms.zip", "duo")); out.Status != "SUCCEEDED" {
 		t.Fatalf("create: execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
@@ -44,7 +60,7 @@ func TestDeployedKMSKeys(t *testing.T) {
 
 	useExtract(d)
 	putZip(d, extractArchivePrefix+"kms.zip")
-	out := d.Execute("kms-extract", map[string]any{"archive": map[string]any{"bucket": sourceBucket, "key": extractArchivePrefix + "kms.zip"}})
+	out = d.Execute("kms-extract", map[string]any{"archive": map[string]any{"bucket": sourceBucket, "key": extractArchivePrefix + "kms.zip"}})
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("extract: execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
