@@ -27,6 +27,12 @@ type Config struct {
 	DeadlineMargin        time.Duration
 	MaxEntries            int   // 0: no limit
 	MaxArchiveBytes       int64 // 0: no limit
+	// KMSKeyGranted says DestinationKMSKeyID is the only customer-managed
+	// key the roles may encrypt archives with (a deployment: the CDK grants
+	// exactly that key), so a request naming another is refused before any
+	// write instead of failing at the first. A local run leaves it false:
+	// the caller's own rights apply, which only S3 can judge.
+	KMSKeyGranted bool
 	// PieceSize is how much of an object one read job reads and compresses
 	// (its compressed copy is held in memory): at most half MemoryBudget.
 	PieceSize int64
@@ -106,6 +112,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		AllowedDestinations: s3ref.SplitList(getenv("ALLOWED_DESTINATIONS")),
 		ControlBucket:       getenv("CONTROL_BUCKET"),
 		DestinationKMSKeyID: getenv("DESTINATION_KMS_KEY_ARN"),
+		KMSKeyGranted:       true,
 	}
 	if prefix := getenv("ALLOWED_SOURCE_PREFIX"); prefix != "" {
 		for i, b := range c.AllowedSources {

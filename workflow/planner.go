@@ -322,10 +322,36 @@ func checkAllowed(cfg Config, req *Request) error {
 	if !s3ref.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
 		bad = append(bad, fmt.Sprintf("destination %s is outside the destinations this deployment allows", req.Destination.URI()))
 	}
+	if msg := checkKMSKeyGranted(cfg, req.Options.SSE); msg != "" {
+		bad = append(bad, msg)
+	}
 	if bad != nil {
 		return &RequestError{bad}
 	}
 	return nil
+}
+
+// checkKMSKeyGranted refuses an SSE-KMS key the deployment's roles may not
+// use: S3 would accept the request and answer the first write (the
+// archive's CreateMultipartUpload) with AccessDenied. No key named (S3's
+// AWS-managed aws/s3, whose key policy admits the account through S3) and
+// SSE-S3 need no grant. The granted key may be named by its ARN or its key
+// ID; an alias cannot be told apart from another key without asking KMS.
+func checkKMSKeyGranted(cfg Config, sse *SSE) string {
+	if !cfg.KMSKeyGranted || sse == nil || sse.Type != "aws:kms" || sse.KMSKeyID == "" {
+		return ""
+	}
+	granted := cfg.DestinationKMSKeyID
+	if granted != "" && (sse.KMSKeyID == granted || strings.HasSuffix(granted, ":key/"+sse.KMSKeyID)) {
+		return ""
+	}
+	may, instead := "no customer-managed key", "leave kmsKeyId out for S3's AWS-managed key aws/s3"
+	if granted != "" {
+		may, instead = "only "+granted, "leave options.sse out for that key"
+	}
+	return fmt.Sprintf("options.sse.kmsKeyId %q is not granted to this deployment (its roles may encrypt archives with %s): "+
+		"set the CDK context destinationKmsKeyArn (ArchiveWorkflow's destinationKmsKeyArn, env DESTINATION_KMS_KEY_ARN) to that key's ARN and deploy again, or %s",
+		sse.KMSKeyID, may, instead)
 }
 
 // checkDestinationFree checks, before anything is written, that neither the

@@ -8,8 +8,13 @@
  *   -c functionsDir=/path/to/functions   (default dist/functions, built by `make lambdas`)
  *   -c extractBucket=b  -c extractArchivePrefix=incoming/  -c extractDestinationBucket=b  -c extractDestinationPrefix=extracted/
  *      (the extract workflow: ZIPs created under the archive prefix are extracted into <destination prefix><name>/)
+ *   KMS keys (ARNs; each role is granted exactly the keys of the objects it reads or writes):
+ *   -c workKmsKeyArn=arn  (the work and control buckets are encrypted with it)
+ *   -c sourceKmsKeyArns=arn1,arn2  -c destinationKmsKeyArn=arn  (archives are written with it)
+ *   -c extractArchiveKmsKeyArns=arn1,arn2  -c extractDestinationKmsKeyArn=arn  (the extract workflow's)
  */
 import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps } from '../lib/archive-workflow';
@@ -19,15 +24,20 @@ export class S3ZipStack extends Stack {
   readonly workflow: ArchiveWorkflow;
   readonly extract?: ExtractWorkflow;
 
+  /** workflowProps.workKmsKeyArn: the work and control buckets' key, imported into this stack (ArchiveWorkflowProps.encryptionKey). */
   constructor(
     scope: Construct,
     id: string,
-    workflowProps: ArchiveWorkflowProps,
+    workflowProps: Omit<ArchiveWorkflowProps, 'encryptionKey'> & { workKmsKeyArn?: string },
     props?: StackProps,
     extractProps?: Omit<ExtractWorkflowProps, 'workBucket' | 'functionsDir'>,
   ) {
     super(scope, id, { description: 's3zip: many S3 objects into one ZIP in S3, and ZIPs in S3 into objects (Step Functions)', ...props });
-    this.workflow = new ArchiveWorkflow(this, 'ArchiveWorkflow', workflowProps);
+    const { workKmsKeyArn, ...archiveProps } = workflowProps;
+    this.workflow = new ArchiveWorkflow(this, 'ArchiveWorkflow', {
+      ...archiveProps,
+      encryptionKey: workKmsKeyArn ? kms.Key.fromKeyArn(this, 'WorkKey', workKmsKeyArn) : undefined,
+    });
     addArchiveWorkflowOutputs(this, this.workflow);
     if (extractProps) {
       this.extract = new ExtractWorkflow(this, 'ExtractWorkflow', {
@@ -43,6 +53,11 @@ export class S3ZipStack extends Stack {
 function contextString(app: App, key: string): string | undefined {
   const v = app.node.tryGetContext(key);
   return v === undefined || v === null || v === '' ? undefined : String(v);
+}
+
+function contextList(app: App, key: string): string[] | undefined {
+  const v = contextString(app, key);
+  return v?.split(',').map((x) => x.trim()).filter((x) => x !== '');
 }
 
 function contextInt(app: App, key: string): number | undefined {
@@ -63,10 +78,7 @@ new S3ZipStack(
   app,
   'S3ZipStack',
   {
-    sourceBuckets: (contextString(app, 'sourceBuckets') ?? 's3zip-example-source')
-      .split(',')
-      .map((b) => b.trim())
-      .filter((b) => b !== ''),
+    sourceBuckets: contextList(app, 'sourceBuckets') ?? ['s3zip-example-source'],
     sourcePrefix: contextString(app, 'sourcePrefix'),
     destinationBucket: contextString(app, 'destinationBucket') ?? 's3zip-example-destination',
     destinationPrefix: contextString(app, 'destinationPrefix'),
@@ -76,6 +88,9 @@ new S3ZipStack(
     pieceSize: contextInt(app, 'pieceSize'),
     defaultMaxConcurrency: contextInt(app, 'defaultMaxConcurrency'),
     mapExecutionType: mapExecutionType as ArchiveWorkflowProps['mapExecutionType'],
+    workKmsKeyArn: contextString(app, 'workKmsKeyArn'),
+    sourceKmsKeyArns: contextList(app, 'sourceKmsKeyArns'),
+    destinationKmsKeyArn: contextString(app, 'destinationKmsKeyArn'),
   },
   {
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
@@ -86,6 +101,8 @@ new S3ZipStack(
     destinationBucket: contextString(app, 'extractDestinationBucket'),
     destinationPrefix: contextString(app, 'extractDestinationPrefix'),
     mapExecutionType: mapExecutionType as ExtractWorkflowProps['mapExecutionType'],
+    archiveKmsKeyArns: contextList(app, 'extractArchiveKmsKeyArns'),
+    destinationKmsKeyArn: contextString(app, 'extractDestinationKmsKeyArn'),
   },
 );
 

@@ -32,6 +32,22 @@ export const REQUESTS_PREFIX = 'requests/';
  */
 const EXPRESS_CHILD_WORKER_LIMIT = Duration.seconds(240);
 
+/**
+ * Refuses, at synth time, EXPRESS map children whose functions (by prop name) may outlive them:
+ * such a child would end mid-invocation on AWS, which no local run shows.
+ */
+export function checkMapChildTimeouts(owner: string, mapExecutionType: string, childTimeouts: Record<string, Duration>): void {
+  if (mapExecutionType !== 'EXPRESS') return;
+  for (const [name, timeout] of Object.entries(childTimeouts)) {
+    if (timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
+      throw new Error(
+        `${owner}: EXPRESS map children end after 5 minutes including retries; ` +
+          `set ${name}.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
+      );
+    }
+  }
+}
+
 export interface FunctionSizing {
   readonly memorySize?: number;
   readonly timeout?: Duration;
@@ -224,14 +240,7 @@ export class ArchiveWorkflow extends Construct {
       memorySize: props[name]?.memorySize ?? DEFAULT_SIZING[name].memorySize,
       timeout: props[name]?.timeout ?? DEFAULT_SIZING[name].timeout,
     });
-    for (const name of ['worker', 'reader'] as const) {
-      if (mapExecutionType === 'EXPRESS' && sizing(name).timeout.toSeconds() > EXPRESS_CHILD_WORKER_LIMIT.toSeconds()) {
-        throw new Error(
-          `ArchiveWorkflow: EXPRESS map children end after 5 minutes including retries; ` +
-            `set ${name}.timeout <= ${EXPRESS_CHILD_WORKER_LIMIT.toSeconds()}s or use mapExecutionType STANDARD`,
-        );
-      }
-    }
+    checkMapChildTimeouts('ArchiveWorkflow', mapExecutionType, { worker: sizing('worker').timeout, reader: sizing('reader').timeout });
 
     // ---- buckets ---------------------------------------------------------------------------
     const encryption = props.encryptionKey
@@ -454,31 +463,37 @@ export class ArchiveWorkflow extends Construct {
     // Abort aborts the job's upload by its id; it never lists the destination's uploads.
     add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
 
-    // KMS only where a key is configured, and only on that key.
-    const kmsUse = (sid: string, keyArns: string[]) =>
-      new iam.PolicyStatement({
-        sid,
-        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
-        resources: keyArns,
-      });
+    // KMS only where a key is configured, only on that key, and only what each function's S3 calls
+    // make S3 ask KMS for (tests/deployed checks every call and lists any grant none used): a data
+    // key to write an object or start an upload (GenerateDataKey), a decrypt to read one, copy from
+    // it, add a part to or complete it (Decrypt). S3 never calls kms:Encrypt for SSE-KMS.
+    const kmsUse = (sid: string, actions: string[], keyArns: string[]) => new iam.PolicyStatement({ sid, actions, resources: keyArns });
+    const DECRYPT = 'kms:Decrypt';
+    const DATA_KEY = 'kms:GenerateDataKey';
     if (props.encryptionKey) {
-      const s = kmsUse('WorkAndControlKey', [props.encryptionKey.keyArn]);
-      for (const fn of [planner, reader, worker, finalizer, abort]) fn.addToRolePolicy(s);
+      // The reader only writes pieces; the finalizer and abort only read and delete.
+      const workKeyUse: Record<FunctionName, string[]> = {
+        planner: [DECRYPT, DATA_KEY],
+        reader: [DATA_KEY],
+        worker: [DECRYPT, DATA_KEY],
+        finalizer: [DECRYPT],
+        abort: [DECRYPT],
+      };
+      for (const name of FUNCTION_NAMES) {
+        this.functions[name].addToRolePolicy(kmsUse('WorkAndControlKey', workKeyUse[name], [props.encryptionKey.keyArn]));
+      }
     }
     if (props.sourceKmsKeyArns && props.sourceKmsKeyArns.length > 0) {
-      const s = new iam.PolicyStatement({
-        sid: 'SourceKeysDecrypt',
-        actions: ['kms:Decrypt'],
-        resources: props.sourceKmsKeyArns,
-      });
-      planner.addToRolePolicy(s);
-      reader.addToRolePolicy(s);
-      worker.addToRolePolicy(s);
-      finalizer.addToRolePolicy(s);
+      const s = kmsUse('SourceKeysDecrypt', [DECRYPT], props.sourceKmsKeyArns);
+      for (const fn of [planner, reader, worker, finalizer]) fn.addToRolePolicy(s);
     }
     if (props.destinationKmsKeyArn) {
-      const s = kmsUse('DestinationKey', [props.destinationKmsKeyArn]);
-      for (const fn of [planner, worker, finalizer, abort]) fn.addToRolePolicy(s);
+      // planner: creates the upload; worker: adds parts; finalizer: the last part, the
+      // completion and the report.
+      const key = [props.destinationKmsKeyArn];
+      planner.addToRolePolicy(kmsUse('DestinationKey', [DATA_KEY], key));
+      worker.addToRolePolicy(kmsUse('DestinationKey', [DECRYPT], key));
+      finalizer.addToRolePolicy(kmsUse('DestinationKey', [DECRYPT, DATA_KEY], key));
     }
 
     // ---- state machine ---------------------------------------------------------------------
@@ -567,7 +582,8 @@ export class ArchiveWorkflow extends Construct {
       }),
     );
     if (props.encryptionKey) {
-      this.stateMachine.addToRolePolicy(kmsUse('WorkBucketKey', [props.encryptionKey.keyArn]));
+      // ItemReader reads, ResultWriter writes.
+      this.stateMachine.addToRolePolicy(kmsUse('WorkBucketKey', [DECRYPT, DATA_KEY], [props.encryptionKey.keyArn]));
     }
 
     // ---- trigger: a request object under requests/ starts an execution ----------------------

@@ -9,7 +9,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
+import { checkMapChildTimeouts, DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
 
 /** statemachine/extract.asl.json: plain JSON, its only placeholders quoted strings. */
 export const EXTRACT_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachine', 'extract.asl.json');
@@ -29,8 +29,19 @@ export interface ExtractWorkflowProps {
   readonly destinationBucket?: string;
   /** Objects are written only under this prefix; an archive <archivePrefix><name>.zip goes to <destinationPrefix><name>/. @default 'extracted/' */
   readonly destinationPrefix?: string;
-  /** Bucket for the jobs and Map results (the archive workflow's work bucket). */
+  /**
+   * Bucket for the jobs and Map results (the archive workflow's work bucket). When it is
+   * encrypted with a customer-managed key (`encryptionKey`), the roles that read or write work
+   * objects are granted that key.
+   */
   readonly workBucket: s3.IBucket;
+  /** KMS keys that encrypt the archives (decrypt is granted on exactly these). @default none */
+  readonly archiveKmsKeyArns?: string[];
+  /**
+   * KMS key the destination's objects are encrypted with: the destination bucket's default
+   * encryption key (the extract functions send no key of their own). @default none
+   */
+  readonly destinationKmsKeyArn?: string;
   /** Under it, extract/<execution>/ per execution. @default 's3zip-work/' */
   readonly workPrefix?: string;
   /** Folder holding <name>/bootstrap for each function. @default dist/functions */
@@ -41,7 +52,11 @@ export interface ExtractWorkflowProps {
   readonly batchSize?: number;
   /** Map concurrency when a request gives none. @default 100 */
   readonly defaultMaxConcurrency?: number;
-  /** @default STANDARD */
+  /**
+   * Child execution type of the Distributed Map. EXPRESS children end after 5 minutes including
+   * retries, so EXPRESS requires a worker timeout of at most 4 minutes.
+   * @default STANDARD
+   */
   readonly mapExecutionType?: 'STANDARD' | 'EXPRESS';
   /** @default '<stack name>-Extract' */
   readonly stateMachineName?: string;
@@ -98,6 +113,9 @@ export class ExtractWorkflow extends Construct {
       'extract-finalizer': { memorySize: 1024, timeout: Duration.minutes(15) },
       'extract-abort': { memorySize: 512, timeout: Duration.minutes(5) },
     };
+    const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
+    // Only the worker runs in the Map's children.
+    checkMapChildTimeouts('ExtractWorkflow', mapExecutionType, { worker: sizing['extract-worker'].timeout });
     const makeFunction = (name: ExtractFunctionName, logicalId: string, description: string): lambda.Function =>
       goFunction(this, logicalId, { owner: 'ExtractWorkflow', name, functionsDir, description, ...sizing[name], environment: env, logRetention, removalPolicy });
     this.functions = {
@@ -151,6 +169,25 @@ export class ExtractWorkflow extends Construct {
       destinationUploads,
     ]);
 
+    // KMS only where a key is configured, and only on that key: S3 asks KMS for a data key to
+    // write an object or start an upload (GenerateDataKey) and to decrypt one it reads, copies
+    // from, adds a part to or completes (Decrypt).
+    const kmsUse = (sid: string, actions: string[], keyArns: string[]) => new iam.PolicyStatement({ sid, actions, resources: keyArns });
+    const workKey = props.workBucket.encryptionKey?.keyArn;
+    if (workKey) {
+      fns['extract-planner'].addToRolePolicy(kmsUse('WorkKey', ['kms:GenerateDataKey'], [workKey]));
+      for (const fn of [fns['extract-finalizer'], fns['extract-abort']]) fn.addToRolePolicy(kmsUse('WorkKey', ['kms:Decrypt'], [workKey]));
+    }
+    if (props.archiveKmsKeyArns && props.archiveKmsKeyArns.length > 0) {
+      const s = kmsUse('ArchiveKeysDecrypt', ['kms:Decrypt'], props.archiveKmsKeyArns);
+      for (const fn of [fns['extract-planner'], fns['extract-worker']]) fn.addToRolePolicy(s);
+    }
+    if (props.destinationKmsKeyArn) {
+      // worker: creates, puts and completes objects; finalizer: puts the report.
+      fns['extract-worker'].addToRolePolicy(kmsUse('DestinationKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
+      fns['extract-finalizer'].addToRolePolicy(kmsUse('DestinationKey', ['kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
+    }
+
     // ---- state machine -------------------------------------------------------------------------
     const stateMachineName = props.stateMachineName ?? `${stack.stackName}-Extract`.slice(0, 80);
     this.stateMachineName = stateMachineName;
@@ -169,7 +206,7 @@ export class ExtractWorkflow extends Construct {
       WorkerFunctionArn: fns['extract-worker'].functionArn,
       FinalizerFunctionArn: fns['extract-finalizer'].functionArn,
       AbortFunctionArn: fns['extract-abort'].functionArn,
-      MapExecutionType: props.mapExecutionType ?? 'STANDARD',
+      MapExecutionType: mapExecutionType,
     };
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       stateMachineName,
@@ -186,6 +223,7 @@ export class ExtractWorkflow extends Construct {
     sm.addToRolePolicy(
       new iam.PolicyStatement({ sid: 'MapResultWriter', actions: ['s3:PutObject', 's3:GetObject', 's3:ListMultipartUploadParts', 's3:AbortMultipartUpload'], resources: [workObjects] }),
     );
+    if (workKey) sm.addToRolePolicy(kmsUse('WorkBucketKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [workKey]));
     sm.addToRolePolicy(new iam.PolicyStatement({ sid: 'MapChildExecutionsStart', actions: ['states:StartExecution'], resources: [stateMachineArn] }));
     sm.addToRolePolicy(new iam.PolicyStatement({ sid: 'MapChildExecutionsControl', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: childExecutionsArns }));
 

@@ -23,6 +23,9 @@ function offlineEnv(): NodeJS.ProcessEnv {
   };
 }
 
+const key = (n: number) => `arn:aws:kms:eu-west-1:123456789012:key/00000000-0000-4000-8000-00000000000${n}`;
+const KEYS = { work: key(1), source: key(2), source2: key(3), destination: key(4), archive: key(5), extracted: key(6) };
+
 describe('cdk synth (CLI, offline)', () => {
   const out = tempDir('s3zip-cdk-synth-');
   const cli = path.join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
@@ -47,6 +50,16 @@ describe('cdk synth (CLI, offline)', () => {
       'destinationPrefix=zips/',
       '-c',
       'partsPerBatch=5',
+      '-c',
+      `workKmsKeyArn=${KEYS.work}`,
+      '-c',
+      `sourceKmsKeyArns=${KEYS.source}, ${KEYS.source2}`,
+      '-c',
+      `destinationKmsKeyArn=${KEYS.destination}`,
+      '-c',
+      `extractArchiveKmsKeyArns=${KEYS.archive}`,
+      '-c',
+      `extractDestinationKmsKeyArn=${KEYS.extracted}`,
     ],
     { cwd: REPO_ROOT, env: offlineEnv(), encoding: 'utf8', timeout: 180_000 },
   );
@@ -74,6 +87,30 @@ describe('cdk synth (CLI, offline)', () => {
     assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-b/in/*'));
     assert.ok(s3Resources.includes('arn:<AWS::Partition>:s3:::s3zip-cli-dst/zips/*'));
     assert.deepEqual(Object.keys(template.Outputs).sort(), ['ControlBucketName', 'ExtractStateMachineArn', 'StateMachineArn', 'WorkBucketName']);
+  });
+
+  test('the KMS context values reach both workflows: the work buckets are encrypted, each role holds its keys', () => {
+    const template = JSON.parse(fs.readFileSync(path.join(out, 'S3ZipStack.template.json'), 'utf8'));
+    const buckets = resourcesOfType(template, 'AWS::S3::Bucket').filter(([id]) => /WorkBucket|ControlBucket/.test(id));
+    assert.equal(buckets.length, 2);
+    for (const [id, b] of buckets) {
+      assert.deepEqual(b.Properties!.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault, { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: KEYS.work }, id);
+    }
+    const grants = new Map<string, Set<string>>(); // key → "<role> <action>"
+    for (const { roles, statement } of identityStatements(template)) {
+      for (const a of list(statement.Action).filter((x) => x.startsWith('kms:'))) {
+        for (const r of list(statement.Resource).map(render)) {
+          assert.ok(Object.values(KEYS).includes(r), `${a} on ${r}: not a configured key`);
+          for (const role of roles) grants.set(r, (grants.get(r) ?? new Set()).add(`${role} ${a}`));
+        }
+      }
+    }
+    const has = (k: string, role: RegExp, action: string) => [...(grants.get(k) ?? [])].some((g) => role.test(g) && g.endsWith(` ${action}`));
+    for (const k of [KEYS.source, KEYS.source2]) assert.ok(has(k, /^ArchiveWorkflowWorkerRole/, 'kms:Decrypt'), `worker decrypts ${k}`);
+    assert.ok(has(KEYS.destination, /^ArchiveWorkflowPlannerRole/, 'kms:GenerateDataKey'));
+    assert.ok(has(KEYS.work, /^ExtractWorkflowExtractPlannerRole/, 'kms:GenerateDataKey'));
+    assert.ok(has(KEYS.archive, /^ExtractWorkflowExtractWorkerRole/, 'kms:Decrypt'));
+    assert.ok(has(KEYS.extracted, /^ExtractWorkflowExtractWorkerRole/, 'kms:GenerateDataKey'));
   });
 
   test('the nag report was written and every row is compliant or suppressed', () => {

@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
-import type { Stack } from 'aws-cdk-lib';
+import { Duration, type Stack } from 'aws-cdk-lib';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import type { ArchiveWorkflow } from '../../infra/lib/archive-workflow';
 import { EXTRACT_ASL_PATH, EXTRACT_FUNCTION_NAMES, ExtractWorkflow } from '../../infra/lib/extract-workflow';
 import { placeholdersIn, renderDefinition } from '../../infra/lib/asl';
@@ -24,9 +25,9 @@ function extractFunctionsDir(): string {
 }
 const FUNCTIONS = extractFunctionsDir();
 
-function withExtract(props: Partial<ConstructorParameters<typeof ExtractWorkflow>[2]> = {}) {
+function withExtract(props: Partial<ConstructorParameters<typeof ExtractWorkflow>[2]> = {}, archive: Parameters<typeof build>[0] = {}) {
   let extract!: ExtractWorkflow;
-  const b = build({}, {
+  const b = build(archive, {
     extra: (stack: Stack) => {
       const archive = stack.node.findChild('ArchiveWorkflow') as ArchiveWorkflow;
       extract = new ExtractWorkflow(stack, 'ExtractWorkflow', {
@@ -129,6 +130,45 @@ describe('extract IAM', () => {
 
   test('overlapping archive and destination prefixes are refused (an extracted .zip would start another run)', () => {
     assert.throws(() => withExtract({ archivePrefix: 'data/', destinationPrefix: 'data/out/' }), /overlap/);
+  });
+});
+
+describe('extract KMS', () => {
+  const archiveKey = 'arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-0000-0000-0000-000000000001';
+  const destinationKey = 'arn:aws:kms:eu-west-1:123456789012:key/bbbbbbbb-0000-0000-0000-000000000002';
+  const kmsGrants = (b: ReturnType<typeof withExtract>, role: string) =>
+    statementsOfRole(b.json, role)
+      .filter((s) => list(s.Action).some((a) => a.startsWith('kms:')))
+      .flatMap((s) => list(s.Resource).map((r) => `${list(s.Action).join('+')} ${render(r)}`))
+      .sort();
+
+  test('none without keys', () => {
+    for (const name of EXTRACT_FUNCTION_NAMES) assert.deepEqual(kmsGrants(B, roleId(name)), [], name);
+  });
+
+  test('the same keys as the archive workflow, each role exactly the keys of what it reads and writes', () => {
+    let workKey = '';
+    const b = withExtract({ archiveKmsKeyArns: [archiveKey], destinationKmsKeyArn: destinationKey }, (s) => {
+      const key = new kms.Key(s, 'WorkKey', { enableKeyRotation: true });
+      workKey = `<${s.getLogicalId(key.node.defaultChild as kms.CfnKey)}.Arn>`;
+      return { encryptionKey: key };
+    });
+    const role = (name: (typeof EXTRACT_FUNCTION_NAMES)[number]) => b.stack.getLogicalId(b.extract.functions[name].role!.node.defaultChild as any);
+    assert.deepEqual(kmsGrants(b, role('extract-planner')), [`kms:Decrypt ${archiveKey}`, `kms:GenerateDataKey ${workKey}`].sort());
+    assert.deepEqual(kmsGrants(b, role('extract-worker')), [`kms:Decrypt ${archiveKey}`, `kms:Decrypt+kms:GenerateDataKey ${destinationKey}`].sort());
+    assert.deepEqual(kmsGrants(b, role('extract-finalizer')), [`kms:Decrypt ${workKey}`, `kms:GenerateDataKey ${destinationKey}`].sort());
+    assert.deepEqual(kmsGrants(b, role('extract-abort')), [`kms:Decrypt ${workKey}`]);
+    const smRole = b.stack.getLogicalId(b.extract.stateMachine.role.node.defaultChild as any);
+    assert.deepEqual(kmsGrants(b, smRole), [`kms:Decrypt+kms:GenerateDataKey ${workKey}`]);
+  });
+});
+
+describe('extract map children', () => {
+  test('EXPRESS children with a worker that can outlive them are refused, as in the archive workflow', () => {
+    assert.throws(() => withExtract({ mapExecutionType: 'EXPRESS' }), /ExtractWorkflow: EXPRESS.*5 minutes.*worker\.timeout/);
+    assert.throws(() => withExtract({ mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(5) } }), /worker\.timeout <= 240s/);
+    const b = withExtract({ mapExecutionType: 'EXPRESS', worker: { timeout: Duration.minutes(4) } });
+    assert.equal(b.extract.definitionSubstitutions.MapExecutionType, 'EXPRESS');
   });
 });
 

@@ -376,7 +376,8 @@ func TestDeployedCompressedArchive(t *testing.T) {
 		t.Errorf("the reader was never invoked")
 	}
 	for _, c := range d.IAM.Calls(d.Functions["reader"].Role) {
-		if !strings.HasPrefix(c.What, "GetObject ") && !strings.HasPrefix(c.What, "PutObject ") {
+		what := strings.TrimPrefix(c.What, "KMS for ") // the KMS calls S3 makes for those
+		if !strings.HasPrefix(what, "GetObject ") && !strings.HasPrefix(what, "PutObject ") {
 			t.Errorf("the reader made a call it has no business making: %s", c.What)
 		}
 	}

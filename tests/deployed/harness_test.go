@@ -47,6 +47,19 @@ const (
 	// pieceSize (-c pieceSize, env PIECE_SIZE_BYTES): the read pass cuts a
 	// compressed test's 20 MiB log into pieces that PlanLayout joins.
 	pieceSize = 6 << 20
+	// SSE-KMS keys, one per place (-c …KmsKeyArn…): the work and control
+	// buckets, the sources, the archives' destination, the extract
+	// workflow's archives (incoming/) and its destination (extracted/). Every
+	// request on an object there is checked for the KMS calls S3 makes with
+	// the caller's rights (iameval.KMSRequests), so each role must hold
+	// exactly the keys of what it reads and writes.
+	workKey               = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000a"
+	sourceKey             = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000b"
+	destinationKey        = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000c"
+	extractArchiveKey     = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000d"
+	extractDestinationKey = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000e"
+	extractArchivePrefix  = "incoming/"  // ExtractWorkflow's default
+	extractDestPrefix     = "extracted/" // ExtractWorkflow's default
 )
 
 var (
@@ -56,6 +69,7 @@ var (
 	summaryMu sync.Mutex
 	summary   = struct {
 		executions, calls, denied int
+		kmsCalls                  int             // of calls: the KMS calls S3 makes for SSE-KMS objects
 		used                      map[string]bool // "role|policy/sid|action"
 		lintErrors                int
 		linted                    bool
@@ -89,8 +103,8 @@ func TestMain(m *testing.M) {
 		if summary.linted {
 			lint = fmt.Sprintf("%d errors", summary.lintErrors)
 		}
-		fmt.Printf("deployed: %d executions, %d calls checked, %d denied, %d unused grants; cfn-lint: %s\n",
-			summary.executions, summary.calls, summary.denied, len(unused), lint)
+		fmt.Printf("deployed: %d executions, %d calls checked (%d of them KMS), %d denied, %d unused grants; cfn-lint: %s\n",
+			summary.executions, summary.calls, summary.kmsCalls, summary.denied, len(unused), lint)
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -112,7 +126,9 @@ func synth(dir string) error {
 	cmd := exec.Command(cdk, "synth", "-q", "-o", filepath.Join(dir, "cdk.out"),
 		"-c", "functionsDir="+fns, "-c", "sourceBuckets="+sourceBucket, "-c", "sourcePrefix="+sourcePrefix,
 		"-c", "destinationBucket="+destinationBucket, "-c", "destinationPrefix="+destinationPrefix, "-c", "partsPerBatch=2", "-c", fmt.Sprintf("pieceSize=%d", pieceSize),
-		"-c", "extractBucket="+sourceBucket) // extract_test.go: incoming/*.zip → extracted/<name>/
+		"-c", "extractBucket="+sourceBucket, // extract_test.go: incoming/*.zip → extracted/<name>/
+		"-c", "workKmsKeyArn="+workKey, "-c", "sourceKmsKeyArns="+sourceKey, "-c", "destinationKmsKeyArn="+destinationKey,
+		"-c", "extractArchiveKmsKeyArns="+extractArchiveKey, "-c", "extractDestinationKmsKeyArn="+extractDestinationKey)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -175,6 +191,9 @@ func (a *IAM) check(role, what string, reqs []iameval.Request) bool {
 	}
 	summaryMu.Lock()
 	summary.calls++
+	if len(reqs) > 0 && strings.HasPrefix(reqs[0].Action, "kms:") {
+		summary.kmsCalls++
+	}
 	if !ok {
 		summary.denied++
 	}
@@ -254,7 +273,7 @@ func unusedGrants() (unused, kept, awsOnly []string) {
 				}
 				for _, a := range s.Action {
 					svc, _, _ := strings.Cut(a, ":")
-					if svc != "s3" && svc != "lambda" && svc != "states" {
+					if svc != "s3" && svc != "lambda" && svc != "states" && svc != "kms" {
 						if !seenAWS[svc] {
 							seenAWS[svc] = true
 							awsOnly = append(awsOnly, svc)
@@ -297,6 +316,7 @@ type Deployment struct {
 	url       string                     // recorder (S3 endpoint of every caller)
 	api       string                     // Lambda Invoke API and Map adapter, for execute.ts
 	tokens    map[string]string          // session token → role logical ID
+	kmsKeys   map[string]string          // "bucket/prefix" → the SSE-KMS key ARN its objects are encrypted with
 	smS3      *s3.Client
 	defFile   string
 	mu        sync.Mutex
@@ -307,6 +327,18 @@ type Deployment struct {
 }
 
 type callerKey struct{}
+
+// kmsKeyOf is the SSE-KMS key objects at bucket/key are encrypted with: the
+// longest marked prefix's ("" where none is marked).
+func (d *Deployment) kmsKeyOf(bucket, key string) string {
+	best, arn := -1, ""
+	for loc, k := range d.kmsKeys {
+		if strings.HasPrefix(bucket+"/"+key, loc) && len(loc) > best {
+			best, arn = len(loc), k
+		}
+	}
+	return arn
+}
 
 // modifyResponse makes two answers what S3 would give this caller:
 //   - a GET or HEAD of a missing key answers 404 only to a caller allowed
@@ -379,6 +411,19 @@ func Deploy(t *testing.T) *Deployment {
 	for role := range pols {
 		d.tokens["session-"+role] = role
 	}
+	// Where objects are SSE-KMS encrypted: the imported buckets as marked
+	// here, the template's buckets by their default encryption.
+	d.kmsKeys = map[string]string{
+		sourceBucket + "/" + sourcePrefix:           sourceKey,
+		destinationBucket + "/" + destinationPrefix: destinationKey,
+		sourceBucket + "/" + extractArchivePrefix:   extractArchiveKey,
+		sourceBucket + "/" + extractDestPrefix:      extractDestinationKey,
+	}
+	for _, id := range tp.Of("AWS::S3::Bucket") {
+		if key := tp.BucketKMSKey(id); key != "" {
+			d.kmsKeys[tp.Name(id)+"/"] = key
+		}
+	}
 	if d.Machine, err = tp.StateMachine(); err != nil {
 		t.Fatal(err)
 	}
@@ -424,6 +469,13 @@ func Deploy(t *testing.T) *Deployment {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied (the role's policy in the template does not allow this request)</Message></Error>`)
+			return
+		}
+		// S3 then calls KMS as the caller for an SSE-KMS object; a denial there is S3's AccessDenied too.
+		if kmsReqs := iameval.KMSRequests(op, r, d.kmsKeyOf); len(kmsReqs) > 0 && !d.IAM.check(role, "KMS for "+op+" "+r.URL.RequestURI(), kmsReqs) {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>User is not authorized to use the KMS key (the role's policy in the template does not allow it)</Message></Error>`)
 			return
 		}
 		d.mu.Lock()

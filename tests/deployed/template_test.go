@@ -232,6 +232,24 @@ type Function struct {
 	Bootstrap        string // the packaged binary in the cloud assembly
 }
 
+// BucketKMSKey is the key ARN a template bucket's default encryption uses
+// ("" for SSE-S3 or none).
+func (t *Template) BucketKMSKey(id string) string {
+	enc, _ := t.Resources[id].Properties["BucketEncryption"].(map[string]any)
+	for _, rule := range asList(enc["ServerSideEncryptionConfiguration"]) {
+		def, _ := rule.(map[string]any)["ServerSideEncryptionByDefault"].(map[string]any)
+		if def["SSEAlgorithm"] != "aws:kms" {
+			continue
+		}
+		if v, err := t.Resolve(def["KMSMasterKeyID"]); err == nil {
+			if arn, ok := v.(string); ok {
+				return arn
+			}
+		}
+	}
+	return ""
+}
+
 // Functions returns every function of the template.
 func (t *Template) Functions() ([]Function, error) {
 	var out []Function

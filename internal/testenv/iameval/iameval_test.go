@@ -106,3 +106,48 @@ func TestS3Requests(t *testing.T) {
 		})
 	}
 }
+
+func TestKMSRequests(t *testing.T) {
+	const srcKey, dstKey, headerKey = "arn:aws:kms:us-east-1:1:key/src", "arn:aws:kms:us-east-1:1:key/dst", "arn:aws:kms:us-east-1:1:key/named"
+	keyOf := func(bucket, key string) string {
+		switch {
+		case bucket == "src" && strings.HasPrefix(key, "in/"):
+			return srcKey
+		case bucket == "dst":
+			return dstKey
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name, op, method, target string
+		header                   map[string]string
+		want                     []string
+	}{
+		{"read of an encrypted source", "GetObject", "GET", "/src/in/a", nil, []string{"kms:Decrypt on " + srcKey}},
+		{"read outside the encrypted prefix", "GetObject", "GET", "/src/other/a", nil, nil},
+		{"HEAD decrypts nothing", "HeadObject", "HEAD", "/src/in/a", nil, nil},
+		{"create under the bucket default", "CreateMultipartUpload", "POST", "/dst/a.zip?uploads", nil, []string{"kms:GenerateDataKey on " + dstKey}},
+		{"create naming its key", "CreateMultipartUpload", "POST", "/dst/a.zip?uploads", map[string]string{"X-Amz-Server-Side-Encryption": "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id": headerKey}, []string{"kms:GenerateDataKey on " + headerKey}},
+		{"put with aws/s3", "PutObject", "PUT", "/dst/r.json", map[string]string{"X-Amz-Server-Side-Encryption": "aws:kms"}, nil},
+		{"put with SSE-S3", "PutObject", "PUT", "/dst/r.json", map[string]string{"X-Amz-Server-Side-Encryption": "AES256"}, nil},
+		{"ranged copy from an encrypted source", "UploadPartCopy", "PUT", "/dst/a.zip?partNumber=2&uploadId=u", map[string]string{"X-Amz-Copy-Source": "/src/in/b%20c.bin"},
+			[]string{"kms:Decrypt on " + srcKey, "kms:Decrypt on " + dstKey}},
+		{"part", "UploadPart", "PUT", "/dst/a.zip?partNumber=1&uploadId=u", nil, []string{"kms:Decrypt on " + dstKey}},
+		{"complete", "CompleteMultipartUpload", "POST", "/dst/a.zip?uploadId=u", nil, []string{"kms:Decrypt on " + dstKey}},
+		{"abort", "AbortMultipartUpload", "DELETE", "/dst/a.zip?uploadId=u", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, tc.target, nil)
+			for k, v := range tc.header {
+				r.Header.Set(k, v)
+			}
+			var got []string
+			for _, q := range KMSRequests(tc.op, r, keyOf) {
+				got = append(got, q.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

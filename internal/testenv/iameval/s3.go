@@ -46,14 +46,12 @@ func S3Requests(partition, op string, r *http.Request, body []byte) []Request {
 		return reqs
 	}
 	copySource := func() Request {
-		src := r.Header.Get("X-Amz-Copy-Source")
-		src, _ = url.PathUnescape(src)
-		src, rawQuery, _ := strings.Cut(strings.TrimPrefix(src, "/"), "?")
+		bucket, key, versioned := copySourceOf(r)
 		action := "s3:GetObject"
-		if v, _ := url.ParseQuery(rawQuery); v.Get("versionId") != "" {
+		if versioned {
 			action = "s3:GetObjectVersion"
 		}
-		return Request{Action: action, Resource: "arn:" + partition + ":s3:::" + src}
+		return Request{Action: action, Resource: "arn:" + partition + ":s3:::" + bucket + "/" + key}
 	}
 	switch op {
 	case "ListObjectsV2", "ListObjects", "HeadBucket":
@@ -104,4 +102,14 @@ func S3Requests(partition, op string, r *http.Request, body []byte) []Request {
 	}
 	// Unknown to this table: an action no policy grants, so the test fails naming it.
 	return []Request{{Action: "s3:" + op + "(unmapped)", Resource: objectArn}}
+}
+
+// copySourceOf is the object a copy request reads (x-amz-copy-source), and
+// whether it names a version.
+func copySourceOf(r *http.Request) (bucket, key string, versioned bool) {
+	src, _ := url.PathUnescape(r.Header.Get("X-Amz-Copy-Source"))
+	src, rawQuery, _ := strings.Cut(strings.TrimPrefix(src, "/"), "?")
+	bucket, key, _ = strings.Cut(src, "/")
+	v, _ := url.ParseQuery(rawQuery)
+	return bucket, key, v.Get("versionId") != ""
 }
