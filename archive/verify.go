@@ -35,18 +35,22 @@ func (p Problem) String() string {
 
 // Report is what Verify found.
 type Report struct {
-	Bucket       string        `json:"bucket"`
-	Key          string        `json:"key"`
-	Size         int64         `json:"size"`
-	Entries      int           `json:"entries"`
-	Files        int           `json:"files"`
-	Dirs         int           `json:"dirs"`
-	Deflated     int           `json:"deflated"`     // entries whose content was decompressed to check it
-	Zip64        bool          `json:"zip64"`        // the end records include a ZIP64 end record
-	Zip64Entries int           `json:"zip64Entries"` // central headers with a ZIP64 extra field
-	BytesChecked int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
-	Elapsed      time.Duration `json:"elapsedNanos"`
-	Problems     []Problem     `json:"problems"`
+	Bucket       string `json:"bucket"`
+	Key          string `json:"key"`
+	Size         int64  `json:"size"`
+	Entries      int    `json:"entries"`
+	Files        int    `json:"files"`
+	Dirs         int    `json:"dirs"`
+	Deflated     int    `json:"deflated"`     // entries whose content was decompressed to check it
+	Zip64        bool   `json:"zip64"`        // the end records include a ZIP64 end record
+	Zip64Entries int    `json:"zip64Entries"` // central headers with a ZIP64 extra field
+	// DataDescriptors counts the entries whose CRC-32 and sizes follow their
+	// data (flag bit 3), as streaming writers put them; each descriptor is
+	// checked against the central directory.
+	DataDescriptors int           `json:"dataDescriptors"`
+	BytesChecked    int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
+	Elapsed         time.Duration `json:"elapsedNanos"`
+	Problems        []Problem     `json:"problems"`
 }
 
 // OK reports whether Verify found no problem.
@@ -55,11 +59,14 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // Verify reads the whole archive and checks it the way the strictest ZIP
 // readers would: the end records agree with each other, every local header
 // agrees with its central directory header (name, flags, method, CRC-32,
-// sizes and ZIP64 fields), no data descriptors, entries follow each other
-// without gaps or overlaps from the first byte to the central directory, and
-// every entry's data has the CRC-32 the central directory gives (deflated
-// entries are decompressed to check it). It returns an error only when S3
-// fails; everything wrong with the archive is a Problem in the report.
+// sizes and ZIP64 fields), every data descriptor (flag bit 3) gives the
+// central directory's CRC-32 and sizes, entries and their descriptors follow
+// each other without gaps or overlaps from the first byte to the central
+// directory, and every entry's data has the CRC-32 the central directory
+// gives (deflated entries are decompressed to check it). Data descriptors
+// are no problem: s3zip never writes them, but streaming writers (Python's
+// zipfile, Info-ZIP zip, Go's archive/zip, Java) do. It returns an error only
+// when S3 fails; everything wrong with the archive is a Problem in the report.
 func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	start := time.Now()
 	v := &verifier{a: a}
@@ -77,6 +84,9 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 		}
 		if e.Method == MethodDeflate {
 			r.Deflated++
+		}
+		if e.Flags&zipformat.FlagDataDescriptor != 0 {
+			r.DataDescriptors++
 		}
 		if e.Zip64 {
 			r.Zip64Entries++
@@ -101,7 +111,15 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 	}
 
 	s := newScan(a, v, opts.Concurrency, opts.ChunkSize, opts.CoalesceSize)
-	v.localFlags = make([]uint16, len(a.Entries))
+	v.localZip64 = make([]bool, len(a.Entries))
+	v.descriptorLen = make([]int64, len(a.Entries))
+	v.next = make([]int64, len(a.Entries))
+	for k, i := range s.order {
+		v.next[i] = a.CentralDirStart
+		if k+1 < len(s.order) {
+			v.next[i] = a.Entries[s.order[k+1]].Offset
+		}
+	}
 	if err := s.run(ctx); err != nil {
 		return nil, fmt.Errorf("verify s3://%s/%s: %w", a.Bucket, a.Key, err)
 	}
@@ -118,10 +136,13 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 }
 
 type verifier struct {
-	a          *Archive
-	mu         sync.Mutex
-	problems   []Problem
-	localFlags []uint16 // per entry, from its local header
+	a        *Archive
+	mu       sync.Mutex
+	problems []Problem
+	// Per entry:
+	localZip64    []bool  // its local header has a ZIP64 extra field
+	descriptorLen []int64 // of its data descriptor; -1 while not known to be sound
+	next          []int64 // offset of the next local header or of the central directory
 }
 
 func (v *verifier) add(i int, off int64, format string, args ...any) {
@@ -140,10 +161,23 @@ func (v *verifier) header(i int, h *localHeader, problem string) error {
 		v.add(i, e.Offset, "%s", problem)
 		return nil
 	}
-	v.localFlags[i] = h.flags
-	for _, d := range compareLocal(e, h) {
-		v.add(i, e.Offset, "%s", d.what)
+	v.localZip64[i] = h.zip64
+	if (h.flags|e.Flags)&zipformat.FlagDataDescriptor != 0 {
+		v.descriptorLen[i] = -1
 	}
+	for _, d := range compareLocal(e, h) {
+		v.add(i, e.Offset, "%s", d)
+	}
+	return nil
+}
+
+func (v *verifier) descriptor(i int, end int64, b []byte) error {
+	n, problem := checkDescriptor(&v.a.Entries[i], b, v.next[i]-end, v.localZip64[i])
+	if problem != "" {
+		v.add(i, end, "%s", problem)
+		return nil
+	}
+	v.descriptorLen[i] = int64(n)
 	return nil
 }
 
@@ -166,36 +200,33 @@ func (v *verifier) unread(i int, why string) error {
 }
 
 // checkLayout walks the entries in offset order: each local header must start
-// where the previous entry's data ends, the first at 0, and the central
-// directory right after the last.
+// where the previous entry's data (and data descriptor) ends, the first at 0,
+// and the central directory right after the last. An entry whose end is not
+// known (its local header or descriptor is at fault, already a problem) is
+// not measured from.
 func (v *verifier) checkLayout(s *scan) {
 	a := v.a
 	expected, known := int64(0), true
-	slack := int64(0) // a data descriptor may follow the previous entry's data
 	for _, i := range s.order {
 		e := &a.Entries[i]
 		if known {
 			switch gap := e.Offset - expected; {
 			case gap < 0:
 				v.add(i, e.Offset, "local header at %d overlaps the previous entry, whose data ends at %d", e.Offset, expected)
-			case gap > slack:
+			case gap > 0:
 				v.add(i, e.Offset, "%d bytes from %d to %d, before this entry's local header, belong to no entry", gap, expected, e.Offset)
 			}
 		}
-		known = s.dataStart[i] >= 0
+		known = s.dataStart[i] >= 0 && v.descriptorLen[i] >= 0
 		if known {
-			expected = s.dataStart[i] + e.CompressedSize
-		}
-		slack = 0
-		if v.localFlags[i]&zipformat.FlagDataDescriptor != 0 {
-			slack = zipformat.DataDescriptorMaxLen
+			expected = s.dataStart[i] + e.CompressedSize + v.descriptorLen[i]
 		}
 	}
 	if known {
 		switch gap := a.CentralDirStart - expected; {
 		case gap < 0:
 			v.add(-1, a.CentralDirStart, "the last entry's data ends at %d, inside the central directory at %d", expected, a.CentralDirStart)
-		case gap > slack:
+		case gap > 0:
 			v.add(-1, expected, "%d bytes from %d to the central directory at %d belong to no entry", gap, expected, a.CentralDirStart)
 		}
 	}

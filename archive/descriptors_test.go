@@ -1,0 +1,195 @@
+package archive
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
+	"github.com/s3zip/s3zip/internal/zipformat"
+)
+
+// brokenDescriptors are testdata/descriptors' bad- archives: a reader that
+// rejects each (7-Zip and Info-ZIP read all three without a word, and Go's
+// archive/zip checks a descriptor's CRC-32 but not its sizes) and the
+// problem Verify must list.
+var brokenDescriptors = map[string]struct{ reader, entry, problem string }{
+	"bad-descriptor-crc.zip": {zipcheck.ReaderGo, "readme.txt",
+		"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b7d, compressed size 70, uncompressed size 3840; the central directory says b8fc7b82, 70, 3840"},
+	"bad-descriptor-sizes.zip": {zipcheck.ReaderJavaZipInputStream, "readme.txt",
+		"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b82, compressed size 67, uncompressed size 3840; the central directory says b8fc7b82, 66, 3840"},
+	"bad-descriptor-missing.zip": {zipcheck.ReaderGo, "data/noise.bin",
+		"flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
+}
+
+// readersAgree reads the archive at path with Go's archive/zip, Info-ZIP
+// unzip and 7-Zip and returns what they all saw, by name.
+func readersAgree(t *testing.T, path string) []zipcheck.Entry {
+	t.Helper()
+	var first []zipcheck.Entry
+	for _, reader := range []string{zipcheck.ReaderGo, zipcheck.ReaderUnzip, zipcheck.Reader7Zip} {
+		got, err := zipcheck.CheckReader(reader, path)
+		if err != nil {
+			t.Fatalf("a valid archive: %v", err)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+		if first == nil {
+			first = got
+			continue
+		}
+		if len(got) != len(first) {
+			t.Fatalf("%s sees %d entries, %s %d", reader, len(got), zipcheck.ReaderGo, len(first))
+		}
+		for i := range got {
+			if got[i].Dir && first[i].Dir {
+				got[i].SHA256, got[i].Size = first[i].SHA256, first[i].Size // unzip hashes nothing for a directory
+			}
+			if got[i] != first[i] {
+				t.Fatalf("%s sees %+v, %s %+v", reader, got[i], zipcheck.ReaderGo, first[i])
+			}
+		}
+	}
+	return first
+}
+
+// TestThirdPartyDataDescriptors: archives that Python's zipfile, Info-ZIP
+// zip and Go's archive/zip wrote with data descriptors (testdata/descriptors,
+// see gen.go there), which 7-Zip, Info-ZIP and Go read correctly, verify
+// clean whichever descriptor form their writer chose (with and without
+// signature, 4- and 8-byte sizes), and get's Extract writes what those
+// readers read; both through coalesced runs and through a GET per entry with
+// STORED entries in chunks. The broken ones have the problem Verify must list.
+func TestThirdPartyDataDescriptors(t *testing.T) {
+	env := newEnv(t)
+	paths, err := filepath.Glob(filepath.Join("testdata", "descriptors", "*.zip"))
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("%d archives in testdata/descriptors (%v); run go run gen.go there", len(paths), err)
+	}
+	small := VerifyOptions{ChunkSize: 4 << 10, CoalesceSize: 1}
+	forms := map[int64]bool{} // lengths of the valid archives' descriptors
+	for _, path := range paths {
+		name := filepath.Base(path)
+		t.Run(strings.TrimSuffix(name, ".zip"), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			broken, isBroken := brokenDescriptors[name]
+			if isBroken != strings.HasPrefix(name, "bad-") {
+				t.Fatalf("a bad- archive needs an entry in brokenDescriptors, and only those")
+			}
+			var want []zipcheck.Entry
+			if isBroken {
+				if _, err := zipcheck.CheckReader(broken.reader, path); err == nil {
+					t.Fatalf("%s reads the archive: it is not broken", broken.reader)
+				} else {
+					t.Logf("rejected: %v", err)
+				}
+			} else {
+				want = readersAgree(t, path)
+			}
+			a := env.open(t, name, b)
+			descriptors := 0
+			for _, e := range a.Entries {
+				if e.Flags&zipformat.FlagDataDescriptor != 0 {
+					descriptors++
+				}
+			}
+			if descriptors == 0 {
+				t.Fatalf("no entry has a data descriptor")
+			}
+			if !isBroken {
+				for _, n := range descriptorLengths(t, a, b) {
+					forms[n] = true
+				}
+			}
+			for _, opts := range []VerifyOptions{{}, small} {
+				r, err := a.Verify(t.Context(), opts)
+				if err != nil {
+					t.Fatalf("Verify: %v", err)
+				}
+				if r.DataDescriptors != descriptors {
+					t.Errorf("Verify %+v: %d data descriptors, want %d", opts, r.DataDescriptors, descriptors)
+				}
+				if !isBroken {
+					for _, p := range r.Problems {
+						t.Errorf("Verify %+v: problem: %v", opts, p)
+					}
+					continue
+				}
+				found := false
+				for _, p := range r.Problems {
+					t.Logf("Verify %+v: problem: %v", opts, p)
+					found = found || p.Entry == broken.entry && p.What == broken.problem
+				}
+				if !found {
+					t.Errorf("Verify %+v: no problem for %q: %s", opts, broken.entry, broken.problem)
+				}
+			}
+			if isBroken {
+				return
+			}
+			for _, opts := range []ExtractOptions{{}, {ChunkSize: small.ChunkSize, CoalesceSize: small.CoalesceSize}} {
+				dir := t.TempDir()
+				if _, err := a.Extract(t.Context(), dir, opts); err != nil {
+					t.Fatalf("Extract %+v: %v", opts, err)
+				}
+				for _, e := range want {
+					p := filepath.Join(dir, filepath.FromSlash(e.Name))
+					if e.Dir {
+						if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+							t.Errorf("Extract %+v: directory %q: %v", opts, e.Name, err)
+						}
+						continue
+					}
+					got, err := os.ReadFile(p)
+					if err != nil || sha256.Sum256(got) != e.SHA256 {
+						t.Errorf("Extract %+v: %q holds %d bytes (%v), not the %d the readers read", opts, e.Name, len(got), err, e.Size)
+					}
+				}
+			}
+		})
+	}
+	for _, n := range []int64{12, 16, 20, 24} {
+		if !forms[n] {
+			t.Errorf("no valid archive in testdata/descriptors has a %d-byte data descriptor", n)
+		}
+	}
+}
+
+// descriptorLengths measures, for each entry with flag bit 3, the bytes
+// between the end of its data (as Go's archive/zip finds it) and the next
+// local header or the central directory.
+func descriptorLengths(t *testing.T, a *Archive, b []byte) []int64 {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOffset := append([]Entry(nil), a.Entries...)
+	sort.Slice(byOffset, func(i, j int) bool { return byOffset[i].Offset < byOffset[j].Offset })
+	next := map[string]int64{}
+	for i, e := range byOffset {
+		next[e.Name] = a.CentralDirStart
+		if i+1 < len(byOffset) {
+			next[e.Name] = byOffset[i+1].Offset
+		}
+	}
+	var lengths []int64
+	for _, f := range zr.File {
+		if f.Flags&zipformat.FlagDataDescriptor == 0 {
+			continue
+		}
+		start, err := f.DataOffset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lengths = append(lengths, next[f.Name]-start-int64(f.CompressedSize64))
+	}
+	return lengths
+}
