@@ -59,6 +59,16 @@ func cliServer(t *testing.T) *s3test.Server {
 
 func TestVerifyCommand(t *testing.T) {
 	srv := cliServer(t)
+	// Written by Python's zipfile on a stream: data descriptors with ZIP64
+	// sizes after every entry; and one whose first descriptor's CRC-32 is
+	// wrong (see archive/testdata/descriptors).
+	for key, file := range map[string]string{"streamed.zip": "python-stream-zip64.zip", "bad-descriptor.zip": "bad-descriptor-crc.zip"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "descriptors", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.PutObject(t, "cli", key, b)
+	}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -68,6 +78,8 @@ func TestVerifyCommand(t *testing.T) {
 		{"good-archive", []string{"s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "", "3 entries (3 files, 0 directories"},
 		{"flags-first", []string{"--concurrency", "2", "--endpoint", srv.Endpoint(), "s3://cli/good.zip"}, "", ": OK"},
 		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "a.txt": data has CRC-32`},
+		{"data-descriptors", []string{"s3://cli/streamed.zip", "--endpoint", srv.Endpoint()}, "", "4 entries (4 files, 0 directories, 0 with ZIP64 fields, 4 with data descriptors), ZIP64 end records: no, 12378 bytes checked"},
+		{"wrong-data-descriptor", []string{"s3://cli/bad-descriptor.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b7d`},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
