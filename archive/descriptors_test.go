@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"sort"
@@ -192,4 +193,68 @@ func descriptorLengths(t *testing.T, a *Archive, b []byte) []int64 {
 		lengths = append(lengths, next[f.Name]-start-int64(f.CompressedSize64))
 	}
 	return lengths
+}
+
+// TestCheckDescriptor: each form of data descriptor is found where its writer
+// put it, ambiguous bytes are read as the form that ends where the next
+// record starts, and what is not a matching descriptor says what it holds.
+func TestCheckDescriptor(t *testing.T) {
+	const crc = 0x1cb81d66
+	entry := &Entry{CRC32: crc, CompressedSize: 70, UncompressedSize: 3840}
+	huge := &Entry{CRC32: crc, CompressedSize: 1<<32 + 5, UncompressedSize: 1<<32 + 5}
+	empty := &Entry{}
+	sigCRC := &Entry{CRC32: zipformat.DataDescriptorSignature, CompressedSize: 5, UncompressedSize: 5}
+	le := binary.LittleEndian
+	desc := func(signature bool, crc uint32, sizeLen int, csize, usize uint64) []byte {
+		var b []byte
+		if signature {
+			b = le.AppendUint32(b, zipformat.DataDescriptorSignature)
+		}
+		b = le.AppendUint32(b, crc)
+		if sizeLen == 8 {
+			return le.AppendUint64(le.AppendUint64(b, csize), usize)
+		}
+		return le.AppendUint32(le.AppendUint32(b, uint32(csize)), uint32(usize))
+	}
+	// then is what follows a descriptor: the next local header.
+	then := func(b []byte) []byte {
+		b = le.AppendUint32(b, zipformat.LocalHeaderSignature)
+		b = append(b, make([]byte, 20)...)
+		return b[:min(len(b), zipformat.DataDescriptorMaxLen)]
+	}
+	for _, tc := range []struct {
+		name       string
+		e          *Entry
+		b          []byte
+		room       int64
+		localZip64 bool
+		want       int
+		problem    string
+	}{
+		{"signature-4-byte-sizes", entry, then(desc(true, crc, 4, 70, 3840)), 16, false, 16, ""},
+		{"no-signature-4-byte-sizes", entry, then(desc(false, crc, 4, 70, 3840)), 12, false, 12, ""},
+		{"signature-zip64-local-extra", entry, then(desc(true, crc, 8, 70, 3840)), 24, true, 24, ""},
+		{"no-signature-zip64-local-extra", entry, then(desc(false, crc, 8, 70, 3840)), 20, true, 20, ""},
+		{"go-size-over-4g-no-local-extra", huge, desc(true, crc, 8, 1<<32+5, 1<<32+5), 24, false, 24, ""},
+		{"8-byte-sizes-for-a-small-entry", entry, desc(true, crc, 8, 70, 3840), 24, false, 24, ""},
+		{"4-byte-sizes-despite-local-extra", entry, then(desc(true, crc, 4, 70, 3840)), 16, true, 16, ""},
+		{"empty-entry-reads-as-both-16", empty, desc(true, 0, 8, 0, 0), 16, false, 16, ""},
+		{"empty-entry-reads-as-both-24", empty, desc(true, 0, 8, 0, 0), 24, false, 24, ""},
+		{"crc-equals-the-signature", sigCRC, then(desc(false, zipformat.DataDescriptorSignature, 4, 5, 5)), 12, false, 12, ""},
+		{"before-a-gap-takes-the-likeliest", entry, desc(true, crc, 4, 70, 3840), 17, false, 16, ""},
+		{"wrong-crc", entry, then(desc(true, crc^1, 4, 70, 3840)), 16, false, 0,
+			"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 1cb81d67, compressed size 70, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
+		{"wrong-size-zip64", entry, then(desc(false, crc, 8, 71, 3840)), 20, true, 0,
+			"data descriptor (20 bytes: no signature, CRC-32, 8-byte sizes) says CRC-32 1cb81d66, compressed size 71, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
+		{"missing", entry, then(nil), 0, false, 0, "flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
+		{"cut-by-the-central-directory", entry, desc(true, crc, 4, 70, 3840)[:8], 8, false, 0,
+			"flag bit 3 promises a data descriptor after the data, but only 8 bytes are left before the central directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, problem := checkDescriptor(tc.e, tc.b, tc.room, tc.localZip64)
+			if n != tc.want || problem != tc.problem {
+				t.Errorf("checkDescriptor = %d, %q; want %d, %q", n, problem, tc.want, tc.problem)
+			}
+		})
+	}
 }
