@@ -2,9 +2,10 @@
 
 // Command gen writes the third-party archives with data descriptors (flag
 // bit 3: CRC-32 and sizes after the data) that the archive package's tests
-// verify, get and extract. Run it here: go run gen.go. It needs python3 and
-// Info-ZIP zip; every archive it writes must be read correctly by 7-Zip,
-// Info-ZIP unzip and Go's archive/zip (the tests check that too).
+// verify, get and extract. Run it here: go run gen.go. It needs python3,
+// Info-ZIP zip, 7zz and java; every archive it writes must be read
+// correctly by 7-Zip, Info-ZIP unzip and Go's archive/zip (the tests check
+// that too).
 //
 // Descriptor forms (APPNOTE 4.3.9): an optional signature 0x08074b50, the
 // CRC-32, then both sizes in 4 bytes, or in 8 when the local header has a
@@ -29,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -67,6 +69,25 @@ with open(out, "wb") as raw, zipfile.ZipFile(Unseekable(raw), "w", compression=m
             e.write(f.read())
 `
 
+const javaWriter = `
+import java.io.*;
+import java.nio.file.*;
+import java.util.zip.*;
+public class W {
+  public static void main(String[] a) throws Exception {
+    try (ZipOutputStream z = new ZipOutputStream(new FileOutputStream(a[0]))) {
+      for (int i = 1; i < a.length; i++) {
+        ZipEntry e = new ZipEntry(a[i]);
+        e.setTime(1709985600000L); // 2024-03-09 12:00 UTC
+        z.putNextEntry(e);
+        z.write(Files.readAllBytes(Paths.get("in", a[i])));
+        z.closeEntry();
+      }
+    }
+  }
+}
+`
+
 func main() {
 	log.SetFlags(0)
 	in, err := os.MkdirTemp("", "descriptors")
@@ -103,6 +124,10 @@ func main() {
 	run(filepath.Join(in, "in"), "sh", "-c", "zip -q -X -r -0 - . | cat > "+out("infozip-pipe-stored.zip"))
 	run(filepath.Join(in, "in"), "sh", "-c", "cat readme.txt | zip -q -X - - | cat > "+out("infozip-pipe-stdin-zip64.zip"))
 	run(filepath.Join(in, "in"), "sh", "-c", "cat data/noise.bin | zip -q -X -fz- - - | cat > "+out("infozip-pipe-stdin.zip"))
+	// 7-Zip writing to stdout, and Java's ZipOutputStream deflating.
+	run(filepath.Join(in, "in"), "sh", "-c", "7zz a -tzip -so -bd x.zip "+strings.Join(names, " ")+" | cat > "+out("7zip-stdout.zip"))
+	check(os.WriteFile(filepath.Join(in, "W.java"), []byte(javaWriter), 0o644))
+	run(in, "java", append([]string{"W.java", out("java-deflated.zip")}, names...)...)
 	// Go's archive/zip: CreateHeader writes a descriptor after every file.
 	goZip := goWriter()
 	write("go-createheader.zip", goZip)
