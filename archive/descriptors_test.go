@@ -114,8 +114,8 @@ func TestThirdPartyDataDescriptors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Verify: %v", err)
 				}
-				if r.DataDescriptors != descriptors {
-					t.Errorf("Verify %+v: %d data descriptors, want %d", opts, r.DataDescriptors, descriptors)
+				if r.Descriptors != descriptors {
+					t.Errorf("Verify %+v: %d data descriptors, want %d", opts, r.Descriptors, descriptors)
 				}
 				if !isBroken {
 					for _, p := range r.Problems {

@@ -35,22 +35,19 @@ func (p Problem) String() string {
 
 // Report is what Verify found.
 type Report struct {
-	Bucket       string `json:"bucket"`
-	Key          string `json:"key"`
-	Size         int64  `json:"size"`
-	Entries      int    `json:"entries"`
-	Files        int    `json:"files"`
-	Dirs         int    `json:"dirs"`
-	Deflated     int    `json:"deflated"`     // entries whose content was decompressed to check it
-	Zip64        bool   `json:"zip64"`        // the end records include a ZIP64 end record
-	Zip64Entries int    `json:"zip64Entries"` // central headers with a ZIP64 extra field
-	// DataDescriptors counts the entries whose CRC-32 and sizes follow their
-	// data (flag bit 3), as streaming writers put them; each descriptor is
-	// checked against the central directory.
-	DataDescriptors int           `json:"dataDescriptors"`
-	BytesChecked    int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
-	Elapsed         time.Duration `json:"elapsedNanos"`
-	Problems        []Problem     `json:"problems"`
+	Bucket       string        `json:"bucket"`
+	Key          string        `json:"key"`
+	Size         int64         `json:"size"`
+	Entries      int           `json:"entries"`
+	Files        int           `json:"files"`
+	Dirs         int           `json:"dirs"`
+	Deflated     int           `json:"deflated"`     // entries whose content was decompressed to check it
+	Zip64        bool          `json:"zip64"`        // the end records include a ZIP64 end record
+	Zip64Entries int           `json:"zip64Entries"` // central headers with a ZIP64 extra field
+	Descriptors  int           `json:"descriptors"`  // entries with a data descriptor (flag bit 3), each checked
+	BytesChecked int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
+	Elapsed      time.Duration `json:"elapsedNanos"`
+	Problems     []Problem     `json:"problems"`
 }
 
 // OK reports whether Verify found no problem.
@@ -86,7 +83,7 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 			r.Deflated++
 		}
 		if e.Flags&zipformat.FlagDataDescriptor != 0 {
-			r.DataDescriptors++
+			r.Descriptors++
 		}
 		if e.Zip64 {
 			r.Zip64Entries++

@@ -130,8 +130,8 @@ func TestVerifyGoDataDescriptorOver4GiB(t *testing.T) {
 	for _, p := range r.Problems {
 		t.Errorf("problem: %v", p)
 	}
-	if r.DataDescriptors != 2 || r.Zip64Entries != 1 {
-		t.Errorf("report: %d data descriptors, %d ZIP64 entries; want 2, 1", r.DataDescriptors, r.Zip64Entries)
+	if r.Descriptors != 2 || r.Zip64Entries != 1 {
+		t.Errorf("report: %d data descriptors, %d ZIP64 entries; want 2, 1", r.Descriptors, r.Zip64Entries)
 	}
 	t.Logf("%d-byte archive verified in %v", len(b), time.Since(start))
 }

@@ -84,7 +84,7 @@ func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 	}
 	secs := r.Elapsed.Seconds()
 	_, err := fmt.Fprintf(w, "s3://%s/%s: %d entries (%d files, %d directories, %d with ZIP64 fields, %d with data descriptors), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
-		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, r.DataDescriptors, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
+		r.Bucket, r.Key, r.Entries, r.Files, r.Dirs, r.Zip64Entries, r.Descriptors, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
 	if err != nil {
 		return err
 	}
