@@ -59,12 +59,13 @@ func readersAgree(t *testing.T, path string) []zipcheck.Entry {
 }
 
 // TestThirdPartyDataDescriptors: archives that Python's zipfile, Info-ZIP
-// zip, 7-Zip, Java's ZipOutputStream and Go's archive/zip wrote with data
-// descriptors (testdata/descriptors, see gen.go there), which 7-Zip, Info-ZIP and Go read correctly, verify
-// clean whichever descriptor form their writer chose (with and without
-// signature, 4- and 8-byte sizes), and get's Extract writes what those
-// readers read; both through coalesced runs and through a GET per entry with
-// STORED entries in chunks. The broken ones have the problem Verify must list.
+// zip, libarchive's bsdtar, 7-Zip, Java's ZipOutputStream and Go's
+// archive/zip wrote with data descriptors (testdata/descriptors, see gen.go
+// there), which 7-Zip, Info-ZIP and Go read correctly, verify clean whichever
+// descriptor form their writer chose (with and without signature, 4- and
+// 8-byte sizes), and get's Extract writes what those readers read; both
+// through coalesced runs and through a GET per entry with STORED entries in
+// chunks. The broken ones have the problem Verify must list.
 func TestThirdPartyDataDescriptors(t *testing.T) {
 	env := newEnv(t)
 	paths, err := filepath.Glob(filepath.Join("testdata", "descriptors", "*.zip"))

@@ -3,7 +3,7 @@
 // Command gen writes the third-party archives with data descriptors (flag
 // bit 3: CRC-32 and sizes after the data) that the archive package's tests
 // verify, get and extract. Run it here: go run gen.go. It needs python3,
-// Info-ZIP zip, 7zz and java; every archive it writes must be read
+// Info-ZIP zip, bsdtar, 7zz and java; every archive it writes must be read
 // correctly by 7-Zip, Info-ZIP unzip and Go's archive/zip (the tests check
 // that too).
 //
@@ -124,6 +124,8 @@ func main() {
 	run(filepath.Join(in, "in"), "sh", "-c", "zip -q -X -r -0 - . | cat > "+out("infozip-pipe-stored.zip"))
 	run(filepath.Join(in, "in"), "sh", "-c", "cat readme.txt | zip -q -X - - | cat > "+out("infozip-pipe-stdin-zip64.zip"))
 	run(filepath.Join(in, "in"), "sh", "-c", "cat data/noise.bin | zip -q -X -fz- - - | cat > "+out("infozip-pipe-stdin.zip"))
+	// libarchive (bsdtar) writes a descriptor after every file.
+	run(filepath.Join(in, "in"), "bsdtar", append([]string{"-a", "-cf", out("libarchive-bsdtar.zip")}, names...)...)
 	// 7-Zip writing to stdout, and Java's ZipOutputStream deflating.
 	run(filepath.Join(in, "in"), "sh", "-c", "7zz a -tzip -so -bd x.zip "+strings.Join(names, " ")+" | cat > "+out("7zip-stdout.zip"))
 	check(os.WriteFile(filepath.Join(in, "W.java"), []byte(javaWriter), 0o644))
