@@ -352,10 +352,10 @@ func TestExtractThirdParty(t *testing.T) {
 // TestExtractDataDescriptorArchives: the archives with data descriptors that
 // get and verify are tested with (archive/testdata/descriptors: Python's
 // zipfile on a stream, Info-ZIP zip -fd and through pipes, bsdtar, 7-Zip to
-// stdout, Java's ZipOutputStream, Go's archive/zip;
-// with and without descriptor signatures, with ZIP64 descriptors) extract to
-// what Go's archive/zip reads from them, with STORED entries read and put
-// and with every one copied from the archive by ranged UploadPartCopy.
+// stdout, Java's ZipOutputStream, Go's archive/zip; with and without
+// descriptor signatures, with ZIP64 descriptors) extract to what Go's
+// archive/zip reads from them, with STORED entries read and put and with
+// every one copied from the archive by ranged UploadPartCopy.
 func TestExtractDataDescriptorArchives(t *testing.T) {
 	w := newWorld(t)
 	paths, err := filepath.Glob(filepath.Join("..", "..", "archive", "testdata", "descriptors", "*.zip"))
