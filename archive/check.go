@@ -149,7 +149,13 @@ func (f descriptorForm) parse(b []byte) (crc uint32, csize, usize uint64, ok boo
 // Of the forms whose CRC-32 and sizes equal the central directory's, the one
 // that ends where the next record starts is taken (an empty entry's zeros
 // read the same with 4- and 8-byte sizes), else the most likely one.
-func checkDescriptor(e *Entry, b []byte, room int64, localZip64 bool) (n int, problem string) {
+//
+// A descriptor with the right CRC-32 but other sizes (found by its signature
+// or by ending where the next record starts) is a warning, not a problem:
+// 7-Zip, Info-ZIP and Go's archive/zip take the sizes from the central
+// directory and read the entry correctly; only streaming readers, which have
+// no central directory yet, trust the descriptor's.
+func checkDescriptor(e *Entry, b []byte, room int64, localZip64 bool) (n int, warning, problem string) {
 	wide := 4
 	if localZip64 || e.CompressedSize >= zipformat.Uint32Max || e.UncompressedSize >= zipformat.Uint32Max {
 		wide = 8
@@ -159,23 +165,36 @@ func checkDescriptor(e *Entry, b []byte, room int64, localZip64 bool) (n int, pr
 	// equal to it is possible, so the form without stays a candidate).
 	forms := []descriptorForm{{true, wide}, {true, narrow}, {false, wide}, {false, narrow}}
 	match := -1
+	var sizesOnly *descriptorForm // the right CRC-32, other sizes
 	for _, f := range forms {
 		crc, csize, usize, ok := f.parse(b)
-		if !ok || crc != e.CRC32 || csize != uint64(e.CompressedSize) || usize != uint64(e.UncompressedSize) {
+		if !ok || crc != e.CRC32 {
+			continue
+		}
+		if csize != uint64(e.CompressedSize) || usize != uint64(e.UncompressedSize) {
+			if (f.signature || int64(f.len()) == room) && (sizesOnly == nil || int64(f.len()) == room) {
+				sizesOnly = &f
+			}
 			continue
 		}
 		if int64(f.len()) == room {
-			return f.len(), ""
+			return f.len(), "", ""
 		}
 		if match < 0 {
 			match = f.len()
 		}
 	}
 	if match >= 0 {
-		return match, ""
+		return match, "", ""
+	}
+	if f := sizesOnly; f != nil {
+		_, csize, usize, _ := f.parse(b)
+		return f.len(), fmt.Sprintf("data descriptor (%v) says compressed size %d, uncompressed size %d; the central directory says %d, %d "+
+			"(7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)",
+			f, csize, usize, e.CompressedSize, e.UncompressedSize), ""
 	}
 	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == zipformat.LocalHeaderSignature {
-		return 0, "flag bit 3 promises a data descriptor after the data, but the next local header starts there"
+		return 0, "", "flag bit 3 promises a data descriptor after the data, but the next local header starts there"
 	}
 	// Say what the bytes hold, read in the most likely form that fits.
 	var crc uint32
@@ -187,8 +206,8 @@ func checkDescriptor(e *Entry, b []byte, room int64, localZip64 bool) (n int, pr
 		}
 	}
 	if !fits {
-		return 0, fmt.Sprintf("flag bit 3 promises a data descriptor after the data, but only %d bytes are left before the central directory", len(b))
+		return 0, "", fmt.Sprintf("flag bit 3 promises a data descriptor after the data, but only %d bytes are left before the central directory", len(b))
 	}
-	return 0, fmt.Sprintf("data descriptor (%v) says CRC-32 %08x, compressed size %d, uncompressed size %d; the central directory says %08x, %d, %d",
+	return 0, "", fmt.Sprintf("data descriptor (%v) says CRC-32 %08x, compressed size %d, uncompressed size %d; the central directory says %08x, %d, %d",
 		f, crc, csize, usize, e.CRC32, e.CompressedSize, e.UncompressedSize)
 }

@@ -15,15 +15,16 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// brokenDescriptors are testdata/descriptors' bad- archives: a reader that
-// rejects each (7-Zip and Info-ZIP read all three without a word, and Go's
-// archive/zip checks a descriptor's CRC-32 but not its sizes) and the
-// problem Verify must list.
-var brokenDescriptors = map[string]struct{ reader, entry, problem string }{
+// brokenDescriptors are testdata/descriptors' bad- and warn- archives: a
+// reader that rejects each (7-Zip and Info-ZIP read them all without a
+// word, and Go's archive/zip checks a descriptor's CRC-32 but not its sizes)
+// and what Verify must list: a problem for a bad- archive, a warning for a
+// warn- one, which 7-Zip, Info-ZIP and Go read correctly.
+var brokenDescriptors = map[string]struct{ reader, entry, what string }{
 	"bad-descriptor-crc.zip": {zipcheck.ReaderGo, "readme.txt",
 		"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b7d, compressed size 70, uncompressed size 3840; the central directory says b8fc7b82, 70, 3840"},
-	"bad-descriptor-sizes.zip": {zipcheck.ReaderJavaZipInputStream, "readme.txt",
-		"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b82, compressed size 67, uncompressed size 3840; the central directory says b8fc7b82, 66, 3840"},
+	"warn-descriptor-sizes.zip": {zipcheck.ReaderJavaZipInputStream, "readme.txt",
+		"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 67, uncompressed size 3840; the central directory says 66, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)"},
 	"bad-descriptor-missing.zip": {zipcheck.ReaderGo, "data/noise.bin",
 		"flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
 }
@@ -65,7 +66,9 @@ func readersAgree(t *testing.T, path string) []zipcheck.Entry {
 // descriptor form their writer chose (with and without signature, 4- and
 // 8-byte sizes), and get's Extract writes what those readers read; both
 // through coalesced runs and through a GET per entry with STORED entries in
-// chunks. The broken ones have the problem Verify must list.
+// chunks. The broken ones have the problem Verify must list; those Java's
+// ZipInputStream rejects but 7-Zip, Info-ZIP and Go read (warn-) verify
+// without problems, with the warning, and extract.
 func TestThirdPartyDataDescriptors(t *testing.T) {
 	env := newEnv(t)
 	paths, err := filepath.Glob(filepath.Join("testdata", "descriptors", "*.zip"))
@@ -81,18 +84,20 @@ func TestThirdPartyDataDescriptors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			broken, isBroken := brokenDescriptors[name]
-			if isBroken != strings.HasPrefix(name, "bad-") {
-				t.Fatalf("a bad- archive needs an entry in brokenDescriptors, and only those")
+			broken, listed := brokenDescriptors[name]
+			isBroken, warns := strings.HasPrefix(name, "bad-"), strings.HasPrefix(name, "warn-")
+			if listed != (isBroken || warns) {
+				t.Fatalf("a bad- or warn- archive needs an entry in brokenDescriptors, and only those")
 			}
 			var want []zipcheck.Entry
-			if isBroken {
+			if listed {
 				if _, err := zipcheck.CheckReader(broken.reader, path); err == nil {
 					t.Fatalf("%s reads the archive: it is not broken", broken.reader)
 				} else {
 					t.Logf("rejected: %v", err)
 				}
-			} else {
+			}
+			if !isBroken {
 				want = readersAgree(t, path)
 			}
 			a := env.open(t, name, b)
@@ -118,19 +123,23 @@ func TestThirdPartyDataDescriptors(t *testing.T) {
 				if r.Descriptors != descriptors {
 					t.Errorf("Verify %+v: %d data descriptors, want %d", opts, r.Descriptors, descriptors)
 				}
+				expected, unexpected := r.Problems, r.Warnings
 				if !isBroken {
-					for _, p := range r.Problems {
-						t.Errorf("Verify %+v: problem: %v", opts, p)
-					}
-					continue
+					expected, unexpected = r.Warnings, r.Problems
+				}
+				for _, p := range unexpected {
+					t.Errorf("Verify %+v: unexpected: %v", opts, p)
 				}
 				found := false
-				for _, p := range r.Problems {
-					t.Logf("Verify %+v: problem: %v", opts, p)
-					found = found || p.Entry == broken.entry && p.What == broken.problem
+				for _, p := range expected {
+					t.Logf("Verify %+v: %v", opts, p)
+					found = found || p.Entry == broken.entry && p.What == broken.what
 				}
-				if !found {
-					t.Errorf("Verify %+v: no problem for %q: %s", opts, broken.entry, broken.problem)
+				if listed && !found {
+					t.Errorf("Verify %+v: nothing for %q says: %s", opts, broken.entry, broken.what)
+				}
+				if !listed && len(expected) > 0 {
+					t.Errorf("Verify %+v: %d warnings, want none", opts, len(expected))
 				}
 			}
 			if isBroken {
@@ -230,31 +239,39 @@ func TestCheckDescriptor(t *testing.T) {
 		room       int64
 		localZip64 bool
 		want       int
+		warning    string
 		problem    string
 	}{
-		{"signature-4-byte-sizes", entry, then(desc(true, crc, 4, 70, 3840)), 16, false, 16, ""},
-		{"no-signature-4-byte-sizes", entry, then(desc(false, crc, 4, 70, 3840)), 12, false, 12, ""},
-		{"signature-zip64-local-extra", entry, then(desc(true, crc, 8, 70, 3840)), 24, true, 24, ""},
-		{"no-signature-zip64-local-extra", entry, then(desc(false, crc, 8, 70, 3840)), 20, true, 20, ""},
-		{"go-size-over-4g-no-local-extra", huge, desc(true, crc, 8, 1<<32+5, 1<<32+5), 24, false, 24, ""},
-		{"8-byte-sizes-for-a-small-entry", entry, desc(true, crc, 8, 70, 3840), 24, false, 24, ""},
-		{"4-byte-sizes-despite-local-extra", entry, then(desc(true, crc, 4, 70, 3840)), 16, true, 16, ""},
-		{"empty-entry-reads-as-both-16", empty, desc(true, 0, 8, 0, 0), 16, false, 16, ""},
-		{"empty-entry-reads-as-both-24", empty, desc(true, 0, 8, 0, 0), 24, false, 24, ""},
-		{"crc-equals-the-signature", sigCRC, then(desc(false, zipformat.DataDescriptorSignature, 4, 5, 5)), 12, false, 12, ""},
-		{"before-a-gap-takes-the-likeliest", entry, desc(true, crc, 4, 70, 3840), 17, false, 16, ""},
-		{"wrong-crc", entry, then(desc(true, crc^1, 4, 70, 3840)), 16, false, 0,
+		{"signature-4-byte-sizes", entry, then(desc(true, crc, 4, 70, 3840)), 16, false, 16, "", ""},
+		{"no-signature-4-byte-sizes", entry, then(desc(false, crc, 4, 70, 3840)), 12, false, 12, "", ""},
+		{"signature-zip64-local-extra", entry, then(desc(true, crc, 8, 70, 3840)), 24, true, 24, "", ""},
+		{"no-signature-zip64-local-extra", entry, then(desc(false, crc, 8, 70, 3840)), 20, true, 20, "", ""},
+		{"go-size-over-4g-no-local-extra", huge, desc(true, crc, 8, 1<<32+5, 1<<32+5), 24, false, 24, "", ""},
+		{"8-byte-sizes-for-a-small-entry", entry, desc(true, crc, 8, 70, 3840), 24, false, 24, "", ""},
+		{"4-byte-sizes-despite-local-extra", entry, then(desc(true, crc, 4, 70, 3840)), 16, true, 16, "", ""},
+		{"empty-entry-reads-as-both-16", empty, desc(true, 0, 8, 0, 0), 16, false, 16, "", ""},
+		{"empty-entry-reads-as-both-24", empty, desc(true, 0, 8, 0, 0), 24, false, 24, "", ""},
+		{"crc-equals-the-signature", sigCRC, then(desc(false, zipformat.DataDescriptorSignature, 4, 5, 5)), 12, false, 12, "", ""},
+		{"before-a-gap-takes-the-likeliest", entry, desc(true, crc, 4, 70, 3840), 17, false, 16, "", ""},
+		{"wrong-crc", entry, then(desc(true, crc^1, 4, 70, 3840)), 16, false, 0, "",
 			"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 1cb81d67, compressed size 70, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
-		{"wrong-size-zip64", entry, then(desc(false, crc, 8, 71, 3840)), 20, true, 0,
-			"data descriptor (20 bytes: no signature, CRC-32, 8-byte sizes) says CRC-32 1cb81d66, compressed size 71, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
-		{"missing", entry, then(nil), 0, false, 0, "flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
-		{"cut-by-the-central-directory", entry, desc(true, crc, 4, 70, 3840)[:8], 8, false, 0,
+		// The right CRC-32 with other sizes: 7-Zip, Info-ZIP and Go read the
+		// entry with the central directory's sizes, Java's ZipInputStream
+		// rejects it.
+		{"wrong-sizes-zip64-warns", entry, then(desc(false, crc, 8, 71, 3840)), 20, true, 20,
+			"data descriptor (20 bytes: no signature, CRC-32, 8-byte sizes) says compressed size 71, uncompressed size 3840; the central directory says 70, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)", ""},
+		{"wrong-sizes-signature-warns", entry, desc(true, crc, 4, 70, 3841), 17, false, 16,
+			"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 70, uncompressed size 3841; the central directory says 70, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)", ""},
+		{"wrong-sizes-no-signature-before-a-gap", entry, desc(false, crc, 4, 71, 3840), 17, false, 0, "",
+			"data descriptor (12 bytes: no signature, CRC-32, 4-byte sizes) says CRC-32 1cb81d66, compressed size 71, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
+		{"missing", entry, then(nil), 0, false, 0, "", "flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
+		{"cut-by-the-central-directory", entry, desc(true, crc, 4, 70, 3840)[:8], 8, false, 0, "",
 			"flag bit 3 promises a data descriptor after the data, but only 8 bytes are left before the central directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, problem := checkDescriptor(tc.e, tc.b, tc.room, tc.localZip64)
-			if n != tc.want || problem != tc.problem {
-				t.Errorf("checkDescriptor = %d, %q; want %d, %q", n, problem, tc.want, tc.problem)
+			n, warning, problem := checkDescriptor(tc.e, tc.b, tc.room, tc.localZip64)
+			if n != tc.want || warning != tc.warning || problem != tc.problem {
+				t.Errorf("checkDescriptor = %d, %q, %q; want %d, %q, %q", n, warning, problem, tc.want, tc.warning, tc.problem)
 			}
 		})
 	}

@@ -19,7 +19,9 @@ type VerifyOptions struct {
 	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
 }
 
-// Problem is one thing wrong with an archive.
+// Problem is one thing wrong with an archive, or, in Report.Warnings, one
+// thing that 7-Zip, Info-ZIP and Go's archive/zip read correctly but that
+// other readers, or get and extract, treat differently.
 type Problem struct {
 	Entry  string `json:"entry,omitempty"` // empty for the end records and the layout as a whole
 	Offset int64  `json:"offset"`          // of the entry's local header, or of the record at fault
@@ -48,9 +50,12 @@ type Report struct {
 	BytesChecked int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
 	Elapsed      time.Duration `json:"elapsedNanos"`
 	Problems     []Problem     `json:"problems"`
+	// Warnings are not problems: the archive is sound for 7-Zip, Info-ZIP
+	// and Go's archive/zip, and verify exits 0 with only warnings.
+	Warnings []Problem `json:"warnings"`
 }
 
-// OK reports whether Verify found no problem.
+// OK reports whether Verify found no problem (warnings aside).
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Verify reads the whole archive and checks it the way the strictest ZIP
@@ -123,19 +128,25 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 	v.checkLayout(s)
 
 	r.BytesChecked = s.dataBytes.Load()
-	sort.SliceStable(v.problems, func(x, y int) bool { return v.problems[x].Offset < v.problems[y].Offset })
-	r.Problems = v.problems
-	if r.Problems == nil {
-		r.Problems = []Problem{}
-	}
+	r.Problems, r.Warnings = byOffset(v.problems), byOffset(v.warnings)
 	r.Elapsed = time.Since(start)
 	return r, nil
+}
+
+// byOffset sorts ps by offset; none is an empty list, not null, in JSON.
+func byOffset(ps []Problem) []Problem {
+	sort.SliceStable(ps, func(x, y int) bool { return ps[x].Offset < ps[y].Offset })
+	if ps == nil {
+		return []Problem{}
+	}
+	return ps
 }
 
 type verifier struct {
 	a        *Archive
 	mu       sync.Mutex
 	problems []Problem
+	warnings []Problem
 	// Per entry:
 	localZip64    []bool  // its local header has a ZIP64 extra field
 	descriptorLen []int64 // of its data descriptor; -1 while not known to be sound
@@ -143,12 +154,21 @@ type verifier struct {
 }
 
 func (v *verifier) add(i int, off int64, format string, args ...any) {
-	p := Problem{Offset: off, What: fmt.Sprintf(format, args...)}
+	v.record(&v.problems, i, off, fmt.Sprintf(format, args...))
+}
+
+func (v *verifier) warn(i int, off int64, format string, args ...any) {
+	v.record(&v.warnings, i, off, fmt.Sprintf(format, args...))
+}
+
+// record appends what was found about entry i (-1: the archive as a whole).
+func (v *verifier) record(to *[]Problem, i int, off int64, what string) {
+	p := Problem{Offset: off, What: what}
 	if i >= 0 {
 		p.Entry = v.a.Entries[i].Name
 	}
 	v.mu.Lock()
-	v.problems = append(v.problems, p)
+	*to = append(*to, p)
 	v.mu.Unlock()
 }
 
@@ -169,10 +189,13 @@ func (v *verifier) header(i int, h *localHeader, problem string) error {
 }
 
 func (v *verifier) descriptor(i int, end int64, b []byte) error {
-	n, problem := checkDescriptor(&v.a.Entries[i], b, v.next[i]-end, v.localZip64[i])
+	n, warning, problem := checkDescriptor(&v.a.Entries[i], b, v.next[i]-end, v.localZip64[i])
 	if problem != "" {
 		v.add(i, end, "%s", problem)
 		return nil
+	}
+	if warning != "" {
+		v.warn(i, end, "%s", warning)
 	}
 	v.descriptorLen[i] = int64(n)
 	return nil

@@ -61,8 +61,11 @@ func TestVerifyCommand(t *testing.T) {
 	srv := cliServer(t)
 	// Written by Python's zipfile on a stream: data descriptors with ZIP64
 	// sizes after every entry; and one whose first descriptor's CRC-32 is
-	// wrong (see archive/testdata/descriptors).
-	for key, file := range map[string]string{"streamed.zip": "python-stream-zip64.zip", "bad-descriptor.zip": "bad-descriptor-crc.zip"} {
+	// wrong (see archive/testdata/descriptors); and one whose first
+	// descriptor has the right CRC-32 but a wrong size, which 7-Zip,
+	// Info-ZIP and Go read correctly and Java's ZipInputStream rejects.
+	for key, file := range map[string]string{"streamed.zip": "python-stream-zip64.zip", "bad-descriptor.zip": "bad-descriptor-crc.zip",
+		"descriptor-sizes.zip": "warn-descriptor-sizes.zip"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "descriptors", file))
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +83,10 @@ func TestVerifyCommand(t *testing.T) {
 		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "a.txt": data has CRC-32`},
 		{"data-descriptors", []string{"s3://cli/streamed.zip", "--endpoint", srv.Endpoint()}, "", "4 entries (4 files, 0 directories, 0 with ZIP64 fields, 4 with data descriptors), ZIP64 end records: no, 12378 bytes checked"},
 		{"wrong-data-descriptor", []string{"s3://cli/bad-descriptor.zip", "--endpoint", srv.Endpoint()}, "1 problem(s)", `problem: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b7d`},
+		{"descriptor-sizes-warn", []string{"s3://cli/descriptor-sizes.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 67, uncompressed size 3840; the central directory says 66, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry) (offset 106)
+s3://cli/descriptor-sizes.zip: 4 entries`},
+		{"descriptor-sizes-summary", []string{"s3://cli/descriptor-sizes.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning(s)\n"},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
@@ -107,7 +114,18 @@ func TestVerifyCommand(t *testing.T) {
 		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err == nil {
 			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
 		}
-		if r.Entries != 3 || len(r.Problems) != 1 || r.Problems[0].Entry != "a.txt" {
+		if r.Entries != 3 || len(r.Problems) != 1 || r.Problems[0].Entry != "a.txt" || r.Warnings == nil || len(r.Warnings) != 0 {
+			t.Errorf("report %+v", r)
+		}
+	})
+	t.Run("json-warnings", func(t *testing.T) {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"verify", "--json", "--endpoint", srv.Endpoint(), "s3://cli/descriptor-sizes.zip"}, &out)
+		var r archive.Report
+		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err != nil {
+			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
+		}
+		if len(r.Problems) != 0 || len(r.Warnings) != 1 || r.Warnings[0].Entry != "readme.txt" || !strings.Contains(out.String(), `"warnings": [`) {
 			t.Errorf("report %+v", r)
 		}
 	})

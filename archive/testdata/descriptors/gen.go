@@ -16,6 +16,9 @@
 //
 // Archives whose name starts with bad- are broken on purpose: verify must
 // list a problem for each, and a reader rejects each (the tests name which).
+// Those whose name starts with warn- are read correctly by 7-Zip, Info-ZIP
+// and Go's archive/zip but rejected by another reader: verify must list a
+// warning for each, and no problem.
 // Info-ZIP's entries read from stdin carry the time they were written, so
 // those two archives differ from one run to the next.
 package main
@@ -138,7 +141,7 @@ func main() {
 	check(err)
 	write("python-stream-zip64-nosig.zip", stripSignatures(pyZip64))
 
-	// Broken on purpose.
+	// Broken on purpose, and (warn-) the right CRC-32 with a wrong size.
 	bad := bytes.Clone(goZip)
 	at := bytes.Index(bad, sig(0x08074b50)) // the first entry's descriptor
 	bad[at+4] ^= 0xff                       // its CRC-32
@@ -148,7 +151,7 @@ func main() {
 	bad = bytes.Clone(pyDeflated)
 	at = bytes.Index(bad, sig(0x08074b50))
 	binary.LittleEndian.PutUint32(bad[at+8:], binary.LittleEndian.Uint32(bad[at+8:])+1) // its compressed size
-	write("bad-descriptor-sizes.zip", bad)
+	write("warn-descriptor-sizes.zip", bad)
 	write("bad-descriptor-missing.zip", missingDescriptor())
 }
 
