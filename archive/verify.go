@@ -76,6 +76,13 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 	for _, p := range a.endProblems {
 		v.add(-1, a.CentralDirStart+a.CentralDirSize, "%s", p)
 	}
+	if a.Trailing > 0 {
+		what := ""
+		if a.TrailingZeros {
+			what = "all zeros, as bsdtar pads an archive it writes to a pipe; "
+		}
+		v.warn(-1, a.Size-a.Trailing, "%d bytes after the end of central directory record belong to no record (%sInfo-ZIP and Go's archive/zip ignore them, 7-Zip warns of a \"Tail Size\")", a.Trailing, what)
+	}
 	seen := make(map[string]int, len(a.Entries))
 	for i := range a.Entries {
 		e := &a.Entries[i]

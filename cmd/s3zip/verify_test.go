@@ -57,6 +57,19 @@ func cliServer(t *testing.T) *s3test.Server {
 	return srv
 }
 
+// putTestdata puts archives from archive/testdata (values, relative to it)
+// into bucket "cli" under the keys.
+func putTestdata(t *testing.T, srv *s3test.Server, files map[string]string) {
+	t.Helper()
+	for key, file := range files {
+		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.PutObject(t, "cli", key, b)
+	}
+}
+
 func TestVerifyCommand(t *testing.T) {
 	srv := cliServer(t)
 	// Written by Python's zipfile on a stream: data descriptors with ZIP64
@@ -64,14 +77,10 @@ func TestVerifyCommand(t *testing.T) {
 	// wrong (see archive/testdata/descriptors); and one whose first
 	// descriptor has the right CRC-32 but a wrong size, which 7-Zip,
 	// Info-ZIP and Go read correctly and Java's ZipInputStream rejects.
-	for key, file := range map[string]string{"streamed.zip": "python-stream-zip64.zip", "bad-descriptor.zip": "bad-descriptor-crc.zip",
-		"descriptor-sizes.zip": "warn-descriptor-sizes.zip"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "descriptors", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.PutObject(t, "cli", key, b)
-	}
+	// bsdtar writing to a pipe pads the archive with zeros after its end
+	// record (see archive/testdata/bsdtar).
+	putTestdata(t, srv, map[string]string{"streamed.zip": "descriptors/python-stream-zip64.zip", "bad-descriptor.zip": "descriptors/bad-descriptor-crc.zip",
+		"descriptor-sizes.zip": "descriptors/warn-descriptor-sizes.zip", "padded.zip": "bsdtar/pipe-padded.zip"})
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -87,6 +96,10 @@ func TestVerifyCommand(t *testing.T) {
 			`warning: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 67, uncompressed size 3840; the central directory says 66, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry) (offset 106)
 s3://cli/descriptor-sizes.zip: 4 entries`},
 		{"descriptor-sizes-summary", []string{"s3://cli/descriptor-sizes.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning(s)\n"},
+		{"trailing-zeros-warn", []string{"s3://cli/padded.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: 9735 bytes after the end of central directory record belong to no record (all zeros, as bsdtar pads an archive it writes to a pipe; Info-ZIP and Go's archive/zip ignore them, 7-Zip warns of a "Tail Size") (offset 505)
+s3://cli/padded.zip: 3 entries (2 files, 1 directories, 0 with ZIP64 fields, 2 with data descriptors), ZIP64 end records: no, 19 bytes checked in `},
+		{"trailing-zeros-summary", []string{"s3://cli/padded.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning(s)\n"},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
@@ -133,6 +146,7 @@ s3://cli/descriptor-sizes.zip: 4 entries`},
 
 func TestGetCommand(t *testing.T) {
 	srv := cliServer(t)
+	putTestdata(t, srv, map[string]string{"padded.zip": "bsdtar/pipe-padded.zip"})
 	dir := filepath.Join(t.TempDir(), "out")
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint(), "--concurrency", "4"}, &out); err != nil {
@@ -153,6 +167,7 @@ func TestGetCommand(t *testing.T) {
 	}{
 		{"existing-files", []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, "file already exists"},
 		{"overwrite", []string{"get", "--overwrite", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, ""},
+		{"trailing-zeros", []string{"get", "s3://cli/padded.zip", filepath.Join(dir, "padded"), "--endpoint", srv.Endpoint()}, ""},
 		{"corrupt-archive", []string{"get", "s3://cli/bad.zip", t.TempDir(), "--endpoint", srv.Endpoint()}, "data has CRC-32"},
 		{"missing-dir-argument", []string{"get", "s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "missing DIR"},
 	} {
@@ -163,6 +178,11 @@ func TestGetCommand(t *testing.T) {
 				t.Errorf("get: error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+	for name, want := range map[string]string{"padded/a": "alpha\n", "padded/d/b": "bravo bravo bravo bravo\n"} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
 	}
 }
 
