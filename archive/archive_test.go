@@ -371,7 +371,7 @@ func TestExtractRefusesUnsafeNames(t *testing.T) {
 		{"absolute", "/tmp/evil.txt"},
 		{"backslash", `a\..\..\evil.txt`},
 		{"drive-letter", "C:/evil.txt"},
-		{"dot-component", "./a/./b"},
+		{"dot-then-parent-dir", "./../evil.txt"}, // "." components alone are read past (TestDotComponents)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := env.open(t, tc.name+".zip", buildZip(t, []testEntry{{name: "ok.txt", data: []byte("ok")}, {name: tc.entry, data: []byte("evil")}}))

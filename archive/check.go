@@ -2,7 +2,9 @@ package archive
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/s3zip/s3zip/internal/zipformat"
@@ -31,7 +33,7 @@ func CheckName(name string) error {
 			case "..":
 				why = `has a ".." component`
 			case ".":
-				why = `has a "." component`
+				why = dotComponent
 			case "":
 				why = "has an empty component"
 			}
@@ -45,6 +47,42 @@ func CheckName(name string) error {
 	}
 	return &UnsafeNameError{Name: name, Why: why}
 }
+
+// EntryPath returns the path entry name is written to under a directory or
+// prefix by get and extract: the name without its "." components, which
+// 7-Zip, Info-ZIP and Go's archive/zip read past ("./a" and "a/./b" are "a"
+// and "a/b"; bsdtar -cf x.zip . names every entry so), and "" for "./", the
+// directory extracted into. Any other reason CheckName gives is the error.
+func EntryPath(name string) (string, error) {
+	err := CheckName(name)
+	var ue *UnsafeNameError
+	switch {
+	case err == nil:
+		return name, nil
+	case !errors.As(err, &ue) || ue.Why != dotComponent:
+		return "", err
+	}
+	dir := strings.HasSuffix(name, "/")
+	parts := strings.Split(strings.TrimSuffix(name, "/"), "/")
+	kept := slices.DeleteFunc(parts, func(p string) bool { return p == "." })
+	p := strings.Join(kept, "/")
+	switch {
+	case p == "" && dir:
+		return "", nil
+	case p == "":
+		return "", &UnsafeNameError{Name: name, Why: "names the directory extracted into, not a file"}
+	case dir:
+		p += "/"
+	}
+	if err := CheckName(p); err != nil {
+		return "", &UnsafeNameError{Name: name, Why: err.(*UnsafeNameError).Why}
+	}
+	return p, nil
+}
+
+// dotComponent is CheckName's reason for a "." component, the one unsafe
+// name EntryPath makes safe.
+const dotComponent = `has a "." component`
 
 // UnsafeNameError is an entry name that could write outside the target
 // directory, or nowhere sensible.

@@ -84,6 +84,7 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 		v.warn(-1, a.Size-a.Trailing, "%d bytes after the end of central directory record belong to no record (%sInfo-ZIP and Go's archive/zip ignore them, 7-Zip warns of a \"Tail Size\")", a.Trailing, what)
 	}
 	seen := make(map[string]int, len(a.Entries))
+	written := make(map[string]int, len(a.Entries)) // by EntryPath
 	for i := range a.Entries {
 		e := &a.Entries[i]
 		if e.IsDir() {
@@ -103,8 +104,20 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 				v.add(i, e.Offset, "central header has a ZIP64 extra field but version needed %d < 45", e.ReaderVersion&0xff)
 			}
 		}
-		if err := CheckName(e.Name); err != nil {
+		switch p, err := EntryPath(e.Name); {
+		case err != nil:
 			v.add(i, e.Offset, "name %s", err.(*UnsafeNameError).Why)
+		case p == "":
+			v.warn(i, e.Offset, "name is the directory extracted into (a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past); get and extract skip it")
+		default:
+			if p != e.Name {
+				v.warn(i, e.Offset, "name has a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past; get and extract write it as %q", p)
+			}
+			if j, clash := written[p]; clash && a.Entries[j].Name != e.Name {
+				v.warn(i, e.Offset, "name is %q without its \".\" components, as is entry %q's: get and extract refuse the archive", p, a.Entries[j].Name)
+			} else if !clash {
+				written[p] = i
+			}
 		}
 		if e.Flags&0x0800 != 0 && !utf8.ValidString(e.Name) {
 			v.add(i, e.Offset, "name is flagged UTF-8 (bit 11) but is not valid UTF-8")

@@ -80,7 +80,7 @@ func TestVerifyCommand(t *testing.T) {
 	// bsdtar writing to a pipe pads the archive with zeros after its end
 	// record (see archive/testdata/bsdtar).
 	putTestdata(t, srv, map[string]string{"streamed.zip": "descriptors/python-stream-zip64.zip", "bad-descriptor.zip": "descriptors/bad-descriptor-crc.zip",
-		"descriptor-sizes.zip": "descriptors/warn-descriptor-sizes.zip", "padded.zip": "bsdtar/pipe-padded.zip"})
+		"descriptor-sizes.zip": "descriptors/warn-descriptor-sizes.zip", "padded.zip": "bsdtar/pipe-padded.zip", "dot.zip": "bsdtar/dot.zip"})
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -100,6 +100,9 @@ s3://cli/descriptor-sizes.zip: 4 entries`},
 			`warning: 9735 bytes after the end of central directory record belong to no record (all zeros, as bsdtar pads an archive it writes to a pipe; Info-ZIP and Go's archive/zip ignore them, 7-Zip warns of a "Tail Size") (offset 505)
 s3://cli/padded.zip: 3 entries (2 files, 1 directories, 0 with ZIP64 fields, 2 with data descriptors), ZIP64 end records: no, 19 bytes checked in `},
 		{"trailing-zeros-summary", []string{"s3://cli/padded.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning(s)\n"},
+		{"dot-components-warn", []string{"s3://cli/dot.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: entry "./a": name has a "." component, which 7-Zip, Info-ZIP and Go's archive/zip read past; get and extract write it as "a" (offset 64)`},
+		{"dot-components-summary", []string{"s3://cli/dot.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 4 warning(s)\n"},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
@@ -146,7 +149,7 @@ s3://cli/padded.zip: 3 entries (2 files, 1 directories, 0 with ZIP64 fields, 2 w
 
 func TestGetCommand(t *testing.T) {
 	srv := cliServer(t)
-	putTestdata(t, srv, map[string]string{"padded.zip": "bsdtar/pipe-padded.zip"})
+	putTestdata(t, srv, map[string]string{"padded.zip": "bsdtar/pipe-padded.zip", "dot.zip": "bsdtar/dot.zip", "dot-clash.zip": "bsdtar/dot-clash.zip"})
 	dir := filepath.Join(t.TempDir(), "out")
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint(), "--concurrency", "4"}, &out); err != nil {
@@ -168,6 +171,9 @@ func TestGetCommand(t *testing.T) {
 		{"existing-files", []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, "file already exists"},
 		{"overwrite", []string{"get", "--overwrite", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, ""},
 		{"trailing-zeros", []string{"get", "s3://cli/padded.zip", filepath.Join(dir, "padded"), "--endpoint", srv.Endpoint()}, ""},
+		{"dot-components", []string{"get", "s3://cli/dot.zip", filepath.Join(dir, "dot"), "--endpoint", srv.Endpoint()}, ""},
+		{"dot-components-clash", []string{"get", "s3://cli/dot-clash.zip", filepath.Join(dir, "clash"), "--endpoint", srv.Endpoint()},
+			`entries "./a" and "a" would both be written to "a" (without their "." components); rename one`},
 		{"corrupt-archive", []string{"get", "s3://cli/bad.zip", t.TempDir(), "--endpoint", srv.Endpoint()}, "data has CRC-32"},
 		{"missing-dir-argument", []string{"get", "s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "missing DIR"},
 	} {
@@ -179,7 +185,7 @@ func TestGetCommand(t *testing.T) {
 			}
 		})
 	}
-	for name, want := range map[string]string{"padded/a": "alpha\n", "padded/d/b": "bravo bravo bravo bravo\n"} {
+	for name, want := range map[string]string{"padded/a": "alpha\n", "padded/d/b": "bravo bravo bravo bravo\n", "dot/a": "alpha\n", "dot/d/b": "bravo bravo bravo bravo\n"} {
 		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
 			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
 		}

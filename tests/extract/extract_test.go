@@ -395,11 +395,13 @@ func (w *world) extractsBothWays(t *testing.T, key string, b []byte, prefix stri
 // TestExtractBsdtarArchives: what libarchive's bsdtar writes
 // (archive/testdata/bsdtar, see gen.sh there), which 7-Zip, Info-ZIP and Go
 // read correctly, extracts to the files those readers read: an archive
-// padded with zeros after its end record (written to a pipe).
+// padded with zeros after its end record (written to a pipe), and one whose
+// names start with "./" (bsdtar -cf x.zip .), written as "a" and "d/b". An
+// archive with "./a" and "a" is refused, naming both.
 func TestExtractBsdtarArchives(t *testing.T) {
 	w := newWorld(t)
 	want := map[string][]byte{"a": []byte("alpha\n"), "d/b": []byte("bravo bravo bravo bravo\n")}
-	for k, name := range []string{"pipe-padded.zip"} {
+	for k, name := range []string{"pipe-padded.zip", "dot.zip"} {
 		t.Run(strings.TrimSuffix(name, ".zip"), func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "bsdtar", name))
 			if err != nil {
@@ -408,6 +410,18 @@ func TestExtractBsdtarArchives(t *testing.T) {
 			w.extractsBothWays(t, "bsdtar/"+name, b, fmt.Sprintf("bsdtar/%d/", k), want)
 		})
 	}
+	t.Run("dot-clash", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "bsdtar", "dot-clash.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.srv.PutObject(t, "src", "bsdtar/dot-clash.zip", b)
+		_, err = w.extract(t, nil, "bsdtar/dot-clash.zip", "bsdtar/clash/", extract.Options{}, false)
+		if want := `"a" would be written to the same key "bsdtar/clash/a" as entry "./a"`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want an error saying %s", err, want)
+		}
+		w.nothingLeft(t, "bsdtar/clash/")
+	})
 }
 
 // readWithGo returns the files of the archive b as Go's archive/zip reads
