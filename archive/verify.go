@@ -69,6 +69,9 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // are no problem: s3zip never writes them, but streaming writers (Python's
 // zipfile, Info-ZIP zip, Go's archive/zip, Java) do. It returns an error only
 // when S3 fails; everything wrong with the archive is a Problem in the report.
+// What 7-Zip, Info-ZIP and Go read correctly is never a Problem: bytes after
+// the end record, "." name components and data descriptors with the right
+// CRC-32 but wrong sizes are Warnings.
 func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	start := time.Now()
 	v := &verifier{a: a}
