@@ -40,10 +40,12 @@ type ExtractResult struct {
 	SkippedSymlinks int
 }
 
-// Extract writes every entry under dir (created if missing). Before anything
-// is downloaded it refuses names that could leave dir (see CheckName),
-// duplicate names, symbolic links, encrypted entries and methods other than
-// STORED and deflate, and — unless opts.Overwrite — files that already exist.
+// Extract writes every entry under dir (created if missing), each under its
+// EntryPath: "./a" as "a", and "./" not at all. Before anything is
+// downloaded it refuses names that could leave dir (see CheckName), two
+// entries with one path (naming both), symbolic links, encrypted entries
+// and methods other than STORED and deflate, and — unless opts.Overwrite —
+// files that already exist.
 // All writes go through an os.Root, so a symbolic link already in dir cannot
 // redirect them outside it. Entries are downloaded with parallel ranged GETs:
 // neighbouring entries share one GET, large STORED entries are split into
@@ -55,38 +57,47 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 		return nil, fmt.Errorf("extract s3://%s/%s to %s: %w", a.Bucket, a.Key, dir, err)
 	}
 	res := &ExtractResult{}
-	if opts.SkipSymlinks {
-		kept := make([]Entry, 0, len(a.Entries))
-		for _, e := range a.Entries {
-			if e.Mode&fs.ModeSymlink == 0 {
-				kept = append(kept, e)
-			}
-		}
-		if res.SkippedSymlinks = len(a.Entries) - len(kept); res.SkippedSymlinks > 0 {
-			// The scan reads each entry at its own offset, so leaving some
-			// out of a copy of the archive leaves the others as they are.
-			only := *a
-			only.Entries = kept
-			a = &only
+	// Symbolic links (when skipped) and "./" are left out of a copy of the
+	// archive: the scan reads each entry at its own offset, so the others
+	// stay as they are.
+	kept := make([]Entry, 0, len(a.Entries))
+	for _, e := range a.Entries {
+		switch p, err := EntryPath(e.Name); {
+		case opts.SkipSymlinks && e.Mode&fs.ModeSymlink != 0:
+			res.SkippedSymlinks++
+		case err == nil && p == "" && e.IsDir():
+		default:
+			kept = append(kept, e)
 		}
 	}
-	seen := make(map[string]bool, len(a.Entries))
+	if len(kept) < len(a.Entries) {
+		only := *a
+		only.Entries = kept
+		a = &only
+	}
+	paths := make([]string, len(a.Entries))
+	seen := make(map[string]int, len(a.Entries))
 	res.Entries = len(a.Entries)
 	for i := range a.Entries {
 		e := &a.Entries[i]
-		if err := CheckName(e.Name); err != nil {
+		p, err := EntryPath(e.Name)
+		if err != nil {
 			return fail(err)
 		}
-		clean := strings.TrimSuffix(e.Name, "/")
+		paths[i] = p
+		clean := strings.TrimSuffix(p, "/")
+		j, dup := seen[clean]
 		switch {
-		case seen[clean]:
+		case dup && paths[j] == a.Entries[j].Name && p == e.Name:
 			return fail(fmt.Errorf("entry %q: duplicate name", e.Name))
+		case dup:
+			return fail(fmt.Errorf("entries %q and %q would both be written to %q (without their \".\" components); rename one", a.Entries[j].Name, e.Name, p))
 		case e.Mode&fs.ModeSymlink != 0:
 			return fail(fmt.Errorf("entry %q: %w", e.Name, ErrSymlink))
 		case !e.IsDir() && readable(e) != "":
 			return fail(fmt.Errorf("entry %q %s", e.Name, readable(e)))
 		}
-		seen[clean] = true
+		seen[clean] = i
 		if e.IsDir() {
 			res.Dirs++
 		} else {
@@ -102,15 +113,15 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 	}
 	defer root.Close()
 
-	x := &extractor{a: a, root: root, overwrite: opts.Overwrite, files: make([]extractFile, len(a.Entries))}
+	x := &extractor{a: a, root: root, overwrite: opts.Overwrite, files: make([]extractFile, len(a.Entries)), paths: paths}
 	// Directories first, so entries can be written in any order; then refuse
 	// to overwrite before a byte is downloaded.
 	made := make(map[string]bool)
 	for i := range a.Entries {
 		e := &a.Entries[i]
-		d := path.Dir(strings.TrimSuffix(e.Name, "/"))
+		d := path.Dir(strings.TrimSuffix(paths[i], "/"))
 		if e.IsDir() {
-			d = strings.TrimSuffix(e.Name, "/")
+			d = strings.TrimSuffix(paths[i], "/")
 		}
 		if d != "." && !made[d] {
 			if err := root.MkdirAll(d, 0o755); err != nil {
@@ -119,7 +130,7 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 			made[d] = true
 		}
 		if !e.IsDir() && !opts.Overwrite {
-			if _, err := root.Lstat(e.Name); err == nil {
+			if _, err := root.Lstat(paths[i]); err == nil {
 				return fail(fmt.Errorf("entry %q: %w (use overwrite to replace it)", e.Name, fs.ErrExist))
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return fail(fmt.Errorf("entry %q: %w", e.Name, err))
@@ -143,11 +154,11 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 		}
 	}
 	sort.Slice(dirs, func(p, q int) bool {
-		return strings.Count(a.Entries[dirs[p]].Name, "/") > strings.Count(a.Entries[dirs[q]].Name, "/")
+		return strings.Count(paths[dirs[p]], "/") > strings.Count(paths[dirs[q]], "/")
 	})
 	for _, i := range dirs {
 		e := &a.Entries[i]
-		if err := root.Chtimes(strings.TrimSuffix(e.Name, "/"), e.Modified, e.Modified); err != nil {
+		if err := root.Chtimes(strings.TrimSuffix(paths[i], "/"), e.Modified, e.Modified); err != nil {
 			return fail(fmt.Errorf("entry %q: %w", e.Name, err))
 		}
 	}
@@ -165,6 +176,7 @@ type extractor struct {
 	root      *os.Root
 	overwrite bool
 	files     []extractFile
+	paths     []string // per entry, where it is written (EntryPath)
 	bytes     atomic.Int64
 }
 
@@ -173,13 +185,15 @@ func (x *extractor) header(i int, h *localHeader, problem string) error {
 	if problem != "" {
 		return fmt.Errorf("entry %q: %s", e.Name, problem)
 	}
-	for _, d := range compareLocal(e, h) {
-		if !d.descriptor {
-			return fmt.Errorf("entry %q: %s", e.Name, d.what)
-		}
+	if d := compareLocal(e, h); len(d) > 0 {
+		return fmt.Errorf("entry %q: %s", e.Name, d[0])
 	}
 	return nil
 }
+
+// descriptor accepts any data descriptor: the file's CRC-32 is checked
+// against the central directory's, which gives every size.
+func (x *extractor) descriptor(int, int64, []byte) error { return nil }
 
 // content opens entry i's file on first use; chunks write at their offsets.
 // The file is written under a temporary name in its directory
@@ -201,7 +215,7 @@ func (x *extractor) content(i int, at int64) (io.Writer, error) {
 		var f *os.File
 		var err error
 		for try := 0; try < 10; try++ {
-			xf.tmp = path.Join(path.Dir(e.Name), fmt.Sprintf(".s3zip-get-%d-%08x.tmp", i, rand.Uint32()))
+			xf.tmp = path.Join(path.Dir(x.paths[i]), fmt.Sprintf(".s3zip-get-%d-%08x.tmp", i, rand.Uint32()))
 			f, err = x.root.OpenFile(xf.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 			if !errors.Is(err, fs.ErrExist) {
 				break
@@ -237,36 +251,36 @@ func (x *extractor) finished(i int, crc uint32, n int64) error {
 	case n != e.UncompressedSize:
 		err = fmt.Errorf("entry %q: data decodes to %d bytes, the central directory says %d", e.Name, n, e.UncompressedSize)
 	default:
-		err = x.place(e.Name, tmp)
+		err = x.place(e.Name, x.paths[i], tmp)
 	}
 	if err != nil {
 		_ = x.root.Remove(tmp)
 		return err
 	}
-	if err := x.root.Chtimes(e.Name, e.Modified, e.Modified); err != nil {
+	if err := x.root.Chtimes(x.paths[i], e.Modified, e.Modified); err != nil {
 		return fmt.Errorf("entry %q: %w", e.Name, err)
 	}
 	return nil
 }
 
-// place gives the whole file at tmp its entry's name. Without overwrite a
+// place gives the whole file at tmp its entry's path p. Without overwrite a
 // hard link does it, which fails rather than replace a file that appeared
 // since the check before the download; where links are not supported, the
-// name is checked again and the file renamed.
-func (x *extractor) place(name, tmp string) error {
+// path is checked again and the file renamed.
+func (x *extractor) place(name, p, tmp string) error {
 	if !x.overwrite {
-		err := x.root.Link(tmp, name)
+		err := x.root.Link(tmp, p)
 		if err == nil {
 			return x.root.Remove(tmp)
 		}
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("entry %q: %w (use overwrite to replace it)", name, fs.ErrExist)
 		}
-		if _, lerr := x.root.Lstat(name); lerr == nil {
+		if _, lerr := x.root.Lstat(p); lerr == nil {
 			return fmt.Errorf("entry %q: %w (use overwrite to replace it)", name, fs.ErrExist)
 		}
 	}
-	if err := x.root.Rename(tmp, name); err != nil {
+	if err := x.root.Rename(tmp, p); err != nil {
 		return fmt.Errorf("entry %q: %w", name, err)
 	}
 	return nil

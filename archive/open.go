@@ -3,12 +3,14 @@ package archive
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -68,6 +70,11 @@ type Archive struct {
 	Zip64           bool  // the end records include a ZIP64 end record
 	CentralDirStart int64 // offset of the central directory
 	CentralDirSize  int64
+	// Trailing is how many bytes follow the end of central directory
+	// record and its comment (bsdtar writing to a pipe pads the archive
+	// with zeros to its block size); TrailingZeros says they are all zeros.
+	Trailing      int64
+	TrailingZeros bool
 
 	client      Client
 	endProblems []string // inconsistencies in the end records that did not stop reading
@@ -184,31 +191,65 @@ func (a *Archive) readRange(ctx context.Context, start, end int64) ([]byte, erro
 	return b, nil
 }
 
+// maxTrailing is how many bytes after the end of central directory record
+// and its comment readEnd looks through for it. Info-ZIP and Go's
+// archive/zip read archives followed by other bytes, and bsdtar writing to
+// a pipe pads its archive with zeros to its 10240-byte block.
+const maxTrailing = 64 << 10
+
 // readEnd finds the end of central directory record in the object's last
-// 64 KiB (the longest comment), follows a ZIP64 locator to the ZIP64 end
-// record, and checks that they agree (APPNOTE 4.3.14–4.3.16, 4.4.1.4).
+// bytes, follows a ZIP64 locator to the ZIP64 end record, and checks that
+// they agree (APPNOTE 4.3.14–4.3.16, 4.4.1.4). The record is looked for
+// first where its comment ends with the object, then, as Info-ZIP does,
+// followed by up to maxTrailing other bytes: the last record whose central
+// directory ends where the end records start is taken.
 func (a *Archive) readEnd(ctx context.Context) error {
 	if a.Size < zipformat.EndLen {
 		return a.formatErr(0, "object is %d bytes, shorter than an end of central directory record (%d)", a.Size, zipformat.EndLen)
 	}
-	tailStart := max(0, a.Size-(zipformat.EndLen+zipformat.MaxCommentLen+zipformat.Zip64LocatorLen+zipformat.Zip64EndLen))
+	tailStart := max(0, a.Size-(maxTrailing+zipformat.EndLen+zipformat.MaxCommentLen+zipformat.Zip64LocatorLen+zipformat.Zip64EndLen))
 	tail, err := a.readRange(ctx, tailStart, a.Size)
 	if err != nil {
 		return err
 	}
 	// Last record first: an archive without a comment ends with it, and a
 	// signature inside a comment must not be taken for the record.
-	pos := -1
 	for i := len(tail) - zipformat.EndLen; i >= 0 && len(tail)-zipformat.EndLen-i <= zipformat.MaxCommentLen; i-- {
 		if binary.LittleEndian.Uint32(tail[i:]) == zipformat.EndSignature &&
 			int(binary.LittleEndian.Uint16(tail[i+20:])) == len(tail)-zipformat.EndLen-i {
-			pos = i
-			break
+			return a.readEndAt(ctx, tail, tailStart, i)
 		}
 	}
-	if pos < 0 {
-		return a.formatErr(a.Size, "no end of central directory record (signature 0x%08x) in the last %d bytes; truncated or not a ZIP archive", zipformat.EndSignature, len(tail))
+	var firstErr error
+	for i := len(tail) - zipformat.EndLen; i >= 0 && len(tail)-zipformat.EndLen-i <= zipformat.MaxCommentLen+maxTrailing; i-- {
+		end := i + zipformat.EndLen
+		if binary.LittleEndian.Uint32(tail[i:]) != zipformat.EndSignature || end+int(binary.LittleEndian.Uint16(tail[i+20:])) > len(tail) {
+			continue
+		}
+		end += int(binary.LittleEndian.Uint16(tail[i+20:]))
+		err := a.readEndAt(ctx, tail, tailStart, i)
+		if err == nil {
+			a.Trailing = int64(len(tail) - end)
+			a.TrailingZeros = !slices.ContainsFunc(tail[end:], func(b byte) bool { return b != 0 })
+			return nil
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			return err
+		}
+		firstErr = cmp.Or(firstErr, err)
+		a.Zip64, a.endProblems = false, nil
 	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return a.formatErr(a.Size, "no end of central directory record (signature 0x%08x) in the last %d bytes; truncated or not a ZIP archive", zipformat.EndSignature, len(tail))
+}
+
+// readEndAt reads the end of central directory record at tail[pos:] and the
+// ZIP64 end records it points to, and sets where the central directory is.
+func (a *Archive) readEndAt(ctx context.Context, tail []byte, tailStart int64, pos int) error {
+	var err error
 	endOff := tailStart + int64(pos)
 	b := readBuf(tail[pos+4:])
 	disk, cdDisk := b.u16(), b.u16()

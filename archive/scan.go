@@ -51,6 +51,11 @@ type handler interface {
 	// unread is called instead of finished when entry i's data could not be
 	// read or decoded.
 	unread(i int, why string) error
+	// descriptor is called, for an entry whose local or central header has
+	// flag bit 3, with the bytes from the end of its data (at end), where the
+	// data descriptor is: zipformat.DataDescriptorMaxLen of them, fewer where
+	// the central directory starts sooner.
+	descriptor(i int, end int64, b []byte) error
 }
 
 // scan reads every entry's local header and data once, with bounded
@@ -64,7 +69,10 @@ type scan struct {
 
 	order     []int   // entry indices by local header offset
 	dataStart []int64 // per entry; -1 until its local header has been read
-	dataBytes atomic.Int64
+	// descriptors marks the entries whose local or central header has flag
+	// bit 3, once their local header has been read.
+	descriptors []bool
+	dataBytes   atomic.Int64
 }
 
 // transportError marks a failure to read from S3 (as opposed to what was read
@@ -89,6 +97,7 @@ func newScan(a *Archive, h handler, concurrency int, chunkSize, coalesce int64) 
 	s := &scan{a: a, h: h, concurrency: concurrency, chunkSize: chunkSize, coalesce: coalesce}
 	s.order = make([]int, len(a.Entries))
 	s.dataStart = make([]int64, len(a.Entries))
+	s.descriptors = make([]bool, len(a.Entries))
 	for i := range s.order {
 		s.order[i] = i
 		s.dataStart[i] = -1
@@ -226,8 +235,18 @@ func (s *scan) readHeader(st *stream, i int) error {
 	}
 	if problem == "" {
 		s.dataStart[i] = e.Offset + h.length
+		s.descriptors[i] = (h.flags|e.Flags)&zipformat.FlagDataDescriptor != 0
 	}
 	return nil
+}
+
+// descriptorLen is how many bytes after entry i's data, which ends at end,
+// are read for its data descriptor: none without flag bit 3.
+func (s *scan) descriptorLen(i int, end int64) int64 {
+	if !s.descriptors[i] {
+		return 0
+	}
+	return max(0, min(zipformat.DataDescriptorMaxLen, s.a.CentralDirStart-end))
 }
 
 func readLocalHeader(st *stream) (*localHeader, string, error) {
@@ -274,47 +293,60 @@ func (s *scan) readRun(ctx context.Context, r run) error {
 		if start < 0 {
 			continue
 		}
-		if why := readable(e); why != "" {
-			if err := s.h.unread(i, why); err != nil {
-				return err
-			}
-			continue
-		}
 		if start+e.CompressedSize > a.CentralDirStart {
 			if err := s.h.unread(i, fmt.Sprintf("data from %d to %d %v at %d", start, start+e.CompressedSize, errPastCentralDir, a.CentralDirStart)); err != nil {
 				return err
 			}
 			continue
 		}
-		w, err := s.h.content(i, 0)
-		if err != nil {
+		if err := s.readData(st, i, *bufp); err != nil {
 			return err
 		}
-		crc := crc32.NewIEEE()
-		var src io.Reader = io.LimitReader(st, e.CompressedSize)
-		if e.Method == MethodDeflate {
-			src = flate.NewReader(src)
-		}
-		n, err := io.CopyBuffer(io.MultiWriter(w, crc), src, *bufp)
-		if c, ok := src.(io.Closer); ok {
-			c.Close()
-		}
-		if err != nil {
-			var te *transportError
-			if errors.As(err, &te) || e.Method == MethodStore {
-				return fmt.Errorf("entry %q: %w", e.Name, err)
-			}
-			if err := s.h.unread(i, fmt.Sprintf("deflate data is corrupt: %v", err)); err != nil {
+		if end := start + e.CompressedSize; s.descriptors[i] {
+			if err := st.seek(end); err != nil {
 				return err
 			}
-			continue
-		}
-		s.dataBytes.Add(e.CompressedSize)
-		if err := s.h.finished(i, crc.Sum32(), n); err != nil {
-			return err
+			b := make([]byte, s.descriptorLen(i, end))
+			if _, err := io.ReadFull(st, b); err != nil {
+				return fmt.Errorf("entry %q: data descriptor: %w", e.Name, err)
+			}
+			if err := s.h.descriptor(i, end, b); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// readData reads the data of entry i, whose local header the stream has
+// just read, and hands it to the handler.
+func (s *scan) readData(st *stream, i int, buf []byte) error {
+	e := &s.a.Entries[i]
+	if why := readable(e); why != "" {
+		return s.h.unread(i, why)
+	}
+	w, err := s.h.content(i, 0)
+	if err != nil {
+		return err
+	}
+	crc := crc32.NewIEEE()
+	var src io.Reader = io.LimitReader(st, e.CompressedSize)
+	if e.Method == MethodDeflate {
+		src = flate.NewReader(src)
+	}
+	n, err := io.CopyBuffer(io.MultiWriter(w, crc), src, buf)
+	if c, ok := src.(io.Closer); ok {
+		c.Close()
+	}
+	if err != nil {
+		var te *transportError
+		if errors.As(err, &te) || e.Method == MethodStore {
+			return fmt.Errorf("entry %q: %w", e.Name, err)
+		}
+		return s.h.unread(i, fmt.Sprintf("deflate data is corrupt: %v", err))
+	}
+	s.dataBytes.Add(e.CompressedSize)
+	return s.h.finished(i, crc.Sum32(), n)
 }
 
 // readChunk reads chunk k of a chunked entry with its own ranged GET; the
@@ -328,7 +360,12 @@ func (s *scan) readChunk(ctx context.Context, i, k int, cs *chunkState) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.a.get(ctx, start, start+n)
+	// The last chunk's GET also takes the data descriptor, if there is one.
+	var desc []byte
+	if start+n == s.dataStart[i]+e.CompressedSize {
+		desc = make([]byte, s.descriptorLen(i, start+n))
+	}
+	body, err := s.a.get(ctx, start, start+n+int64(len(desc)))
 	if err != nil {
 		return fmt.Errorf("entry %q: %w", e.Name, err)
 	}
@@ -340,6 +377,14 @@ func (s *scan) readChunk(ctx context.Context, i, k int, cs *chunkState) error {
 		return fmt.Errorf("entry %q bytes %d-%d: %w", e.Name, start, start+n-1, err)
 	}
 	s.dataBytes.Add(n)
+	if s.descriptors[i] && desc != nil {
+		if _, err := io.ReadFull(body, desc); err != nil {
+			return fmt.Errorf("entry %q: data descriptor at %d: %w", e.Name, start+n, err)
+		}
+		if err := s.h.descriptor(i, start+n, desc); err != nil {
+			return err
+		}
+	}
 	cs.crcs[k] = crc.Sum32()
 	if cs.remaining.Add(-1) != 0 {
 		return nil

@@ -198,7 +198,8 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 	keys := map[string]taken{norm.NFC.String(prefix + ReportName): {prefix + ReportName, "the extraction report"}}
 	for i := range a.Entries {
 		e := &a.Entries[i]
-		if why := unsafeName(e.Name); why != "" {
+		name, why := entryName(e.Name)
+		if why != "" {
 			refused = append(refused, Skipped{e.Name, why})
 			continue
 		}
@@ -220,7 +221,7 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 		// Names equal after Unicode NFC normalisation (é as one code point
 		// or as e + combining accent) are the same file to most file
 		// systems and people: refused like exact duplicates.
-		key := prefix + e.Name
+		key := prefix + name
 		nk := norm.NFC.String(key)
 		if other, dup := keys[nk]; dup {
 			if other.key == key {
@@ -294,23 +295,23 @@ func layoutProblems(a *archive.Archive, dataStart map[int]int64) []Skipped {
 	return out
 }
 
-// unsafeName says why name cannot become a key under the prefix, or "".
-func unsafeName(name string) string {
+// entryName returns the name an entry is written under below the prefix
+// (archive.EntryPath: without "." components), or why it cannot become a key.
+func entryName(name string) (string, string) {
 	if !utf8.ValidString(name) {
-		return "is not valid UTF-8"
+		return "", "is not valid UTF-8"
 	}
-	if err := archive.CheckName(name); err != nil {
-		var ue *archive.UnsafeNameError
-		if e, ok := err.(*archive.UnsafeNameError); ok {
-			ue = e
-			return ue.Why
+	p, err := archive.EntryPath(name)
+	if err != nil {
+		if ue, ok := err.(*archive.UnsafeNameError); ok {
+			return "", ue.Why
 		}
-		return err.Error()
+		return "", err.Error()
 	}
-	if len(name) > 1024-64 {
-		return fmt.Sprintf("is %d bytes long; S3 keys are at most 1024 bytes with the prefix", len(name))
+	if len(p) > 1024-64 {
+		return "", fmt.Sprintf("is %d bytes long; S3 keys are at most 1024 bytes with the prefix", len(p))
 	}
-	return ""
+	return p, ""
 }
 
 // notAFile says why an entry that is not a regular file or an empty
@@ -416,8 +417,9 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 	}
 	for _, i := range order {
 		e := &a.Entries[i]
+		name, _ := entryName(e.Name) // Check refused those without one
 		it := Item{
-			Entry: i, Name: e.Name, Key: prefix + e.Name, Method: e.Method,
+			Entry: i, Name: e.Name, Key: prefix + name, Method: e.Method,
 			Offset: e.Offset, Bound: bound[i], DataStart: -1, CompressedSize: e.CompressedSize, Size: e.UncompressedSize,
 			CRC32: e.CRC32, Modified: e.Modified, ContentType: contentType(e.Name),
 		}

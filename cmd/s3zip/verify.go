@@ -17,7 +17,9 @@ func init() {
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("verify", "s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]",
 		"Read the archive with ranged GETs and check every record and every entry's CRC-32 against its data.\n"+
-			"Exits 0 when the archive is sound, 1 when it has problems (each listed) or cannot be read.")
+			"Exits 0 when the archive is sound, 1 when it has problems (each listed) or cannot be read.\n"+
+			"Warnings (listed after the problems) name what 7-Zip, Info-ZIP and Go's archive/zip read correctly\n"+
+			"but other readers, or get and extract, treat differently; they leave the exit code 0.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
@@ -44,7 +46,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if errors.As(err, &fe) {
 		// An archive too broken to list is a verification result, not a
 		// failure to verify: report it the same way.
-		r := &archive.Report{Bucket: bucket, Key: key, Problems: []archive.Problem{{Offset: fe.Offset, What: fe.What}}}
+		r := &archive.Report{Bucket: bucket, Key: key, Problems: []archive.Problem{{Offset: fe.Offset, What: fe.What}}, Warnings: []archive.Problem{}}
 		if err := printReport(stdout, r, *asJSON); err != nil {
 			return err
 		}
@@ -75,20 +77,26 @@ func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %v (offset %d)\n", p, p.Offset)
 	}
+	for _, p := range r.Warnings {
+		fmt.Fprintf(w, "warning: %v (offset %d)\n", p, p.Offset)
+	}
 	zip64 := "no"
 	if r.Zip64 {
 		zip64 = "yes"
 	}
 	secs := r.Elapsed.Seconds()
-	_, err := fmt.Fprintf(w, "s3://%s/%s: %s (%s, %s, %d with ZIP64 fields), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
-		r.Bucket, r.Key, count(r.Entries, "entry", "entries"), count(r.Files, "file", "files"), count(r.Dirs, "directory", "directories"), r.Zip64Entries, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
+	_, err := fmt.Fprintf(w, "s3://%s/%s: %s (%s, %s, %d with ZIP64 fields, %d with data descriptors), ZIP64 end records: %s, %d bytes checked in %.2f s%s: ",
+		r.Bucket, r.Key, count(r.Entries, "entry", "entries"), count(r.Files, "file", "files"), count(r.Dirs, "directory", "directories"), r.Zip64Entries, r.Descriptors, zip64, r.BytesChecked, secs, rate(r.BytesChecked, secs))
 	if err != nil {
 		return err
 	}
-	if r.OK() {
-		_, err = fmt.Fprintln(w, "OK")
-	} else {
-		_, err = fmt.Fprintln(w, count(len(r.Problems), "problem", "problems"))
+	verdict := "OK"
+	if !r.OK() {
+		verdict = count(len(r.Problems), "problem", "problems")
 	}
+	if len(r.Warnings) > 0 {
+		verdict += ", " + count(len(r.Warnings), "warning", "warnings")
+	}
+	_, err = fmt.Fprintln(w, verdict)
 	return err
 }

@@ -57,8 +57,30 @@ func cliServer(t *testing.T) *s3test.Server {
 	return srv
 }
 
+// putTestdata puts archives from archive/testdata (values, relative to it)
+// into bucket "cli" under the keys.
+func putTestdata(t *testing.T, srv *s3test.Server, files map[string]string) {
+	t.Helper()
+	for key, file := range files {
+		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.PutObject(t, "cli", key, b)
+	}
+}
+
 func TestVerifyCommand(t *testing.T) {
 	srv := cliServer(t)
+	// Written by Python's zipfile on a stream: data descriptors with ZIP64
+	// sizes after every entry; and one whose first descriptor's CRC-32 is
+	// wrong (see archive/testdata/descriptors); and one whose first
+	// descriptor has the right CRC-32 but a wrong size, which 7-Zip,
+	// Info-ZIP and Go read correctly and Java's ZipInputStream rejects.
+	// bsdtar writing to a pipe pads the archive with zeros after its end
+	// record (see archive/testdata/bsdtar).
+	putTestdata(t, srv, map[string]string{"streamed.zip": "descriptors/python-stream-zip64.zip", "bad-descriptor.zip": "descriptors/bad-descriptor-crc.zip",
+		"descriptor-sizes.zip": "descriptors/warn-descriptor-sizes.zip", "padded.zip": "bsdtar/pipe-padded.zip", "dot.zip": "bsdtar/dot.zip"})
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -68,6 +90,19 @@ func TestVerifyCommand(t *testing.T) {
 		{"good-archive", []string{"s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "", "3 entries (3 files, 0 directories"},
 		{"flags-first", []string{"--concurrency", "2", "--endpoint", srv.Endpoint(), "s3://cli/good.zip"}, "", ": OK"},
 		{"flipped-byte", []string{"s3://cli/bad.zip", "--endpoint", srv.Endpoint()}, "bad.zip: 1 problem", `problem: entry "a.txt": data has CRC-32`},
+		{"data-descriptors", []string{"s3://cli/streamed.zip", "--endpoint", srv.Endpoint()}, "", "4 entries (4 files, 0 directories, 0 with ZIP64 fields, 4 with data descriptors), ZIP64 end records: no, 12378 bytes checked"},
+		{"wrong-data-descriptor", []string{"s3://cli/bad-descriptor.zip", "--endpoint", srv.Endpoint()}, "1 problem", `problem: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 b8fc7b7d`},
+		{"descriptor-sizes-warn", []string{"s3://cli/descriptor-sizes.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: entry "readme.txt": data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 67, uncompressed size 3840; the central directory says 66, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry) (offset 106)
+s3://cli/descriptor-sizes.zip: 4 entries`},
+		{"descriptor-sizes-summary", []string{"s3://cli/descriptor-sizes.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning\n"},
+		{"trailing-zeros-warn", []string{"s3://cli/padded.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: 9735 bytes after the end of central directory record belong to no record (all zeros, as bsdtar pads an archive it writes to a pipe; Info-ZIP and Go's archive/zip ignore them, 7-Zip warns of a "Tail Size") (offset 505)
+s3://cli/padded.zip: 3 entries (2 files, 1 directory, 0 with ZIP64 fields, 2 with data descriptors), ZIP64 end records: no, 19 bytes checked in `},
+		{"trailing-zeros-summary", []string{"s3://cli/padded.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 1 warning\n"},
+		{"dot-components-warn", []string{"s3://cli/dot.zip", "--endpoint", srv.Endpoint()}, "",
+			`warning: entry "./a": name has a "." component, which 7-Zip, Info-ZIP and Go's archive/zip read past; get and extract write it as "a" (offset 64)`},
+		{"dot-components-summary", []string{"s3://cli/dot.zip", "--endpoint", srv.Endpoint()}, "", ": OK, 4 warnings\n"},
 		{"truncated", []string{"s3://cli/truncated.zip", "--endpoint", srv.Endpoint()}, "not a readable ZIP archive", "problem: no end of central directory"},
 		{"missing-object", []string{"s3://cli/nope.zip", "--endpoint", srv.Endpoint()}, "s3://cli/nope.zip does not exist", ""},
 		{"not-an-s3-uri", []string{"cli/good.zip", "--endpoint", srv.Endpoint()}, "not an S3 URI", ""},
@@ -95,7 +130,18 @@ func TestVerifyCommand(t *testing.T) {
 		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err == nil {
 			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
 		}
-		if r.Entries != 3 || len(r.Problems) != 1 || r.Problems[0].Entry != "a.txt" {
+		if r.Entries != 3 || len(r.Problems) != 1 || r.Problems[0].Entry != "a.txt" || r.Warnings == nil || len(r.Warnings) != 0 {
+			t.Errorf("report %+v", r)
+		}
+	})
+	t.Run("json-warnings", func(t *testing.T) {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"verify", "--json", "--endpoint", srv.Endpoint(), "s3://cli/descriptor-sizes.zip"}, &out)
+		var r archive.Report
+		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err != nil {
+			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
+		}
+		if len(r.Problems) != 0 || len(r.Warnings) != 1 || r.Warnings[0].Entry != "readme.txt" || !strings.Contains(out.String(), `"warnings": [`) {
 			t.Errorf("report %+v", r)
 		}
 	})
@@ -103,6 +149,7 @@ func TestVerifyCommand(t *testing.T) {
 
 func TestGetCommand(t *testing.T) {
 	srv := cliServer(t)
+	putTestdata(t, srv, map[string]string{"padded.zip": "bsdtar/pipe-padded.zip", "dot.zip": "bsdtar/dot.zip", "dot-clash.zip": "bsdtar/dot-clash.zip"})
 	dir := filepath.Join(t.TempDir(), "out")
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint(), "--concurrency", "4"}, &out); err != nil {
@@ -123,6 +170,10 @@ func TestGetCommand(t *testing.T) {
 	}{
 		{"existing-files", []string{"get", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, "file already exists"},
 		{"overwrite", []string{"get", "--overwrite", "s3://cli/good.zip", dir, "--endpoint", srv.Endpoint()}, ""},
+		{"trailing-zeros", []string{"get", "s3://cli/padded.zip", filepath.Join(dir, "padded"), "--endpoint", srv.Endpoint()}, ""},
+		{"dot-components", []string{"get", "s3://cli/dot.zip", filepath.Join(dir, "dot"), "--endpoint", srv.Endpoint()}, ""},
+		{"dot-components-clash", []string{"get", "s3://cli/dot-clash.zip", filepath.Join(dir, "clash"), "--endpoint", srv.Endpoint()},
+			`entries "./a" and "a" would both be written to "a" (without their "." components); rename one`},
 		{"corrupt-archive", []string{"get", "s3://cli/bad.zip", t.TempDir(), "--endpoint", srv.Endpoint()}, "data has CRC-32"},
 		{"missing-dir-argument", []string{"get", "s3://cli/good.zip", "--endpoint", srv.Endpoint()}, "missing DIR"},
 	} {
@@ -133,6 +184,11 @@ func TestGetCommand(t *testing.T) {
 				t.Errorf("get: error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+	for name, want := range map[string]string{"padded/a": "alpha\n", "padded/d/b": "bravo bravo bravo bravo\n", "dot/a": "alpha\n", "dot/d/b": "bravo bravo bravo bravo\n"} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
 	}
 }
 
