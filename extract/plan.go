@@ -316,25 +316,32 @@ func entryName(name string) (string, string) {
 
 // notAFile says why an entry that is not a regular file or an empty
 // directory cannot become an object, or "": what a symbolic link's data
-// holds is its target, a directory's data or a device's has no file to go
-// into. Such entries are skipped (and listed), never written.
+// holds is its target, a directory's data or an empty device's has no file
+// to go into. Such entries are skipped (and listed), never written. A
+// device, pipe or socket entry that holds data is the content read through
+// it (Info-ZIP's `zip - <file` records standard input, a pipe, with the
+// pipe's mode) and is extracted as Info-ZIP's unzip extracts it: as a file.
 func notAFile(e *archive.Entry) string {
 	m := e.Mode
+	special := ""
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "is a symbolic link (S3 has no links; its data is the link's target, not a file's content)"
-	case m&fs.ModeCharDevice != 0:
-		return "is a character device file (not a file with content)"
-	case m&fs.ModeDevice != 0:
-		return "is a block device file (not a file with content)"
-	case m&fs.ModeNamedPipe != 0:
-		return "is a named pipe (not a file with content)"
-	case m&fs.ModeSocket != 0:
-		return "is a socket (not a file with content)"
 	case e.IsDir() && e.UncompressedSize != 0:
 		return fmt.Sprintf("is a directory entry with %d bytes of data (a directory has no content to write)", e.UncompressedSize)
 	case m.IsDir() && !e.IsDir():
 		return "is a directory (its mode says so) without the trailing / of a directory's name"
+	case m&fs.ModeCharDevice != 0:
+		special = "a character device file"
+	case m&fs.ModeDevice != 0:
+		special = "a block device file"
+	case m&fs.ModeNamedPipe != 0:
+		special = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		special = "a socket"
+	}
+	if special != "" && e.UncompressedSize == 0 {
+		return "is " + special + " with no data (not a file with content)"
 	}
 	return ""
 }
