@@ -576,7 +576,7 @@ type probeS3 interface {
 // crcProbe has S3 compute objects' CRC-32s without downloading them: a copy
 // of an object into a multipart upload created with CRC-32 answers with the
 // copied bytes' CRC. The upload is never completed (so parts of any size
-// will do) and is aborted when planning ends.
+// will do) and is aborted when planning, or the worker's batch, ends.
 type crcProbe struct {
 	c           probeS3
 	bucket, key string
@@ -603,36 +603,51 @@ func (p *crcProbe) start(ctx context.Context) error {
 // report a usable one (then the caller reads the object). The first range
 // copied is first bytes long when first > 0, else up to 5 GiB like the rest.
 func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
-	if err := p.start(ctx); err != nil {
-		return 0, false, err
-	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
 		to = min(from+plan.MaxPartSize, size)
-		if from == 0 && first > 0 {
-			to = min(first, size)
+		if from == 0 && first > 0 && size > plan.MinPartSize {
+			to = min(first, size) // (a smaller source is copied whole: S3 copies no range of it)
 		}
-		n := p.next.Add(1)%plan.MaxParts + 1
-		in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-			CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
-		if src.ETag != "" {
-			in.CopySourceIfMatch = &src.ETag
-		}
-		out, err := p.c.UploadPartCopy(ctx, in)
-		if err != nil {
-			return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
-		}
-		_, answer, err := copied(out, src.Bucket, src.Key)
-		if err != nil {
+		v, ok, err := p.rangeCRC(ctx, src, size, from, to)
+		if err != nil || !ok {
 			return 0, false, err
-		}
-		v, ok := decodeCRC(answer)
-		if !ok {
-			return 0, false, nil
 		}
 		crc = zipformat.CombineCRC(crc, v, to-from)
 	}
 	return crc, true, nil
+}
+
+// rangeCRC returns the CRC-32 S3 computes of the bytes [from, to) of a
+// source of size bytes, copied into the probe's upload; ok=false when its
+// answer carries none, or when S3 copies no such range (plan.CopyRange).
+func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to int64) (uint32, bool, error) {
+	rng, copyable := plan.CopyRange(from, to, size)
+	if !copyable {
+		return 0, false, nil
+	}
+	if err := p.start(ctx); err != nil {
+		return 0, false, err
+	}
+	n := p.next.Add(1)%plan.MaxParts + 1
+	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
+		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
+	if rng != "" {
+		in.CopySourceRange = &rng
+	}
+	if src.ETag != "" {
+		in.CopySourceIfMatch = &src.ETag
+	}
+	out, err := p.c.UploadPartCopy(ctx, in)
+	if err != nil {
+		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+	}
+	_, answer, err := copied(out, src.Bucket, src.Key)
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := decodeCRC(answer)
+	return v, ok, nil
 }
 
 func (p *crcProbe) close(ctx context.Context) {
