@@ -622,8 +622,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 // source of size bytes, copied into the probe's upload; ok=false when its
 // answer carries none, or when S3 copies no such range (plan.CopyRange).
 func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to int64) (uint32, bool, error) {
-	rng, copyable := plan.CopyRange(from, to, size)
-	if !copyable {
+	if _, copyable := plan.CopyRange(from, to, size); !copyable {
 		return 0, false, nil
 	}
 	if err := p.start(ctx); err != nil {
@@ -632,9 +631,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	n := p.next.Add(1)%plan.MaxParts + 1
 	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
 		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
-	if rng != "" {
-		in.CopySourceRange = &rng
-	}
+	setCopyRange(in, from, to, size)
 	if src.ETag != "" {
 		in.CopySourceIfMatch = &src.ETag
 	}

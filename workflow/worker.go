@@ -343,10 +343,10 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	in := &s3.UploadPartCopyInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber:      aws.Int32(int32(item.Number)),
-		CopySource:      aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
-		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
+		PartNumber: aws.Int32(int32(item.Number)),
+		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
 	}
+	setCopyRange(in, from, to, item.SourceSize)
 	if src.ETag != "" {
 		in.CopySourceIfMatch = &src.ETag
 	}
