@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // ExtractOptions tune Extract; zero values take the defaults.
@@ -42,7 +44,8 @@ type ExtractResult struct {
 
 // Extract writes every entry under dir (created if missing). Before anything
 // is downloaded it refuses names that could leave dir (see CheckName),
-// duplicate names, symbolic links, encrypted entries and methods other than
+// duplicate names, a file whose name is also another entry's folder,
+// symbolic links, encrypted entries and methods other than
 // STORED and deflate, and — unless opts.Overwrite — files that already exist.
 // All writes go through an os.Root, so a symbolic link already in dir cannot
 // redirect them outside it. Entries are downloaded with parallel ranged GETs:
@@ -69,6 +72,10 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 			only.Entries = kept
 			a = &only
 		}
+	}
+	// (Before the duplicates: a file "sub" and a folder "sub/" are named both.)
+	if err := folderClash(a.Entries); err != nil {
+		return fail(err)
 	}
 	seen := make(map[string]bool, len(a.Entries))
 	res.Entries = len(a.Entries)
@@ -299,4 +306,24 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// folderClash refuses entries a file system cannot hold together: a file
+// "sub" and an entry under the folder "sub/" (S3 holds both keys: s3zip
+// extract writes such an archive to objects).
+func folderClash(entries []Entry) error {
+	names := make([]string, len(entries))
+	for i := range entries {
+		names[i] = entries[i].Name
+	}
+	c := zipformat.FolderClashes(names, func(s string) string { return s })
+	if len(c) == 0 {
+		return nil
+	}
+	more := ""
+	if len(c) > 1 {
+		more = fmt.Sprintf(" (and %d more like them)", len(c)-1)
+	}
+	return fmt.Errorf("entries %q and %q%s: %q is a file and also the folder of %q, and a file system holds only one of them; extract the archive into S3 instead (s3zip extract), where both are objects",
+		names[c[0].File], names[c[0].Under], more, names[c[0].File], names[c[0].Under])
 }

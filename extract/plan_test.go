@@ -263,3 +263,24 @@ func TestPlanStoredChoiceByModel(t *testing.T) {
 		t.Errorf("64 KiB read groups: threshold not below 8 MiB groups' %d", aws)
 	}
 }
+
+// An archive made elsewhere with a file "sub" and an entry "sub/x" (which
+// create refuses and get to a disk refuses) is extracted into S3, where both
+// are objects: Check keeps both and PlanJobs writes both keys.
+func TestPlanKeepsAFileThatIsAlsoAFolder(t *testing.T) {
+	p := planOf(t, Options{}, stored("sub", 100), stored("sub/x", 200), deflated("sub/y/z.txt", 50, 400))
+	keys := map[string]bool{}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			keys[it.Key] = true
+		}
+	}
+	for _, k := range []string{"out/sub", "out/sub/x", "out/sub/y/z.txt"} {
+		if !keys[k] {
+			t.Errorf("no job writes %s: %+v", k, p.Jobs)
+		}
+	}
+	if p.Objects != 3 || len(p.Skipped) != 0 {
+		t.Errorf("objects %d, skipped %v; want 3 and none", p.Objects, p.Skipped)
+	}
+}

@@ -156,7 +156,8 @@ func (e *InputError) Error() string { return fmt.Sprintf("entry %q: %s", e.Entry
 
 // Make plans an archive of entries, in the order and with the parts the
 // strategy chooses. Names must already be final (see CheckNames and
-// ResolveDuplicates); Make checks them again and refuses duplicates.
+// ResolveDuplicates); Make checks them again and refuses duplicates and
+// names that are also folders of others (CheckFolderClashes).
 func Make(entries []Entry, opts Options) (*Plan, error) {
 	if opts.PartSize == 0 {
 		opts.PartSize = DefaultPartSize
@@ -223,6 +224,9 @@ func checkEntries(entries []Entry) error {
 		return err
 	}
 	if err := checkDuplicates(entries); err != nil {
+		return err
+	}
+	if err := CheckFolderClashes(entries); err != nil {
 		return err
 	}
 	for i := range entries {

@@ -358,10 +358,11 @@ func refError(what, bucket, key string, err error) error {
 func planError(err error) error {
 	var ne *plan.NameError
 	var de *plan.DuplicateError
+	var fe *plan.FolderClashError
 	var ie *plan.InputError
 	var le *plan.LimitError
 	switch {
-	case errors.As(err, &ne), errors.As(err, &de), errors.As(err, &ie):
+	case errors.As(err, &ne), errors.As(err, &de), errors.As(err, &fe), errors.As(err, &ie):
 		return &RequestError{[]string{err.Error()}}
 	case errors.As(err, &le):
 		return &LimitError{le.Msg}
@@ -397,6 +398,9 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 		return nil, err
 	}
 	if err := plan.ResolveDuplicates(entries, dups); err != nil {
+		return nil, planError(err)
+	}
+	if err := plan.CheckFolderClashes(entries); err != nil {
 		return nil, planError(err)
 	}
 	return entries, nil
