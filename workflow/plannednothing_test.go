@@ -23,7 +23,7 @@ func TestRunnerSkipsAbortWhenPlanningWroteNothing(t *testing.T) {
 	// "sub" and "sub/x": a file and a folder of the same name (a POSIX-backed
 	// server cannot hold both keys; a manifest names them so).
 	e.srv.PutObject(t, "src", "lists/clash.csv", []byte("key,name\np/a.txt,sub\nq/x/same.txt,sub/x\n"))
-	clash := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/clash.csv"}},"destination":{"bucket":"dst","key":"c.zip"},"options":{%s}}`
+	clash := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/clash.csv"}},"destination":{"bucket":"dst","key":%q},"options":{%s}}`
 	for _, tc := range []struct {
 		name    string
 		request json.RawMessage
@@ -34,8 +34,8 @@ func TestRunnerSkipsAbortWhenPlanningWroteNothing(t *testing.T) {
 		{"duplicate-names", request("duo", "q/", "d.zip", `,"names":"flat"`), new(*RequestError), nil},
 		{"empty-prefix", request("duo", "none/", "e.zip", ""), new(*RequestError), nil},
 		{"missing-manifest", json.RawMessage(`{"source":{"manifest":{"bucket":"src","key":"none.csv"}},"destination":{"bucket":"dst","key":"m.zip"}}`), new(*RequestError), nil},
-		{"file-and-folder", json.RawMessage(fmt.Sprintf(clash, "")), new(*RequestError), []string{`file "sub" (key "p/a.txt")`, `"sub/x" (key "q/x/same.txt")`, "manifest"}},
-		{"file-and-folder-compressed", json.RawMessage(fmt.Sprintf(clash, `"compression":"deflate"`)), new(*RequestError), []string{`"sub/x"`}},
+		{"file-and-folder", json.RawMessage(fmt.Sprintf(clash, "c.zip", "")), new(*RequestError), []string{`file "sub" (key "p/a.txt")`, `"sub/x" (key "q/x/same.txt")`, "manifest"}},
+		{"file-and-folder-compressed", json.RawMessage(fmt.Sprintf(clash, "cz.zip", `"compression":"deflate"`)), new(*RequestError), []string{`"sub/x"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counter := s3metrics.New()
