@@ -605,13 +605,18 @@ func (p *crcProbe) start(ctx context.Context) error {
 
 // crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
 // report a usable one (then the caller reads the object). The first range
-// copied is first bytes long when first > 0, else up to 5 GiB like the rest.
+// copied is first bytes long when first > 0, else up to 5 GiB like the rest;
+// a source S3 copies no range of (plan.CopyRange) is then not copied at all:
+// its whole copy could only be answered as uselessly.
 func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
+	if _, ok := plan.CopyRange(0, min(first, size), size); first > 0 && !ok {
+		return 0, false, nil
+	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
 		to = min(from+plan.MaxPartSize, size)
-		if from == 0 && first > 0 && size > plan.MinPartSize {
-			to = min(first, size) // (a smaller source is copied whole: S3 copies no range of it)
+		if from == 0 && first > 0 {
+			to = min(first, size)
 		}
 		v, ok, err := p.rangeCRC(ctx, src, size, from, to)
 		if err != nil || !ok {

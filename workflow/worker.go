@@ -97,7 +97,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 	}
 	// The batch's CRC probes copy into an upload of their own, never into
 	// the archive's (pipePart), aborted when the batch ends.
-	probe := &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%scrc-probe-%s", job.WorkPrefix, newAttempt())}
+	probe := &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}
 	defer probe.close(ctx)
 	started := 0
 	for i := range in.Items {

@@ -177,7 +177,7 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 const probeUploadID = "probe"
 
 func (f *fakeS3) CreateMultipartUpload(_ context.Context, in *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
-	if strings.Contains(aws.ToString(in.Key), "crc-probe") {
+	if strings.Contains(aws.ToString(in.Key), "probe") {
 		return &s3.CreateMultipartUploadOutput{UploadId: aws.String(probeUploadID)}, nil
 	}
 	return nil, errors.New("fakeS3: chains are not faked")
