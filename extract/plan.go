@@ -384,15 +384,18 @@ func Copies(a *archive.Archive, keep []int, opts Options) []int {
 	small := opts.ReadBelow()
 	var out []int
 	for _, i := range keep {
-		if e := &a.Entries[i]; copied(e, small) {
+		if e := &a.Entries[i]; copied(a, e, small) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-func copied(e *archive.Entry, small int64) bool {
-	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small
+// copied says whether an entry is copied server-side: STORED, not small,
+// and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
+// entries of a smaller one are read).
+func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
+	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > plan.MinPartSize
 }
 
 // PlanJobs turns the entries kept by Check into jobs; dataStart holds where
@@ -435,7 +438,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
 			return nil, &RefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
 		}
-		if copied(e, small) {
+		if copied(a, e, small) {
 			ds, ok := dataStart[i]
 			if !ok {
 				return nil, fmt.Errorf("entry %q: where its data starts was not read before planning its copy", e.Name)
