@@ -3,6 +3,8 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +96,42 @@ func TestDirectoryPartSizeBounds(t *testing.T) {
 	for _, size := range []int64{MinPartSize - 1, MaxPartSize + 1} {
 		if _, err := Make(longNamed(2, 20), Options{DirectoryPartSize: size}); err == nil || !strings.Contains(err.Error(), "directory part size") {
 			t.Errorf("directory part size %d: %v, want refused", size, err)
+		}
+	}
+}
+
+// TestDirectoryReaderMemoryFlat: reading the central directory part by
+// part into the finalizer's buffer allocates a constant, whatever the entry
+// count (35,000 and 70,000 entries), where Directory allocates all of it.
+func TestDirectoryReaderMemoryFlat(t *testing.T) {
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	part := make([]byte, MinPartSize)
+	for _, n := range []int{35_000, 70_000} {
+		p := mustPlan(t, longNamed(n, 300), Options{Strategy: StrategyStream})
+		for i := range p.Entries {
+			p.Entries[i].CRC32 = KnownCRC(uint32(i))
+		}
+		var err error
+		streamed := allocated(func() {
+			r := p.DirectoryReader()
+			for err == nil {
+				_, err = io.ReadFull(r, part)
+			}
+		})
+		if err != io.ErrUnexpectedEOF && err != io.EOF {
+			t.Fatalf("%d entries: reading the directory: %v", n, err)
+		}
+		whole := allocated(func() { _, err = p.Directory() })
+		t.Logf("%d entries, directory %d bytes: read in parts allocates %d bytes, whole %d", n, p.Size-p.DirectoryOffset, streamed, whole)
+		if streamed > 64<<10 {
+			t.Errorf("%d entries: reading the %d-byte directory in %d-byte parts allocated %d bytes, want a constant under 64 KiB", n, p.Size-p.DirectoryOffset, len(part), streamed)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	dir := io.TeeReader(p.DirectoryReader(), dirCRC)
 	completed := false
 	for _, final := range p.FinalParts() {
-		directory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
+		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
 			for i, v := range computed {
 				p.Entries[i].CRC32 = plan.KnownCRC(v)
 			}
@@ -144,7 +144,16 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 			}
 			return b, nil
 		}
-		last, err := uploadPart(ctx, f.S3, cfg, &job, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, directory, nil)
+		var last *PartResult
+		if final.Start >= p.DirectoryOffset {
+			// Directory only: read into the part's buffer, no copy.
+			var b []byte
+			if b, err = readDirectory(nil); err == nil {
+				last, err = sendPart(ctx, f.S3, &job, final.Number, b)
+			}
+		} else {
+			last, err = uploadPart(ctx, f.S3, cfg, &job, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, readDirectory, nil)
+		}
 		if err != nil {
 			if !s3ref.IsCode(err, "NoSuchUpload") {
 				return nil, fmt.Errorf("final part %d: %w", final.Number, err)
