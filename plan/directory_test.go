@@ -135,3 +135,32 @@ func TestDirectoryReaderMemoryFlat(t *testing.T) {
 		}
 	}
 }
+
+// TestCoalesceKeepsDirectoryParts: the two-level assembly merges the
+// workers' parts into chains to fit S3's 10,000 parts, and leaves the
+// finalizer's directory parts as they are, counting them in the limit.
+func TestCoalesceKeepsDirectoryParts(t *testing.T) {
+	var parts []Part
+	pos := int64(0)
+	for range MaxParts {
+		parts = append(parts, Part{Kind: PartUpload, Start: pos, End: pos + MinPartSize})
+		pos += MinPartSize
+	}
+	for _, size := range []int64{8 * MiB, 8 * MiB, 100} {
+		parts = append(parts, Part{Kind: PartUpload, Start: pos, End: pos + size, Final: true})
+		pos += size
+	}
+	out := coalesce(parts)
+	if len(out) > MaxParts {
+		t.Fatalf("coalesced to %d parts, over %d", len(out), MaxParts)
+	}
+	finals := out[firstFinal(out):]
+	if len(finals) != 3 || finals[0].Start != MaxParts*MinPartSize || finals[2].End != pos {
+		t.Fatalf("final parts after coalescing: %+v, want the 3 directory parts unchanged", finals)
+	}
+	for _, f := range finals {
+		if f.Kind != PartUpload || !f.Final {
+			t.Fatalf("final part %+v became a %s part", f, f.Kind)
+		}
+	}
+}
