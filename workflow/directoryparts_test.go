@@ -85,3 +85,25 @@ func TestRunWritesDirectoryInParts(t *testing.T) {
 	e.checkArchive(t, "out/a.zip", "in/")
 	e.assertClean(t)
 }
+
+// TestMergeRefusesResultForDirectoryPart: the directory's parts are the
+// finalizer's; a worker result naming one is not taken.
+func TestMergeRefusesResultForDirectoryPart(t *testing.T) {
+	entries := make([]plan.Entry, 12_000)
+	for i := range entries {
+		name := fmt.Sprintf("%06d-%s", i, strings.Repeat("n", 900))
+		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: "src", Key: name}, Size: 1}
+	}
+	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyStream, DirectoryPartSize: plan.MinPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.FinalParts()) < 2 {
+		t.Fatalf("%d final parts, want 2 or more", len(p.FinalParts()))
+	}
+	directoryPart := p.FinalParts()[1].Number
+	_, _, err = mergeResults(p, []PartResult{{Part: directoryPart, ETag: `"x"`}})
+	if err == nil || !strings.Contains(err.Error(), "worker parts are 1 to") {
+		t.Fatalf("a worker result for directory part %d: %v, want it refused", directoryPart, err)
+	}
+}
