@@ -17,10 +17,10 @@ import (
 )
 
 // inventoryRequest archives what the report at manifestKey (in bucket inv)
-// lists under prefix.
-func inventoryRequest(manifestKey, prefix, dest, extra string) json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{"source":{"inventory":{"bucket":"inv","key":%q},"prefix":%q%s},"destination":{"bucket":"dst","key":%q},"options":{"strategy":"stream"}}`,
-		manifestKey, prefix, extra, dest))
+// lists under prefix; extra adds source fields.
+func inventoryRequest(manifestKey, prefix, dest, strategy, extra string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"source":{"inventory":{"bucket":"inv","key":%q},"prefix":%q%s},"destination":{"bucket":"dst","key":%q},"options":{"strategy":%q}}`,
+		manifestKey, prefix, extra, dest, strategy))
 }
 
 // putReport writes a report of every object of src into bucket inv.
@@ -61,7 +61,7 @@ func TestInventorySourceArchive(t *testing.T) {
 				t.Fatalf("report has %d data files; the case needs several", len(r.DataKeys))
 			}
 			delete(e.want, "other/x.txt")
-			res, err := e.runner().Run(context.Background(), inventoryRequest(r.ManifestKey, "logs/", "out/a.zip", ""), "exec-inv")
+			res, err := e.runner().Run(context.Background(), inventoryRequest(r.ManifestKey, "logs/", "out/a.zip", "stream", ""), "exec-inv")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,8 @@ func TestInventorySourceArchive(t *testing.T) {
 }
 
 // The planner reads the report, not the objects: 50 and 500 objects take
-// the same requests (no HeadObject, no GetObject per object).
+// the same requests (no HeadObject, no GetObject per object), with the
+// default strategy (auto).
 func TestInventoryPlannerRequestsDoNotGrowWithObjects(t *testing.T) {
 	counts := map[int]map[string]int64{}
 	for _, n := range []int{50, 500} {
@@ -88,7 +89,7 @@ func TestInventoryPlannerRequestsDoNotGrowWithObjects(t *testing.T) {
 		r := e.putReport(t, invreport.CSV, 1000)
 		c := s3metrics.New()
 		pl := &Planner{S3: srv.Client(t, c.Option()), Config: Config{WorkBucket: "work"}}
-		job, err := pl.Plan(context.Background(), PlanInput{Request: inventoryRequest(r.ManifestKey, "k/", "out/a.zip", ""), Execution: "exec-count"})
+		job, err := pl.Plan(context.Background(), PlanInput{Request: inventoryRequest(r.ManifestKey, "k/", "out/a.zip", "auto", ""), Execution: "exec-count"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func TestInventorySourceRefused(t *testing.T) {
 			if c.config != nil {
 				c.config(&run.Config)
 			}
-			_, err := run.Run(context.Background(), inventoryRequest(r.ManifestKey, "in/", "out/x.zip", c.extra), "exec-refused")
+			_, err := run.Run(context.Background(), inventoryRequest(r.ManifestKey, "in/", "out/x.zip", "stream", c.extra), "exec-refused")
 			var re *RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %T %v, want a RequestError", err, err)
