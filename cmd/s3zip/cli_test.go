@@ -138,7 +138,7 @@ func TestHelpVersionAndTypos(t *testing.T) {
 		{"help-command", []string{"help"}, expect{stdout: []string{"usage: s3zip <command>"}, stdoutOnly: true}},
 		{"help-of-create", []string{"help", "create"}, expect{stdout: []string{"usage: s3zip create"}, stdoutOnly: true}},
 		{"create-h", []string{"create", "-h"}, expect{
-			stdout:     []string{"usage: s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key) --dest", "auto, stream, duo or chain (default auto)"},
+			stdout:     []string{"usage: s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest", "auto, stream, duo or chain (default auto)"},
 			banned:     []string{"Usage of", "stream or duo (default duo)"},
 			stdoutOnly: true}},
 		{"plan-h", []string{"plan", "-h"}, expect{stdout: []string{"usage: s3zip plan", "--source", "--endpoint"}, banned: []string{"Usage of"}, stdoutOnly: true}},
