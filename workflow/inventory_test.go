@@ -114,6 +114,7 @@ func TestInventorySourceRefused(t *testing.T) {
 		name   string
 		spoil  func(t *testing.T, e *env, r *invreport.Report)
 		extra  string // source fields
+		prefix string // "in/" when not given
 		config func(*Config)
 		want   []string
 	}{
@@ -149,6 +150,13 @@ func TestInventorySourceRefused(t *testing.T) {
 			want:  []string{`source.bucket "elsewhere"`, `lists bucket "src"`},
 		},
 		{
+			// As a listing's: the names would start with "/". The request
+			// names no bucket; the message names the report's.
+			name:   "prefix-not-a-folder",
+			prefix: "in",
+			want:   []string{`source prefix "in" does not end in "/"`, "give the folder, s3://src/in/"},
+		},
+		{
 			name:   "keys-outside-allowed-sources",
 			config: func(c *Config) { c.AllowedSources = []string{"src/in/small/"} },
 			want:   []string{"s3://src/in/big/b.bin is outside the sources this deployment allows"},
@@ -167,7 +175,11 @@ func TestInventorySourceRefused(t *testing.T) {
 			if c.config != nil {
 				c.config(&run.Config)
 			}
-			_, err := run.Run(context.Background(), inventoryRequest(r.ManifestKey, "in/", "out/x.zip", "stream", c.extra), "exec-refused")
+			prefix := c.prefix
+			if prefix == "" {
+				prefix = "in/"
+			}
+			_, err := run.Run(context.Background(), inventoryRequest(r.ManifestKey, prefix, "out/x.zip", "stream", c.extra), "exec-refused")
 			var re *RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %T %v, want a RequestError", err, err)
