@@ -444,3 +444,32 @@ func TestCheckName(t *testing.T) {
 }
 
 func crcOf(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+// An archive holding a file "sub" and an entry under "sub/" (one made
+// elsewhere: s3zip create refuses it) cannot be extracted to a file system
+// whole: Extract refuses it, naming both, before it writes anything, in
+// either order of the entries.
+func TestExtractRefusesAFileThatIsAlsoAFolder(t *testing.T) {
+	env := newEnv(t)
+	for _, tc := range []struct {
+		name    string
+		entries []testEntry
+		says    string
+	}{
+		{"file-first", []testEntry{{name: "ok.txt", data: []byte("ok")}, {name: "sub", data: []byte("a file")}, {name: "sub/x", data: []byte("under it")}}, `entries "sub" and "sub/x"`},
+		{"folder-first", []testEntry{{name: "ok.txt", data: []byte("ok")}, {name: "sub/x", data: []byte("under it")}, {name: "sub", data: []byte("a file")}}, `entries "sub" and "sub/x"`},
+		{"folder-entry", []testEntry{{name: "ok.txt", data: []byte("ok")}, {name: "sub/", data: nil}, {name: "sub", data: []byte("a file")}}, `entries "sub" and "sub/"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := env.open(t, "clash-"+tc.name+".zip", buildZip(t, tc.entries))
+			dir := t.TempDir()
+			_, err := a.Extract(t.Context(), dir, ExtractOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("Extract: %v; want a refusal naming both entries (%s)", err, tc.says)
+			}
+			if left, _ := os.ReadDir(dir); len(left) > 0 {
+				t.Errorf("Extract wrote %d entries before refusing the archive (%s first)", len(left), left[0].Name())
+			}
+		})
+	}
+}

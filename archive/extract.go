@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // ExtractOptions tune Extract; zero values take the defaults.
@@ -43,9 +45,9 @@ type ExtractResult struct {
 // Extract writes every entry under dir (created if missing), each under its
 // EntryPath: "./a" as "a", and "./" not at all. Before anything is
 // downloaded it refuses names that could leave dir (see CheckName), two
-// entries with one path (naming both), symbolic links, encrypted entries
-// and methods other than STORED and deflate, and — unless opts.Overwrite —
-// files that already exist.
+// entries with one path (naming both), a file whose name is also another
+// entry's folder, symbolic links, encrypted entries and methods other than
+// STORED and deflate, and — unless opts.Overwrite — files that already exist.
 // All writes go through an os.Root, so a symbolic link already in dir cannot
 // redirect them outside it. Entries are downloaded with parallel ranged GETs:
 // neighbouring entries share one GET, large STORED entries are split into
@@ -74,6 +76,10 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 		only := *a
 		only.Entries = kept
 		a = &only
+	}
+	// (Before the duplicates: a file "sub" and a folder "sub/" are named both.)
+	if err := folderClash(a.Entries); err != nil {
+		return fail(err)
 	}
 	paths := make([]string, len(a.Entries))
 	seen := make(map[string]int, len(a.Entries))
@@ -313,4 +319,24 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// folderClash refuses entries a file system cannot hold together: a file
+// "sub" and an entry under the folder "sub/" (S3 holds both keys: s3zip
+// extract writes such an archive to objects).
+func folderClash(entries []Entry) error {
+	names := make([]string, len(entries))
+	for i := range entries {
+		names[i] = entries[i].Name
+	}
+	c := zipformat.FolderClashes(names, func(s string) string { return s })
+	if len(c) == 0 {
+		return nil
+	}
+	more := ""
+	if len(c) > 1 {
+		more = fmt.Sprintf(" (and %d more like them)", len(c)-1)
+	}
+	return fmt.Errorf("entries %q and %q%s: %q is a file and also the folder of %q, and a file system holds only one of them; extract the archive into S3 instead (s3zip extract), where both are objects",
+		names[c[0].File], names[c[0].Under], more, names[c[0].File], names[c[0].Under])
 }

@@ -316,25 +316,32 @@ func entryName(name string) (string, string) {
 
 // notAFile says why an entry that is not a regular file or an empty
 // directory cannot become an object, or "": what a symbolic link's data
-// holds is its target, a directory's data or a device's has no file to go
-// into. Such entries are skipped (and listed), never written.
+// holds is its target, a directory's data or an empty device's has no file
+// to go into. Such entries are skipped (and listed), never written. A
+// device, pipe or socket entry that holds data is the content read through
+// it (Info-ZIP's `zip - <file` records standard input, a pipe, with the
+// pipe's mode) and is extracted as Info-ZIP's unzip extracts it: as a file.
 func notAFile(e *archive.Entry) string {
 	m := e.Mode
+	special := ""
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "is a symbolic link (S3 has no links; its data is the link's target, not a file's content)"
-	case m&fs.ModeCharDevice != 0:
-		return "is a character device file (not a file with content)"
-	case m&fs.ModeDevice != 0:
-		return "is a block device file (not a file with content)"
-	case m&fs.ModeNamedPipe != 0:
-		return "is a named pipe (not a file with content)"
-	case m&fs.ModeSocket != 0:
-		return "is a socket (not a file with content)"
 	case e.IsDir() && e.UncompressedSize != 0:
 		return fmt.Sprintf("is a directory entry with %d bytes of data (a directory has no content to write)", e.UncompressedSize)
 	case m.IsDir() && !e.IsDir():
 		return "is a directory (its mode says so) without the trailing / of a directory's name"
+	case m&fs.ModeCharDevice != 0:
+		special = "a character device file"
+	case m&fs.ModeDevice != 0:
+		special = "a block device file"
+	case m&fs.ModeNamedPipe != 0:
+		special = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		special = "a socket"
+	}
+	if special != "" && e.UncompressedSize == 0 {
+		return "is " + special + " with no data (not a file with content)"
 	}
 	return ""
 }
@@ -377,15 +384,18 @@ func Copies(a *archive.Archive, keep []int, opts Options) []int {
 	small := opts.ReadBelow()
 	var out []int
 	for _, i := range keep {
-		if e := &a.Entries[i]; copied(e, small) {
+		if e := &a.Entries[i]; copied(a, e, small) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-func copied(e *archive.Entry, small int64) bool {
-	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small
+// copied says whether an entry is copied server-side: STORED, not small,
+// and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
+// entries of a smaller one are read).
+func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
+	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > plan.MinPartSize
 }
 
 // PlanJobs turns the entries kept by Check into jobs; dataStart holds where
@@ -428,7 +438,7 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
 			return nil, &RefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
 		}
-		if copied(e, small) {
+		if copied(a, e, small) {
 			ds, ok := dataStart[i]
 			if !ok {
 				return nil, fmt.Errorf("entry %q: where its data starts was not read before planning its copy", e.Name)

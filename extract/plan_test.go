@@ -49,6 +49,38 @@ func planOf(t *testing.T, opts Options, entries ...archive.Entry) *Plan {
 	return p
 }
 
+// filler makes an archive over 5 MiB, whose ranges S3 copies: a DEFLATE
+// entry, which is read.
+var filler = deflated("filler.txt", 6<<20, 24<<20)
+
+// jobOf is the job that writes the named entry.
+func jobOf(t *testing.T, p *Plan, name string) Job {
+	t.Helper()
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			if it.Name == name {
+				return j
+			}
+		}
+	}
+	t.Fatalf("no job writes %q: %+v", name, p.Jobs)
+	return Job{}
+}
+
+// S3 copies a byte range only of a source over 5 MiB: the STORED entries of
+// a smaller archive are read, whatever their size.
+func TestPlanReadsTheEntriesOfASmallArchive(t *testing.T) {
+	p := planOf(t, Options{SmallStored: -1}, stored("x.bin", 3<<20), stored("y.bin", 2<<20-200))
+	for _, j := range p.Jobs {
+		if j.Kind != KindRead {
+			t.Errorf("a %s job in an archive of 5 MiB or less: %+v", j.Kind, j)
+		}
+	}
+	if p.Copied != 0 {
+		t.Errorf("copied %d bytes of an archive of 5 MiB or less", p.Copied)
+	}
+}
+
 func TestPlanCopyParts(t *testing.T) {
 	const gib = 1 << 30
 	for _, tc := range []struct {
@@ -61,13 +93,14 @@ func TestPlanCopyParts(t *testing.T) {
 		{"over 5 GiB: 5 GiB ranges", 12 * gib, []int64{5 * gib, 5 * gib, 2 * gib}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planOf(t, Options{SmallStored: -1}, stored("x.bin", tc.size))
-			if len(p.Jobs) != 1 || p.Jobs[0].Kind != KindCopy {
-				t.Fatalf("jobs %+v, want one copy", p.Jobs)
+			p := planOf(t, Options{SmallStored: -1}, filler, stored("x.bin", tc.size))
+			j := jobOf(t, p, "x.bin")
+			if j.Kind != KindCopy {
+				t.Fatalf("jobs %+v, want x.bin copied", p.Jobs)
 			}
 			var got []int64
-			next := p.Jobs[0].Items[0].DataStart
-			for _, r := range p.Jobs[0].Ranges {
+			next := j.Items[0].DataStart
+			for _, r := range j.Ranges {
 				if r.Start != next {
 					t.Errorf("range %v does not follow %d", r, next)
 				}
@@ -82,8 +115,8 @@ func TestPlanCopyParts(t *testing.T) {
 					t.Errorf("parts %v, want %v", got, tc.parts)
 				}
 			}
-			if p.Copied != tc.size || p.Read != 0 {
-				t.Errorf("copied %d read %d, want %d and 0", p.Copied, p.Read, tc.size)
+			if p.Copied != tc.size {
+				t.Errorf("copied %d, want %d", p.Copied, tc.size)
 			}
 		})
 	}
@@ -196,7 +229,8 @@ func TestSkipNotFiles(t *testing.T) {
 		with(stored("sock", 0), fs.ModeSocket|0o755),
 		with(stored("full/", 7), fs.ModeDir|0o755),
 		with(stored("nodir", 0), fs.ModeDir|0o755),
-		with(stored("empty/", 0), fs.ModeDir|0o755))
+		with(stored("empty/", 0), fs.ModeDir|0o755),
+		with(stored("-", 12), fs.ModeNamedPipe|0o600)) // Info-ZIP's standard input: data read through a pipe
 	want := map[string]string{"link": "symbolic link", "tty": "character device", "disk": "block device", "fifo": "named pipe",
 		"sock": "socket", "full/": "directory entry with 7 bytes", "nodir": "trailing /"}
 	got := map[string]string{}
@@ -208,8 +242,8 @@ func TestSkipNotFiles(t *testing.T) {
 			t.Errorf("%q: skipped because %q, want %q", name, got[name], why)
 		}
 	}
-	if p.Objects != 1 || len(got) != len(want) {
-		t.Errorf("objects %d, skipped %v; want 1 object and %d skipped", p.Objects, got, len(want))
+	if p.Objects != 2 || len(got) != len(want) {
+		t.Errorf("objects %d, skipped %v; want 2 objects (a, -) and %d skipped", p.Objects, got, len(want))
 	}
 }
 
@@ -242,14 +276,11 @@ func TestReserved(t *testing.T) {
 	}
 }
 
-// kindOf plans one STORED entry of n bytes and says how it is written.
+// kindOf plans one STORED entry of n bytes (in an archive over 5 MiB) and
+// says how it is written.
 func kindOf(t *testing.T, opts Options, n int64) Kind {
 	t.Helper()
-	p := planOf(t, opts, stored("x.bin", n))
-	if len(p.Jobs) != 1 {
-		t.Fatalf("%d jobs for one entry", len(p.Jobs))
-	}
-	return p.Jobs[0].Kind
+	return jobOf(t, planOf(t, opts, filler, stored("x.bin", n)), "x.bin").Kind
 }
 
 // Without smallStored the model of where the run happens chooses: AWS's
@@ -290,5 +321,26 @@ func TestPlanStoredChoiceByModel(t *testing.T) {
 	// A group size changes the read's share of a GET, so the threshold.
 	if (Options{ReadGroup: 64 << 10}).ReadBelow() >= aws {
 		t.Errorf("64 KiB read groups: threshold not below 8 MiB groups' %d", aws)
+	}
+}
+
+// An archive made elsewhere with a file "sub" and an entry "sub/x" (which
+// create refuses and get to a disk refuses) is extracted into S3, where both
+// are objects: Check keeps both and PlanJobs writes both keys.
+func TestPlanKeepsAFileThatIsAlsoAFolder(t *testing.T) {
+	p := planOf(t, Options{}, stored("sub", 100), stored("sub/x", 200), deflated("sub/y/z.txt", 50, 400))
+	keys := map[string]bool{}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			keys[it.Key] = true
+		}
+	}
+	for _, k := range []string{"out/sub", "out/sub/x", "out/sub/y/z.txt"} {
+		if !keys[k] {
+			t.Errorf("no job writes %s: %+v", k, p.Jobs)
+		}
+	}
+	if p.Objects != 3 || len(p.Skipped) != 0 {
+		t.Errorf("objects %d, skipped %v; want 3 and none", p.Objects, p.Skipped)
 	}
 }

@@ -19,8 +19,10 @@ import (
 // PadSize is the size of the zero pad a chain starts from.
 const PadSize = MinPartSize
 
-// ChainPiece is appended in a chain round: generated header bytes (one or
-// more header segments back to back) or a copy of one source range.
+// ChainPiece is appended in a chain round: bytes the worker sends (one or
+// more segments back to back: generated header bytes, and ranges of sources
+// of 5 MiB or less, which S3 copies only whole — CopyRange) or a copy of
+// one source range.
 type ChainPiece struct {
 	Copy     bool
 	Segments []Segment
@@ -40,7 +42,7 @@ func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
 	var pieces []ChainPiece
 	for _, s := range Segments(entries, end, start, end) {
 		n := s.To - s.From
-		if s.Kind == SegmentHeader {
+		if _, copyable := CopyRange(s.From, s.To, entries[s.Entry].Size); s.Kind == SegmentHeader || !copyable {
 			if k := len(pieces) - 1; k >= 0 && !pieces[k].Copy {
 				pieces[k].Segments = append(pieces[k].Segments, s)
 				pieces[k].Size += n
@@ -134,7 +136,7 @@ func ChainSteps(early []bool) int {
 // ChainCost is what building one chain part takes.
 type ChainCost struct {
 	Rounds       int
-	Uploaded     int64 // header bytes sent by the worker
+	Uploaded     int64 // bytes sent by the worker: headers, ranges S3 cannot copy
 	ServerCopied int64 // bytes S3 copies, rounds included
 	Requests     Requests
 }
@@ -159,6 +161,11 @@ func CostOfChain(rounds []ChainRound) ChainCost {
 			} else {
 				c.Requests.UploadPart++
 				c.Uploaded += pc.Size
+				for _, s := range pc.Segments {
+					if s.Kind == SegmentData {
+						c.Requests.Get++ // a range S3 cannot copy, read
+					}
+				}
 			}
 		}
 	}

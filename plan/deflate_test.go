@@ -4,8 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/klauspost/compress/flate"
@@ -139,3 +141,65 @@ func TestPlanDeflatedZip64(t *testing.T) {
 type zeroReader struct{}
 
 func (zeroReader) Read(b []byte) (int, error) { clear(b); return len(b), nil }
+
+// compressedLayout is what the read pass hands the planner for n objects of
+// mixed sizes around the part minimum, compressed (auto) or not: DEFLATE
+// entries whose sources are their compressed copies, with those sizes and
+// CRC-32s, beside STORED entries whose CRC-32 S3 may or may not store.
+func compressedLayout(seed uint64, n int) []Entry {
+	rng := rand.New(rand.NewPCG(seed, 21))
+	entries := make([]Entry, n)
+	for i := range entries {
+		raw := rng.Int64N(3 * MinPartSize)
+		if rng.IntN(4) == 0 {
+			raw = rng.Int64N(256 << 10)
+		}
+		e := Entry{Name: fmt.Sprintf("e%04d", i), Source: Source{Bucket: "src", Key: fmt.Sprintf("e%04d", i)}, Size: raw}
+		if rng.IntN(3) == 0 {
+			e.CRC32 = KnownCRC(rng.Uint32())
+		}
+		if raw > 0 && rng.IntN(2) == 0 {
+			// A ratio from 2% to 95%: some end just under 5 MiB, some over.
+			e.Method, e.RawSize, e.RawCRC32 = MethodDeflate, raw, KnownCRC(rng.Uint32())
+			e.Origin = &Source{Bucket: "src", Key: e.Name}
+			e.Source = Source{Bucket: "work", Key: "deflate/" + e.Name}
+			e.Size, e.CRC32 = max(1, raw*int64(2+rng.IntN(94))/100), KnownCRC(rng.Uint32())
+		}
+		entries[i] = e
+	}
+	return entries
+}
+
+// Property over many seeds: every plan of a compressed layout, whatever the
+// strategy, cuts every part but the last to at least 5 MiB and at most
+// 5 GiB, copies ranges only of sources over 5 MiB, and its workers' jobs (as
+// encoded, carried parts included) build exactly those parts.
+func TestCompressedLayoutsKeepPartSizes(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		entries := compressedLayout(seed, 5+int(seed%60))
+		for _, s := range []Strategy{StrategyStream, StrategyDuo, StrategyChain, StrategyAuto} {
+			p, err := Make(entries, Options{Strategy: s, Workers: 1 + int(seed%8)})
+			if err != nil {
+				t.Fatalf("seed %d %s: %v", seed, s, err)
+			}
+			for i, part := range p.Parts {
+				if i < len(p.Parts)-1 && part.Size() < MinPartSize {
+					t.Errorf("seed %d %s: part %d of %d is %d bytes", seed, s, part.Number, len(p.Parts), part.Size())
+				}
+				if part.Kind == PartCopy {
+					e := &p.Entries[part.First]
+					if _, ok := CopyRange(part.Start-e.DataOffset(), part.End-e.DataOffset(), e.Size); !ok {
+						t.Errorf("seed %d %s: part %d copies a range of %q, a source of %d bytes", seed, s, part.Number, e.Name, e.Size)
+					}
+				}
+			}
+			enc, err := p.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Decode(enc.Header, bytesReader(enc.Entries), bytesReader(enc.Parts)); err != nil {
+				t.Errorf("seed %d %s: the encoded jobs: %v", seed, s, err)
+			}
+		}
+	}
+}

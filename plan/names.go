@@ -256,6 +256,51 @@ func checkDuplicates(entries []Entry) error {
 	return nil
 }
 
+// FolderClashError lists entries whose name is also the folder of other
+// entries ("sub" and "sub/x"): the archive could not be extracted to a file
+// system, which holds a file or a folder under one name, not both.
+type FolderClashError struct {
+	Clashes [][2]FolderClashEntry // the file, and an entry under its name
+}
+
+// FolderClashEntry is one side of a clash: the name and its source key.
+type FolderClashEntry struct{ Name, Key string }
+
+func (e *FolderClashError) Error() string {
+	var b strings.Builder
+	n := len(e.Clashes)
+	fmt.Fprintf(&b, "%d name%s would be both a file and a folder in the archive", n, plural(n, "", "s"))
+	for i, c := range e.Clashes {
+		if i == 20 {
+			fmt.Fprintf(&b, "; and %d more", n-20)
+			break
+		}
+		fmt.Fprintf(&b, "; file %q (key %q) and %q (key %q)", c[0].Name, c[0].Key, c[1].Name, c[1].Key)
+	}
+	fmt.Fprintf(&b, `; no file system can extract both: rename one through a manifest (--manifest, a CSV "key,name" listing every object and its name in the archive: %q as %q, for instance)`,
+		e.Clashes[0][0].Key, e.Clashes[0][0].Name+".file")
+	return b.String()
+}
+
+// CheckFolderClashes refuses entries whose name is also the folder of
+// others (compared as duplicates are: NFC), listing every such pair.
+func CheckFolderClashes(entries []Entry) error {
+	names := make([]string, len(entries))
+	for i := range entries {
+		names[i] = entries[i].Name
+	}
+	clashes := zipformat.FolderClashes(names, sameName)
+	if len(clashes) == 0 {
+		return nil
+	}
+	err := &FolderClashError{}
+	for _, c := range clashes {
+		f, u := &entries[c.File], &entries[c.Under]
+		err.Clashes = append(err.Clashes, [2]FolderClashEntry{{f.Name, f.Source.Key}, {u.Name, u.Source.Key}})
+	}
+	return err
+}
+
 // suffixName puts " (n)" before the extension of the base name.
 func suffixName(name string, n int) string {
 	dir := strings.HasSuffix(name, "/")

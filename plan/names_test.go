@@ -95,3 +95,28 @@ func TestResolveDuplicatesUnicodeSpellings(t *testing.T) {
 		}
 	})
 }
+
+// "sub" and "sub/x" cannot both be extracted to a file system: Make
+// refuses them (also in two Unicode spellings), naming both keys and the
+// way out; a folder entry "sub/" beside "sub/x" is fine.
+func TestMakeRefusesAFileThatIsAlsoAFolder(t *testing.T) {
+	dir := Entry{Name: "sub/", Dir: true}
+	for _, c := range []struct {
+		name    string
+		entries []Entry
+		says    string
+	}{
+		{"file-and-file-under-it", []Entry{obj("sub", 10), obj("sub/x", 5)}, `file "sub" (key "p/sub") and "sub/x" (key "p/sub/x")`},
+		{"file-and-folder-entry", []Entry{obj("a/sub", 10), {Name: "a/sub/", Dir: true}}, `file "a/sub" (key "p/a/sub") and "a/sub/"`},
+		{"nfd-file-nfc-folder", []Entry{obj("cafe\u0301", 10), obj("caf\u00e9/menu.txt", 5)}, "\"caf\u00e9/menu.txt\""},
+	} {
+		_, err := Make(c.entries, Options{Strategy: StrategyDuo})
+		var fe *FolderClashError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "manifest") {
+			t.Errorf("%s: %v; want a FolderClashError saying %s and how to rename through a manifest", c.name, err, c.says)
+		}
+	}
+	if _, err := Make([]Entry{dir, obj("sub/x", 5), obj("subway", 3)}, Options{Strategy: StrategyDuo}); err != nil {
+		t.Errorf("a folder entry and its files: %v", err)
+	}
+}

@@ -161,7 +161,8 @@ func (e *InputError) Error() string { return fmt.Sprintf("entry %q: %s", e.Entry
 
 // Make plans an archive of entries, in the order and with the parts the
 // strategy chooses. Names must already be final (see CheckNames and
-// ResolveDuplicates); Make checks them again and refuses duplicates.
+// ResolveDuplicates); Make checks them again and refuses duplicates and
+// names that are also folders of others (CheckFolderClashes).
 func Make(entries []Entry, opts Options) (*Plan, error) {
 	if opts.PartSize == 0 {
 		opts.PartSize = DefaultPartSize
@@ -231,6 +232,9 @@ func checkEntries(entries []Entry) error {
 		return err
 	}
 	if err := checkDuplicates(entries); err != nil {
+		return err
+	}
+	if err := CheckFolderClashes(entries); err != nil {
 		return err
 	}
 	for i := range entries {
@@ -326,6 +330,7 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 			parts = append(parts, cutParts(PartUpload, s.start, s.end, opts)...)
 		}
 	}
+	p.alignChainCuts(parts)
 	if len(parts) > MaxParts && p.Strategy != StrategyStream && p.Strategy != StrategyDuo {
 		parts = coalesce(parts)
 	}
@@ -340,6 +345,39 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 	p.describeAll(parts)
 	p.Parts = parts
 	return nil
+}
+
+// alignChainCuts moves each cut between two chain parts that falls inside
+// the data of an object of 5 MiB or less to that object's start or end: S3
+// copies no range of such an object (CopyRange), so its chain would have to
+// read the piece and send it. A cut stays where it is when neither place
+// leaves both parts between MinPartSize and MaxPartSize.
+func (p *Plan) alignChainCuts(parts []Part) {
+	for i := 0; i+1 < len(parts); i++ {
+		a, b := &parts[i], &parts[i+1]
+		if a.Kind != PartChain || b.Kind != PartChain {
+			continue
+		}
+		cut := a.End
+		k := sort.Search(len(p.Entries), func(j int) bool { return p.Entries[j].End() > cut })
+		if k == len(p.Entries) {
+			continue
+		}
+		e := &p.Entries[k]
+		if cut <= e.DataOffset() || e.Size > MinPartSize {
+			continue
+		}
+		to := []int64{e.Offset, e.End()}
+		if e.End()-cut < cut-e.Offset {
+			to[0], to[1] = to[1], to[0]
+		}
+		for _, t := range to {
+			if left, right := t-a.Start, b.End-t; min(left, right) >= MinPartSize && max(left, right) <= MaxPartSize {
+				a.End, b.Start = t, t
+				break
+			}
+		}
+	}
 }
 
 // mergeShortStreams makes every streamed span but the last at least

@@ -1,6 +1,9 @@
 package plan
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // SegmentKind says where a segment's bytes come from.
 type SegmentKind uint8
@@ -83,11 +86,12 @@ const MinCRCProbe = 256 << 10
 const MaxReadAhead = 1 << 20
 
 // SplitCRCProbes divides the segments whose CRC-32 a worker must learn
-// (CRCProbes) into those it probes with a copy and those under MinCRCProbe
-// it reads ahead.
-func SplitCRCProbes(segs []Segment, need []int) (probe, read []int) {
+// (CRCProbes) into those it probes with a copy and those it reads ahead:
+// under MinCRCProbe, or a range S3 cannot copy (CopyRange).
+func SplitCRCProbes(entries []PlacedEntry, segs []Segment, need []int) (probe, read []int) {
 	for _, i := range need {
-		if segs[i].To-segs[i].From < MinCRCProbe {
+		s := segs[i]
+		if _, copyable := CopyRange(s.From, s.To, entries[s.Entry].Size); s.To-s.From < MinCRCProbe || !copyable {
 			read = append(read, i)
 		} else {
 			probe = append(probe, i)
@@ -110,4 +114,20 @@ func Piped(segs []Segment, probe, read []int) bool {
 		ahead += segs[i].To - segs[i].From
 	}
 	return ahead <= MaxReadAhead
+}
+
+// CopyRange is the x-amz-copy-source-range of an UploadPartCopy of the
+// bytes [from, to) of a source of size bytes: "" for the whole source. S3
+// copies a byte range only of a source larger than 5 MB (UploadPartCopy:
+// "x-amz-copy-source-range … only if the source object is greater than
+// 5 MB"), so a part of a source of MinPartSize or less cannot be copied:
+// ok is false, and its bytes must be read instead.
+func CopyRange(from, to, size int64) (rng string, ok bool) {
+	switch {
+	case from == 0 && to == size:
+		return "", true
+	case size <= MinPartSize:
+		return "", false
+	}
+	return fmt.Sprintf("bytes=%d-%d", from, to-1), true
 }

@@ -112,9 +112,9 @@ func (p *Plan) partStats(part *Part) Stats {
 			}
 		}
 		// A worker's part whose CRC-32s a few copies tell is piped: each
-		// probe is an UploadPartCopy of the range into the part's number
-		// (small ranges are read ahead, by the GET counted above).
-		probes, reads := SplitCRCProbes(segs, CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }))
+		// probe is an UploadPartCopy of the range into its batch's probe
+		// upload (small ranges are read ahead, by the GET counted above).
+		probes, reads := SplitCRCProbes(entries, segs, CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }))
 		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
 			s.Requests.UploadPartCopy += len(probes)

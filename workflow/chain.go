@@ -115,12 +115,13 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if x.content != item.Size() {
 		return nil, fmt.Errorf("internal error: chain built %d bytes, the part is %d", x.content, item.Size())
 	}
-	out, err := w.S3.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+	product := &s3.UploadPartCopyInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber:      aws.Int32(int32(item.Number)),
-		CopySource:      aws.String(s3ref.CopySource(job.WorkBucket, x.key, "")),
-		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", x.lead, x.lead+x.content-1)),
-	})
+		PartNumber: aws.Int32(int32(item.Number)),
+		CopySource: aws.String(s3ref.CopySource(job.WorkBucket, x.key, "")),
+	}
+	setCopyRange(product, x.lead, x.lead+x.content, x.lead+x.content)
+	out, err := w.S3.UploadPartCopy(ctx, product)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
 	}
@@ -251,8 +252,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 		e := &entries[seg.Entry]
 		g.Go(func() error {
 			in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
-				CopySource:      aws.String(s3ref.CopySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID)),
-				CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", seg.From, seg.To-1))}
+				CopySource: aws.String(s3ref.CopySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID))}
+			setCopyRange(in, seg.From, seg.To, e.Size)
 			if e.Source.ETag != "" {
 				in.CopySourceIfMatch = &e.Source.ETag
 			}
@@ -281,12 +282,12 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	if x.content < plan.MinPartSize {
 		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
 	}
-	// Header bytes first: a missing CRC stops the round before anything is in flight.
+	// The bytes sent first: a missing CRC stops the round before anything is in flight.
 	bodies := make([][]byte, len(u.pieces))
 	for i, pc := range u.pieces {
 		if !pc.Copy {
 			var err error
-			if bodies[i], err = headerBytes(entries, pc); err != nil {
+			if bodies[i], err = sentBytes(ctx, u.c, entries, pc); err != nil {
 				return x, 0, err
 			}
 		}
@@ -297,8 +298,10 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		g.Go(func() error { return u.copyPieces(gctx, entries) })
 	}
 	g.Go(func() error {
-		out, err := u.c.UploadPartCopy(gctx, &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
-			CopySource: aws.String(s3ref.CopySource(u.bucket, x.key, "")), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))})
+		in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
+			CopySource: aws.String(s3ref.CopySource(u.bucket, x.key, ""))}
+		setCopyRange(in, from, to, x.lead+x.content) // (the first round copies the whole pad)
+		out, err := u.c.UploadPartCopy(gctx, in)
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
 		}
@@ -352,12 +355,22 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	return built{key: u.key, lead: lead, content: x.content + added}, uploaded, nil
 }
 
-// headerBytes are a generated piece's bytes: local headers (or parts of
-// them), each with its entry's CRC-32, which the plan made sure is known.
-func headerBytes(entries []plan.PlacedEntry, pc plan.ChainPiece) ([]byte, error) {
-	var out, hdr []byte
+// sentBytes are the bytes of a piece the worker sends: local headers (or
+// parts of them), each with its entry's CRC-32, which the plan made sure is
+// known, and ranges of sources S3 cannot copy (plan.CopyRange), read.
+func sentBytes(ctx context.Context, c objectGetter, entries []plan.PlacedEntry, pc plan.ChainPiece) ([]byte, error) {
+	out := make([]byte, 0, pc.Size)
+	var hdr []byte
 	for _, s := range pc.Segments {
 		e := &entries[s.Entry]
+		if s.Kind == plan.SegmentData {
+			n := len(out)
+			out = out[:n+int(s.To-s.From)]
+			if err := getRange(ctx, c, sourceOf(e.Source), s.From, s.To, out[n:], true); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if !e.CRC32.Known {
 			return nil, &plan.UnknownCRCError{Entry: e.Name}
 		}

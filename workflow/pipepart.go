@@ -12,7 +12,6 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -30,8 +29,12 @@ var errNotPiped = errors.New("part not piped")
 // before the entry's data. Both come without reading: from the plan, from
 // the copies this job made (learned, tails), and for data whose CRC-32 no
 // one knows, from S3 itself: the range is copied with UploadPartCopy into
-// this part's number (plan.CRCProbes), S3's answer is the range's CRC-32,
-// and the UploadPart that follows replaces that copy. The part's CRC-32 is
+// the batch's probe upload in the work bucket (plan.CRCProbes), and S3's
+// answer is the range's CRC-32. Never into this part's own number: a probe
+// the worker gave up on (another probe failed, the batch was cancelled)
+// can still land on the server after the part's UploadPart, and would
+// replace the part with its few bytes (EntityTooSmall at Complete, or a
+// wrong part). The part's CRC-32 is
 // then the CRCs of its pieces combined. S3 checks the streamed bytes
 // against it, so a wrong CRC anywhere (a source changed, a server that
 // answers a ranged copy with the whole object's CRC) fails the upload with
@@ -42,9 +45,9 @@ var errNotPiped = errors.New("part not piped")
 // means the part needs more probes than plan.MaxCRCProbes or more read
 // ahead than that, or a probe failed or its answer carried no CRC-32 of the
 // range.
-func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail, probe *crcProbe) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
-	probes, reads := plan.SplitCRCProbes(segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
+	probes, reads := plan.SplitCRCProbes(entries, segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
 	if !plan.Piped(segs, probes, reads) {
 		return nil, errNotPiped
 	}
@@ -66,7 +69,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 		}
 		i := probes[k]
 		s, e := segs[i], &entries[segs[i].Entry]
-		crc, err := probeCRC(ctx, c, job, part.Number, e, s.From, s.To)
+		crc, err := probeCRC(ctx, probe, e, s.From, s.To)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
 			// A server without copies, a copy refused: the part is
 			// assembled instead, whose reads say what is wrong if anything is.
@@ -158,33 +161,16 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 }
 
 // probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from
-// S3's answer to a copy of them into the part's number (which the part's
-// own UploadPart then replaces). An answer without a plain CRC-32 is
-// errNotPiped.
-func probeCRC(ctx context.Context, c WorkerS3, job *Job, number int, e *plan.PlacedEntry, from, to int64) (uint32, error) {
-	src := e.Source
-	in := &s3.UploadPartCopyInput{
-		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber:      aws.Int32(int32(number)),
-		CopySource:      aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
-		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
-	}
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
-	out, err := c.UploadPartCopy(ctx, in)
-	if err != nil {
-		return 0, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
-	}
-	res := out.CopyPartResult
-	if res == nil {
+// S3's answer to a copy of them into the probe upload. An answer without a
+// plain CRC-32 of the range is errNotPiped.
+func probeCRC(ctx context.Context, probe *crcProbe, e *plan.PlacedEntry, from, to int64) (uint32, error) {
+	crc, ok, err := probe.rangeCRC(ctx, e.Source, e.Size, from, to)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
 		return 0, errNotPiped
-	}
-	crc, ok := decodeCRC(aws.ToString(res.ChecksumCRC32))
-	if !ok {
-		return 0, errNotPiped
-	}
-	if e.CRC32.Known && (from != 0 || to != e.Size) && crc == e.CRC32.Sum {
+	case e.CRC32.Known && (from != 0 || to != e.Size) && crc == e.CRC32.Sum:
 		// The whole object's CRC-32 for a range: a server that reports the
 		// source's stored checksum for any copy (versitygw 1.8).
 		return 0, errNotPiped

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,15 +20,22 @@ import (
 func TestRunnerSkipsAbortWhenPlanningWroteNothing(t *testing.T) {
 	e := newEnv(t, []object{{key: "p/a.txt", size: 10}, {key: "q/x/same.txt", size: 1}, {key: "q/y/same.txt", size: 2}})
 	e.srv.PutObject(t, "dst", "taken.zip", []byte("someone's"))
+	// "sub" and "sub/x": a file and a folder of the same name (a POSIX-backed
+	// server cannot hold both keys; a manifest names them so).
+	e.srv.PutObject(t, "src", "lists/clash.csv", []byte("key,name\np/a.txt,sub\nq/x/same.txt,sub/x\n"))
+	clash := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/clash.csv"}},"destination":{"bucket":"dst","key":%q},"options":{%s}}`
 	for _, tc := range []struct {
 		name    string
 		request json.RawMessage
 		want    any
+		says    []string // what the refusal must name
 	}{
-		{"destination-exists", request("duo", "p/", "taken.zip", ""), new(*DestinationExistsError)},
-		{"duplicate-names", request("duo", "q/", "d.zip", `,"names":"flat"`), new(*RequestError)},
-		{"empty-prefix", request("duo", "none/", "e.zip", ""), new(*RequestError)},
-		{"missing-manifest", json.RawMessage(`{"source":{"manifest":{"bucket":"src","key":"none.csv"}},"destination":{"bucket":"dst","key":"m.zip"}}`), new(*RequestError)},
+		{"destination-exists", request("duo", "p/", "taken.zip", ""), new(*DestinationExistsError), nil},
+		{"duplicate-names", request("duo", "q/", "d.zip", `,"names":"flat"`), new(*RequestError), nil},
+		{"empty-prefix", request("duo", "none/", "e.zip", ""), new(*RequestError), nil},
+		{"missing-manifest", json.RawMessage(`{"source":{"manifest":{"bucket":"src","key":"none.csv"}},"destination":{"bucket":"dst","key":"m.zip"}}`), new(*RequestError), nil},
+		{"file-and-folder", json.RawMessage(fmt.Sprintf(clash, "c.zip", "")), new(*RequestError), []string{`file "sub" (key "p/a.txt")`, `"sub/x" (key "q/x/same.txt")`, "manifest"}},
+		{"file-and-folder-compressed", json.RawMessage(fmt.Sprintf(clash, "cz.zip", `"compression":"deflate"`)), new(*RequestError), []string{`"sub/x"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counter := s3metrics.New()
@@ -35,6 +44,11 @@ func TestRunnerSkipsAbortWhenPlanningWroteNothing(t *testing.T) {
 			_, err := r.Run(context.Background(), tc.request, "plannednothing-"+tc.name)
 			if err == nil || !errors.As(err, tc.want) {
 				t.Fatalf("error %v, want a %T", err, tc.want)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %s", err, s)
+				}
 			}
 			snap := counter.Snapshot()
 			for _, op := range []string{"ListMultipartUploads", "DeleteObjects", "AbortMultipartUpload", "PutObject", "CreateMultipartUpload"} {

@@ -388,10 +388,11 @@ func refError(what, bucket, key string, err error) error {
 func planError(err error) error {
 	var ne *plan.NameError
 	var de *plan.DuplicateError
+	var fe *plan.FolderClashError
 	var ie *plan.InputError
 	var le *plan.LimitError
 	switch {
-	case errors.As(err, &ne), errors.As(err, &de), errors.As(err, &ie):
+	case errors.As(err, &ne), errors.As(err, &de), errors.As(err, &fe), errors.As(err, &ie):
 		return &RequestError{[]string{err.Error()}}
 	case errors.As(err, &le):
 		return &LimitError{le.Msg}
@@ -433,6 +434,9 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 		return nil, err
 	}
 	if err := plan.ResolveDuplicates(entries, dups); err != nil {
+		return nil, planError(err)
+	}
+	if err := plan.CheckFolderClashes(entries); err != nil {
 		return nil, planError(err)
 	}
 	return entries, nil
@@ -612,7 +616,7 @@ type probeS3 interface {
 // crcProbe has S3 compute objects' CRC-32s without downloading them: a copy
 // of an object into a multipart upload created with CRC-32 answers with the
 // copied bytes' CRC. The upload is never completed (so parts of any size
-// will do) and is aborted when planning ends.
+// will do) and is aborted when planning, or the worker's batch, ends.
 type crcProbe struct {
 	c           probeS3
 	bucket, key string
@@ -637,10 +641,12 @@ func (p *crcProbe) start(ctx context.Context) error {
 
 // crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
 // report a usable one (then the caller reads the object). The first range
-// copied is first bytes long when first > 0, else up to 5 GiB like the rest.
+// copied is first bytes long when first > 0, else up to 5 GiB like the rest;
+// a source S3 copies no range of (plan.CopyRange) is then not copied at all:
+// its whole copy could only be answered as uselessly.
 func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
-	if err := p.start(ctx); err != nil {
-		return 0, false, err
+	if _, ok := plan.CopyRange(0, min(first, size), size); first > 0 && !ok {
+		return 0, false, nil
 	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
@@ -648,27 +654,42 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 		if from == 0 && first > 0 {
 			to = min(first, size)
 		}
-		n := p.next.Add(1)%plan.MaxParts + 1
-		in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-			CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)), CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
-		if src.ETag != "" {
-			in.CopySourceIfMatch = &src.ETag
-		}
-		out, err := p.c.UploadPartCopy(ctx, in)
-		if err != nil {
-			return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
-		}
-		_, answer, err := copied(out, src.Bucket, src.Key)
-		if err != nil {
+		v, ok, err := p.rangeCRC(ctx, src, size, from, to)
+		if err != nil || !ok {
 			return 0, false, err
-		}
-		v, ok := decodeCRC(answer)
-		if !ok {
-			return 0, false, nil
 		}
 		crc = zipformat.CombineCRC(crc, v, to-from)
 	}
 	return crc, true, nil
+}
+
+// rangeCRC returns the CRC-32 S3 computes of the bytes [from, to) of a
+// source of size bytes, copied into the probe's upload; ok=false when its
+// answer carries none, or when S3 copies no such range (plan.CopyRange).
+func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to int64) (uint32, bool, error) {
+	if _, copyable := plan.CopyRange(from, to, size); !copyable {
+		return 0, false, nil
+	}
+	if err := p.start(ctx); err != nil {
+		return 0, false, err
+	}
+	n := p.next.Add(1)%plan.MaxParts + 1
+	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
+		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
+	setCopyRange(in, from, to, size)
+	if src.ETag != "" {
+		in.CopySourceIfMatch = &src.ETag
+	}
+	out, err := p.c.UploadPartCopy(ctx, in)
+	if err != nil {
+		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+	}
+	_, answer, err := copied(out, src.Bucket, src.Key)
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := decodeCRC(answer)
+	return v, ok, nil
 }
 
 func (p *crcProbe) close(ctx context.Context) {

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/plan"
 )
 
 // Narrow views of the S3 client, one per capability; each handler declares
@@ -199,4 +201,13 @@ type objectTooLargeError struct {
 
 func (e *objectTooLargeError) Error() string {
 	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
+}
+
+// setCopyRange sets a copy's source range to the bytes [from, to) of a
+// source of size bytes: none for the whole source (plan.CopyRange; S3
+// copies a range only of a source over 5 MB, so callers copy no other).
+func setCopyRange(in *s3.UploadPartCopyInput, from, to, size int64) {
+	if rng, _ := plan.CopyRange(from, to, size); rng != "" {
+		in.CopySourceRange = &rng
+	}
 }

@@ -193,7 +193,8 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes, reads := plan.SplitCRCProbes(segs, plan.CRCProbes(planned[item.First:item.First+plan.EntryIndex(item.Count)], segs, func(*plan.PlacedEntry) bool { return false }))
+	mine := planned[item.First : item.First+plan.EntryIndex(item.Count)]
+	probes, reads := plan.SplitCRCProbes(mine, segs, plan.CRCProbes(mine, segs, func(*plan.PlacedEntry) bool { return false }))
 	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
 	if small := sizes[1] < plan.MinCRCProbe; small && len(reads) == 0 {
 		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
@@ -207,6 +208,9 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 	}
 	if f.calls["UploadPartCopy"] < len(item.Carried)+len(probes) || len(probes) == 0 {
 		t.Errorf("%d UploadPartCopy calls for %d carried copies and %d probes: the part was not piped", f.calls["UploadPartCopy"], len(item.Carried), len(probes))
+	}
+	if f.probed != len(probes) {
+		t.Errorf("%d copies into the probe upload for %d probes: a probe copied into the archive's upload, where a late one replaces a part", f.probed, len(probes))
 	}
 	// Every entry whose header the part carries has its CRC-32 reported.
 	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {

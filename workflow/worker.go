@@ -135,6 +135,10 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 		}
 		mu.Unlock()
 	}
+	// The batch's CRC probes copy into an upload of their own, never into
+	// the archive's (pipePart), aborted when the batch ends.
+	probe := &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}
+	defer probe.close(ctx)
 	started := 0
 	for i := range in.Items {
 		item := &in.Items[i]
@@ -162,7 +166,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 			defer wg.Done()
 			defer func() { mem.Release(need); <-slots }()
 			t0 := now()
-			r, err := w.buildJob(ctx, cfg, &job, item)
+			r, err := w.buildJob(ctx, cfg, &job, item, probe)
 			if err != nil {
 				fail(fmt.Errorf("part %d (%s, bytes %d-%d): %w", item.Number, item.Kind, item.Start, item.End-1, err))
 				return
@@ -204,7 +208,7 @@ func (w *Worker) logger() *slog.Logger {
 
 // buildJob builds a part job: first the copies it carries, whose CRC-32s
 // S3's answers give, then the part itself, whose headers need them.
-func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) ([]PartResult, error) {
+func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, probe *crcProbe) ([]PartResult, error) {
 	var out []PartResult
 	learned := map[plan.EntryIndex]uint32{}
 	tails := map[plan.EntryIndex]plan.Tail{}
@@ -243,7 +247,7 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 		}
 		out = append(out, *r)
 	}
-	r, err := w.buildPart(ctx, cfg, job, item, learned, tails)
+	r, err := w.buildPart(ctx, cfg, job, item, learned, tails, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +265,7 @@ func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, an
 	return objectCRC(ctx, w.S3, nil, &e)
 }
 
-func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail, probe *crcProbe) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return w.copyPart(ctx, cfg, job, item)
@@ -275,7 +279,7 @@ func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan
 		learn(entries, learned)
 		// One pass where the CRC-32s can be had without reading (pipePart);
 		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
-		r, err := pipePart(ctx, w.S3, cfg, job, &item.Part, entries, tails)
+		r, err := pipePart(ctx, w.S3, cfg, job, &item.Part, entries, tails, probe)
 		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
 			return nil, err
 		}
@@ -384,10 +388,10 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	in := &s3.UploadPartCopyInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber:      aws.Int32(int32(item.Number)),
-		CopySource:      aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
-		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1)),
+		PartNumber: aws.Int32(int32(item.Number)),
+		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
 	}
+	setCopyRange(in, from, to, item.SourceSize)
 	if src.ETag != "" {
 		in.CopySourceIfMatch = &src.ETag
 	}

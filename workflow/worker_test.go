@@ -45,6 +45,8 @@ type fakeS3 struct {
 	// sums are the CRC-32 and length of every part uploaded; parts over
 	// keepPart bytes are hashed as they arrive, not kept.
 	sums map[int32][2]int64
+	// probed counts the copies into a CRC probe's upload.
+	probed int
 }
 
 const keepPart = 32 << 20
@@ -147,9 +149,16 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	if in.CopySourceIfMatch != nil && *in.CopySourceIfMatch != f.etags[k] {
 		return nil, apiError("PreconditionFailed")
 	}
-	from, to := parseRange(*in.CopySourceRange, len(f.objects[k]))
+	from, to := 0, len(f.objects[k])
+	if in.CopySourceRange != nil {
+		from, to = parseRange(*in.CopySourceRange, len(f.objects[k]))
+	}
 	f.mu.Lock()
-	f.parts[*in.PartNumber] = f.objects[k][from:to]
+	if aws.ToString(in.UploadId) == probeUploadID {
+		f.probed++
+	} else {
+		f.parts[*in.PartNumber] = f.objects[k][from:to]
+	}
 	f.mu.Unlock()
 	if f.noCopyResult {
 		return &s3.UploadPartCopyOutput{}, nil
@@ -178,7 +187,13 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 	return &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}, nil
 }
 
-func (f *fakeS3) CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+// probeUploadID is the fake's upload for CRC probes, whose parts are only counted.
+const probeUploadID = "probe"
+
+func (f *fakeS3) CreateMultipartUpload(_ context.Context, in *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	if strings.Contains(aws.ToString(in.Key), "probe") {
+		return &s3.CreateMultipartUploadOutput{UploadId: aws.String(probeUploadID)}, nil
+	}
 	return nil, errors.New("fakeS3: chains are not faked")
 }
 func (f *fakeS3) CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {

@@ -404,10 +404,16 @@ func Deploy(t *testing.T) *Deployment {
 	srv := s3test.Start(t)
 	d := &Deployment{T: t, Template: tp, S3: srv, Admin: srv.Client(t), tokens: map[string]string{}, Functions: map[string]*LambdaFunction{}}
 	var err error
-	if d.Faults, err = faultproxy.Start(faultproxy.Config{Target: srv.Endpoint(), Seed: 1, Hold: 5 * time.Second}); err != nil {
+	// SourceSize: the proxy also refuses what S3 refuses and versitygw does not.
+	if d.Faults, err = faultproxy.Start(faultproxy.Config{Target: srv.Endpoint(), Seed: 1, Hold: 5 * time.Second, SourceSize: srv.ObjectSize}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Faults.Close() })
+	t.Cleanup(func() {
+		if refused := d.Faults.StrictRefusals(); len(refused) > 0 {
+			t.Errorf("requests S3 refuses (versitygw carried them out): %s", strings.Join(refused, "; "))
+		}
+		_ = d.Faults.Close()
+	})
 	pols, err := tp.RolePolicies()
 	if err != nil {
 		t.Fatal(err)

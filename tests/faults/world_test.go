@@ -110,7 +110,8 @@ func newWorld(t *testing.T) *world {
 // response timeout and the SDK's standard retries.
 func (w *world) faults(t *testing.T, seed uint64, rules ...faultproxy.Rule) (*faultproxy.Proxy, *s3.Client) {
 	t.Helper()
-	p, err := faultproxy.Start(faultproxy.Config{Target: w.srv.Endpoint(), Seed: seed, Rules: rules, Hold: 10 * time.Second})
+	// SourceSize: the proxy also refuses what S3 refuses and versitygw does not.
+	p, err := faultproxy.Start(faultproxy.Config{Target: w.srv.Endpoint(), Seed: seed, Rules: rules, Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +258,10 @@ func (w *world) conclude(t *testing.T, started time.Time, p *faultproxy.Proxy, e
 	if p != nil {
 		if n, _ := p.Injected(); n > 0 {
 			obs = append(obs, p.Summary())
+		}
+		if refused := p.StrictRefusals(); len(refused) > 0 {
+			pass = false
+			obs = append(obs, "BAD: S3 refuses: "+strings.Join(refused, ", "))
 		}
 	}
 	record(t, started, expected, strings.Join(obs, "; "), pass)

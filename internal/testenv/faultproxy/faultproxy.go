@@ -172,6 +172,12 @@ type Config struct {
 	Seed   uint64
 	Rules  []Rule        // the first matching rule that fires wins
 	Hold   time.Duration // longest a Timeout holds a request (default 30s)
+	// SourceSize, when set, makes the proxy enforce, whatever the rules, an
+	// S3 rule versitygw does not: a ranged UploadPartCopy of a source of
+	// MinRangedCopySource bytes or less is answered 400 InvalidRequest, as
+	// S3 answers it (strict.go). It returns a source object's size (the
+	// test's own client asks the server).
+	SourceSize func(bucket, key, versionID string) (int64, error)
 }
 
 // Proxy is a running fault proxy.
@@ -186,6 +192,8 @@ type Proxy struct {
 	seen   map[string]int // occurrences per request identity
 	counts map[Op]*OpCount
 	held   sync.WaitGroup
+	// refused are the requests answered as S3 would refuse them (strict.go).
+	refused []string
 }
 
 // OpCount is what happened to one operation's requests.
@@ -302,6 +310,13 @@ func (p *Proxy) Summary() string {
 // ServeHTTP decides the request's fate and carries it out.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Classify(r)
+	if why, refuse := p.strict(op, r); refuse {
+		p.mu.Lock()
+		p.refused = append(p.refused, why)
+		p.mu.Unlock()
+		writeError(w, r, http.StatusBadRequest, "InvalidRequest", "The specified copy source is not supported as a byte-range copy source. ("+xmlEscape(why)+")")
+		return
+	}
 	fault := p.decide(op, r)
 	switch fault {
 	case InternalError:

@@ -246,3 +246,17 @@ func (s *Server) DownloadFile(tb testing.TB, bucket, key, path string) int64 {
 // ctx is the test's context: cancelled when the test ends, so a hung request
 // does not outlive it.
 func ctx(tb testing.TB) context.Context { return tb.Context() }
+
+// ObjectSize is an object's size as a HEAD of it says (a version's when
+// versionID is not empty): what faultproxy.Config.SourceSize asks.
+func (s *Server) ObjectSize(bucket, key, versionID string) (int64, error) {
+	in := &s3.HeadObjectInput{Bucket: &bucket, Key: &key}
+	if versionID != "" {
+		in.VersionId = &versionID
+	}
+	out, err := s.rawClient().HeadObject(context.Background(), in)
+	if err != nil {
+		return 0, err
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}

@@ -1,0 +1,58 @@
+package faultproxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// MinRangedCopySource is the size a source must exceed for UploadPartCopy to
+// copy a byte range of it: "You can copy a range only if the source object
+// is greater than 5 MB" (S3 API reference, UploadPartCopy,
+// x-amz-copy-source-range). versitygw copies any range of any source.
+const MinRangedCopySource = 5 << 20
+
+// strict answers, instead of the server, a request that S3 refuses and
+// versitygw would carry out; ok=false lets the request through. It needs
+// Config.SourceSize.
+func (p *Proxy) strict(op Op, r *http.Request) (refusal string, ok bool) {
+	rng := r.Header.Get("X-Amz-Copy-Source-Range")
+	if p.cfg.SourceSize == nil || op != UploadPartCopy || rng == "" {
+		return "", false
+	}
+	bucket, key, version, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return fmt.Sprintf("x-amz-copy-source %q: %v", r.Header.Get("X-Amz-Copy-Source"), err), true
+	}
+	size, err := p.cfg.SourceSize(bucket, key, version)
+	if err != nil || size > MinRangedCopySource {
+		return "", false // the server answers for a source it cannot find
+	}
+	return fmt.Sprintf("%s of s3://%s/%s, a source of %d bytes (S3 copies a byte range only of a source larger than 5 MB)", rng, bucket, key, size), true
+}
+
+// parseCopySource splits x-amz-copy-source ("[/]bucket/key[?versionId=v]",
+// URL-encoded) into its parts.
+func parseCopySource(h string) (bucket, key, version string, err error) {
+	path, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
+	if path, err = url.PathUnescape(path); err != nil {
+		return "", "", "", err
+	}
+	bucket, key, ok := strings.Cut(path, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", "", fmt.Errorf("want bucket/key")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", "", err
+	}
+	return bucket, key, q.Get("versionId"), nil
+}
+
+// StrictRefusals lists the requests the proxy refused as S3 would (Config.SourceSize).
+func (p *Proxy) StrictRefusals() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.refused...)
+}
