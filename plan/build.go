@@ -27,10 +27,11 @@ func (e *CRCMismatchError) Error() string {
 
 // BuildPart assembles the bytes of an upload part. entries are the part's
 // entries (First..First+Count-1) with every CRC-32 known so far. directory
-// returns the central directory and end records; it is called only for the
-// final part, after the CRCs computed from the part's own data are known
-// (it receives them). readAll fills every DataRead, in any order or
-// concurrently.
+// returns the central directory and end records from the first of their
+// bytes in the part on, at least to the part's end (for the first final
+// part, the directory from its start); it is called only for final parts,
+// after the CRCs computed from the part's own data are known (it receives
+// them). readAll fills every DataRead, in any order or concurrently.
 //
 // It computes the CRC-32 of every entry whose data lies wholly in the part,
 // checks it against a known one, and returns those it computed by entry
@@ -94,10 +95,10 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64
 			if err != nil {
 				return nil, nil, err
 			}
-			if int64(len(dir)) < s.To {
-				return nil, nil, fmt.Errorf("part %d: central directory is %d bytes, need %d", part.Number, len(dir), s.To)
+			if int64(len(dir)) < n {
+				return nil, nil, fmt.Errorf("part %d: central directory from byte %d is %d bytes, need %d", part.Number, s.From, len(dir), n)
 			}
-			copy(buf[pos:pos+n], dir[s.From:s.To])
+			copy(buf[pos:pos+n], dir[:n])
 		}
 		pos += n
 	}

@@ -208,10 +208,14 @@ func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
 
 // coalesce merges neighbouring parts into chain parts until the upload has
 // at most MaxParts: the second level of a two-level assembly.
+// The finalizer's parts stay as they are.
 func coalesce(parts []Part) []Part {
-	final := parts[len(parts)-1]
-	body := parts[:len(parts)-1]
-	for g := ceilDiv(int64(len(body)), MaxParts-1); g <= int64(len(body)); g++ {
+	n := firstFinal(parts)
+	final, body := parts[n:], parts[:n]
+	if len(final) >= MaxParts {
+		return parts // the directory alone is over the limit: cut refuses it
+	}
+	for g := ceilDiv(int64(len(body)), int64(MaxParts-len(final))); g <= int64(len(body)); g++ {
 		var out []Part
 		for i := 0; i < len(body); {
 			group := body[i]
@@ -226,8 +230,8 @@ func coalesce(parts []Part) []Part {
 			out = append(out, group)
 			i += int(n)
 		}
-		if len(out) < MaxParts {
-			return append(out, final)
+		if len(out)+len(final) <= MaxParts {
+			return append(out, final...)
 		}
 	}
 	return parts

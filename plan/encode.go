@@ -21,11 +21,14 @@ type Header struct {
 	DirectoryOffset int64    `json:"directoryOffset"`
 	DirectorySize   int64    `json:"directorySize"`
 	Zip64           bool     `json:"zip64"`
-	// Parts is the number of parts; the last one, Final, is built by the
-	// finalizer and is not among the part jobs.
-	Parts int     `json:"parts"`
-	Final PartJob `json:"final"`
-	Stats Stats   `json:"stats"`
+	// Parts is the number of parts; the last ones, Final and then
+	// DirectoryParts (central directory only, when it is longer than one
+	// directory part), are built by the finalizer and are not among the
+	// part jobs.
+	Parts          int     `json:"parts"`
+	Final          PartJob `json:"final"`
+	DirectoryParts []Part  `json:"directoryParts,omitempty"`
+	Stats          Stats   `json:"stats"`
 }
 
 // PartJob is one line of the part-job file: a part and what a worker needs
@@ -98,7 +101,7 @@ func (p *Plan) Encode() (*Encoded, error) {
 	h := Header{
 		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
 		DirectoryOffset: p.DirectoryOffset, DirectorySize: p.DirectorySize, Zip64: p.Zip64,
-		Parts: len(p.Parts), Final: job(p.FinalPart()), Stats: p.Stats(),
+		Parts: len(p.Parts), Final: job(p.FinalPart()), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(),
 	}
 	header, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
@@ -168,7 +171,7 @@ func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
 			p.Parts = append(p.Parts, c.Part)
 		}
 	}
-	p.Parts = append(p.Parts, h.Final.Part)
+	p.Parts = append(append(p.Parts, h.Final.Part), h.DirectoryParts...)
 	if len(p.Entries) != h.Entries || len(p.Parts) != h.Parts {
 		return nil, fmt.Errorf("plan: %d entries and %d parts, header says %d and %d", len(p.Entries), len(p.Parts), h.Entries, h.Parts)
 	}

@@ -113,21 +113,26 @@ func execute(t testing.TB, p *Plan) []byte {
 	for k, v := range computed {
 		p.Entries[k].CRC32 = KnownCRC(v)
 	}
-	final := p.FinalPart()
+	// The finalizer's parts, one after another, reading the directory as
+	// it goes (workflow.Finalizer).
 	var dir []byte
-	directory := func(crcs map[EntryIndex]uint32) ([]byte, error) {
-		for k, v := range crcs {
-			p.Entries[k].CRC32 = KnownCRC(v)
+	dirBytes := p.DirectoryReader()
+	for _, final := range p.FinalParts() {
+		directory := func(crcs map[EntryIndex]uint32) ([]byte, error) {
+			for k, v := range crcs {
+				p.Entries[k].CRC32 = KnownCRC(v)
+			}
+			b := make([]byte, final.End-max(final.Start, p.DirectoryOffset))
+			_, err := io.ReadFull(dirBytes, b)
+			dir = append(dir, b...)
+			return b, err
 		}
-		var err error
-		dir, err = p.Directory()
-		return dir, err
+		buf, _, err := BuildPart(&final, p.Entries[final.First:final.First+EntryIndex(final.Count)], p.DirectoryOffset, directory, readAll)
+		if err != nil {
+			t.Fatalf("final part %d: %v", final.Number, err)
+		}
+		out = append(out, buf...)
 	}
-	buf, _, err := BuildPart(final, p.Entries[final.First:final.First+EntryIndex(final.Count)], p.DirectoryOffset, directory, readAll)
-	if err != nil {
-		t.Fatalf("final part: %v", err)
-	}
-	out = append(out, buf...)
 	if int64(len(out)) != p.Size {
 		t.Fatalf("archive is %d bytes, plan says %d", len(out), p.Size)
 	}

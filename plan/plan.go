@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sort"
 
 	"github.com/s3zip/s3zip/internal/zipformat"
@@ -18,6 +19,11 @@ const (
 	MaxParts    = 10000
 
 	DefaultPartSize = 16 * MiB
+	// DefaultDirectoryPartSize is the largest part of the central
+	// directory: the finalizer holds one such part at a time, so its memory
+	// does not grow with the entry count (10 M entries make about 1 GiB of
+	// directory, 16 parts).
+	DefaultDirectoryPartSize = 64 * MiB
 )
 
 // Strategy is a way of choosing part kinds.
@@ -86,8 +92,8 @@ type Part struct {
 	// CarriedAs, on a carried part, is what its copy is and so what the
 	// worker learns from S3's answer to it (carryCopies decides).
 	CarriedAs CarriedCopy `json:"carriedAs,omitempty"`
-	// Final marks the last part, built by the finalizer: it carries the
-	// central directory and end records.
+	// Final marks the last parts, built by the finalizer: they carry the
+	// central directory and end records (FinalParts).
 	Final bool `json:"final,omitempty"`
 }
 
@@ -130,6 +136,10 @@ type Options struct {
 	// batch's parts side by side, but its batches one after another, which
 	// an even spread of the parts over the workers does not see. 0 spreads.
 	PartsPerBatch int
+	// DirectoryPartSize is the most central directory (and end records)
+	// the finalizer puts in one part (default DefaultDirectoryPartSize): a
+	// longer directory is cut into parts of this size and a shorter last one.
+	DirectoryPartSize int64
 }
 
 // Plan is the byte-exact layout of an archive and its parts.
@@ -169,6 +179,12 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 	}
 	if opts.PartSize < MinPartSize || opts.PartSize > MaxPartSize {
 		return nil, fmt.Errorf("part size %d: want between %d (5 MiB) and %d (5 GiB)", opts.PartSize, MinPartSize, MaxPartSize)
+	}
+	if opts.DirectoryPartSize == 0 {
+		opts.DirectoryPartSize = DefaultDirectoryPartSize
+	}
+	if opts.DirectoryPartSize < MinPartSize || opts.DirectoryPartSize > MaxPartSize {
+		return nil, fmt.Errorf("directory part size %d: want between %d (5 MiB) and %d (5 GiB)", opts.DirectoryPartSize, MinPartSize, MaxPartSize)
 	}
 	if opts.Workers < 1 {
 		opts.Workers = 1
@@ -331,6 +347,7 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 		}
 	}
 	p.alignChainCuts(parts)
+	parts = splitFinal(parts, opts.DirectoryPartSize)
 	if len(parts) > MaxParts && p.Strategy != StrategyStream && p.Strategy != StrategyDuo {
 		parts = coalesce(parts)
 	}
@@ -341,7 +358,6 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 	for i := range parts {
 		parts[i].Number = i + 1
 	}
-	parts[len(parts)-1].Final = true
 	p.describeAll(parts)
 	p.Parts = parts
 	return nil
@@ -448,6 +464,23 @@ func (p *Plan) tailParts(s span, opts Options) []Part {
 	}
 	parts := cutParts(PartUpload, s.start, p.DirectoryOffset, opts)
 	return append(parts, Part{Kind: PartUpload, Start: p.DirectoryOffset, End: s.end})
+}
+
+// splitFinal cuts the last part, which the finalizer builds and which ends
+// with the central directory, into parts of size bytes and a last one of
+// the rest, and marks them Final. The finalizer writes one at a time, so it
+// holds one part of the directory, never all of it. The bytes before the
+// directory in that part are fewer than MinPartSize (tailParts, chainTail),
+// so they all fall in the first of these parts.
+func splitFinal(parts []Part, size int64) []Part {
+	last := parts[len(parts)-1]
+	parts = parts[:len(parts)-1]
+	for piece := last; ; piece.Start += size {
+		piece.End, piece.Final = min(piece.Start+size, last.End), true
+		if parts = append(parts, piece); piece.End == last.End {
+			return parts
+		}
+	}
 }
 
 // cutParts cuts [start, end) into equal parts of a kind near the target
@@ -574,15 +607,31 @@ func (p *Plan) CopiedTails() map[EntryIndex]bool {
 	return tails
 }
 
-// WorkerParts are the parts workers build: all but the final one.
-func (p *Plan) WorkerParts() []Part { return p.Parts[:len(p.Parts)-1] }
+// WorkerParts are the parts workers build: all but the final ones.
+func (p *Plan) WorkerParts() []Part { return p.Parts[:firstFinal(p.Parts)] }
+
+// FinalParts are the parts the finalizer builds, last in the upload: the
+// central directory, cut into parts of at most Options.DirectoryPartSize,
+// the first of them starting with any data too short to be a part of its own.
+func (p *Plan) FinalParts() []Part { return p.Parts[firstFinal(p.Parts):] }
+
+// firstFinal is the index of the first of the final parts: the last part,
+// and the Final parts right before it.
+func firstFinal(parts []Part) int {
+	n := len(parts) - 1
+	for n > 0 && parts[n-1].Final {
+		n--
+	}
+	return n
+}
 
 // Carried says whether part i (an index into Parts) is carried by the part
 // before it, whose job builds it.
 func (p *Plan) Carried(i int) bool { return i > 0 && p.Parts[i-1].Carry > 0 }
 
-// FinalPart is the part the finalizer builds.
-func (p *Plan) FinalPart() *Part { return &p.Parts[len(p.Parts)-1] }
+// FinalPart is the first part the finalizer builds: the only one unless the
+// central directory is longer than a directory part.
+func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 
 // CRCsNeeded lists the entries whose CRC-32 must be known before the workers
 // run and is not known yet.
@@ -609,26 +658,98 @@ func (e *UnknownCRCError) Error() string {
 }
 
 // Directory returns the central directory followed by the end records. Every
-// entry's CRC-32 must be known.
+// entry's CRC-32 must be known. The finalizer reads it in parts instead
+// (DirectoryReader): at millions of entries it is gigabytes.
 func (p *Plan) Directory() ([]byte, error) {
-	buf := make([]byte, 0, p.Size-p.DirectoryOffset)
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if !e.CRC32.Known {
-			return nil, &UnknownCRCError{e.Name}
-		}
-		buf = AppendCentralHeader(buf, e, e.CRC32.Sum)
+	buf := make([]byte, p.Size-p.DirectoryOffset)
+	r := p.DirectoryReader()
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
 	}
-	buf = zipformat.AppendEndRecords(buf, len(p.Entries), p.DirectoryOffset, p.DirectorySize)
-	if int64(len(buf)) != p.Size-p.DirectoryOffset {
-		return nil, fmt.Errorf("internal error: directory is %d bytes, planned %d", len(buf), p.Size-p.DirectoryOffset)
+	if n, err := r.Read(make([]byte, 1)); n > 0 || err != io.EOF {
+		return nil, fmt.Errorf("internal error: directory is over %d bytes planned: %v", len(buf), err)
 	}
 	return buf, nil
+}
+
+// DirectoryReader reads the central directory followed by the end records,
+// making each entry's header as it is read: its memory is one header, not
+// the directory. Every entry's CRC-32 must be known by the time its header
+// is read. It says so when the bytes are not the planned length.
+func (p *Plan) DirectoryReader() io.Reader { return &directoryReader{p: p} }
+
+type directoryReader struct {
+	p       *Plan
+	next    int    // entry whose central header comes next
+	ended   bool   // the end records are made
+	made    []byte // the last record made
+	pending []byte // its bytes not read yet
+	read    int64
+}
+
+func (r *directoryReader) Read(b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		if len(r.pending) == 0 {
+			if err := r.make(); err != nil {
+				return n, err
+			}
+		}
+		k := copy(b[n:], r.pending)
+		r.pending, n, r.read = r.pending[k:], n+k, r.read+int64(k)
+	}
+	return n, nil
+}
+
+// make makes the next record: an entry's central header, or the end records.
+func (r *directoryReader) make() error {
+	p := r.p
+	switch {
+	case r.next < len(p.Entries):
+		e := &p.Entries[r.next]
+		if !e.CRC32.Known {
+			return &UnknownCRCError{e.Name}
+		}
+		r.made = AppendCentralHeader(r.made[:0], e, e.CRC32.Sum)
+		r.next++
+	case !r.ended:
+		r.made = zipformat.AppendEndRecords(r.made[:0], len(p.Entries), p.DirectoryOffset, p.DirectorySize)
+		r.ended = true
+	case r.read != p.Size-p.DirectoryOffset:
+		return fmt.Errorf("internal error: directory is %d bytes, planned %d", r.read, p.Size-p.DirectoryOffset)
+	default:
+		return io.EOF
+	}
+	r.pending = r.made
+	if r.read+int64(len(r.made)) > p.Size-p.DirectoryOffset {
+		return fmt.Errorf("internal error: directory is over %d bytes, planned %d", r.read+int64(len(r.made)), p.Size-p.DirectoryOffset)
+	}
+	return nil
 }
 
 // ArchiveCRC returns the CRC-32 of the whole archive, from the headers, the
 // entries' CRCs and the directory bytes, without reading any data.
 func (p *Plan) ArchiveCRC(directory []byte) (uint32, error) {
+	crc, err := p.dataCRC()
+	if err != nil {
+		return 0, err
+	}
+	return crc32.Update(crc, crc32.IEEETable, directory), nil
+}
+
+// ArchiveCRCOfDirectory is ArchiveCRC given the CRC-32 of the directory
+// and end records instead of their bytes.
+func (p *Plan) ArchiveCRCOfDirectory(directory uint32) (uint32, error) {
+	crc, err := p.dataCRC()
+	if err != nil {
+		return 0, err
+	}
+	return zipformat.CombineCRC(crc, directory, p.Size-p.DirectoryOffset), nil
+}
+
+// dataCRC is the CRC-32 of the archive's bytes before the central
+// directory: the local headers made, the data's combined from its CRC.
+func (p *Plan) dataCRC() (uint32, error) {
 	var crc uint32
 	hdr := make([]byte, 0, 512)
 	for i := range p.Entries {
@@ -640,5 +761,5 @@ func (p *Plan) ArchiveCRC(directory []byte) (uint32, error) {
 		crc = crc32.Update(crc, crc32.IEEETable, hdr)
 		crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
 	}
-	return crc32.Update(crc, crc32.IEEETable, directory), nil
+	return crc, nil
 }

@@ -16,8 +16,9 @@ func (e *InvalidPlanError) Error() string {
 // Validate checks the S3 and ZIP rules every plan must keep: part numbers
 // dense from 1 and at most MaxParts; parts contiguous and covering the
 // archive; every part but the last between MinPartSize and MaxPartSize;
-// copies inside one entry's data; entries laid end to end; the last part
-// carrying the central directory; the CRCs each part needs listed.
+// copies inside one entry's data; entries laid end to end; the last parts,
+// and only they, carrying the central directory, marked Final; the CRCs
+// each part needs listed.
 func (p *Plan) Validate() error {
 	var bad []string
 	add := func(format string, a ...any) {
@@ -68,14 +69,20 @@ func (p *Plan) Validate() error {
 		if !last && size < MinPartSize {
 			add("part %d is %d bytes, under the 5 MiB minimum for all but the last part", part.Number, size)
 		}
-		if part.Final != last {
-			add("part %d final=%v", part.Number, part.Final)
+		if last && !part.Final {
+			add("the last part %d is not final: the finalizer writes the central directory", part.Number)
+		}
+		if i > 0 && p.Parts[i-1].Final && !part.Final {
+			add("part %d follows a final part and is not final: the finalizer's parts come last", part.Number)
+		}
+		if !part.Final && part.End > p.DirectoryOffset {
+			add("part %d ends at %d, in the central directory at %d, and is not final: only the finalizer writes the directory", part.Number, part.End, p.DirectoryOffset)
 		}
 		switch part.Kind {
 		case PartUpload:
 		case PartChain:
-			if last {
-				add("the last part %d is a chain: the central directory must be written", part.Number)
+			if part.Final {
+				add("the final part %d is a chain: the central directory must be written", part.Number)
 			}
 		case PartCopy:
 			if part.Count != 1 {
@@ -83,8 +90,8 @@ func (p *Plan) Validate() error {
 			} else if e := &p.Entries[part.First]; part.Start < e.DataOffset() || part.End > e.End() {
 				add("copy part %d [%d,%d) is outside the data of entry %q [%d,%d)", part.Number, part.Start, part.End, e.Name, e.DataOffset(), e.End())
 			}
-			if last {
-				add("the last part %d is a copy: the central directory must be written", part.Number)
+			if part.Final {
+				add("the final part %d is a copy: the central directory must be written", part.Number)
 			}
 		default:
 			add("part %d has unknown kind %q", part.Number, part.Kind)
@@ -102,8 +109,8 @@ func (p *Plan) Validate() error {
 	if pos != p.Size {
 		add("parts end at %d, archive is %d bytes", pos, p.Size)
 	}
-	if n := len(p.Parts); n > 0 && p.Parts[n-1].Start > p.DirectoryOffset {
-		add("the last part starts at %d, after the central directory at %d", p.Parts[n-1].Start, p.DirectoryOffset)
+	if len(p.Parts) > 0 && p.FinalPart().Start > p.DirectoryOffset {
+		add("the first final part starts at %d, after the central directory at %d", p.FinalPart().Start, p.DirectoryOffset)
 	}
 	if bad != nil {
 		return &InvalidPlanError{bad}

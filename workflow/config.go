@@ -42,6 +42,10 @@ type Config struct {
 	// MaxReadsPerBatch bounds how many read jobs one reader invocation runs
 	// (the ReadEntries Map's ItemBatcher, through ReadPlan.ReadsPerBatch).
 	MaxReadsPerBatch int
+	// DirectoryPartSize is the most central directory the finalizer writes
+	// in one part (plan.Options.DirectoryPartSize; 0: the plan's default):
+	// its memory holds about two such parts.
+	DirectoryPartSize int64
 	// Model is the profile of where the run happens, for auto's choices:
 	// nil is AWS (plan.DefaultModel); a local run against one machine's
 	// server passes that server's calibrated profile.
@@ -148,7 +152,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, v := range []struct {
 		name string
 		dst  *int64
-	}{{"MEMORY_BUDGET_BYTES", &c.MemoryBudget}, {"MAX_ARCHIVE_BYTES", &c.MaxArchiveBytes}, {"PIECE_SIZE_BYTES", &c.PieceSize}} {
+	}{{"MEMORY_BUDGET_BYTES", &c.MemoryBudget}, {"MAX_ARCHIVE_BYTES", &c.MaxArchiveBytes}, {"PIECE_SIZE_BYTES", &c.PieceSize}, {"DIRECTORY_PART_BYTES", &c.DirectoryPartSize}} {
 		if s := getenv(v.name); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {

@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"hash/crc32"
+	"io"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -30,7 +32,7 @@ type FinalizerS3 interface {
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-// Finalizer writes the central directory as the last part, completes the
+// Finalizer writes the central directory as the last parts, completes the
 // upload with the whole archive's CRC-32 (so S3 checks every byte), checks
 // the result, writes a report and deletes the work prefix.
 type Finalizer struct {
@@ -125,34 +127,53 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return nil, err
 	}
 
-	final := p.FinalPart()
-	var directory []byte
-	buildDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
-		for i, v := range computed {
-			p.Entries[i].CRC32 = plan.KnownCRC(v)
-		}
-		directory, err = p.Directory()
-		return directory, err
-	}
+	// The directory is made as it is read, one final part at a time: the
+	// finalizer holds a part, never the whole directory (millions of
+	// entries make gigabytes of it). Its CRC-32 is taken on the way.
+	dirCRC := crc32.NewIEEE()
+	dir := io.TeeReader(p.DirectoryReader(), dirCRC)
 	completed := false
-	last, err := uploadPart(ctx, f.S3, cfg, &job, final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, buildDirectory, nil)
-	if err != nil {
-		if !s3ref.IsCode(err, "NoSuchUpload") {
-			return nil, fmt.Errorf("final part %d: %w", final.Number, err)
+	for _, final := range p.FinalParts() {
+		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
+			for i, v := range computed {
+				p.Entries[i].CRC32 = plan.KnownCRC(v)
+			}
+			b := make([]byte, final.End-max(final.Start, p.DirectoryOffset))
+			if _, err := io.ReadFull(dir, b); err != nil {
+				return nil, fmt.Errorf("central directory: %w", err)
+			}
+			return b, nil
 		}
-		completed = true // a previous run completed the upload (check makes sure)
-	} else {
+		var last *PartResult
+		if final.Start >= p.DirectoryOffset {
+			// Directory only: read into the part's buffer, no copy.
+			var b []byte
+			if b, err = readDirectory(nil); err == nil {
+				last, err = sendPart(ctx, f.S3, &job, final.Number, b)
+			}
+		} else {
+			last, err = uploadPart(ctx, f.S3, cfg, &job, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, readDirectory, nil)
+		}
+		if err != nil {
+			if !s3ref.IsCode(err, "NoSuchUpload") {
+				return nil, fmt.Errorf("final part %d: %w", final.Number, err)
+			}
+			completed = true // a previous run completed the upload (check makes sure)
+			break
+		}
 		byPart[final.Number] = *last
 		stats.StreamedBytesActual += last.StreamedBytes
 	}
-	archiveCRC := uint32(0)
-	if directory == nil {
-		// The upload was completed before: the CRCs all came from the plan and the workers.
-		if directory, err = p.Directory(); err != nil {
-			return nil, err
+	if completed {
+		// The CRCs all came from the plan and the workers: read the whole
+		// directory for its CRC-32.
+		dirCRC.Reset()
+		if _, err := io.Copy(dirCRC, p.DirectoryReader()); err != nil {
+			return nil, fmt.Errorf("central directory: %w", err)
 		}
 	}
-	if archiveCRC, err = p.ArchiveCRC(directory); err != nil {
+	archiveCRC, err := p.ArchiveCRCOfDirectory(dirCRC.Sum32())
+	if err != nil {
 		return nil, err
 	}
 	etag := "" // of the object this run's completion made, when it knows it
@@ -244,8 +265,8 @@ func mergeResults(p *plan.Plan, results []PartResult) (map[int]PartResult, Repor
 	stats := ReportStats{Stats: p.Stats()}
 	byPart := make(map[int]PartResult, len(results)+1)
 	for _, r := range results {
-		if r.Part < 1 || r.Part >= len(p.Parts) {
-			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(p.Parts)-1)
+		if r.Part < 1 || r.Part > len(p.WorkerParts()) {
+			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(p.WorkerParts()))
 		}
 		byPart[r.Part] = r // a retried batch reports the same part again: the last wins, it is the same bytes
 		for k, v := range r.CRCs {

@@ -168,7 +168,10 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 		in.Results = results
 	}
 	final := header.Final.Size()
-	r.report(Progress{Phase: PhaseFinalizing, Parts: total.Parts, PartsDone: total.Parts - 1, Bytes: total.Bytes, BytesDone: total.Bytes - final})
+	for _, d := range header.DirectoryParts {
+		final += d.Size()
+	}
+	r.report(Progress{Phase: PhaseFinalizing, Parts: total.Parts, PartsDone: total.Parts - 1 - len(header.DirectoryParts), Bytes: total.Bytes, BytesDone: total.Bytes - final})
 	// FinalizeArchive's Retry: a finalizer run again after a transient
 	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}

@@ -133,7 +133,7 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 		concurrency = cfg.DefaultMaxConcurrency
 	}
 	prefer, _ := plan.ParsePreference(req.Options.Prefer)
-	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch}
+	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return nil, 0, planError(err)

@@ -359,23 +359,33 @@ func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *pla
 	if err != nil {
 		return nil, err
 	}
+	r, err := sendPart(ctx, c, job, part.Number, buf)
+	if err != nil {
+		return nil, err
+	}
+	r.addCRCs(computed)
+	return r, nil
+}
+
+// sendPart uploads buf as part number n with its CRC-32, and checks the
+// CRC-32 S3 answers.
+func sendPart(ctx context.Context, c uploadS3, job *Job, n int, buf []byte) (*PartResult, error) {
 	crc := crc32.ChecksumIEEE(buf)
 	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber: aws.Int32(int32(part.Number)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
+		PartNumber: aws.Int32(int32(n)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
 		ChecksumCRC32: aws.String(crcBase64(crc)),
 	})
 	if err != nil {
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
-	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: aws.ToString(out.ChecksumCRC32), StreamedBytes: int64(len(buf))}
+	r := &PartResult{Part: n, ETag: aws.ToString(out.ETag), ChecksumCRC32: aws.ToString(out.ChecksumCRC32), StreamedBytes: int64(len(buf))}
 	if r.ChecksumCRC32 == "" {
 		r.ChecksumCRC32 = crcBase64(crc)
 	}
 	if r.ChecksumCRC32 != crcBase64(crc) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, part.Number, crcBase64(crc))}
+		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, n, crcBase64(crc))}
 	}
-	r.addCRCs(computed)
 	return r, nil
 }
 
