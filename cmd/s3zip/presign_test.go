@@ -107,6 +107,12 @@ func TestPresignLinkWorksThenExpires(t *testing.T) {
 // A lifetime S3 would not honour is refused before anything is done, with
 // the valid range, on every command that takes one.
 func TestPresignRefusesBadDuration(t *testing.T) {
+	// Should a command go on regardless, it finds static credentials and a
+	// dead endpoint, never the instance metadata service.
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPRESIGNTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("S3_ENDPOINT", "http://127.0.0.1:1")
 	commands := map[string][]string{
 		"presign": {"presign", "s3://cli/good.zip", "--endpoint", "http://127.0.0.1:1", "--expires"},
 		"create":  {"create", "--source", "s3://cli/one/", "--dest", "s3://out/x.zip", "--endpoint", "http://127.0.0.1:1", "--presign"},
@@ -118,8 +124,9 @@ func TestPresignRefusesBadDuration(t *testing.T) {
 	} {
 		for name, args := range commands {
 			t.Run(name+"/"+tc.value, func(t *testing.T) {
-				// No Step Functions: the refusal comes before any client is built.
-				f := &fakeSFN{describes: []*sfn.DescribeExecutionOutput{running()}}
+				// The refusal comes before Step Functions is asked (were it asked, the
+				// execution has succeeded and status would end there).
+				f := &fakeSFN{describes: []*sfn.DescribeExecutionOutput{ended(types.ExecutionStatusSucceeded, finalizerOutput, "", "")}}
 				useFake(t, f)
 				err := run(context.Background(), append(append([]string{}, args...), tc.value), io.Discard)
 				if code := exitCode(err); code != exitRefused || err == nil || !strings.Contains(err.Error(), tc.want) {
