@@ -96,8 +96,8 @@ func TestPresignLinkWorksThenExpires(t *testing.T) {
 		t.Errorf("--expires 1s signed %s, want X-Amz-Expires=1", short)
 	}
 	time.Sleep(2500 * time.Millisecond) // past the signing second plus one
-	if status, body := plainGet(t, short); status != http.StatusForbidden {
-		t.Errorf("a link 2.5 s past its 1 s: HTTP %d (%.200s), want 403", status, body)
+	if status, body := plainGet(t, short); status != http.StatusForbidden || !bytes.Contains(body, []byte("expired")) {
+		t.Errorf("a link 2.5 s past its 1 s: HTTP %d (%.200s), want 403, expired", status, body)
 	}
 
 	r = s3zip(t, nil, "presign", "s3://cli/gone.zip", ep)
