@@ -55,7 +55,7 @@ func parseExpiry(cmd, flagName, s string) (time.Duration, error) {
 
 // presignFlag is --presign, for create and status.
 func presignFlag(fs *flags) *string {
-	return fs.String("presign", "", "also print download links (presigned GET URLs) of the archive and its report, valid for `DURATION` (1s to 7d, e.g. 24h)")
+	return fs.String("presign", "", "also print download links (presigned GET URLs) of the archive and its report, valid for `DURATION`: 1s to 7d (e.g. 24h)")
 }
 
 // presignExpiry is --presign's lifetime, 0 when it is not given.
@@ -138,7 +138,7 @@ func runPresign(ctx context.Context, args []string, stdout io.Writer) error {
 		"Print a presigned GET URL of the object: anyone with it can download the object with a plain\n"+
 			"HTTP GET (curl, a browser), no credentials, until it expires. It is signed here with your\n"+
 			"credentials, so it lives no longer than they do and can read only what they can.")
-	expiresFlag := fs.String("expires", "1h", "how long the link works, `DURATION` 1s to 7d (e.g. 90m, 24h, 7d)")
+	expiresFlag := fs.String("expires", "1h", "the link's lifetime, `DURATION`: 1s to 7d (e.g. 90m, 24h, 7d)")
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)")
 	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {

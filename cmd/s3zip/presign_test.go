@@ -145,8 +145,8 @@ func TestPresignRefusesBadDuration(t *testing.T) {
 	}
 }
 
-// status --presign signs the finished execution's archive and report with
-// the caller's credentials: the links download them, and --json carries
+// status --presign (and create --state-machine --presign) signs the
+// finished execution's archive and report with the caller's credentials: the links download them, and --json carries
 // them in "links" (null without --presign).
 func TestStatusPresignLinks(t *testing.T) {
 	srv := cliServer(t)
@@ -159,24 +159,30 @@ func TestStatusPresignLinks(t *testing.T) {
 	succeeded := func() *fakeSFN {
 		return &fakeSFN{describes: []*sfn.DescribeExecutionOutput{ended(types.ExecutionStatusSucceeded, finalizerOutput, "", "")}}
 	}
-	useFake(t, succeeded())
 	var stdout bytes.Buffer
-	if err := run(context.Background(), []string{"status", testExecution, "--presign", "10m"}, &stdout); err != nil {
-		t.Fatalf("status --presign: %v", err)
-	}
-	found := 0
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if url, ok := strings.CutPrefix(line, "link        "); ok {
-			wantDownload(t, "status archive", url, archive)
-			found++
+	for _, args := range [][]string{
+		{"status", testExecution, "--presign", "10m"},
+		{"create", "--state-machine", testMachine, "--source", "s3://src/in/", "--dest", "s3://dst/out.zip", "--presign", "10m"},
+	} {
+		useFake(t, succeeded())
+		stdout.Reset()
+		if err := run(context.Background(), args, &stdout); err != nil {
+			t.Fatalf("%s --presign: %v", args[0], err)
 		}
-		if url, ok := strings.CutPrefix(line, "report link "); ok {
-			wantDownload(t, "status report", url, report)
-			found++
+		found := 0
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if url, ok := strings.CutPrefix(line, "link        "); ok {
+				wantDownload(t, args[0]+" archive", url, archive)
+				found++
+			}
+			if url, ok := strings.CutPrefix(line, "report link "); ok {
+				wantDownload(t, args[0]+" report", url, report)
+				found++
+			}
 		}
-	}
-	if found != 2 {
-		t.Errorf("status --presign printed %d links, want 2:\n%s", found, stdout.String())
+		if found != 2 {
+			t.Errorf("%s --presign printed %d links, want 2:\n%s", args[0], found, stdout.String())
+		}
 	}
 
 	for _, presign := range []bool{true, false} {
