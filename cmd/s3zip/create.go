@@ -113,13 +113,17 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	wall := time.Since(start)
 	out := res.Output
-	printWarnings(out.Warnings)
 	var l *links
 	if linkLife > 0 {
-		if l, err = signLinks(ctx, s3.NewPresignClient(plain), out.Archive.URI, out.Report, linkLife); err != nil {
+		var warning string
+		if l, warning, err = signLinks(ctx, plain, out.Archive.URI, out.Report, linkLife); err != nil {
 			return fmt.Errorf("create: the archive %s is complete, but its link was not signed: %w", out.Archive.URI, err)
 		}
+		if warning != "" {
+			out.Warnings = append(out.Warnings, warning)
+		}
 	}
+	printWarnings(out.Warnings)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

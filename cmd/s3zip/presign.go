@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -92,33 +93,52 @@ func presignGet(ctx context.Context, p presigner, uri string, d time.Duration) (
 	return req.URL, nil
 }
 
-// signLinks signs the archive's link and, when there is a report, the
-// report's, for d from now.
-func signLinks(ctx context.Context, p presigner, archive, report string, d time.Duration) (*links, error) {
-	expires := time.Now().Add(d).UTC().Truncate(time.Second)
+// signLinks signs, with client's credentials, the archive's link and, when
+// there is a report, the report's, for d from now. When the credentials
+// expire sooner (SSO, an assumed role), the links die with them: Expires
+// says when, and the warning says why.
+func signLinks(ctx context.Context, client *s3.Client, archive, report string, d time.Duration) (l *links, warning string, err error) {
+	p := s3.NewPresignClient(client)
 	a, err := presignGet(ctx, p, archive, d)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	l := &links{Archive: a, Expires: expires}
+	l = &links{Archive: a}
 	if report != "" {
 		r, err := presignGet(ctx, p, report, d)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		l.Report = &r
 	}
-	return l, nil
+	var creds aws.Credentials
+	if c := client.Options().Credentials; c != nil {
+		creds, _ = c.Retrieve(ctx) // signing just retrieved them: cached
+	}
+	l.Expires, warning = linkExpiry(time.Now(), d, creds)
+	return l, warning, nil
+}
+
+// linkExpiry is when links signed at now for d with creds stop working,
+// and a warning when that is before d is up.
+func linkExpiry(now time.Time, d time.Duration, creds aws.Credentials) (time.Time, string) {
+	expires := now.Add(d).UTC().Truncate(time.Second)
+	if !creds.CanExpire || !creds.Expires.Before(expires) {
+		return expires, ""
+	}
+	until := creds.Expires.UTC().Truncate(time.Second)
+	return until, fmt.Sprintf("the links were signed for %s, but with temporary credentials that expire at %s: they stop working then; "+
+		"sign with longer-lived credentials (an IAM user's keys) for a longer link", d, until.Format(time.RFC3339))
 }
 
 // signLinksAsCaller signs a deployed run's links with the credentials and
 // S3 endpoint (S3_ENDPOINT, AWS_ENDPOINT_URL_S3) this command runs with.
-func signLinksAsCaller(ctx context.Context, archive, report string, d time.Duration) (*links, error) {
+func signLinksAsCaller(ctx context.Context, archive, report string, d time.Duration) (*links, string, error) {
 	client, err := newS3Client(ctx, "")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return signLinks(ctx, s3.NewPresignClient(client), archive, report, d)
+	return signLinks(ctx, client, archive, report, d)
 }
 
 // printLinks is the summary's lines for the links, if any.

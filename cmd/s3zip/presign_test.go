@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -208,5 +210,42 @@ func TestStatusPresignLinks(t *testing.T) {
 			wantDownload(t, "status --json archive", r.Links.Archive, archive)
 			wantDownload(t, "status --json report", *r.Links.Report, report)
 		}
+	}
+}
+
+// Links signed with temporary credentials die with them: the expiry
+// reported is the credentials', with a warning, when that comes first.
+func TestLinksExpireWithTheCredentials(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name        string
+		creds       aws.Credentials
+		life        time.Duration
+		wantExpires time.Time
+		wantWarning string
+	}{
+		{"static-keys", aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "s"}, 7 * 24 * time.Hour, now.Add(7 * 24 * time.Hour), ""},
+		{"session-outlives-link", aws.Credentials{AccessKeyID: "ASIA", SecretAccessKey: "s", SessionToken: "t", CanExpire: true, Expires: now.Add(2 * time.Hour)},
+			time.Hour, now.Add(time.Hour), ""},
+		{"session-expires-first", aws.Credentials{AccessKeyID: "ASIA", SecretAccessKey: "s", SessionToken: "t", CanExpire: true, Expires: now.Add(time.Hour)},
+			24 * time.Hour, now.Add(time.Hour), "temporary credentials that expire at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), UsePathStyle: true,
+				Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return tc.creds, nil })})
+			l, warning, err := signLinks(t.Context(), client, "s3://b/a.zip", "s3://b/a.zip.report.json", tc.life)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := l.Expires.Sub(tc.wantExpires); d < -2*time.Second || d > 2*time.Second {
+				t.Errorf("expires %s, want %s", l.Expires, tc.wantExpires.UTC())
+			}
+			if (tc.wantWarning == "") != (warning == "") || !strings.Contains(warning, tc.wantWarning) {
+				t.Errorf("warning %q, want %q", warning, tc.wantWarning)
+			}
+			if l.Report == nil || !strings.Contains(l.Archive, "/b/a.zip?") || !strings.Contains(*l.Report, "/b/a.zip.report.json?") {
+				t.Errorf("links %+v, want the archive's and the report's", l)
+			}
+		})
 	}
 }

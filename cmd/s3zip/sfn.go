@@ -268,11 +268,14 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, li
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
 		if linkLife > 0 {
-			l, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, linkLife)
+			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, linkLife)
 			if lerr != nil {
 				return fmt.Errorf("execution %s succeeded, but the archive's link was not signed: %w", r.Execution, lerr)
 			}
 			r.Links = l
+			if warning != "" {
+				r.Warnings = append(r.Warnings, warning)
+			}
 		}
 	} else {
 		errName, cause := aws.ToString(d.Error), aws.ToString(d.Cause)
