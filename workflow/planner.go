@@ -316,7 +316,10 @@ func checkAllowed(cfg Config, req *Request) error {
 		if m.Bucket != cfg.ControlBucket && !s3ref.Allowed(cfg.AllowedSources, m.Bucket, m.Key) {
 			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
 		}
-	} else if !s3ref.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
+	} else if req.Source.Inventory == nil && !s3ref.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
+		// An inventory's keys are checked one by one as it is read
+		// (inventoryEntries); reading the report is the CDK's
+		// inventoryBuckets grant.
 		bad = append(bad, fmt.Sprintf("source s3://%s/%s is outside the sources this deployment allows", req.Source.Bucket, req.Source.Prefix))
 	}
 	if !s3ref.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
@@ -403,9 +406,12 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	dups, _ := plan.ParseDuplicatePolicy(req.Options.Duplicates)
 	var entries []plan.Entry
 	var err error
-	if req.Source.Manifest != nil {
+	switch {
+	case req.Source.Manifest != nil:
 		entries, err = pl.manifestEntries(ctx, cfg, req, names)
-	} else {
+	case req.Source.Inventory != nil:
+		entries, err = pl.inventoryEntries(ctx, cfg, req, names)
+	default:
 		entries, err = pl.listEntries(ctx, cfg, req, names)
 	}
 	if err != nil {
@@ -415,6 +421,9 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 		where := "s3://" + req.Source.Bucket + "/" + req.Source.Prefix
 		if m := req.Source.Manifest; m != nil {
 			where = "manifest s3://" + m.Bucket + "/" + m.Key
+		}
+		if inv := req.Source.Inventory; inv != nil {
+			where = fmt.Sprintf("inventory s3://%s/%s under prefix %q", inv.Bucket, inv.Key, req.Source.Prefix)
 		}
 		return nil, requestError("%s has no objects to archive; check the bucket and prefix", where)
 	}

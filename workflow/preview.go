@@ -38,22 +38,24 @@ func prefixNotFolder(req *Request, names plan.NamePolicy, entries []plan.Entry) 
 	if req.Source.Manifest != nil || names != plan.NamesRelative || prefix == "" || strings.HasSuffix(prefix, "/") {
 		return nil
 	}
+	// The entry's bucket, not the request's: an inventory's request may
+	// leave source.bucket out.
 	for _, e := range entries {
 		if e.Name == "" {
-			folder := "s3://" + req.Source.Bucket + "/"
+			folder := "s3://" + e.Source.Bucket + "/"
 			if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 				folder += prefix[:i+1]
 			}
 			return requestError("source prefix %q names the object s3://%s/%s, whose name relative to the prefix is empty: "+
 				"to archive it and its neighbours, give the folder (%s); to archive it alone, set options.names \"flat\" (it is named %q)",
-				prefix, req.Source.Bucket, e.Source.Key, folder, path.Base(e.Source.Key))
+				prefix, e.Source.Bucket, e.Source.Key, folder, path.Base(e.Source.Key))
 		}
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name, "/") {
 			return requestError("source prefix %q does not end in \"/\", so the names relative to it start with \"/\" (key %q would be named %q): "+
 				"give the folder, s3://%s/%s/, or set options.names \"flat\" or \"full\"",
-				prefix, e.Source.Key, e.Name, req.Source.Bucket, prefix)
+				prefix, e.Source.Key, e.Name, e.Source.Bucket, prefix)
 		}
 	}
 	return nil

@@ -29,11 +29,14 @@ type ObjectRef struct {
 	Key    string `json:"key"`
 }
 
-// Source is a bucket and prefix to list, or a manifest object.
+// Source is a bucket and prefix to list, a manifest object, or an S3
+// Inventory report's manifest.json (whose keys the prefix filters, as a
+// listing would).
 type Source struct {
-	Bucket   string     `json:"bucket,omitempty"`
-	Prefix   string     `json:"prefix,omitempty"`
-	Manifest *ObjectRef `json:"manifest,omitempty"`
+	Bucket    string     `json:"bucket,omitempty"`
+	Prefix    string     `json:"prefix,omitempty"`
+	Manifest  *ObjectRef `json:"manifest,omitempty"`
+	Inventory *ObjectRef `json:"inventory,omitempty"`
 }
 
 // Destination is where the archive goes.
@@ -131,6 +134,20 @@ func (r *Request) Validate() error {
 	}
 	src := r.Source
 	switch {
+	case src.Manifest != nil && src.Inventory != nil:
+		add("source.manifest and source.inventory cannot both be given: name the objects one way")
+	case src.Inventory != nil:
+		add(checkBucket("source.inventory.bucket", src.Inventory.Bucket))
+		add(checkKey("source.inventory.key", src.Inventory.Key))
+		if !strings.HasSuffix(src.Inventory.Key, "manifest.json") {
+			add(fmt.Sprintf("source.inventory.key %q does not name a manifest.json: give the manifest.json of an S3 Inventory report (…/YYYY-MM-DDTHH-MMZ/manifest.json)", src.Inventory.Key))
+		}
+		if src.Bucket != "" {
+			add(checkBucket("source.bucket", src.Bucket))
+		}
+		if !utf8.ValidString(src.Prefix) {
+			add("source.prefix is not valid UTF-8")
+		}
 	case src.Manifest != nil:
 		add(checkBucket("source.manifest.bucket", src.Manifest.Bucket))
 		add(checkKey("source.manifest.key", src.Manifest.Key))
@@ -146,7 +163,7 @@ func (r *Request) Validate() error {
 			add("source.prefix is not valid UTF-8")
 		}
 	default:
-		add("source is missing: give source.bucket (and source.prefix) or source.manifest")
+		add("source is missing: give source.bucket (and source.prefix), source.manifest or source.inventory")
 	}
 	add(checkBucket("destination.bucket", r.Destination.Bucket))
 	add(checkKey("destination.key", r.Destination.Key))

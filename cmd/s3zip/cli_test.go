@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/testenv/invreport"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -137,7 +138,7 @@ func TestHelpVersionAndTypos(t *testing.T) {
 		{"help-command", []string{"help"}, expect{stdout: []string{"usage: s3zip <command>"}, stdoutOnly: true}},
 		{"help-of-create", []string{"help", "create"}, expect{stdout: []string{"usage: s3zip create"}, stdoutOnly: true}},
 		{"create-h", []string{"create", "-h"}, expect{
-			stdout:     []string{"usage: s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key) --dest", "auto, stream, duo or chain (default auto)"},
+			stdout:     []string{"usage: s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest", "auto, stream, duo or chain (default auto)"},
 			banned:     []string{"Usage of", "stream or duo (default duo)"},
 			stdoutOnly: true}},
 		{"plan-h", []string{"plan", "-h"}, expect{stdout: []string{"usage: s3zip plan", "--source", "--endpoint"}, banned: []string{"Usage of"}, stdoutOnly: true}},
@@ -462,5 +463,36 @@ func TestStrategyDefaultIsThePlanners(t *testing.T) {
 	}
 	if line := fmt.Sprintf(`"strategy": %q,`, want); !strings.Contains(string(doc), line) {
 		t.Errorf("docs/contract.md's example request does not show the default strategy (%s)", line)
+	}
+}
+
+// --inventory archives what an S3 Inventory report lists, --source narrowing
+// it to a prefix; plan reads it the same way; the request's inventory and
+// source fields are spoken of as the flags.
+func TestInventoryFlag(t *testing.T) {
+	srv := newUserServer(t)
+	ep := "--endpoint=" + srv.Endpoint()
+	srv.CreateBucket(t, "inv")
+	c := srv.Client(t)
+	report := invreport.Build(t, invreport.CSV, "cli", "inv", "cli/daily/", invreport.Listed(t, c, "cli", ""), 10)
+	srv.PutObjects(t, "inv", report.Objects)
+	inv := "s3://inv/" + report.ManifestKey
+	for _, tc := range []struct {
+		name string
+		args []string
+		want expect
+	}{
+		{"create-under-prefix", []string{"create", "--inventory", inv, "--source", "s3://cli/small/", "--dest", "s3://out/i.zip", ep},
+			expect{stdout: []string{"entries     12"}}},
+		{"plan-under-prefix", []string{"plan", "--inventory", inv, "--source", "s3://cli/one/", ep},
+			expect{stdout: []string{"entries         2"}}},
+		{"another-bucket", []string{"create", "--inventory", inv, "--source", "s3://out/small/", "--dest", "s3://out/j.zip", ep},
+			expect{code: exitRefused, stderr: []string{`--source "out"`, `lists bucket "cli"`}, banned: []string{"source.bucket"}, stderrMax: 1}},
+		{"not-a-manifest", []string{"create", "--inventory", "s3://inv/cli/daily/data/0000.csv.gz", "--dest", "s3://out/k.zip", ep},
+			expect{code: exitRefused, stderr: []string{"--inventory", "does not name a manifest.json"}, banned: []string{"source.inventory"}, stderrMax: 1}},
+		{"with-manifest", []string{"create", "--inventory", inv, "--manifest", "s3://cli/m.csv", "--dest", "s3://out/l.zip", ep},
+			expect{code: 2, stderr: []string{"give exactly one of", "--inventory"}, stderrMax: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.want.check(t, s3zip(t, nil, tc.args...)) })
 	}
 }

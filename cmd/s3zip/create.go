@@ -21,7 +21,7 @@ func init() {
 }
 
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key) --dest s3://bucket/out.zip [flags]",
+	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest s3://bucket/out.zip [flags]",
 		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+
 			"run from here against any S3 endpoint. Nothing is left behind on failure: the upload is aborted\n"+
 			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
@@ -170,11 +170,13 @@ func endpointOrEnv(endpoint string) string {
 }
 
 // runChecks are the buckets a run needs: the source (listed) or the
-// manifest (read), the destination and the work bucket.
+// manifest or inventory report (read), the destination and the work bucket.
 func runChecks(req workflow.Request, workBucket string) []bucketCheck {
 	var checks []bucketCheck
 	if m := req.Source.Manifest; m != nil {
 		checks = append(checks, bucketCheck{role: "manifest", bucket: m.Bucket, object: m.Key})
+	} else if inv := req.Source.Inventory; inv != nil {
+		checks = append(checks, bucketCheck{role: "inventory", bucket: inv.Bucket, object: inv.Key})
 	} else {
 		checks = append(checks, bucketCheck{role: "source", bucket: req.Source.Bucket, list: true, prefix: req.Source.Prefix})
 	}

@@ -58,7 +58,7 @@ type planSummary struct {
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --synthetic challenge|small) [flags]",
+	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --inventory s3://bucket/…/manifest.json | --synthetic challenge|small) [flags]",
 		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
 			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
 			"a local manifest must give every object's size.")
@@ -78,9 +78,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	var entries []plan.Entry
 	var err error
 	localManifest := *rf.manifest != "" && !strings.HasPrefix(*rf.manifest, "s3://")
-	switch given := btoi(*rf.source != "") + btoi(*rf.manifest != "") + btoi(*synthetic != ""); {
+	// --source with --inventory narrows the report to a prefix: one source.
+	switch given := btoi(*rf.source != "" || *rf.inventory != "") + btoi(*rf.manifest != "") + btoi(*synthetic != ""); {
 	case given != 1:
-		return usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, or --synthetic challenge")
+		return usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, --inventory s3://bucket/…/manifest.json, or --synthetic challenge")
 	case *synthetic != "":
 		if err := atLeast("plan", "count", *count, 0); err != nil {
 			return err

@@ -17,6 +17,7 @@ const defaultWorkers = 8
 type requestFlags struct {
 	fs                          *flags
 	source, manifest, endpoint  *string
+	inventory                   *string
 	strategy, names, duplicates *string
 	prefer                      *string
 	compress, digest, sumsFile  *string
@@ -30,6 +31,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		fs:          fs,
 		source:      fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
 		manifest:    fs.String("manifest", "", manifestHelp),
+		inventory:   fs.String("inventory", "", "archive the objects an S3 Inventory report (CSV or Parquet) lists: its `s3://bucket/…/manifest.json`; with --source, only its keys under that prefix"),
 		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
 		strategy:    fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
 		prefer:      fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan within 2× the cheapest's cost) or cost (the cheapest within 1.5× the fastest's time)"),
@@ -116,13 +118,26 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	}
 	req.Options.ChecksumsFile = *f.sumsFile
 	switch {
+	case *f.inventory != "" && *f.manifest == "":
+		b, k, err := parseS3ObjectURI(*f.inventory)
+		if err != nil {
+			return req, usageErrorf("%s: --inventory: %v", cmd, err)
+		}
+		req.Source.Inventory = &workflow.ObjectRef{Bucket: b, Key: k}
+		if *f.source != "" {
+			// The prefix filters the report's keys and names entries
+			// relative to it, as a listing of it would.
+			if req.Source.Bucket, req.Source.Prefix, err = parseS3URI(*f.source); err != nil {
+				return req, usageErrorf("%s: --source: %v", cmd, err)
+			}
+		}
 	case *f.source != "" && *f.manifest == "":
 		b, k, err := parseS3URI(*f.source)
 		if err != nil {
 			return req, usageErrorf("%s: --source: %v", cmd, err)
 		}
 		req.Source = workflow.Source{Bucket: b, Prefix: k}
-	case *f.manifest != "" && *f.source == "":
+	case *f.manifest != "" && *f.source == "" && *f.inventory == "":
 		b, k, err := parseS3ObjectURI(*f.manifest)
 		if err != nil {
 			return req, usageErrorf("%s: --manifest: %v", cmd, err)
@@ -131,7 +146,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 		// has no flag for the request's default source bucket.
 		req.Source = workflow.Source{Bucket: b, Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
 	default:
-		return req, usageErrorf("%s: give exactly one of --source s3://bucket/prefix/ or --manifest s3://bucket/key", cmd)
+		return req, usageErrorf("%s: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or --inventory s3://bucket/…/manifest.json (which --source may narrow to a prefix)", cmd)
 	}
 	return req, nil
 }
@@ -158,6 +173,7 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.directories`), "--directories"},
 	{regexp.MustCompile(`duplicates policy "(\w+)"`), "--duplicates $1"},
 	{regexp.MustCompile(`source\.manifest(\.bucket|\.key)?`), "--manifest"},
+	{regexp.MustCompile(`source\.inventory(\.bucket|\.key)?`), "--inventory"},
 	{regexp.MustCompile(`source\.(bucket|prefix)`), "--source"},
 	{regexp.MustCompile(`destination\.(bucket|key)`), "--dest"},
 }

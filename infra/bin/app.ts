@@ -12,6 +12,7 @@
  *   -c workKmsKeyArn=arn  (the work and control buckets are encrypted with it)
  *   -c sourceKmsKeyArns=arn1,arn2  -c destinationKmsKeyArn=arn  (archives are written with it)
  *   -c extractArchiveKmsKeyArns=arn1,arn2  -c extractDestinationKmsKeyArn=arn  (the extract workflow's)
+ *   -c inventoryBuckets=inv,inv2/reports/  (S3 Inventory reports the planner may read: source.inventory; none by default)
  */
 import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -91,6 +92,7 @@ new S3ZipStack(
     workKmsKeyArn: contextString(app, 'workKmsKeyArn'),
     sourceKmsKeyArns: contextList(app, 'sourceKmsKeyArns'),
     destinationKmsKeyArn: contextString(app, 'destinationKmsKeyArn'),
+    inventoryBuckets: contextList(app, 'inventoryBuckets'),
   },
   {
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

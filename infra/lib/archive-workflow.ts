@@ -73,6 +73,12 @@ export interface ArchiveWorkflowProps {
   readonly sourceKmsKeyArns?: string[];
   /** KMS key the destination archives are encrypted with. @default none */
   readonly destinationKmsKeyArn?: string;
+  /**
+   * Where S3 Inventory reports may be read as sources (request `source.inventory`): each
+   * "bucket" or "bucket/prefix" of an inventory's destination. The planner alone gets
+   * s3:GetObject there (manifest.json, manifest.checksum, the data files). @default none: no grant
+   */
+  readonly inventoryBuckets?: string[];
 
   /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
   readonly functionsDir?: string;
@@ -128,6 +134,19 @@ const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
 /** `arn:<partition>:s3:::<bucket><suffix>` without importing the bucket (so no '*' sneaks in). */
 function s3Arn(bucket: string, suffix = ''): string {
   return `arn:${Aws.PARTITION}:s3:::${bucket}${suffix}`;
+}
+
+/** The object ARNs of inventoryBuckets' "bucket" or "bucket/prefix" entries (partition: as cdk-nag names it, for its findings). */
+function inventoryObjectArns(locations: string[] = [], partition: string = Aws.PARTITION): string[] {
+  return locations.map((l) => {
+    const slash = l.indexOf('/');
+    const bucket = slash < 0 ? l : l.slice(0, slash);
+    const prefix = slash < 0 ? '' : l.slice(slash + 1).replace(/^\/+/, '');
+    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) || prefix.includes('*')) {
+      throw new Error(`ArchiveWorkflow: inventoryBuckets entry "${l}" is not "bucket" or "bucket/prefix"`);
+    }
+    return `arn:${partition}:s3:::${bucket}/${prefix}*`;
+  });
 }
 
 function escapeRegex(s: string): string {
@@ -434,6 +453,11 @@ export class ArchiveWorkflow extends Construct {
       resources: [this.controlBucket.arnForObjects('*')],
     });
 
+    // Inventory reports: read by the planner only, and only where the deployment says they are.
+    const inventoryArns = inventoryObjectArns(props.inventoryBuckets);
+    const inventoryRead =
+      inventoryArns.length === 0 ? [] : [new iam.PolicyStatement({ sid: 'InventoryReportsRead', actions: ['s3:GetObject'], resources: inventoryArns })];
+
     const add = (fn: lambda.Function, statements: iam.PolicyStatement[]) => {
       for (const s of statements) fn.addToRolePolicy(s);
     };
@@ -446,6 +470,7 @@ export class ArchiveWorkflow extends Construct {
       ...destinationWrite,
       destinationAbort[1],
       controlRead,
+      ...inventoryRead,
     ]);
     // The reader reads sources by range (If-Match on the planned ETag) and writes pieces under the
     // work prefix: no destination, no delete. It may list the sources, as the worker may, so that a
@@ -634,13 +659,14 @@ export class ArchiveWorkflow extends Construct {
       }
       if (name === 'planner') {
         appliesTo.push(`Resource::<${stack.getLogicalId(this.controlBucket.node.defaultChild as s3.CfnBucket)}.Arn>/*`);
+        appliesTo.push(...inventoryObjectArns(ctx.props.inventoryBuckets, '<AWS::Partition>').map((a) => `Resource::${a}`));
       }
       NagSuppressions.addResourceSuppressions(
         fn.role!,
         [
           {
             id: 'AwsSolutions-IAM5',
-            reason: `${name}: ${perObjectReason} Sources are limited to the configured buckets/prefix, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', and the control bucket holds only request and manifest objects' : ''}.`,
+            reason: `${name}: ${perObjectReason} Sources are limited to the configured buckets/prefix, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', the control bucket holds only request and manifest objects, and inventory reports are read only where inventoryBuckets says' : ''}.`,
             appliesTo,
           },
         ],

@@ -212,6 +212,47 @@ describe('IAM: sources read-only, writes only under the destination and work pre
   });
 });
 
+describe('inventory reports (source.inventory)', () => {
+  const inventoryGrants = (b: Built) =>
+    FUNCTION_NAMES.flatMap((name) =>
+      statementsOfRole(b.json, roleIds(b)[name])
+        .filter((s) => list(s.Resource).map(render).some((r) => r.startsWith('arn:<AWS::Partition>:s3:::s3zip-test-inventory')))
+        .map((s) => ({ name, s })),
+    );
+
+  test('no grant unless inventoryBuckets is configured', () => {
+    for (const b of [PREFIXED, WHOLE]) {
+      assert.deepEqual(inventoryGrants(b), []);
+      const sids = identityStatements(b.json).map(({ statement }) => statement.Sid);
+      assert.ok(!sids.includes('InventoryReportsRead'), 'an inventory grant without inventoryBuckets');
+    }
+  });
+
+  test('configured: the planner alone may GetObject there, under each prefix given, and cdk-nag stays clean', () => {
+    const b = build({ inventoryBuckets: ['s3zip-test-inventory', 's3zip-test-inventory2/reports/photos/'] });
+    const grants = inventoryGrants(b);
+    assert.deepEqual(
+      grants.map(({ name }) => name),
+      ['planner'],
+    );
+    const { s } = grants[0];
+    assert.deepEqual(list(s.Action), ['s3:GetObject']);
+    assert.deepEqual(list(s.Resource).map(render), [
+      'arn:<AWS::Partition>:s3:::s3zip-test-inventory/*',
+      'arn:<AWS::Partition>:s3:::s3zip-test-inventory2/reports/photos/*',
+    ]);
+    const findings = [
+      ...Annotations.fromStack(b.stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+      ...Annotations.fromStack(b.stack).findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+    ];
+    assert.deepEqual(findings.map((f) => `${f.id}: ${String(f.entry.data).slice(0, 160)}`), []);
+  });
+
+  test('an entry that is not "bucket" or "bucket/prefix" is refused at synth', () => {
+    assert.throws(() => build({ inventoryBuckets: ['s3zip-test-inventory/*'] }, { nag: false }), /inventoryBuckets entry "s3zip-test-inventory\/\*"/);
+  });
+});
+
 describe('encryption at rest', () => {
   test('with a KMS key: work and control buckets use it with a bucket key; access logs stay SSE-S3', () => {
     let key: kms.Key | undefined;

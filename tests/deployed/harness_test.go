@@ -60,6 +60,10 @@ const (
 	extractDestinationKey = "arn:aws:kms:" + region + ":" + account + ":key/00000000-0000-4000-8000-00000000000e"
 	extractArchivePrefix  = "incoming/"  // ExtractWorkflow's default
 	extractDestPrefix     = "extracted/" // ExtractWorkflow's default
+	// S3 Inventory reports the planner may read (-c inventoryBuckets):
+	// inventory_test.go archives from one.
+	inventoryBucket = "s3zip-inventory"
+	inventoryPrefix = "reports/"
 )
 
 var (
@@ -128,7 +132,8 @@ func synth(dir string) error {
 		"-c", "destinationBucket="+destinationBucket, "-c", "destinationPrefix="+destinationPrefix, "-c", "partsPerBatch=2", "-c", fmt.Sprintf("pieceSize=%d", pieceSize),
 		"-c", "extractBucket="+sourceBucket, // extract_test.go: incoming/*.zip → extracted/<name>/
 		"-c", "workKmsKeyArn="+workKey, "-c", "sourceKmsKeyArns="+sourceKey, "-c", "destinationKmsKeyArn="+destinationKey,
-		"-c", "extractArchiveKmsKeyArns="+extractArchiveKey, "-c", "extractDestinationKmsKeyArn="+extractDestinationKey)
+		"-c", "extractArchiveKmsKeyArns="+extractArchiveKey, "-c", "extractDestinationKmsKeyArn="+extractDestinationKey,
+		"-c", "inventoryBuckets="+inventoryBucket+"/"+inventoryPrefix)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -496,7 +501,7 @@ func Deploy(t *testing.T) *Deployment {
 		forward.ServeHTTP(w, r)
 	}))
 
-	for _, b := range []string{sourceBucket, destinationBucket} {
+	for _, b := range []string{sourceBucket, destinationBucket, inventoryBucket} {
 		srv.CreateBucket(t, b)
 	}
 	for _, id := range tp.Of("AWS::S3::Bucket") {

@@ -133,12 +133,29 @@ type crashAt struct {
 	op string
 }
 
+// errCrashed is what crashAt panics with: the Lambda dies once S3 has
+// acted, so nothing after the call runs (an error returned would let the
+// finalizer go on: a report it could not write is only a warning).
 var errCrashed = errors.New("finalizer crashed (injected)")
+
+// finalizeUntilCrash runs f and turns crashAt's panic into errCrashed.
+func finalizeUntilCrash(ctx context.Context, f *workflow.Finalizer, in workflow.FinalizeInput) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r != errCrashed {
+				panic(r)
+			}
+			err = errCrashed
+		}
+	}()
+	_, err = f.Finalize(ctx, in)
+	return err
+}
 
 func (c *crashAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
 	out, err := c.FinalizerS3.CompleteMultipartUpload(ctx, in, o...)
 	if err == nil && c.op == "CompleteMultipartUpload" {
-		return nil, errCrashed
+		panic(errCrashed)
 	}
 	return out, err
 }
@@ -146,7 +163,7 @@ func (c *crashAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 func (c *crashAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	out, err := c.FinalizerS3.PutObject(ctx, in, o...)
 	if err == nil && c.op == "PutObject" {
-		return nil, errCrashed
+		panic(errCrashed)
 	}
 	return out, err
 }
@@ -154,7 +171,7 @@ func (c *crashAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 func (c *crashAt) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, o ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
 	out, err := c.FinalizerS3.DeleteObjects(ctx, in, o...)
 	if err == nil && c.op == "DeleteObjects" {
-		return nil, errCrashed
+		panic(errCrashed)
 	}
 	return out, err
 }
@@ -175,7 +192,7 @@ func TestFinalizerRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
-			_, err = (&workflow.Finalizer{S3: &crashAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}).Finalize(ctx, in)
+			err = finalizeUntilCrash(ctx, &workflow.Finalizer{S3: &crashAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in)
 			if !errors.Is(err, errCrashed) {
 				record(t, started, wantArchive, fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err), false)
 				w.scrub(t)
