@@ -33,7 +33,12 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log every step")
 	stateMachine := fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it")
+	presign := presignFlag(fs)
 	if err := fs.parse(args, stdout); err != nil {
+		return err
+	}
+	linkLife, err := presignExpiry("create", fs, *presign)
+	if err != nil {
 		return err
 	}
 	if err := rf.check("create"); err != nil {
@@ -64,7 +69,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		if !fs.given("workers") {
 			req.Options.MaxConcurrency = 0
 		}
-		return startDeployed(ctx, *stateMachine, req, *asJSON, stdout, stderrWriter)
+		return startDeployed(ctx, *stateMachine, req, *asJSON, linkLife, stdout, stderrWriter)
 	}
 	if *workBucket == "" {
 		*workBucket = b
@@ -108,12 +113,22 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	wall := time.Since(start)
 	out := res.Output
+	var l *links
+	if linkLife > 0 {
+		var warning string
+		if l, warning, err = signLinks(ctx, plain, out.Archive.URI, out.Report, linkLife); err != nil {
+			return fmt.Errorf("create: the archive %s is complete, but its link was not signed: %w", out.Archive.URI, err)
+		}
+		if warning != "" {
+			out.Warnings = append(out.Warnings, warning)
+		}
+	}
 	printWarnings(out.Warnings)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
-			"requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
+			"requests": counter.Snapshot(), "wallSeconds": wall.Seconds(), "links": l})
 	}
 	st := out.Stats
 	printArchive(stdout, out.Archive, st)
@@ -127,6 +142,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "            (%d AbortMultipartUpload: %s)\n", n, abortReason)
 	}
 	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(out.Report))
+	printLinks(stdout, l)
 	fmt.Fprintf(stdout, "wall time   %.2f s%s\n", wall.Seconds(), rate(out.Archive.Size, wall.Seconds()))
 	return nil
 }

@@ -88,6 +88,7 @@ func TestMissingCredentialsBeforeAnyRequest(t *testing.T) {
 		{"get", "s3://cli/in.zip", t.TempDir()},
 		{"verify", "s3://cli/in.zip"},
 		{"cleanup", "s3://cli/in.zip"},
+		{"presign", "s3://cli/in.zip"},
 		{"sample", "--dest", "s3://cli/s/", "--count", "1"},
 	} {
 		t.Run(args[0]+map[bool]string{true: "-state-machine"}[strings.Contains(strings.Join(args, " "), "--state-machine")], func(t *testing.T) {

@@ -111,7 +111,8 @@ func sfnError(op, arn string, err error, then string) error {
 }
 
 // startDeployed starts the state machine with req and follows the execution.
-func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, asJSON bool, stdout, stderr io.Writer) error {
+// With linkLife > 0 it signs links to what a successful run made (presign.go).
+func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, asJSON bool, linkLife time.Duration, stdout, stderr io.Writer) error {
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
@@ -131,15 +132,20 @@ func startDeployed(ctx context.Context, stateMachine string, req workflow.Reques
 		return fmt.Errorf("create: %w", sfnError("StartExecution", stateMachine, err, "run the same command again (nothing was started)"))
 	}
 	fmt.Fprintf(stderr, "execution %s\n", aws.ToString(out.ExecutionArn))
-	return follow(ctx, c, aws.ToString(out.ExecutionArn), asJSON, stdout, stderr)
+	return follow(ctx, c, aws.ToString(out.ExecutionArn), asJSON, linkLife, stdout, stderr)
 }
 
 func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("status", "s3zip status EXECUTION_ARN [--json]",
+	fs := newFlags("status", "s3zip status EXECUTION_ARN [--json] [--presign DURATION]",
 		"Follow an execution of the deployed workflow (the ARN create --state-machine printed) until it ends,\n"+
 			"then print the summary or the error. --json prints the result in the schema README documents.")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	presign := presignFlag(fs)
 	pos, err := fs.parseArgs(args, stdout)
+	if err != nil {
+		return err
+	}
+	linkLife, err := presignExpiry("status", fs, *presign)
 	if err != nil {
 		return err
 	}
@@ -153,12 +159,12 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	return follow(ctx, c, pos[0], *asJSON, stdout, stderrWriter)
+	return follow(ctx, c, pos[0], *asJSON, linkLife, stdout, stderrWriter)
 }
 
 // follow describes the execution until it ends, printing each change of
 // state or Map progress on stderr, then the result.
-func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool, stdout, stderr io.Writer) error {
+func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool, linkLife time.Duration, stdout, stderr io.Writer) error {
 	last := ""
 	for {
 		d, err := c.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(execution)})
@@ -170,7 +176,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool,
 			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`s3zip status %s` to follow it again (it goes on running)", execution))
 		}
 		if d.Status != types.ExecutionStatusRunning && d.Status != types.ExecutionStatusPendingRedrive {
-			return result(d, asJSON, stdout)
+			return result(ctx, d, asJSON, linkLife, stdout)
 		}
 		line := string(d.Status)
 		if state := currentState(ctx, c, execution); state != "" {
@@ -245,9 +251,10 @@ type executionResult struct {
 	Cause     *string               `json:"cause"`     // otherwise: its message
 	Started   *time.Time            `json:"started"`
 	Stopped   *time.Time            `json:"stopped"`
+	Links     *links                `json:"links"` // SUCCEEDED with --presign: download links, signed by the caller
 }
 
-func result(d *sfn.DescribeExecutionOutput, asJSON bool, stdout io.Writer) error {
+func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, linkLife time.Duration, stdout io.Writer) error {
 	r := executionResult{Execution: aws.ToString(d.ExecutionArn), Status: string(d.Status), Started: d.StartDate, Stopped: d.StopDate, Warnings: []string{}}
 	var err error
 	if d.Status == types.ExecutionStatusSucceeded {
@@ -260,6 +267,16 @@ func result(d *sfn.DescribeExecutionOutput, asJSON bool, stdout io.Writer) error
 			r.Report = &out.Report
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
+		if linkLife > 0 {
+			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, linkLife)
+			if lerr != nil {
+				return fmt.Errorf("execution %s succeeded, but the archive's link was not signed: %w", r.Execution, lerr)
+			}
+			r.Links = l
+			if warning != "" {
+				r.Warnings = append(r.Warnings, warning)
+			}
+		}
 	} else {
 		errName, cause := aws.ToString(d.Error), aws.ToString(d.Cause)
 		// The workflow's causes are the function's error document; show its message.
@@ -290,6 +307,7 @@ func result(d *sfn.DescribeExecutionOutput, asJSON bool, stdout io.Writer) error
 	printArchive(stdout, *r.Archive, *r.Stats)
 	fmt.Fprintf(stdout, "parts       %d\n", r.Stats.Parts)
 	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
+	printLinks(stdout, r.Links)
 	if r.Stopped != nil && r.Started != nil {
 		fmt.Fprintf(stdout, "wall time   %.1f s\n", r.Stopped.Sub(*r.Started).Seconds())
 	}
