@@ -402,7 +402,7 @@ func TestSmallerThings(t *testing.T) {
 		{"create-small-run-has-no-zero-rate", []string{"create", "--source", "s3://cli/one/", "--dest", "s3://out/one.zip", ep},
 			expect{stdout: []string{"wall time"}, banned: []string{"0.0 MiB/s", "MB/s"}}},
 		{"chain-run-explains-its-abort", []string{"create", "--source", "s3://cli/mid/", "--strategy", "chain", "--dest", "s3://out/chain.zip", ep},
-			expect{stdout: []string{"AbortMultipartUpload: the planner's scratch upload"}}},
+			expect{stdout: []string{"AbortMultipartUpload: the planner's and workers' scratch uploads"}}},
 		{"create-rate-in-mib", []string{"create", "--source", "s3://cli/big/", "--dest", "s3://out/big.zip", ep},
 			expect{stdout: []string{"MiB/s)"}, banned: []string{"MB/s"}}},
 	} {

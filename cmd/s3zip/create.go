@@ -157,10 +157,11 @@ func printArchive(w io.Writer, a workflow.Archive, st workflow.ReportStats) {
 	fmt.Fprintf(w, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
 }
 
-// abortReason says why a run that succeeded aborted an upload: the
-// planner has S3 compute CRC-32s by copying objects into a scratch upload
-// it never completes (workflow.crcProbe), and aborts it when planning ends.
-const abortReason = "the planner's scratch upload for learning CRC-32s, discarded when planning ends; not a failure"
+// abortReason says why a run that succeeded aborted uploads: the planner
+// and the workers have S3 compute CRC-32s by copying ranges into scratch
+// uploads they never complete (workflow.crcProbe, a batch's probe upload),
+// and abort them when they are done.
+const abortReason = "the planner's and workers' scratch uploads for learning CRC-32s, discarded when done; not a failure"
 
 func endpointOrEnv(endpoint string) string {
 	if endpoint == "" {
