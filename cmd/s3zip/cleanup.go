@@ -375,7 +375,7 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 			state = "dead; removing what it left failed: " + f.CleanError
 		case f.Dead && f.Marker.Archive != "":
 			state = fmt.Sprintf("dead; removed %s, %s it wrote where nothing was before (objects it replaced keep the archive's content) and %d work objects",
-				plural(f.Uploads, "multipart upload"), plural(f.Extracted, "extracted object"), f.Objects)
+				count(f.Uploads, "multipart upload", "multipart uploads"), count(f.Extracted, "extracted object", "extracted objects"), f.Objects)
 		case f.Dead:
 			state = fmt.Sprintf("dead; removed %d multipart uploads and %d work objects", f.Uploads, f.Objects)
 		}
@@ -396,18 +396,10 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 	if runs > 0 {
 		extra := ""
 		if extracted > 0 {
-			extra = ", " + plural(extracted, "extracted object")
+			extra = ", " + count(extracted, "extracted object", "extracted objects")
 		}
-		fmt.Fprintf(w, "removed what %d dead run%s left: %s%s, %d work objects\n", runs, map[bool]string{true: "s"}[runs != 1], plural(uploads, "upload"), extra, objects)
+		fmt.Fprintf(w, "removed what %s left: %s%s, %d work objects\n", count(runs, "dead run", "dead runs"), count(uploads, "upload", "uploads"), extra, objects)
 	}
-}
-
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func init() {
