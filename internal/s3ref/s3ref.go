@@ -37,6 +37,26 @@ func CopySource(bucket, key, version string) string {
 	return b.String()
 }
 
+// ParseCopySource is CopySource's inverse: an x-amz-copy-source header
+// ("[/]bucket/key[?versionId=v]", the key URL-encoded) split into its
+// bucket, key and version. The query is cut off before the key is decoded,
+// so a key holding an encoded "?" stays whole.
+func ParseCopySource(h string) (bucket, key, version string, err error) {
+	path, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
+	if path, err = url.PathUnescape(path); err != nil {
+		return "", "", "", err
+	}
+	bucket, key, ok := strings.Cut(path, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", "", errors.New("want bucket/key")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", "", err
+	}
+	return bucket, key, q.Get("versionId"), nil
+}
+
 // IsCode reports whether err is an S3 API error with one of codes.
 func IsCode(err error, codes ...string) bool {
 	var ae smithy.APIError

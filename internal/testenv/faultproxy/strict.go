@@ -3,8 +3,8 @@ package faultproxy
 import (
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
 // MinRangedCopySource is the size a source must exceed for UploadPartCopy to
@@ -21,7 +21,7 @@ func (p *Proxy) strict(op Op, r *http.Request) (refusal string, ok bool) {
 	if p.cfg.SourceSize == nil || op != UploadPartCopy || rng == "" {
 		return "", false
 	}
-	bucket, key, version, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	bucket, key, version, err := s3ref.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return fmt.Sprintf("x-amz-copy-source %q: %v", r.Header.Get("X-Amz-Copy-Source"), err), true
 	}
@@ -30,24 +30,6 @@ func (p *Proxy) strict(op Op, r *http.Request) (refusal string, ok bool) {
 		return "", false // the server answers for a source it cannot find
 	}
 	return fmt.Sprintf("%s of s3://%s/%s, a source of %d bytes (S3 copies a byte range only of a source larger than 5 MB)", rng, bucket, key, size), true
-}
-
-// parseCopySource splits x-amz-copy-source ("[/]bucket/key[?versionId=v]",
-// URL-encoded) into its parts.
-func parseCopySource(h string) (bucket, key, version string, err error) {
-	path, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
-	if path, err = url.PathUnescape(path); err != nil {
-		return "", "", "", err
-	}
-	bucket, key, ok := strings.Cut(path, "/")
-	if !ok || bucket == "" || key == "" {
-		return "", "", "", fmt.Errorf("want bucket/key")
-	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return "", "", "", err
-	}
-	return bucket, key, q.Get("versionId"), nil
 }
 
 // StrictRefusals lists the requests the proxy refused as S3 would (Config.SourceSize).

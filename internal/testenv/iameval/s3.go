@@ -3,8 +3,9 @@ package iameval
 import (
 	"encoding/xml"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
 // S3Requests names the authorizations S3 checks for one path-style request
@@ -107,9 +108,6 @@ func S3Requests(partition, op string, r *http.Request, body []byte) []Request {
 // copySourceOf is the object a copy request reads (x-amz-copy-source), and
 // whether it names a version.
 func copySourceOf(r *http.Request) (bucket, key string, versioned bool) {
-	src, _ := url.PathUnescape(r.Header.Get("X-Amz-Copy-Source"))
-	src, rawQuery, _ := strings.Cut(strings.TrimPrefix(src, "/"), "?")
-	bucket, key, _ = strings.Cut(src, "/")
-	v, _ := url.ParseQuery(rawQuery)
-	return bucket, key, v.Get("versionId") != ""
+	bucket, key, version, _ := s3ref.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	return bucket, key, version != ""
 }
