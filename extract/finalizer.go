@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -59,65 +58,21 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	written := []Written{} // the report's "objects": [] when there are none, never null
-	var verifyRead int64
-	if ex.Jobs > 0 {
-		if in.Results == nil || in.Results.ResultWriterDetails == nil {
-			return nil, &IncompleteError{fmt.Sprintf("%d jobs were planned but the input has no Map results", ex.Jobs)}
-		}
-		outs, err := readBatchOutputs(ctx, f.S3, in.Results.ResultWriterDetails)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range outs {
-			written = append(written, o.Written...)
-			verifyRead += o.VerifyRead
-		}
+	written, verifyRead, err := f.written(ctx, in)
+	if err != nil {
+		return nil, err
 	}
-	planned := map[string]bool{}
-	for _, j := range jobs {
-		for _, it := range j.Items {
-			planned[it.Key] = true
-		}
-	}
-	seen := map[string]bool{}
-	var problems []string
-	for _, w := range written {
-		switch {
-		case !planned[w.Key]:
-			problems = append(problems, fmt.Sprintf("%s was written but not planned", w.Key))
-		case seen[w.Key]:
-			problems = append(problems, fmt.Sprintf("%s is in the results twice", w.Key))
-		}
-		seen[w.Key] = true
-	}
-	for k := range planned {
-		if !seen[k] {
-			problems = append(problems, fmt.Sprintf("%s was planned but no batch reports writing it", k))
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return nil, &IncompleteError{fmt.Sprintf("s3://%s/%s: %d problems with the workers' results: %s", ex.DestBucket, ex.Prefix, len(problems), strings.Join(problems[:min(len(problems), 10)], "; "))}
+	planned := plannedKeys(jobs)
+	if err := accountFor(ex, planned, written); err != nil {
+		return nil, err
 	}
 	sort.Slice(written, func(i, j int) bool { return written[i].Key < written[j].Key })
-	var skipped []Skipped
-	if ex.SkippedKey != "" {
-		doc, err := getWork(ctx, f.S3, ex.WorkBucket, ex.SkippedKey)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(doc, &skipped); err != nil {
-			return nil, fmt.Errorf("s3://%s/%s: %w", ex.WorkBucket, ex.SkippedKey, err)
-		}
+	skipped, err := readSkipped(ctx, f.S3, ex)
+	if err != nil {
+		return nil, err
 	}
-	res := &Result{Archive: fmt.Sprintf("s3://%s/%s", ex.Archive.Bucket, ex.Archive.Key), ETag: ex.Archive.ETag, Entries: ex.Entries,
-		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead}
-	for _, w := range written {
-		res.Extracted += w.Size
-	}
-	x := newExecutor(f.S3, ex)
-	if res.Report, err = x.writeReport(ctx, res); err != nil {
+	res := newResult(ex, written, skipped, verifyRead)
+	if res.Report, err = writeReport(ctx, f.S3, ex, res); err != nil {
 		return nil, err
 	}
 	// A batch that failed and was run again may have left uploads open.
@@ -131,6 +86,44 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	}
 	logf(f.Log).Info("extraction done", "execution", ex.Execution, "objects", len(written), "bytes", res.Extracted, "report", res.Report)
 	return res, nil
+}
+
+// written gathers what the batches wrote and read only to check copies,
+// from the Map's results (none when no job was planned).
+func (f *Finalizer) written(ctx context.Context, in FinalizeInput) ([]Written, int64, error) {
+	written := []Written{} // the report's "objects": [] when there are none, never null
+	var verifyRead int64
+	if in.Jobs == 0 {
+		return written, 0, nil
+	}
+	if in.Results == nil || in.Results.ResultWriterDetails == nil {
+		return nil, 0, &IncompleteError{fmt.Sprintf("%d jobs were planned but the input has no Map results", in.Jobs)}
+	}
+	outs, err := readBatchOutputs(ctx, f.S3, in.Results.ResultWriterDetails)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, o := range outs {
+		written = append(written, o.Written...)
+		verifyRead += o.VerifyRead
+	}
+	return written, verifyRead, nil
+}
+
+// readSkipped reads the entries the planner left out, if any.
+func readSkipped(ctx context.Context, c Client, ex *Extraction) ([]Skipped, error) {
+	if ex.SkippedKey == "" {
+		return nil, nil
+	}
+	doc, err := getWork(ctx, c, ex.WorkBucket, ex.SkippedKey)
+	if err != nil {
+		return nil, err
+	}
+	var skipped []Skipped
+	if err := json.Unmarshal(doc, &skipped); err != nil {
+		return nil, fmt.Errorf("s3://%s/%s: %w", ex.WorkBucket, ex.SkippedKey, err)
+	}
+	return skipped, nil
 }
 
 // readBatchOutputs reads the batches' outputs from the ResultWriter's manifest.

@@ -14,6 +14,20 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
+// Request is one extraction.
+type Request struct {
+	Bucket, Key string // the archive
+	DestBucket  string
+	Prefix      string // ends in "/" or is empty
+	Overwrite   bool
+	Workers     int // jobs run at once (default 8)
+	// WorkBucket holds the jobs and results while the run lasts (default
+	// DestBucket), under WorkPrefix (default s3zip-work/).
+	WorkBucket, WorkPrefix string
+	Execution              string // names the run (default cli-<time>)
+	Options
+}
+
 // Progress is how far a run is, in archive bytes.
 type Progress struct {
 	Jobs, JobsDone   int

@@ -114,15 +114,34 @@ type Planner struct {
 // objects before anything is written, and writes the jobs to the work prefix.
 func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	cfg := p.Config.Defaults()
+	ex, opts, err := readRequest(cfg, in)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := p.layOut(ctx, cfg, ex, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.writeJobs(ctx, ex, plan); err != nil {
+		return nil, err
+	}
+	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", ex.archive().String(), "entries", ex.Entries,
+		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
+	return ex, nil
+}
+
+// readRequest decodes and checks the request: the extraction it asks for,
+// before anything is read, and the options it plans with.
+func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 	started := time.Now().Add(-5 * time.Minute)
 	var req RequestDoc
 	dec := json.NewDecoder(bytes.NewReader(in.Request))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return nil, requestError("%v (want {\"archive\":{\"bucket\",\"key\"},\"destination\":{\"bucket\",\"prefix\"},\"options\":{…}}; docs/contract.md)", err)
+		return nil, Options{}, requestError("%v (want {\"archive\":{\"bucket\",\"key\"},\"destination\":{\"bucket\",\"prefix\"},\"options\":{…}}; docs/contract.md)", err)
 	}
 	if in.Execution == "" {
-		return nil, requestError("no execution name")
+		return nil, Options{}, requestError("no execution name")
 	}
 	ex := &Extraction{Execution: in.Execution, Started: started, WorkBucket: cfg.WorkBucket, WorkPrefix: cfg.ExecutionPrefix(in.Execution)}
 	ex.Archive.Bucket, ex.Archive.Key = req.Archive.Bucket, req.Archive.Key
@@ -132,6 +151,26 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	} else if !s3ref.Allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
 		problems = append(problems, fmt.Sprintf("archive s3://%s/%s is outside the archives this deployment may read (%s)", req.Archive.Bucket, req.Archive.Key, strings.Join(cfg.AllowedArchives, ", ")))
 	}
+	problems = append(problems, destination(cfg, &req, ex)...)
+	o := req.Options
+	if o.SmallStored < -1 || o.ReadGroup < 0 || o.CopyPart < 0 || o.MaxConcurrency < 0 {
+		problems = append(problems, "options: sizes and maxConcurrency must not be negative (smallStored may be -1: copy every STORED entry)")
+	}
+	if len(problems) > 0 {
+		return nil, Options{}, &RequestError{problems}
+	}
+	ex.Overwrite = o.Overwrite
+	ex.BatchSize, ex.MaxConcurrency = cfg.BatchSize, cfg.MaxConcurrency
+	if o.MaxConcurrency > 0 {
+		ex.MaxConcurrency = o.MaxConcurrency
+	}
+	return ex, Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart, Model: cfg.Model}, nil
+}
+
+// destination sets where the request extracts to (the one it names, or the
+// deployment's for the archive) and says what is wrong with it.
+func destination(cfg Config, req *RequestDoc, ex *Extraction) []string {
+	var problems []string
 	if d := req.Destination; d != nil {
 		ex.DestBucket, ex.Prefix = d.Bucket, d.Prefix
 		if d.Bucket == "" {
@@ -156,21 +195,14 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if ex.DestBucket != "" && !s3ref.Allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
 		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is outside the destinations this deployment may write (%s)", ex.DestBucket, ex.Prefix, strings.Join(cfg.AllowedDestinations, ", ")))
 	}
-	o := req.Options
-	if o.SmallStored < -1 || o.ReadGroup < 0 || o.CopyPart < 0 || o.MaxConcurrency < 0 {
-		problems = append(problems, "options: sizes and maxConcurrency must not be negative (smallStored may be -1: copy every STORED entry)")
-	}
-	if len(problems) > 0 {
-		return nil, &RequestError{problems}
-	}
-	ex.Overwrite = o.Overwrite
-	ex.BatchSize, ex.MaxConcurrency = cfg.BatchSize, cfg.MaxConcurrency
-	if o.MaxConcurrency > 0 {
-		ex.MaxConcurrency = o.MaxConcurrency
-	}
-	opts := Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart, Model: cfg.Model}
+	return problems
+}
 
-	a, err := archive.Open(ctx, p.S3, req.Archive.Bucket, req.Archive.Key)
+// layOut opens the archive, pins it in ex, and plans its jobs: it refuses
+// an archive it cannot extract and keys that hold objects (unless the
+// request overwrites them).
+func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts Options) (*Plan, error) {
+	a, err := archive.Open(ctx, p.S3, ex.Archive.Bucket, ex.Archive.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +226,13 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 	if err := markExisting(ctx, p.S3, ex, plan); err != nil {
 		return nil, err
 	}
+	return plan, nil
+}
+
+// writeJobs writes the plan's jobs (cut to fit the Map's input), the
+// entries it skips and the extraction itself to the work prefix, and counts
+// them in ex.
+func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) error {
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
 	ex.ReadBelow = plan.ReadBelow
@@ -202,7 +241,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 		jobs[i].Index = i
 		line, err := json.Marshal(&jobs[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		buf.Write(line)
 		buf.WriteByte('\n')
@@ -211,22 +250,17 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 		ex.SkippedKey = ex.WorkPrefix + "skipped.json"
 		doc, _ := json.Marshal(plan.Skipped)
 		if err := putWork(ctx, p.S3, ex.WorkBucket, ex.SkippedKey, doc); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	ex.JobsKey = ex.WorkPrefix + "jobs.jsonl"
 	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.JobsKey, buf.Bytes()); err != nil {
-		return nil, err
+		return err
 	}
 	// The state, kept beside the jobs for a clean-up that finds the work of
 	// a run killed before its Abort could run (Aborter.AbortDead).
 	doc, _ := json.Marshal(ex)
-	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc); err != nil {
-		return nil, err
-	}
-	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", a.String(), "entries", ex.Entries,
-		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
-	return ex, nil
+	return putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc)
 }
 
 // markExisting finds the planned keys (and the report's) that hold an object
@@ -258,6 +292,22 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 		}
 	}
 	return nil
+}
+
+// existingKeys lists the destination prefix and returns the keys of want
+// that hold an object already.
+func existingKeys(ctx context.Context, c Client, bucket, prefix string, want map[string]bool) ([]string, error) {
+	keys, err := listKeys(ctx, c, bucket, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("check for existing objects: %w", err)
+	}
+	var exists []string
+	for _, k := range keys {
+		if want[k] {
+			exists = append(exists, k)
+		}
+	}
+	return exists, nil
 }
 
 // splitForMap splits read jobs whose JSON would exceed maxJobJSON into
