@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
@@ -80,7 +81,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		logf(a.Log).Info("extraction aborted", "execution", execution, "uploads", out.UploadsAborted, "deleted", out.ObjectsDeleted, "error", cause.Error)
 	}
 	var err error
-	if out.WorkDeleted, err = deleteWork(ctx, a.S3, workBucket, workPrefix); err != nil {
+	if out.WorkDeleted, err = under(workBucket, workPrefix).Delete(ctx, a.S3); err != nil {
 		return nil, err
 	}
 	if out.Error == "" {
@@ -143,28 +144,21 @@ func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string
 	d := ex.DestBucket
 	var errs []error
 	n := 0
-	in := &s3.ListMultipartUploadsInput{Bucket: &d, Prefix: aws.String(ex.Prefix)}
-	for {
-		out, err := c.ListMultipartUploads(ctx, in)
-		if err != nil {
-			return n, classifyS3(fmt.Errorf("list uploads under s3://%s/%s: %w", d, ex.Prefix, err))
+	err := under(d, ex.Prefix).EachUpload(ctx, c, func(u types.MultipartUpload) error {
+		if keys != nil && !keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(ex.Started) {
+			return nil
 		}
-		for _, u := range out.Uploads {
-			if keys != nil && !keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(ex.Started) {
-				continue
-			}
-			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId})
-			switch {
-			case err == nil:
-				n++
-			case !s3ref.IsCode(err, "NoSuchUpload"):
-				errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
-			}
+		_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId})
+		switch {
+		case err == nil:
+			n++
+		case !s3ref.IsCode(err, "NoSuchUpload"):
+			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
 		}
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		return nil
+	})
+	if err != nil {
+		return n, err
 	}
 	return n, classifyS3(errors.Join(errs...))
 }
@@ -173,7 +167,7 @@ func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string
 // any) whose metadata names this execution, each only if its ETag is still
 // the one seen.
 func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) (int, error) {
-	all, err := listKeys(ctx, c, ex.DestBucket, ex.Prefix)
+	all, err := under(ex.DestBucket, ex.Prefix).Keys(ctx, c)
 	if err != nil {
 		return 0, err
 	}

@@ -81,7 +81,7 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if _, err := sweepUploads(ctx, f.S3, ex, keys); err != nil {
 		return nil, err
 	}
-	if _, err := deleteWork(ctx, f.S3, ex.WorkBucket, ex.WorkPrefix); err != nil {
+	if _, err := under(ex.WorkBucket, ex.WorkPrefix).Delete(ctx, f.S3); err != nil {
 		return nil, err
 	}
 	logf(f.Log).Info("extraction done", "execution", ex.Execution, "objects", len(written), "bytes", res.Extracted, "report", res.Report)

@@ -297,7 +297,7 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 // existingKeys lists the destination prefix and returns the keys of want
 // that hold an object already.
 func existingKeys(ctx context.Context, c Client, bucket, prefix string, want map[string]bool) ([]string, error) {
-	keys, err := listKeys(ctx, c, bucket, prefix)
+	keys, err := under(bucket, prefix).Keys(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("check for existing objects: %w", err)
 	}

@@ -18,11 +18,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // Client is the part of the S3 API an extraction uses; *s3.Client has it.
@@ -68,46 +68,15 @@ func classifyS3(err error) error {
 	return err
 }
 
-func listKeys(ctx context.Context, c Client, bucket, prefix string) ([]string, error) {
-	var keys []string
-	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix}
-	for {
-		out, err := c.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, classifyS3(fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err))
-		}
-		for _, o := range out.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
-			return keys, nil
-		}
-		in.ContinuationToken = out.NextContinuationToken
-	}
+// named names a failed S3 call for the extract state machine: a
+// TransientError when a retry may help (s3x.Under's ErrorNamer).
+func named(op, bucket, key string, err error) error {
+	return classifyS3(fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err))
 }
 
-// deleteWork deletes every object under an execution's work prefix and
-// says how many there were.
-func deleteWork(ctx context.Context, c Client, bucket, prefix string) (int, error) {
-	keys, err := listKeys(ctx, c, bucket, prefix)
-	if err != nil {
-		return 0, err
-	}
-	for start := 0; start < len(keys); start += 1000 {
-		var ids []types.ObjectIdentifier
-		for _, k := range keys[start:min(start+1000, len(keys))] {
-			ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
-		}
-		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-		if err != nil {
-			return 0, classifyS3(fmt.Errorf("delete work objects under s3://%s/%s: %w", bucket, prefix, err))
-		}
-		if len(out.Errors) > 0 {
-			e := out.Errors[0]
-			return 0, fmt.Errorf("delete work object s3://%s/%s: %s", bucket, aws.ToString(e.Key), aws.ToString(e.Message))
-		}
-	}
-	return len(keys), nil
+// under is a prefix of a bucket, its failures named for extract.
+func under(bucket, prefix string) s3x.Under {
+	return s3x.Under{Bucket: bucket, Prefix: prefix, Named: named}
 }
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
