@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -138,59 +139,27 @@ func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int6
 
 type sourceRef struct{ Bucket, Key, ETag, VersionID string }
 
+// s3Named names a failed S3 call for the create state machine: s3Error,
+// as s3x.Under's ErrorNamer.
+func s3Named(op, bucket, key string, err error) error { return s3Error(op, bucket, key, false, err) }
+
 // deletePrefix deletes every object under prefix.
 func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (int, error) {
-	if prefix == "" || prefix == "/" {
-		return 0, fmt.Errorf("refusing to delete the whole bucket %q", bucket)
-	}
-	deleted := 0
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return deleted, s3Error("ListObjectsV2", bucket, prefix, false, err)
-		}
-		if len(page.Contents) == 0 {
-			continue
-		}
-		ids := make([]types.ObjectIdentifier, len(page.Contents))
-		for i, o := range page.Contents {
-			ids[i] = types.ObjectIdentifier{Key: o.Key}
-		}
-		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-		if err != nil {
-			return deleted, s3Error("DeleteObjects", bucket, prefix, false, err)
-		}
-		if len(out.Errors) > 0 {
-			e := out.Errors[0]
-			return deleted, fmt.Errorf("DeleteObjects s3://%s/%s: %d failed, first %s: %s", bucket, aws.ToString(e.Key), len(out.Errors), aws.ToString(e.Code), aws.ToString(e.Message))
-		}
-		deleted += len(ids)
-	}
-	return deleted, nil
+	return s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
 }
 
 // abortUploadsUnder aborts every multipart upload under prefix (chain
 // rounds a failed worker left behind).
 func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix string) (int, error) {
 	n := 0
-	in := &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix}
-	for {
-		out, err := c.ListMultipartUploads(ctx, in)
-		if err != nil {
-			return n, s3Error("ListMultipartUploads", bucket, prefix, false, err)
+	err := s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+			return s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
 		}
-		for _, u := range out.Uploads {
-			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
-				return n, s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
-			}
-			n++
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			return n, nil
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
-	}
+		n++
+		return nil
+	})
+	return n, err
 }
 
 // objectTooLargeError says an object read whole is over its limit.
