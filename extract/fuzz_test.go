@@ -66,15 +66,15 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("central directory %d+%d outside the %d-byte object", a.CentralDirStart, a.CentralDirSize, a.Size)
 		}
 		for _, opts := range []Options{{}, {SmallStored: -1, SkipUnsupported: true}} {
-			keep, skipped, err := Check(a, "p/", opts)
+			checked, err := Check(a, "p/", opts)
 			if err != nil {
 				continue
 			}
-			starts, err := a.DataStarts(ctx, keep, 4)
+			starts, err := a.DataStarts(ctx, checked.Keep, 4)
 			if err != nil {
 				continue
 			}
-			p, err := PlanJobs(a, "p/", keep, starts, skipped, opts)
+			p, err := PlanJobs(a, "p/", checked, starts, opts)
 			if err != nil {
 				continue
 			}

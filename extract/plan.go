@@ -186,14 +186,21 @@ func (e *RefusedError) Error() string {
 	return b.String()
 }
 
+// Checked is what Check keeps of an archive's entries, and what it leaves out.
+type Checked struct {
+	Keep    []int // the entries to extract, by index in the central directory
+	Skipped []Skipped
+}
+
 // Check validates the central directory before anything is read beyond it:
 // names, methods, encryption, and that every entry's local header and data
 // lie before the central directory without overlapping another entry
 // (judged from the central directory's sizes; PlanJobs checks again with the
 // real data starts). It returns the entries to extract (directories and
 // skipped entries excluded) and those skipped.
-func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped []Skipped, err error) {
-	var refused []Skipped
+func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
+	var keep []int
+	var refused, skipped []Skipped
 	type taken struct{ key, what string }
 	keys := map[string]taken{norm.NFC.String(prefix + ReportName): {prefix + ReportName, "the extraction report"}}
 	for i := range a.Entries {
@@ -236,9 +243,9 @@ func Check(a *archive.Archive, prefix string, opts Options) (keep []int, skipped
 	}
 	refused = append(refused, layoutProblems(a, nil)...)
 	if len(refused) > 0 {
-		return nil, nil, &RefusedError{Archive: a.String(), Entries: refused}
+		return nil, &RefusedError{Archive: a.String(), Entries: refused}
 	}
-	return keep, skipped, nil
+	return &Checked{Keep: keep, Skipped: skipped}, nil
 }
 
 // Reserved lists the entries kept by Check whose keys an extraction into
@@ -398,9 +405,9 @@ func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
 	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > plan.MinPartSize
 }
 
-// PlanJobs turns the entries kept by Check into jobs; dataStart holds where
+// PlanJobs turns the entries Check kept into jobs; dataStart holds where
 // the data of the entries named by Copies starts (from their local headers).
-func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]int64, skipped []Skipped, opts Options) (*Plan, error) {
+func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]int64, opts Options) (*Plan, error) {
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
 		return nil, &RefusedError{Archive: a.String(), Entries: probs}
 	}
@@ -413,8 +420,8 @@ func PlanJobs(a *archive.Archive, prefix string, keep []int, dataStart map[int]i
 	if copyPart < MinPart || copyPart > MaxCopyPart {
 		copyPart = MaxCopyPart
 	}
-	p := &Plan{Skipped: skipped, ReadBelow: small}
-	order := append([]int(nil), keep...)
+	p := &Plan{Skipped: c.Skipped, ReadBelow: small}
+	order := append([]int(nil), c.Keep...)
 	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
 	bound := bounds(a)
 	var cur *Job

@@ -38,11 +38,11 @@ func deflated(name string, c, u int64) archive.Entry {
 func planOf(t *testing.T, opts Options, entries ...archive.Entry) *Plan {
 	t.Helper()
 	a, starts := layout(entries...)
-	keep, skipped, err := Check(a, "out/", opts)
+	checked, err := Check(a, "out/", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanJobs(a, "out/", keep, starts, skipped, opts)
+	p, err := PlanJobs(a, "out/", checked, starts, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestCheckRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := layout(tc.entries...)
-			_, _, err := Check(a, "out/", tc.opts)
+			_, err := Check(a, "out/", tc.opts)
 			var re *RefusedError
 			if !errors.As(err, &re) {
 				t.Fatalf("got %v, want a RefusedError", err)
@@ -187,23 +187,23 @@ func TestCheckRefuses(t *testing.T) {
 func TestCheckLayout(t *testing.T) {
 	a, _ := layout(stored("a", 100), stored("b", 100))
 	a.Entries[1].Offset = a.Entries[0].Offset // both name the same bytes
-	if _, _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
+	if _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
 		t.Errorf("overlapping entries: got %v", err)
 	}
 	a, _ = layout(stored("a", 100))
 	a.Entries[0].CompressedSize, a.Entries[0].UncompressedSize = 1<<40, 1<<40
-	if _, _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "past the end") {
+	if _, err := Check(a, "", Options{}); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("size past the central directory: got %v", err)
 	}
 	// A local header longer than the central directory suggests pushes the
 	// data into the next entry: refused once the real start is known.
 	a, starts := layout(stored("a", 100), stored("b", 100))
 	starts[0] += 50
-	keep, _, err := Check(a, "", Options{})
+	checked, err := Check(a, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanJobs(a, "", keep, starts, nil, Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
+	if _, err := PlanJobs(a, "", checked, starts, Options{}); err == nil || !strings.Contains(err.Error(), "overlapping") {
 		t.Errorf("data start pushed into the next entry: got %v", err)
 	}
 }

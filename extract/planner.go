@@ -208,18 +208,18 @@ func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts O
 	}
 	ex.Archive.ETag, ex.Archive.Size, ex.Archive.ChecksumCRC32 = a.ETag, a.Size, a.ChecksumCRC32
 	ex.Entries = len(a.Entries)
-	keep, skipped, err := Check(a, ex.Prefix, opts)
+	checked, err := Check(a, ex.Prefix, opts)
 	if err != nil {
 		return nil, err
 	}
-	if reserved := Reserved(a, ex.DestBucket, ex.Prefix, cfg.WorkPrefix, keep); len(reserved) > 0 {
+	if reserved := Reserved(a, ex.DestBucket, ex.Prefix, cfg.WorkPrefix, checked.Keep); len(reserved) > 0 {
 		return nil, &RefusedError{Archive: a.String(), Entries: reserved, Fix: "extract into another prefix; nothing was written"}
 	}
-	starts, err := a.DataStarts(ctx, Copies(a, keep, opts), 16)
+	starts, err := a.DataStarts(ctx, Copies(a, checked.Keep, opts), 16)
 	if err != nil {
 		return nil, sourceChanged(err, a)
 	}
-	plan, err := PlanJobs(a, ex.Prefix, keep, starts, skipped, opts)
+	plan, err := PlanJobs(a, ex.Prefix, checked, starts, opts)
 	if err != nil {
 		return nil, err
 	}
