@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // AborterS3 is what the abort handler needs of S3.
@@ -29,13 +31,9 @@ type Aborter struct {
 	Sleep func(time.Duration)
 }
 
-// AbortInput is the Abort state's payload: the state input at the failure
-// (the job, or the request when planning failed) and the error.
-type AbortInput struct {
-	State     json.RawMessage `json:"state"`
-	Error     json.RawMessage `json:"error"`
-	Execution string          `json:"execution"`
-}
+// AbortInput is the Abort state's payload (stepfn's: extract's Abort takes
+// the same).
+type AbortInput = stepfn.AbortInput
 
 // AbortOutput is the root cause the execution fails with, and what was cleaned.
 type AbortOutput struct {
@@ -87,7 +85,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 	if strings.HasPrefix(out.Error, "States.") {
 		// A failed Distributed Map reports only that too many batches
 		// failed; the batches' own errors are in its results.
-		if e, c, ok := FirstFailedBatch(ctx, a.S3, bucket, prefix+"map/"); ok {
+		if e, c, ok := stepfn.FirstFailedBatch(ctx, a.S3, bucket, prefix+"map/"); ok {
 			out.Error, out.Cause = e, c
 		}
 	}

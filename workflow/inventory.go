@@ -12,6 +12,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/inventory"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -113,7 +114,7 @@ func inventoryError(ctx context.Context, ref *ObjectRef, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return requestError("inventory s3://%s/%s: %v: the report is incomplete or was deleted; give a complete report (S3 writes manifest.checksum last)", ref.Bucket, ref.Key, err)
-	case ctx.Err() != nil, errors.As(err, &s3Failure), isA[*TransientError](err), isA[*RefusedError](err):
+	case ctx.Err() != nil, errors.As(err, &s3Failure), stepfn.IsA[*TransientError](err), stepfn.IsA[*RefusedError](err):
 		return err
 	}
 	// The package's own errors: a ChecksumError, a RowError, a format it

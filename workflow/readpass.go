@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -631,7 +632,7 @@ func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchRe
 
 // readReadResults collects the read results of every ReadEntries batch from
 // the Map's ResultWriter layout.
-func readReadResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]ReadResult, error) {
+func readReadResults(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails) ([]ReadResult, error) {
 	var results []ReadResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out ReadBatchResult
