@@ -13,13 +13,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // AbortInput is the Abort state's payload, as for create: the state when
 // the failure was caught (the request, or the extraction), the error, the
 // execution.
-type AbortInput = workflow.AbortInput
+type AbortInput = stepfn.AbortInput
 
 // AbortOutput is the root cause, for the Fail state, and what was removed.
 type AbortOutput struct {
@@ -67,7 +67,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		workBucket = ex.WorkBucket
 	}
 	if cause.Error == "States.ExceedToleratedFailureThreshold" {
-		if e, c, ok := workflow.FirstFailedBatch(ctx, a.S3, workBucket, workPrefix+"map/"); ok {
+		if e, c, ok := stepfn.FirstFailedBatch(ctx, a.S3, workBucket, workPrefix+"map/"); ok {
 			cause.Error, cause.Cause = e, c
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 func isNotFound(err error) bool {
@@ -29,7 +30,7 @@ func isNotFound(err error) bool {
 
 func classifyS3(err error) error {
 	if err != nil && transient(err) {
-		return &TransientError{err}
+		return &TransientError{Err: err}
 	}
 	return err
 }
@@ -89,6 +90,11 @@ func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) erro
 const maxWorkObject = 1 << 30
 
 func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) {
+	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
+}
+
+// getWorkUpTo reads a work object whole, refusing one over limit bytes.
+func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
 		if isNotFound(err) {
@@ -97,14 +103,28 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
 	defer out.Body.Close()
-	doc, err := io.ReadAll(io.LimitReader(out.Body, maxWorkObject+1))
+	doc, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
 		return nil, classifyS3(fmt.Errorf("read work object s3://%s/%s: %w", bucket, key, err))
 	}
-	if len(doc) > maxWorkObject {
-		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, maxWorkObject)
+	if int64(len(doc)) > limit {
+		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, limit)
 	}
 	return doc, nil
+}
+
+// workGetter and workPutter read and write work objects for internal/stepfn,
+// which leaves naming S3's failures to extract (classifyS3).
+func workGetter(c Client) stepfn.GetFunc {
+	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
+		return getWorkUpTo(ctx, c, bucket, key, limit)
+	}
+}
+
+func workPutter(c Client) stepfn.PutFunc {
+	return func(ctx context.Context, bucket, key string, doc []byte) error {
+		return putWork(ctx, c, bucket, key, doc)
+	}
 }
 
 // readJobs reads the planned jobs (JSONL).
