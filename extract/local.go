@@ -110,7 +110,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	in := FinalizeInput{Extraction: *ex}
 	if len(jobs) > 0 {
 		// ItemReader, ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-		batches, err := stepfn.BatchItems(jobs, ex.BatchSize, func(items []Job) any {
+		batches, err := stepfn.BatchItems(jobs, ex.BatchSize, func(items []Job) BatchInput {
 			var bi BatchInput
 			bi.Items, bi.BatchInput.Job = items, *ex
 			return bi
@@ -120,17 +120,13 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 		}
 		w := &Worker{S3: r.c, Config: cfg, Log: r.log}
 		m := stepfn.Map{State: "RunJobs", MaxConcurrency: ex.MaxConcurrency, Retry: stepfn.Retry{Retryable: Retryable}, Done: func(b int) {
-			for _, j := range batches[b] {
+			for _, j := range batches[b].Items {
 				bytesDone.Add(j.Bytes())
 			}
-			jobsDone.Add(int32(len(batches[b])))
+			jobsDone.Add(int32(len(batches[b].Items)))
 			report()
 		}}
-		children, err := stepfn.RunMap(ctx, m, batches, func(ctx context.Context, items []Job) (*BatchOutput, error) {
-			var bi BatchInput
-			bi.Items, bi.BatchInput.Job = items, *ex
-			return w.Batch(ctx, bi)
-		})
+		children, err := stepfn.RunMap(ctx, m, batches, w.Batch)
 		if err != nil {
 			return nil, err
 		}

@@ -211,7 +211,7 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	if read == nil {
 		read = (&Reader{S3: r.S3}).ReadBatch
 	}
-	batches, err := stepfn.BatchItems(jobs, rp.ReadsPerBatch, func(items []ReadJob) any { return ReadBatchInput{Items: items} }, "ReadEntries")
+	batches, err := stepfn.BatchItems(jobs, rp.ReadsPerBatch, func(items []ReadJob) ReadBatchInput { return ReadBatchInput{Items: items} }, "ReadEntries")
 	if err != nil {
 		return nil, err
 	}
@@ -229,14 +229,12 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	}
 	m := stepfn.Map{State: "ReadEntries", MaxConcurrency: limit, Retry: r.taskRetry(log, rp.Execution), Done: func(b int) {
 		var n int64
-		for _, j := range batches[b] {
+		for _, j := range batches[b].Items {
 			n += j.Length
 		}
-		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(batches[b])))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
+		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(batches[b].Items)))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
 	}}
-	children, err := stepfn.RunMap(ctx, m, batches, func(ctx context.Context, items []ReadJob) (*ReadBatchResult, error) {
-		return read(ctx, ReadBatchInput{Items: items})
-	})
+	children, err := stepfn.RunMap(ctx, m, batches, read)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +258,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
 	}
-	batches, err := stepfn.BatchItems(items, job.PartsPerBatch, func(items []plan.PartJob) any {
+	batches, err := stepfn.BatchItems(items, job.PartsPerBatch, func(items []plan.PartJob) BatchInput {
 		var in BatchInput
 		in.Items, in.BatchInput.Job = items, *job
 		return in
@@ -277,7 +275,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	m := stepfn.Map{State: "BuildParts", MaxConcurrency: job.MaxConcurrency, Retry: r.taskRetry(log, job.Execution), Done: func(b int) {
 		// A job builds its own part and the ones it carries.
 		var parts, n int64
-		for _, it := range batches[b] {
+		for _, it := range batches[b].Items {
 			parts, n = parts+1, n+it.Size()
 			for _, c := range it.Carried {
 				parts, n = parts+1, n+c.Size()
@@ -287,12 +285,10 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		p.PartsDone, p.BytesDone = int(partsDone.Add(parts)), bytesDone.Add(n)
 		r.report(p)
 	}}
-	children, err := stepfn.RunMap(ctx, m, batches, func(ctx context.Context, items []plan.PartJob) (*BatchResult, error) {
-		var in BatchInput
-		in.Items, in.BatchInput.Job = items, *job
+	children, err := stepfn.RunMap(ctx, m, batches, func(ctx context.Context, in BatchInput) (*BatchResult, error) {
 		out, err := batch(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("parts %d-%d: %w", items[0].Number, items[len(items)-1].Number, err)
+			return nil, fmt.Errorf("parts %d-%d: %w", in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
 		}
 		return out, nil
 	})

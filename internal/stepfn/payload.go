@@ -46,18 +46,19 @@ func Payload(what string, v any) ([]byte, error) {
 	return doc, nil
 }
 
-// BatchItems is the ItemBatcher: consecutive items, at most per of them and
-// at most MaxInputBytesPerBatch bytes of child input (the JSON of wrap(batch),
-// which adds the BatchInput), as Step Functions cuts them. what names the
-// Map state in errors.
-func BatchItems[T any](items []T, per int, wrap func([]T) any, what string) ([][]T, error) {
+// BatchItems is the ItemBatcher: each child's input, wrap(batch), where a
+// batch is consecutive items, at most per of them and at most
+// MaxInputBytesPerBatch bytes of child input (the JSON of wrap(batch), which
+// adds the BatchInput), as Step Functions cuts them. what names the Map
+// state in errors.
+func BatchItems[T, In any](items []T, per int, wrap func([]T) In, what string) ([]In, error) {
 	empty, err := json.Marshal(wrap(nil))
 	if err != nil {
 		return nil, err
 	}
 	overhead := len(empty) - len("null") + len("[]") // wrap(nil) marshals Items as null
 	per = max(per, 1)
-	var out [][]T
+	var out []In
 	start, size := 0, overhead
 	for i, it := range items {
 		doc, err := json.Marshal(it)
@@ -69,7 +70,7 @@ func BatchItems[T any](items []T, per int, wrap func([]T) any, what string) ([][
 			return nil, &DataLimitError{What: fmt.Sprintf("%s item %d alone (with the BatchInput)", what, i), Bytes: overhead + n, Limit: MaxInputBytesPerBatch}
 		}
 		if i > start && (i-start >= per || size+1+n > MaxInputBytesPerBatch) {
-			out = append(out, items[start:i])
+			out = append(out, wrap(items[start:i]))
 			start, size = i, overhead
 		}
 		if i > start {
@@ -78,7 +79,7 @@ func BatchItems[T any](items []T, per int, wrap func([]T) any, what string) ([][
 		size += n
 	}
 	if start < len(items) {
-		out = append(out, items[start:])
+		out = append(out, wrap(items[start:]))
 	}
 	return out, nil
 }

@@ -18,8 +18,12 @@ func TestBatchItemsByBytes(t *testing.T) {
 	for i := range items {
 		items[i] = strings.Repeat("x", 1000+i)
 	}
-	wrap := func(its []string) any {
-		return map[string]any{"Items": its, "BatchInput": map[string]string{"job": strings.Repeat("j", 500)}}
+	type input struct {
+		Items      []string
+		BatchInput map[string]string
+	}
+	wrap := func(its []string) input {
+		return input{Items: its, BatchInput: map[string]string{"job": strings.Repeat("j", 500)}}
 	}
 	batches, err := BatchItems(items, 1000, wrap, "test")
 	if err != nil {
@@ -27,17 +31,17 @@ func TestBatchItemsByBytes(t *testing.T) {
 	}
 	var joined []string
 	for i, b := range batches {
-		doc, _ := json.Marshal(wrap(b))
+		doc, _ := json.Marshal(b)
 		if len(doc) > MaxInputBytesPerBatch {
 			t.Errorf("batch %d is %d bytes of input, over %d", i, len(doc), MaxInputBytesPerBatch)
 		}
 		if i < len(batches)-1 {
-			next, _ := json.Marshal(wrap(append(b[:len(b):len(b)], batches[i+1][0])))
+			next, _ := json.Marshal(wrap(append(b.Items[:len(b.Items):len(b.Items)], batches[i+1].Items[0])))
 			if len(next) <= MaxInputBytesPerBatch {
 				t.Errorf("batch %d ends early: the next item fits (%d bytes)", i, len(next))
 			}
 		}
-		joined = append(joined, b...)
+		joined = append(joined, b.Items...)
 	}
 	if len(batches) < 2 || len(joined) != len(items) {
 		t.Fatalf("%d batches of %d items, want several holding all %d", len(batches), len(joined), len(items))
