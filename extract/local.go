@@ -155,16 +155,9 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 // returns the original error.
 func (r *runner) abort(ctx context.Context, cfg Config, state json.RawMessage, execution string, cause error) error {
 	a := &Aborter{S3: r.c, Config: cfg, Log: r.log}
-	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	// The Abort state retries every error.
-	err := stepfn.Retry{}.Do(cctx, "Abort", func() error {
-		_, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution})
+	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
+		_, err := a.Abort(ctx, in)
 		return err
-	})
-	if err != nil {
-		return errors.Join(cause, fmt.Errorf("cleaning up after it also failed: %w", err))
-	}
-	return cause
+	}}
+	return c.Run(ctx, state, execution, cause)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
@@ -311,23 +310,13 @@ func plannedNothing(err error) bool {
 
 // abort runs the Abort state and returns the original error.
 func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution string, cause error) error {
-	cfg := r.Config.Defaults()
-	a := &Aborter{S3: r.S3, Config: cfg, Log: r.Log}
-	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
-	// Clean up even when the run was cancelled.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	// The Abort state retries every error.
-	abort := func() error {
-		_, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution})
+	a := &Aborter{S3: r.S3, Config: r.Config.Defaults(), Log: r.Log}
+	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
+		_, err := a.Abort(ctx, in)
 		return err
-	}
-	retry := stepfn.Retry{Attempts: r.Attempts}
+	}, Retry: stepfn.Retry{Attempts: r.Attempts}}
 	if r.Log != nil {
-		retry.Log = r.Log.With("execution", execution)
+		c.Retry.Log = r.Log.With("execution", execution)
 	}
-	if err := retry.Do(cctx, "Abort", abort); err != nil {
-		return errors.Join(cause, fmt.Errorf("abort: %w", err))
-	}
-	return cause
+	return c.Run(ctx, state, execution, cause)
 }

@@ -2,6 +2,8 @@ package stepfn
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -106,4 +108,32 @@ func RunMap[In, Out any](ctx context.Context, m Map, batches []In, run func(ctx 
 		return nil, err
 	}
 	return children, nil
+}
+
+// abortTimeout bounds a local Abort that runs after the run was cancelled.
+const abortTimeout = 2 * time.Minute
+
+// Catch is a state's Catch to the Abort state, run locally: the error
+// caught, named as the handler names it, goes to Abort with the state input
+// at the failure.
+type Catch struct {
+	ErrorType func(error) string                             // the workflow's ErrorType
+	Abort     func(ctx context.Context, in AbortInput) error // the Abort state's handler
+	Retry     Retry                                          // the Abort state's: nil Retryable, every error (States.ALL)
+}
+
+// Run runs Abort for cause, even when ctx is done (cleaning up is what an
+// interrupted run needs most), and returns cause, joined with Abort's own
+// failure when it failed too.
+func (c Catch) Run(ctx context.Context, state json.RawMessage, execution string, cause error) error {
+	errDoc, _ := json.Marshal(map[string]string{"Error": c.ErrorType(cause), "Cause": cause.Error()})
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	err := c.Retry.Do(actx, "Abort", func() error {
+		return c.Abort(actx, AbortInput{State: state, Error: errDoc, Execution: execution})
+	})
+	if err != nil {
+		return errors.Join(cause, fmt.Errorf("abort: cleaning up after the failure also failed: %w", err))
+	}
+	return cause
 }

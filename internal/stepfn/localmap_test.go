@@ -2,6 +2,7 @@ package stepfn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -156,5 +157,36 @@ func TestRetryEveryErrorAndStopOnCancel(t *testing.T) {
 	_ = Retry{}.Do(ctx, "Finalize", func() error { tries++; return errHeals })
 	if tries != 1 {
 		t.Errorf("a cancelled run tried %d times, want 1", tries)
+	}
+}
+
+// The Catch hands Abort the error as the ASL's Catch does ({"Error","Cause"}
+// with the handler's name for it), runs it although the run was cancelled,
+// retries it on any error, and returns the cause with Abort's own failure.
+func TestCatchRunsAbortAfterCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cause := fmt.Errorf("BuildParts batch 2: %w", errHeals)
+	var got []AbortInput
+	c := Catch{ErrorType: func(err error) string {
+		return NameOf(err, []ErrorKind{{Name: TypeTransientError, Is: IsA[*TransientError]}})
+	},
+		Abort: func(ctx context.Context, in AbortInput) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			got = append(got, in)
+			return errors.New("DeleteObjects: AccessDenied")
+		}, Retry: Retry{Attempts: 2}}
+	err := c.Run(ctx, json.RawMessage(`{"job":1}`), "exec-1", cause)
+	if !errors.Is(err, errHeals) || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Errorf("err = %v, want the cause joined with the abort's failure", err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Abort ran %d times on a cancelled run, want 2 (every error retried)", len(got))
+	}
+	var e struct{ Error, Cause string }
+	if json.Unmarshal(got[0].Error, &e) != nil || e.Error != TypeTransientError || e.Cause != cause.Error() || string(got[0].State) != `{"job":1}` || got[0].Execution != "exec-1" {
+		t.Errorf("Abort's input = %s %s %s, want the state, {Error: TransientError, Cause: %q} and the execution", got[0].State, got[0].Error, got[0].Execution, cause)
 	}
 }
