@@ -100,7 +100,7 @@ func TestASLErrorNames(t *testing.T) {
 			for _, name := range list {
 				if !strings.HasPrefix(name, "States.") && !strings.HasPrefix(name, "Lambda.") &&
 					!strings.HasPrefix(name, "Sandbox.") && !slices.Contains(ours, name) {
-					t.Errorf("%s: ErrorEquals names %q, which no handler reports (workflow/errors.go: %s)", where, name, strings.Join(ours, ", "))
+					t.Errorf("%s: ErrorEquals names %q, which no handler reports (internal/stepfn/errors.go: %s)", where, name, strings.Join(ours, ", "))
 				}
 			}
 		}
