@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // AborterS3 is what the abort handler needs of S3.
@@ -81,7 +83,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 			}
 			out.UploadAborted = true
 		}
-	case !isNotFound(err):
+	case !s3x.NotFound(err):
 		return out, err
 	}
 	if strings.HasPrefix(out.Error, "States.") {
@@ -118,11 +120,11 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 	}
 	for attempt := 1; attempt <= 5; attempt++ {
 		_, err := a.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && !isNotFound(err) {
+		if err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 		_, err = a.S3.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && isNotFound(err) {
+		if err != nil && s3x.NotFound(err) {
 			return nil
 		}
 		sleep(time.Duration(attempt) * time.Second)

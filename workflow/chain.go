@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"hash/fnv"
 	"log/slog"
@@ -129,8 +130,8 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, err
 	}
-	if want, ok := chainCRC(entries, item); ok && got != "" && got != crcBase64(want) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, crcBase64(want))}
+	if want, ok := chainCRC(entries, item); ok && got != "" && got != s3x.CRCBase64(want) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, s3x.CRCBase64(want))}
 	}
 	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got,
 		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
@@ -174,7 +175,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 				continue
 			}
 			e := &entries[k]
-			crc, ok := decodeCRC(u.sums[i+1])
+			crc, ok := s3x.DecodeCRC(u.sums[i+1])
 			if !ok {
 				usable = false
 				if crc, err = objectCRC(ctx, w.S3, nil, e); err != nil {
@@ -319,7 +320,7 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		in := &s3.UploadPartInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
 			Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
 		if u.checksum {
-			in.ChecksumCRC32 = aws.String(crcBase64(crc32.ChecksumIEEE(body)))
+			in.ChecksumCRC32 = aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(body)))
 		}
 		g.Go(func() error {
 			out, err := u.c.UploadPart(gctx, in)
@@ -427,7 +428,7 @@ func newRoundBin(ctx context.Context, c objectRemover, bucket string, log *slog.
 		failed := 0
 		var first error
 		for key := range b.keys {
-			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !isNotFound(err) {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !s3x.NotFound(err) {
 				if failed++; first == nil {
 					first = s3Error("DeleteObject", bucket, key, false, err)
 				}

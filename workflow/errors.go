@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"slices"
 
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -201,13 +199,4 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
-}
-
-// isNotFound reports whether err says the object or upload does not exist.
-func isNotFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-		return true
-	}
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
 }

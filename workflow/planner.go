@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -191,7 +192,7 @@ func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil
 		}
 		return err
@@ -201,7 +202,7 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 		return nil
 	}
 	d := earlier.Destination
-	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
@@ -365,7 +366,7 @@ func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) erro
 	switch {
 	case err == nil:
 		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case !isNotFound(err):
+	case !s3x.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
 	return checkReportFree(ctx, pl.S3, d)
@@ -378,7 +379,7 @@ func refError(what, bucket, key string, err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
-	case isNotFound(err):
+	case s3x.NotFound(err):
 		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -538,7 +539,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 		in := &s3.HeadObjectInput{Bucket: &e.Source.Bucket, Key: &e.Source.Key, ChecksumMode: types.ChecksumModeEnabled}
 		h, err := pl.S3.HeadObject(ctx, in)
 		if err != nil {
-			if isNotFound(err) {
+			if s3x.NotFound(err) {
 				problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s does not exist", lines[i].LineNum, e.Source.Bucket, e.Source.Key)
 				return nil
 			}
@@ -688,7 +689,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err != nil {
 		return 0, false, err
 	}
-	v, ok := decodeCRC(answer)
+	v, ok := s3x.DecodeCRC(answer)
 	return v, ok, nil
 }
 
@@ -860,7 +861,7 @@ func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.
 		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
 			continue
 		}
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 	}
