@@ -1,17 +1,14 @@
 package extract
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/workflow"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // RequestError says the extract request is wrong; it says what to fix.
@@ -28,6 +25,9 @@ type TransientError struct{ Err error }
 
 func (e *TransientError) Error() string { return e.Err.Error() + " (transient; retrying may help)" }
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// Transient says so to s3x.Transient, so retry loops ask once.
+func (e *TransientError) Transient() bool { return true }
 
 // IncompleteError says the workers' results do not account for every
 // planned object (a batch lost, an object missing): nothing is reported
@@ -51,8 +51,6 @@ func ErrorType(err error) string {
 		sce *SourceChangedError
 		fe  *archive.FormatError
 		ie  *IncompleteError
-		te  *TransientError
-		wte *workflow.TransientError // from the helpers extract shares with create
 	)
 	switch {
 	case errors.As(err, &re):
@@ -69,7 +67,7 @@ func ErrorType(err error) string {
 		return workflow.TypeFormatError
 	case errors.As(err, &ie):
 		return workflow.TypeIncompleteError
-	case errors.As(err, &te), errors.As(err, &wte), transient(err):
+	case s3x.Transient(err): // extract's TransientError and workflow's say so themselves
 		return workflow.TypeTransientError
 	}
 	return workflow.TypeUntyped
@@ -77,25 +75,6 @@ func ErrorType(err error) string {
 
 // Retryable reports whether running the step again may succeed.
 func Retryable(err error) bool { return ErrorType(err) == workflow.TypeTransientError }
-
-// transient reports whether err is an S3 or network failure that may heal.
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	status, code := s3ref.Status(err)
-	switch {
-	case status >= 500, status == http.StatusTooManyRequests:
-		return true
-	case s3ref.MayHeal(code):
-		return true
-	case status == 0 && code == "":
-		// No answer from S3: a connection lost or timed out.
-		var oe *smithy.OperationError
-		return errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
-	}
-	return false
-}
 
 func requestError(format string, a ...any) *RequestError {
 	return &RequestError{[]string{fmt.Sprintf(format, a...)}}

@@ -20,7 +20,7 @@ import (
 )
 
 func classifyS3(err error) error {
-	if err != nil && transient(err) {
+	if err != nil && s3x.Transient(err) {
 		return &TransientError{err}
 	}
 	return err

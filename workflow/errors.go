@@ -9,6 +9,8 @@ import (
 
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/plan"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // Each condition the state machine tells apart (retry, or fail with a reason
@@ -158,6 +160,9 @@ func (e *TransientError) Error() string {
 }
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// Transient says so to s3x.Transient, so retry loops ask once.
+func (e *TransientError) Transient() bool { return true }
+
 // DeadlineError says a worker stopped before its Lambda deadline with parts
 // left; a retry builds the batch again (parts are idempotent).
 type DeadlineError struct{ Done, Left int }
@@ -175,7 +180,7 @@ func Retryable(err error) bool {
 // s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
 // vanished source becomes SourceChangedError (when source is true), a
 // permanent refusal (out of space, not implemented, denied) RefusedError,
-// other server errors and throttling TransientError, the rest keep their
+// what s3x.Transient calls transient TransientError, the rest keep their
 // message with context.
 func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
@@ -195,7 +200,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
 		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
-	case status >= 500 || status == http.StatusTooManyRequests || s3ref.MayHeal(code) || (status == 0 && code == ""):
+	case s3x.Transient(err):
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)

@@ -1,0 +1,48 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// ErrorType calls a failure transient only when a retry can help: the
+// cases where extract's and workflow's classifiers used to disagree, and
+// the typed errors recognised by s3x.Transient.
+func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
+	sdk := func(cause error) error {
+		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: cause}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"connection-reset", sdk(&net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}), workflow.TypeTransientError},
+		{"response-timeout", sdk(context.DeadlineExceeded), workflow.TypeTransientError},
+		{"cancelled", sdk(context.Canceled), workflow.TypeUntyped},
+		{"not-an-s3-failure", errors.New("entry 3 has no data"), workflow.TypeUntyped},
+		// Used to be Error: a body read that fails is no SDK error, yet a retry helps.
+		{"body-cut-off", fmt.Errorf("read archive bytes: %w", io.ErrUnexpectedEOF), workflow.TypeTransientError},
+		{"body-read-reset", fmt.Errorf("read archive bytes: %w", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reset")}), workflow.TypeTransientError},
+		// Used to be TransientError: the SDK refusing its own parameters never heals.
+		{"invalid-params", sdk(smithy.InvalidParamsError{Context: "GetObjectInput"}), workflow.TypeUntyped},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ErrorType(c.err); got != c.want {
+				t.Errorf("ErrorType(%v) = %s, want %s", c.err, got, c.want)
+			}
+		})
+	}
+	if te := fmt.Errorf("job 2: %w", &TransientError{errors.New("x")}); !s3x.Transient(te) {
+		t.Errorf("s3x.Transient(%v) = false: a TransientError must say it is one", te)
+	}
+}
