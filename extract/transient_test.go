@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/workflow"
@@ -20,6 +22,13 @@ import (
 func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 	sdk := func(cause error) error {
 		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: cause}
+	}
+	answered := func(status int, code string) error {
+		re := &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}}
+		if code != "" {
+			re.Err = &smithy.GenericAPIError{Code: code}
+		}
+		return sdk(re)
 	}
 	for _, c := range []struct {
 		name string
@@ -33,6 +42,10 @@ func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 		// Used to be Error: a body read that fails is no SDK error, yet a retry helps.
 		{"body-cut-off", fmt.Errorf("read archive bytes: %w", io.ErrUnexpectedEOF), workflow.TypeTransientError},
 		{"body-read-reset", fmt.Errorf("read archive bytes: %w", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reset")}), workflow.TypeTransientError},
+		// Used to be TransientError: a server out of space or without the
+		// feature stays so (workflow calls these RefusedError).
+		{"out-of-space", answered(507, "InsufficientStorage"), workflow.TypeUntyped},
+		{"not-implemented", answered(501, ""), workflow.TypeUntyped},
 		// Used to be TransientError: the SDK refusing its own parameters never heals.
 		{"invalid-params", sdk(smithy.InvalidParamsError{Context: "GetObjectInput"}), workflow.TypeUntyped},
 	} {

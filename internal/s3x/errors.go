@@ -16,7 +16,8 @@ import (
 // request can help, and nothing else:
 //   - an error that says so itself (a Transient() bool method anywhere in
 //     its chain: the handlers' TransientError types);
-//   - S3 answered 5xx or 429, or with a code that names a passing condition
+//   - S3 answered 5xx (but 501 Not Implemented and 507 Insufficient
+//     Storage, which stay until someone acts) or 429, or with a code that names a passing condition
 //     (s3ref.MayHeal: throttling, a timeout, a conflicting conditional write);
 //   - S3 did not answer: the connection failed or was cut (a net.Error, a
 //     body that ended early), or the request timed out (DeadlineExceeded,
@@ -36,6 +37,9 @@ func Transient(err error) bool {
 	}
 	status, code := s3ref.Status(err)
 	switch {
+	case status == http.StatusNotImplemented, status == http.StatusInsufficientStorage,
+		code == "NotImplemented", code == "InsufficientStorage":
+		return false // a 5xx that stays: the server lacks the feature or the space
 	case status >= 500, status == http.StatusTooManyRequests, s3ref.MayHeal(code):
 		return true
 	case status != 0 || code != "":
