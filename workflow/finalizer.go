@@ -402,17 +402,11 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	}
 	// Retried here, not by the state machine: the archive is done, and a
 	// failure would only turn into a warning (Finalize).
-	for attempt := 1; ; attempt++ {
+	err = reportRetry.Do(ctx, func(int) error {
 		in.Body = bytes.NewReader(doc)
-		if _, err = f.S3.PutObject(ctx, in); err == nil || attempt == reportAttempts || !Retryable(s3Error("PutObject", job.Destination.Bucket, key, false, err)) {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * reportBackoff):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		_, err := f.S3.PutObject(ctx, in)
+		return err
+	})
 	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
@@ -428,13 +422,10 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
 }
 
-// reportAttempts and reportBackoff retry the report's PUT: a 409
-// ConditionalRequestConflict (another conditional write to the key in
-// progress) or a 5xx heals within seconds.
-var (
-	reportAttempts = 5
-	reportBackoff  = 200 * time.Millisecond
-)
+// reportRetry retries the report's PUT: a 409 ConditionalRequestConflict
+// (another conditional write to the key in progress) or a 5xx heals within
+// seconds.
+var reportRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Linear(200 * time.Millisecond)}
 
 // ReportKey is the key of the JSON report written beside an archive, in
 // the archive's bucket: the archive's key plus ".report.json".
