@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/workflow"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // Progress is how far a run is, in archive bytes.
@@ -170,19 +172,13 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	return res, nil
 }
 
+// localRetry is the state machine's Retry as the local run emulates it:
+// 3 tries, 200 ms × attempt apart, of the errors the state machine retries.
+var localRetry = s3x.Retry{Attempts: 3, Backoff: s3x.Linear(200 * time.Millisecond), Retryable: Retryable}
+
 // retry runs fn up to 3 times while its error is one the state machine retries.
 func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if err = fn(); err == nil || !Retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	return err
+	return localRetry.Do(ctx, func(int) error { return fn() })
 }
 
 // writeResults writes the batch outputs in the ResultWriter's layout.
@@ -215,12 +211,14 @@ func (r *runner) abort(ctx context.Context, cfg Config, state json.RawMessage, e
 	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if _, err = a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution}); err == nil {
-			return cause
-		}
-		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	always := localRetry
+	always.Retryable = func(error) bool { return true } // the Abort state's Retry names States.ALL
+	err := always.Do(cctx, func(int) error {
+		_, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution})
+		return err
+	})
+	if err == nil {
+		return cause
 	}
 	return errors.Join(cause, fmt.Errorf("cleaning up after it also failed: %w", err))
 }

@@ -118,7 +118,11 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 	if sleep == nil {
 		sleep = time.Sleep
 	}
-	for attempt := 1; attempt <= 5; attempt++ {
+	stillThere := fmt.Errorf("multipart upload %s of %s still exists after 5 aborts", job.UploadID, d.URI())
+	again := s3x.Retry{Attempts: 5, Backoff: s3x.Linear(time.Second),
+		Retryable: func(err error) bool { return err == stillThere },
+		Sleep:     func(_ context.Context, d time.Duration) error { sleep(d); return nil }}
+	return again.Do(ctx, func(int) error {
 		_, err := a.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
 		if err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
@@ -127,7 +131,6 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 		if err != nil && s3x.NotFound(err) {
 			return nil
 		}
-		sleep(time.Duration(attempt) * time.Second)
-	}
-	return fmt.Errorf("multipart upload %s of %s still exists after 5 aborts", job.UploadID, d.URI())
+		return stillThere
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/plan"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // S3 is everything the workflow needs of S3; *s3.Client has it all.
@@ -267,20 +269,19 @@ func (r *Runner) retry(ctx context.Context, fn func() error, should func(error) 
 	if attempts <= 0 {
 		attempts = 3
 	}
-	var err error
-	for attempt := 1; attempt <= attempts; attempt++ {
-		if err = fn(); err == nil || !should(err) || ctx.Err() != nil {
-			return err
-		}
-		if r.Log != nil {
+	return localRetry(attempts, should).Do(ctx, func(attempt int) error {
+		err := fn()
+		if err != nil && should(err) && attempt < attempts && r.Log != nil {
 			r.Log.Warn(what+" failed; retrying", "execution", execution, "attempt", attempt, "error", err.Error())
 		}
-		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	return err
+		return err
+	})
+}
+
+// localRetry is the Retry of the state machine's Task and Map states, as
+// the local Runner emulates it: attempts tries, 200 ms × attempt apart.
+func localRetry(attempts int, retryable func(error) bool) s3x.Retry {
+	return s3x.Retry{Attempts: attempts, Backoff: s3x.Linear(200 * time.Millisecond), Retryable: retryable}
 }
 
 // buildParts is the Distributed Map: ItemReader over the part jobs,
@@ -318,18 +319,13 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		in.Items = batches[b]
 		in.BatchInput.Job = *job
 		var out *BatchResult
-		var err error
-		for attempt := 1; attempt <= attempts; attempt++ {
-			out, err = batch(ctx, in)
-			if err == nil || !Retryable(err) || ctx.Err() != nil {
-				break
+		err := localRetry(attempts, Retryable).Do(ctx, func(attempt int) error {
+			var err error
+			if out, err = batch(ctx, in); err != nil && Retryable(err) && attempt < attempts {
+				log.Warn("batch failed; retrying", "execution", job.Execution, "batch", b, "attempt", attempt, "error", err.Error())
 			}
-			log.Warn("batch failed; retrying", "execution", job.Execution, "batch", b, "attempt", attempt, "error", err.Error())
-			select {
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-			case <-ctx.Done():
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("batch %d (parts %d-%d): %w", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
 		}

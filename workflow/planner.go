@@ -817,38 +817,36 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	started := time.Now().Add(-createSkew)
 	strays := false // a failed attempt may have left an upload
 	clean := func(keep string) {
-		for try := 0; try < 3 && strays; try++ {
-			if abortStrays(context.WithoutCancel(ctx), pl.S3, d, started, keep) == nil {
-				strays = false
-			}
+		bg := context.WithoutCancel(ctx)
+		if strays && cleanRetry.Do(bg, func(int) error { return abortStrays(bg, pl.S3, d, started, keep) }) == nil {
+			strays = false
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	var id string
+	err := createRetry.Do(ctx, func(int) error {
 		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {
-			id := aws.ToString(out.UploadId)
+			id = aws.ToString(out.UploadId)
 			clean(id)
-			return id, nil
+			return nil
 		}
-		err = s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
 		strays = true
 		clean("")
-		if !Retryable(err) || attempt == createAttempts || ctx.Err() != nil {
-			return "", err
-		}
-		select {
-		case <-time.After(time.Duration(attempt*attempt) * 100 * time.Millisecond):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
+		return s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	})
+	return id, err
 }
 
-const (
-	createAttempts = 5
-	// createSkew allows for the server's clock being behind ours.
-	createSkew = 5 * time.Second
+// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt²;
+// cleanRetry the clean-up of the uploads its failed attempts may have left,
+// at once, whatever failed.
+var (
+	createRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Squared(100 * time.Millisecond)}
+	cleanRetry  = s3x.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
 )
+
+// createSkew allows for the server's clock being behind ours.
+const createSkew = 5 * time.Second
 
 // abortStrays aborts the uploads of exactly d's key initiated since t,
 // except keep.
