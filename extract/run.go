@@ -305,12 +305,8 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 
 func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r Range) (*s3.UploadPartCopyOutput, error) {
 	d := x.req.DestBucket
-	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), &s3.UploadPartCopyInput{
-		Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: aws.Int32(int32(k + 1)),
-		CopySource:        aws.String(s3ref.CopySource(x.a.Bucket, x.a.Key, "")),
-		CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
-		CopySourceIfMatch: aws.String(x.a.ETag),
-	})
+	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), s3x.CopyPart(s3x.Part{Bucket: d, Key: it.Key, UploadID: id, Number: int32(k + 1)},
+		s3x.Pinned{Bucket: x.a.Bucket, Key: x.a.Key, ETag: x.a.ETag, Size: x.a.Size}, r.Start, r.End))
 	if err != nil {
 		return nil, fmt.Errorf("entry %q: copy archive bytes %d-%d into part %d of s3://%s/%s: %w", it.Name, r.Start, r.End-1, k+1, d, it.Key, sourceChanged(err, x.a))
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"hash/fnv"
@@ -116,12 +115,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if x.content != item.Size() {
 		return nil, fmt.Errorf("internal error: chain built %d bytes, the part is %d", x.content, item.Size())
 	}
-	product := &s3.UploadPartCopyInput{
-		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber: aws.Int32(int32(item.Number)),
-		CopySource: aws.String(s3ref.CopySource(job.WorkBucket, x.key, "")),
-	}
-	setCopyRange(product, x.lead, x.lead+x.content, x.lead+x.content)
+	product := s3x.CopyPart(destPart(job, item.Number), s3x.Pinned{Bucket: job.WorkBucket, Key: x.key, Size: x.lead + x.content}, x.lead, x.lead+x.content)
 	out, err := w.S3.UploadPartCopy(ctx, product)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
@@ -252,12 +246,7 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 		seg := pc.Segments[0]
 		e := &entries[seg.Entry]
 		g.Go(func() error {
-			in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
-				CopySource: aws.String(s3ref.CopySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID))}
-			setCopyRange(in, seg.From, seg.To, e.Size)
-			if e.Source.ETag != "" {
-				in.CopySourceIfMatch = &e.Source.ETag
-			}
+			in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: n}, pinned(e.Source, e.Size), seg.From, seg.To)
 			out, err := u.c.UploadPartCopy(gctx, in)
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
@@ -299,9 +288,8 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		g.Go(func() error { return u.copyPieces(gctx, entries) })
 	}
 	g.Go(func() error {
-		in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
-			CopySource: aws.String(s3ref.CopySource(u.bucket, x.key, ""))}
-		setCopyRange(in, from, to, x.lead+x.content) // (the first round copies the whole pad)
+		// (the first round copies the whole pad)
+		in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: 1}, s3x.Pinned{Bucket: u.bucket, Key: x.key, Size: x.lead + x.content}, from, to)
 		out, err := u.c.UploadPartCopy(gctx, in)
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)

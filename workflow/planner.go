@@ -675,12 +675,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 		return 0, false, err
 	}
 	n := p.next.Add(1)%plan.MaxParts + 1
-	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
-	setCopyRange(in, from, to, size)
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
+	in := s3x.CopyPart(s3x.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
 	out, err := p.c.UploadPartCopy(ctx, in)
 	if err != nil {
 		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // The read pass: before the layout is planned, the entries that need their
@@ -445,7 +446,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 	pieces(func(key string, size int64) bool {
 		if len(buf) == 0 && size >= plan.MinPartSize {
 			n := int32(len(parts) + 1)
-			out, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, CopySource: aws.String(s3ref.CopySource(bucket, key, ""))})
+			out, err := c.UploadPartCopy(ctx, s3x.CopyPart(s3x.Part{Bucket: dst.Bucket, Key: dst.Key, UploadID: aws.ToString(id), Number: n}, s3x.Pinned{Bucket: bucket, Key: key, Size: size}, 0, size))
 			if err != nil {
 				ferr = s3Error("UploadPartCopy", bucket, key, false, err)
 				return false

@@ -182,11 +182,12 @@ func (e *objectTooLargeError) Error() string {
 	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
 }
 
-// setCopyRange sets a copy's source range to the bytes [from, to) of a
-// source of size bytes: none for the whole source (plan.CopyRange; S3
-// copies a range only of a source over 5 MB, so callers copy no other).
-func setCopyRange(in *s3.UploadPartCopyInput, from, to, size int64) {
-	if rng, _ := plan.CopyRange(from, to, size); rng != "" {
-		in.CopySourceRange = &rng
-	}
+// destPart is part n of job's upload: the archive's.
+func destPart(job *Job, n int) s3x.Part {
+	return s3x.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
+}
+
+// pinned is a planned source of size bytes, as a copy must find it.
+func pinned(src plan.Source, size int64) s3x.Pinned {
+	return s3x.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
 }

@@ -397,15 +397,7 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		return nil, fmt.Errorf("copy part has no source")
 	}
 	from, to := item.SourceRange[0], item.SourceRange[1]
-	in := &s3.UploadPartCopyInput{
-		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber: aws.Int32(int32(item.Number)),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
-	}
-	setCopyRange(in, from, to, item.SourceSize)
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
+	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
 	out, err := w.S3.UploadPartCopy(ctx, in)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
