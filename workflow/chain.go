@@ -269,8 +269,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 // header bytes sent.
 func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x built) (built, int64, error) {
 	from, to, lead := x.lead, x.lead+x.content, int64(0)
-	if x.content < plan.MinPartSize {
-		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
+	if x.content < s3x.MinPartSize {
+		from, lead = to-s3x.MinPartSize, s3x.MinPartSize-x.content
 	}
 	// The bytes sent first: a missing CRC stops the round before anything is in flight.
 	bodies := make([][]byte, len(u.pieces))

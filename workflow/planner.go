@@ -651,7 +651,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
-		to = min(from+plan.MaxPartSize, size)
+		to = min(from+s3x.MaxPartSize, size)
 		if from == 0 && first > 0 {
 			to = min(first, size)
 		}
@@ -674,7 +674,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err := p.start(ctx); err != nil {
 		return 0, false, err
 	}
-	n := p.next.Add(1)%plan.MaxParts + 1
+	n := p.next.Add(1)%s3x.MaxParts + 1
 	in := s3x.CopyPart(s3x.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
 	out, err := p.c.UploadPartCopy(ctx, in)
 	if err != nil {

@@ -444,7 +444,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 	}
 	var ferr error
 	pieces(func(key string, size int64) bool {
-		if len(buf) == 0 && size >= plan.MinPartSize {
+		if len(buf) == 0 && size >= s3x.MinPartSize {
 			n := int32(len(parts) + 1)
 			out, err := c.UploadPartCopy(ctx, s3x.CopyPart(s3x.Part{Bucket: dst.Bucket, Key: dst.Key, UploadID: aws.ToString(id), Number: n}, s3x.Pinned{Bucket: bucket, Key: key, Size: size}, 0, size))
 			if err != nil {
@@ -464,7 +464,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 			return false
 		}
 		buf = append(buf, b...)
-		if len(buf) >= plan.MinPartSize {
+		if len(buf) >= s3x.MinPartSize {
 			ferr = send()
 		}
 		return ferr == nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // localModel is plan.Model's local profile: this machine's server as
@@ -59,7 +61,7 @@ func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.P
 	}
 	per := r.PartsPerBatch
 	if per == 0 {
-		per = plan.MaxParts
+		per = s3x.MaxParts
 	}
 	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m, PartsPerBatch: per})
 	if err != nil {
