@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/workflow"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // RequestError says the extract request is wrong; it says what to fix.

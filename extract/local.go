@@ -11,9 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/workflow"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // Progress is how far a run is, in archive bytes.

@@ -22,9 +22,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/plan"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // S3 limits the plan keeps to.

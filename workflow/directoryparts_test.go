@@ -11,9 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/plan"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // partRecorder records the size of every part sent with UploadPart.

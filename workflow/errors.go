@@ -8,9 +8,8 @@ import (
 	"slices"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/plan"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // Each condition the state machine tells apart (retry, or fail with a reason

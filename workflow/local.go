@@ -13,9 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/plan"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // S3 is everything the workflow needs of S3; *s3.Client has it all.

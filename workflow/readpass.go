@@ -19,10 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/klauspost/compress/flate"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // The read pass: before the layout is planned, the entries that need their

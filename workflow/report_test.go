@@ -14,10 +14,9 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // The report is written with If-None-Match: an object that took its key

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/s3zip/s3zip/plan"
-
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // MaxRequestBytes bounds a request document.

@@ -36,10 +36,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // runSpec is one line of the comparison. Adding a strategy is one line here.

@@ -8,10 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // localModel is plan.Model's local profile: this machine's server as

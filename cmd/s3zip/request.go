@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // defaultWorkers is --workers for both create and plan, so that plan

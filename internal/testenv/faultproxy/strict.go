@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
-
 	"github.com/s3zip/s3zip/internal/s3x"
 )
 
