@@ -1,16 +1,11 @@
 package extract
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -44,7 +39,7 @@ var errorKinds = []stepfn.ErrorKind{
 	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*SourceChangedError]},
 	{Name: stepfn.TypeFormatError, Is: stepfn.IsA[*archive.FormatError]},
 	{Name: stepfn.TypeIncompleteError, Is: stepfn.IsA[*IncompleteError]},
-	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*TransientError](err) || transient(err) }},
+	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*TransientError](err) || s3x.Transient(err) }},
 }
 
 // ErrorType is the error type the extract Lambdas report for err, so the
@@ -55,25 +50,6 @@ func ErrorType(err error) string { return stepfn.NameOf(err, errorKinds) }
 
 // Retryable reports whether running the step again may succeed.
 func Retryable(err error) bool { return ErrorType(err) == stepfn.TypeTransientError }
-
-// transient reports whether err is an S3 or network failure that may heal.
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	status, code := s3ref.Status(err)
-	switch {
-	case status >= 500, status == http.StatusTooManyRequests:
-		return true
-	case s3ref.MayHeal(code):
-		return true
-	case status == 0 && code == "":
-		// No answer from S3: a connection lost or timed out.
-		var oe *smithy.OperationError
-		return errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
-	}
-	return false
-}
 
 func requestError(format string, a ...any) *RequestError {
 	return &RequestError{[]string{fmt.Sprintf(format, a...)}}

@@ -7,29 +7,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-func isNotFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload") || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
-}
-
 func classifyS3(err error) error {
-	if err != nil && transient(err) {
+	if err != nil && s3x.Transient(err) {
 		return &TransientError{Err: err}
 	}
 	return err
@@ -79,7 +71,7 @@ func deleteWork(ctx context.Context, c Client, bucket, prefix string) (int, erro
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
 	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(doc)))})
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(doc)))})
 	if err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
@@ -97,7 +89,7 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))

@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"slices"
 
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -119,7 +118,7 @@ func Retryable(err error) bool {
 // s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
 // vanished source becomes SourceChangedError (when source is true), a
 // permanent refusal (out of space, not implemented, denied) RefusedError,
-// other server errors and throttling TransientError, the rest keep their
+// what s3x.Transient calls transient TransientError, the rest keep their
 // message with context.
 func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
@@ -139,17 +138,8 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
 		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
-	case status >= 500 || status == http.StatusTooManyRequests || s3ref.MayHeal(code) || (status == 0 && code == ""):
+	case s3x.Transient(err):
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
-}
-
-// isNotFound reports whether err says the object or upload does not exist.
-func isNotFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-		return true
-	}
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
 }

@@ -12,6 +12,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/inventory"
 	"github.com/s3zip/s3zip/plan"
@@ -97,7 +98,7 @@ func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 		if err != nil {
-			if isNotFound(err) {
+			if s3x.NotFound(err) {
 				return nil, fmt.Errorf("s3://%s/%s: %w", bucket, key, fs.ErrNotExist)
 			}
 			return nil, s3Error("GetObject", bucket, key, false, err)

@@ -92,6 +92,9 @@ func (e *TransientError) Error() string {
 
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// Transient says so to s3x.Transient, so a retry loop asks once.
+func (e *TransientError) Transient() bool { return true }
+
 // AbortInput is the payload of both state machines' Abort state, as their
 // Catch builds it: the state input at the failure (the job, or the request
 // when planning failed), the error caught ({"Error":…,"Cause":…}) and the

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // The local runs (the CLI's create, its read pass, extract) run the state
@@ -33,27 +35,21 @@ type Retry struct {
 // Do runs fn until it succeeds, its error is not retryable, the tries are
 // used up or ctx is done; what names the Task in the log.
 func (r Retry) Do(ctx context.Context, what string, fn func() error) error {
-	attempts := r.Attempts
+	attempts, retryable := r.Attempts, r.Retryable
 	if attempts <= 0 {
 		attempts = DefaultAttempts
 	}
-	var err error
-	for attempt := 1; attempt <= attempts; attempt++ {
-		if err = fn(); err == nil || (r.Retryable != nil && !r.Retryable(err)) || ctx.Err() != nil {
-			return err
-		}
-		if attempt == attempts {
-			break
-		}
-		if r.Log != nil {
+	if retryable == nil {
+		retryable = func(error) bool { return true }
+	}
+	try := s3x.Retry{Attempts: attempts, Backoff: s3x.Linear(retryDelay), Retryable: retryable}
+	return try.Do(ctx, func(attempt int) error {
+		err := fn()
+		if err != nil && attempt < attempts && retryable(err) && r.Log != nil {
 			r.Log.Warn(what+" failed; retrying", "attempt", attempt, "error", err.Error())
 		}
-		select {
-		case <-time.After(time.Duration(attempt) * retryDelay):
-		case <-ctx.Done():
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // Map is a Distributed Map state run in process: its batches (cut by
