@@ -19,6 +19,7 @@ import (
 
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // executor runs jobs and remembers what it began and wrote. Writes are not
@@ -155,7 +156,7 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 		MpuObjectSize:   aws.Int64(it.Size),
 	}
 	if checksum {
-		in.ChecksumCRC32, in.ChecksumType = aws.String(crcBase64(it.CRC32)), types.ChecksumTypeFullObject
+		in.ChecksumCRC32, in.ChecksumType = aws.String(s3x.CRCBase64(it.CRC32)), types.ChecksumTypeFullObject
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -103,7 +104,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 	}
 	in := &s3.PutObjectInput{
 		Bucket: &x.dest, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
-		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
@@ -136,12 +137,12 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		pn := int32(len(parts) + 1)
 		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
 			Bucket: &x.dest, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),
-			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(crcBase64(sum)),
+			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(s3x.CRCBase64(sum)),
 		})
 		if err != nil {
 			return fmt.Errorf("entry %q: upload part %d of s3://%s/%s: %w", it.Name, pn, x.dest, it.Key, err)
 		}
-		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(crcBase64(sum))})
+		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(s3x.CRCBase64(sum))})
 		total += int64(n)
 	}
 	if err := decodedAsListed(it, dec, whole); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // Written is one object an extraction wrote.
@@ -106,7 +107,7 @@ func writeReport(ctx context.Context, c Client, ex *Extraction, res *Result) (st
 	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
 	d, key := ex.DestBucket, ex.reportKey()
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
 		Metadata: map[string]string{ExecutionMetadata: ex.Execution}}
 	if !ex.ReplacesReport {
 		in.IfNoneMatch = aws.String("*")

@@ -6,23 +6,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // Client is the part of the S3 API an extraction uses; *s3.Client has it.
@@ -40,30 +35,9 @@ type Client interface {
 	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
 }
 
-// crcBase64 is a CRC-32 as S3 writes it: base64 of 4 big-endian bytes.
-func crcBase64(crc uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], crc)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-// decodeCRC reads a CRC-32 as S3 writes it.
-func decodeCRC(v string) (uint32, bool) {
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil || len(b) != 4 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint32(b), true
-}
-
-func isNotFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload") || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
-}
-
 func classifyS3(err error) error {
-	if err != nil && transient(err) {
-		return &TransientError{err}
+	if err != nil && s3x.Transient(err) {
+		return &TransientError{Err: err}
 	}
 	return err
 }
@@ -81,7 +55,7 @@ func under(bucket, prefix string) s3x.Under {
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
 	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(doc)))})
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(doc)))})
 	if err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
@@ -92,22 +66,41 @@ func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) erro
 const maxWorkObject = 1 << 30
 
 func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) {
+	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
+}
+
+// getWorkUpTo reads a work object whole, refusing one over limit bytes.
+func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
 	defer out.Body.Close()
-	doc, err := io.ReadAll(io.LimitReader(out.Body, maxWorkObject+1))
+	doc, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
 		return nil, classifyS3(fmt.Errorf("read work object s3://%s/%s: %w", bucket, key, err))
 	}
-	if len(doc) > maxWorkObject {
-		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, maxWorkObject)
+	if int64(len(doc)) > limit {
+		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, limit)
 	}
 	return doc, nil
+}
+
+// workGetter and workPutter read and write work objects for internal/stepfn,
+// which leaves naming S3's failures to extract (classifyS3).
+func workGetter(c Client) stepfn.GetFunc {
+	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
+		return getWorkUpTo(ctx, c, bucket, key, limit)
+	}
+}
+
+func workPutter(c Client) stepfn.PutFunc {
+	return func(ctx context.Context, bucket, key string, doc []byte) error {
+		return putWork(ctx, c, bucket, key, doc)
+	}
 }
 
 // readJobs reads the planned jobs (JSONL).
