@@ -1,8 +1,9 @@
 // Package s3x is what every handler needs of S3 beyond the SDK, written
 // once: S3's multipart limits, which failures a retry can help (Transient)
 // and the loop that retries them (Retry), which answers say "no such object
-// or upload" (NotFound), CRC-32 as S3 writes it, and the UploadPartCopy of a
-// byte range of a pinned source (CopyPart).
+// or upload" (NotFound), CRC-32 as S3 writes it, the UploadPartCopy of a
+// byte range of a pinned source (CopyPart), and what lies under a prefix:
+// its keys, its objects deleted, its uploads (Under).
 package s3x
 
 import (
