@@ -1,7 +1,8 @@
 // Package layout_test holds the README to the tree: its Repository table
 // names every Go package, Lambda and TypeScript folder (issue 22: it once
 // said five Lambdas when there were nine), and every document a Go comment
-// or the README refers to exists.
+// or a Markdown file (README.md first) refers to exists (plan/plan.go cited
+// a design document the repository did not have).
 package layout_test
 
 import (
@@ -70,29 +71,14 @@ func repositoryRows(t *testing.T) []string {
 func codeDirs(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	walkSource(t, func(rel string, d fs.DirEntry) {
+		switch {
+		case d.IsDir() && filepath.Dir(rel) == "functions":
+			seen[rel] = true
+		case !d.IsDir() && (filepath.Ext(rel) == ".go" || filepath.Ext(rel) == ".ts") && filepath.Dir(rel) != ".":
+			seen[filepath.Dir(rel)] = true
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || notSource[d.Name()]) {
-				return filepath.SkipDir
-			}
-			if filepath.Dir(rel) == "functions" {
-				seen[rel] = true
-			}
-			return nil
-		}
-		if ext := filepath.Ext(d.Name()); (ext == ".go" || ext == ".ts") && filepath.Dir(rel) != "." {
-			seen[filepath.ToSlash(filepath.Dir(rel))] = true
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dirs := make([]string, 0, len(seen))
 	for d := range seen {
 		dirs = append(dirs, d)
@@ -104,15 +90,35 @@ func codeDirs(t *testing.T) []string {
 	return dirs
 }
 
-// docRef is a document a comment or the README points at: a path ending
+// walkSource calls fn with every file and directory of the project's own
+// tree (slash-separated, relative to root), skipping hidden directories and
+// notSource.
+func walkSource(t *testing.T, fn func(rel string, d fs.DirEntry)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && rel != "." && (strings.HasPrefix(d.Name(), ".") || notSource[d.Name()]) {
+			return filepath.SkipDir
+		}
+		fn(filepath.ToSlash(rel), d)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// docRef is a document a comment or a Markdown file points at: a path ending
 // in .md, not part of a URL.
 var docRef = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./:-])((?:\.\./|[A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\.md)\b`)
 
 func TestDocReferencesExist(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	refs := 0
 	check := func(where, fromDir, text string) {
 		for _, m := range docRef.FindAllStringSubmatch(text, -1) {
@@ -122,33 +128,25 @@ func TestDocReferencesExist(t *testing.T) {
 			}
 		}
 	}
-	check("README.md", ".", string(readme))
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || notSource[d.Name()]) {
-				return filepath.SkipDir
+	walkSource(t, func(rel string, d fs.DirEntry) {
+		switch {
+		case d.IsDir():
+		case filepath.Ext(rel) == ".md": // README.md and the other documents
+			text, err := os.ReadFile(filepath.Join(root, rel))
+			if err != nil {
+				t.Fatal(err)
 			}
-			return nil
+			check(rel, filepath.Dir(rel), string(text))
+		case filepath.Ext(rel) == ".go":
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, rel), nil, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cg := range f.Comments {
+				check(rel, filepath.Dir(rel), cg.Text())
+			}
 		}
-		if filepath.Ext(path) != ".go" {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		for _, cg := range f.Comments {
-			check(filepath.ToSlash(rel), filepath.ToSlash(filepath.Dir(rel)), cg.Text())
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if refs < 10 {
 		t.Fatalf("found only %d document references: the pattern no longer matches how the tree cites documents", refs)
 	}
