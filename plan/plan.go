@@ -67,7 +67,7 @@ const (
 	// the work bucket, each round appends header bytes and ranged copies of
 	// sources with a two-part upload, and the finished object is copied into
 	// the archive as one part. Only local headers pass through the worker,
-	// small objects included (chain.go: ChainRounds; DESIGN.md "chain").
+	// small objects included (chain.go: ChainRounds; docs/DESIGN.md, "A ZIP as parts").
 	PartChain PartKind = "chain"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,13 +14,6 @@ import (
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/workflow"
 )
-
-// batch is the worker Lambda as a process: the benchmark runs one per
-// Distributed Map batch, each in its own bandwidth-capped network namespace
-// (bench/README.md). It has no usage line: it is plumbing, not a user command.
-func init() {
-	register(command{"batch", "", runBatch})
-}
 
 // BatchStats is what `s3zip batch --stats` prints on stderr as one JSON line
 // when the batch succeeded.
@@ -38,12 +30,18 @@ type BatchError struct {
 	ErrorMessage string `json:"errorMessage"`
 }
 
+// runBatch is the worker Lambda as a process: the benchmark runs one per
+// Distributed Map batch, each in its own bandwidth-capped network namespace
+// (bench/README.md). It has no line in `s3zip help`: it is plumbing, not a
+// user command.
 func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+	fs := newFlags("batch", "s3zip batch [--endpoint URL] [--stats] [-v] < BATCH_INPUT.json",
+		"Build one Distributed Map batch of part jobs (a workflow.BatchInput JSON document on stdin) as the\n"+
+			"worker Lambda does, and print its result on stdout. Plumbing for the benchmark (bench/README.md).")
 	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
 	stats := fs.Bool("stats", false, "print requests by API and peak memory as a JSON line on stderr")
 	verbose := fs.Bool("v", false, "log every part")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
 	err := buildBatch(ctx, os.Stdin, stdout, *endpoint, *stats, *verbose)

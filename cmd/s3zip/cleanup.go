@@ -390,10 +390,6 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 	}
 }
 
-func init() {
-	register(command{"cleanup", "remove what a killed create or extract left for an archive (work objects, multipart uploads, an extract's objects)", runCleanup})
-}
-
 func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("cleanup", "s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]",
 		"Removes the work objects and multipart uploads of runs that create that archive, or extract it,\nthat were killed (kill -9, a lost machine), and the objects a killed extract wrote (not those it\nreplaced). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")

@@ -246,7 +246,7 @@ func (f *flags) parseError(err error, stdout io.Writer) error {
 // help prints the synopsis and every flag, with its default when it has
 // one worth showing.
 func (f *flags) help(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", f.synopsis, f.about)
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", f.synopsis, f.about)
 	type row struct{ left, right string }
 	var rows []row
 	width := 0
@@ -264,6 +264,9 @@ func (f *flags) help(w io.Writer) {
 		rows = append(rows, row{left, text})
 		width = max(width, len(left))
 	})
+	if len(rows) > 0 { // version has none
+		fmt.Fprint(w, "\nflags:\n")
+	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, r.left, r.right)
 	}

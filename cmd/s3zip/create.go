@@ -16,10 +16,6 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-func init() {
-	register(command{"create", "build an archive: the whole workflow, run from here against any S3 endpoint", runCreate})
-}
-
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest s3://bucket/out.zip [flags]",
 		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+

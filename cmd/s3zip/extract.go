@@ -18,10 +18,6 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-func init() {
-	register(command{"extract", "unpack an archive in S3 into objects under a prefix, server-side where it can be", runExtract})
-}
-
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
 		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+

@@ -11,10 +11,6 @@ import (
 	"github.com/s3zip/s3zip/internal/s3x"
 )
 
-func init() {
-	register(command{"get", "download an archive in S3 and extract it to a directory", runGet})
-}
-
 func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("get", "s3zip get s3://bucket/archive.zip DIR [--endpoint URL] [--concurrency N] [--part-size MiB] [--overwrite] [--skip-symlinks]",
 		"Download the archive with parallel ranged GETs and extract it under DIR, checking every entry's CRC-32.\n"+

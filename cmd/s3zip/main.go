@@ -14,16 +14,6 @@ import (
 	"os"
 )
 
-// command is one subcommand. Each registers itself from its own file's init.
-type command struct {
-	name, usage string // usage: one line for `s3zip help`; "" hides plumbing (batch)
-	run         func(ctx context.Context, args []string, stdout io.Writer) error
-}
-
-var commands []command
-
-func register(c command) { commands = append(commands, c) }
-
 func main() {
 	ctx, stop := notifyInterrupt(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdout)
@@ -55,7 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		usage(stdout)
 		return flag.ErrHelp
-	case "-version", "--version", "version":
+	case "-version", "--version":
 		return printVersion(stdout)
 	}
 	for _, c := range commands {
@@ -74,5 +64,5 @@ func usage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\n`s3zip COMMAND -h` shows a command's flags; `s3zip version` the version.")
+	fmt.Fprintln(w, "\n`s3zip COMMAND -h` shows a command's flags.")
 }

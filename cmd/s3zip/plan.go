@@ -14,10 +14,6 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-func init() {
-	register(command{"plan", "show what an archive's plan costs before anything runs", runPlan})
-}
-
 // readRatio is the compressed/uncompressed ratio plan assumes for the
 // read pass (logs, CSV, JSON at level 6 measure 0.2-0.25).
 const readRatio = 0.25

@@ -23,10 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-func init() {
-	register(command{"presign", "print a download link (presigned GET URL) of an object: presign s3://bucket/key", runPresign})
-}
-
 // Presigned URLs are signed with SigV4 query parameters, whose
 // X-Amz-Expires is whole seconds from 1 to 604800 (7 days).
 const (

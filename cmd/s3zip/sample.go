@@ -16,10 +16,6 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-func init() {
-	register(command{"sample", "upload a synthetic data set (for demos and benchmarks)", runSample})
-}
-
 func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--endpoint URL] [--create-bucket]",
 		"Upload a synthetic data set (the challenge's size distribution, random bytes) for demos and benchmarks.\n"+

@@ -28,10 +28,6 @@ import (
 	"github.com/s3zip/s3zip/workflow"
 )
 
-func init() {
-	register(command{name: "status", usage: "follow an execution of the deployed workflow: status EXECUTION_ARN", run: runStatus})
-}
-
 // exitError carries the process exit code for main.
 type exitError struct {
 	code int

@@ -10,10 +10,6 @@ import (
 	"github.com/s3zip/s3zip/archive"
 )
 
-func init() {
-	register(command{"verify", "check every record and CRC-32 of an archive in S3", runVerify})
-}
-
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("verify", "s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]",
 		"Read the archive with ranged GETs and check every record and every entry's CRC-32 against its data.\n"+
