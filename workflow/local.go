@@ -84,7 +84,7 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		return nil, &DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: MaxPayloadBytes}
 	}
 	// PlanArchive: the job, or the read jobs first.
-	in := PlanInput{Request: request, Execution: execution}
+	in := PlanInput{Request: request, Execution: execution, Started: time.Now()}
 	job, rp, err := planState(ctx, planner, "PlanArchive", in)
 	if err == nil && rp != nil {
 		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.
