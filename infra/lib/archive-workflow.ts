@@ -79,6 +79,16 @@ export interface ArchiveWorkflowProps {
    * s3:GetObject there (manifest.json, manifest.checksum, the data files). @default none: no grant
    */
   readonly inventoryBuckets?: string[];
+  /**
+   * Lets a request ask for download links in the execution's output (options.presign), signed by
+   * the finalizer for at most this many seconds (1 to 604800, SigV4's 7 days; env
+   * MAX_PRESIGN_SECONDS). A link reads the archive with the finalizer's role, so it hands whoever
+   * may start an execution read access to the archive it made: off unless set. No grant is added:
+   * the finalizer already holds s3:GetObject on the destination (its HEAD check). A link also dies
+   * with the role's session credentials, often long before 7 days (README, Download links).
+   * @default undefined: requests asking for links are refused before anything is written
+   */
+  readonly maxPresignSeconds?: number;
 
   /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
   readonly functionsDir?: string;
@@ -249,6 +259,9 @@ export class ArchiveWorkflow extends Construct {
         throw new Error(`ArchiveWorkflow: ${name} must be a positive integer, got ${value}`);
       }
     }
+    if (props.maxPresignSeconds !== undefined && (!Number.isInteger(props.maxPresignSeconds) || props.maxPresignSeconds < 1 || props.maxPresignSeconds > 604800)) {
+      throw new Error(`ArchiveWorkflow: maxPresignSeconds must be a whole number of seconds from 1 to 604800 (7 days, SigV4's limit), got ${props.maxPresignSeconds}`);
+    }
     const defaultMaxConcurrency = props.defaultMaxConcurrency ?? 100;
     const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
@@ -328,6 +341,8 @@ export class ArchiveWorkflow extends Construct {
     if (props.partsPerBatch !== undefined) env.PARTS_PER_BATCH = String(props.partsPerBatch);
     if (props.maxReadsPerBatch !== undefined) env.MAX_READS_PER_BATCH = String(props.maxReadsPerBatch);
     if (props.pieceSize !== undefined) env.PIECE_SIZE_BYTES = String(props.pieceSize);
+    // The planner refuses options.presign without it; the finalizer signs with it.
+    if (props.maxPresignSeconds !== undefined) env.MAX_PRESIGN_SECONDS = String(props.maxPresignSeconds);
     // Archives are encrypted with the destination key unless a request names another.
     if (props.destinationKmsKeyArn) env.DESTINATION_KMS_KEY_ARN = props.destinationKmsKeyArn;
 
@@ -421,7 +436,8 @@ export class ArchiveWorkflow extends Construct {
     //             abort an upload whose create answer was lost;
     //   worker    UploadPart / UploadPartCopy only;
     //   finalizer last part + complete, HEAD to verify, DeleteObject of an archive this run
-    //             completed that fails the check (no wrong bytes are left behind).
+    //             completed that fails the check (no wrong bytes are left behind); the same
+    //             s3:GetObject is what its download links (maxPresignSeconds) read with.
     const destinationObjectsFor = (actions: string[]) =>
       new iam.PolicyStatement({ sid: 'DestinationObjectsWrite', actions, resources: [destinationObjects] });
     const destinationWrite = [
