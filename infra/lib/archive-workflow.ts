@@ -23,6 +23,9 @@ export const DEFAULT_FUNCTIONS_DIR = path.join(REPO_ROOT, 'dist', 'functions');
 export const FUNCTION_NAMES = ['planner', 'reader', 'worker', 'finalizer', 'abort'] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
+/** The statuses of an execution that has ended, as its status change events name them. */
+export const ENDED_STATUSES = ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED'];
+
 /** Prefix in the control bucket whose new objects start an execution. */
 export const REQUESTS_PREFIX = 'requests/';
 
@@ -89,6 +92,14 @@ export interface ArchiveWorkflowProps {
    * @default undefined: requests asking for links are refused before anything is written
    */
   readonly maxPresignSeconds?: number;
+  /**
+   * Told when an archive run ends: a rule on the default event bus matching this state machine's
+   * "Step Functions Execution Status Change" events for SUCCEEDED (detail.output: docs/output.md),
+   * FAILED, TIMED_OUT and ABORTED (detail.error, detail.cause), delivered unchanged to each target
+   * (the README's rule, examples/notify/rule.json; examples/notify consumes it).
+   * @default none: no rule
+   */
+  readonly endedTargets?: events.IRuleTarget[];
 
   /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
   readonly functionsDir?: string;
@@ -235,6 +246,8 @@ export class ArchiveWorkflow extends Construct {
   readonly accessLogsBucket: s3.Bucket;
   readonly functions: Record<FunctionName, lambda.Function>;
   readonly requestRule: events.Rule;
+  /** The rule that tells endedTargets a run ended (only with endedTargets). */
+  readonly endedRule?: events.Rule;
   readonly stateMachineName: string;
   /** Every value substituted into the ASL, by placeholder name. */
   readonly definitionSubstitutions: Record<Placeholder, string>;
@@ -649,6 +662,19 @@ export class ArchiveWorkflow extends Construct {
         }),
       }),
     );
+
+    // ---- notice: a run ended --------------------------------------------------------------
+    if (props.endedTargets && props.endedTargets.length > 0) {
+      this.endedRule = new events.Rule(this, 'ArchiveEnded', {
+        description: 's3zip: an archive run ended (its execution status change)',
+        eventPattern: {
+          source: ['aws.states'],
+          detailType: ['Step Functions Execution Status Change'],
+          detail: { stateMachineArn: [this.stateMachine.stateMachineArn], status: ENDED_STATUSES },
+        },
+      });
+      for (const target of props.endedTargets) this.endedRule.addTarget(target);
+    }
 
     this.addNagSuppressions({ workPrefix, sourcePrefix, destinationPrefix, props });
   }
