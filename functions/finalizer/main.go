@@ -11,10 +11,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "finalizer")
+	env, err := lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
-	lambdaenv.Start(f.Finalize)
+	lambdaenv.Start(f.Finalize, workflow.ErrorType)
 }
