@@ -46,6 +46,9 @@ type Config struct {
 	// in one part (plan.Options.DirectoryPartSize; 0: the plan's default):
 	// its memory holds about two such parts.
 	DirectoryPartSize int64
+	// MaxPresignSeconds is the longest download link the finalizer signs
+	// when a request asks (options.presign); 0 signs none.
+	MaxPresignSeconds int
 	// Model is the profile of where the run happens, for auto's choices:
 	// nil is AWS (plan.DefaultModel); a local run against one machine's
 	// server passes that server's calibrated profile.
@@ -139,6 +142,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{"MAX_ENTRIES", &c.MaxEntries},
 		{"PARTS_PER_BATCH", &c.PartsPerBatch},
 		{"MAX_READS_PER_BATCH", &c.MaxReadsPerBatch},
+		{"MAX_PRESIGN_SECONDS", &c.MaxPresignSeconds},
 	}
 	for _, v := range ints {
 		if s := getenv(v.name); s != "" {

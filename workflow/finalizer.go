@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/presign"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
@@ -40,6 +41,9 @@ type Finalizer struct {
 	S3     FinalizerS3
 	Config Config
 	Log    *slog.Logger
+	// Links signs the download links a request asks for (options.presign);
+	// nil signs none (the output then says why in its warnings).
+	Links LinkSigner
 }
 
 // FinalizeInput is the FinalizeArchive state's payload: the job, and the
@@ -57,11 +61,27 @@ type Archive struct {
 	CRC32 string `json:"crc32"`
 }
 
-// FinalizeOutput is the workflow's result.
+// FinalizeOutput is the workflow's result, the execution's output: a
+// versioned contract, docs/output.md (its JSON Schema beside it).
 type FinalizeOutput struct {
-	Archive Archive     `json:"archive"`
-	Report  string      `json:"report"` // "" when it could not be written (Warnings says why)
-	Stats   ReportStats `json:"stats"`
+	Version   int     `json:"version"`   // OutputVersion
+	RequestID string  `json:"requestId"` // the request's id, or the execution's name
+	Execution string  `json:"execution"` // the execution's name
+	Archive   Archive `json:"archive"`
+	Report    string  `json:"report"` // "" when it could not be written (Warnings says why)
+	Entries   int     `json:"entries"`
+	Parts     int     `json:"parts"`
+	// Strategy is the plan's (auto resolves to one of the others).
+	Strategy plan.Strategy `json:"strategy"`
+	// Seconds is the time from the execution's start to the archive's
+	// completion (0 when the caller gave no start).
+	Seconds float64 `json:"seconds"`
+	// ChecksumsFile names the archive's entry listing every entry's
+	// SHA-256, when the request asked for one.
+	ChecksumsFile string `json:"checksumsFile,omitempty"`
+	// Links are the download links, when the request asked (options.presign).
+	Links *presign.Links `json:"links,omitempty"`
+	Stats ReportStats    `json:"stats"`
 	// Warnings are what went wrong without making the archive wrong: the
 	// run succeeded, and the caller shows them.
 	Warnings []string `json:"warnings,omitempty"`
@@ -209,6 +229,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	if err := cleanWork(ctx, f.S3, &job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
+	f.describe(ctx, &job, out, p.Strategy)
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
 	return out, nil
 }
@@ -234,7 +255,9 @@ func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutp
 	if err := cleanWork(ctx, f.S3, job); err != nil {
 		return nil, false
 	}
-	return &FinalizeOutput{Archive: r.Archive, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}, true
+	out := &FinalizeOutput{Archive: r.Archive, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}
+	f.describe(ctx, job, out, r.Strategy)
+	return out, true
 }
 
 func (f *Finalizer) logger() *slog.Logger {

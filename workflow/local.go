@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
@@ -81,7 +82,7 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		return nil, &stepfn.DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: stepfn.MaxPayloadBytes}
 	}
 	// PlanArchive: the job, or the read jobs first.
-	in := PlanInput{Request: request, Execution: execution}
+	in := PlanInput{Request: request, Execution: execution, Started: time.Now()}
 	job, rp, err := planState(ctx, planner, "PlanArchive", in)
 	if err == nil && rp != nil {
 		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.

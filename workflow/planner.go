@@ -58,6 +58,8 @@ type PlanInput struct {
 	// Reads is the read pass's outcome, when the request needed one
 	// (PlanReads): the layout is planned from its entries.
 	Reads *ReadsDone `json:"reads,omitempty"`
+	// Started is when the execution started ($$.Execution.StartTime).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Job is what every later state needs: small, whatever the archive's size.
@@ -77,6 +79,8 @@ type Job struct {
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`
+	// Output is what the finalizer's output carries from the request.
+	Output OutputSpec `json:"output"`
 }
 
 // maxManifestBytes bounds a manifest object.
@@ -113,6 +117,7 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	job.Output = newOutputSpec(req, in)
 	if err := pl.abortEarlierAttempt(ctx, job); err != nil {
 		return nil, err
 	}
@@ -327,6 +332,9 @@ func checkAllowed(cfg Config, req *Request) error {
 		bad = append(bad, fmt.Sprintf("destination %s is outside the destinations this deployment allows", req.Destination.URI()))
 	}
 	if msg := checkKMSKeyGranted(cfg, req.Options.SSE); msg != "" {
+		bad = append(bad, msg)
+	}
+	if msg := checkPresignAllowed(cfg, req.Options.Presign); msg != "" {
 		bad = append(bad, msg)
 	}
 	if bad != nil {

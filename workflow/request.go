@@ -18,6 +18,9 @@ const MaxRequestBytes = 64 * 1024
 // Request is what a user asks for: the execution input, or the object an
 // EventBridge-started execution points to (RequestObject).
 type Request struct {
+	// ID is the caller's name for the request, echoed as the output's
+	// requestId (the execution's name without one).
+	ID            string      `json:"id,omitempty"`
 	Source        Source      `json:"source"`
 	Destination   Destination `json:"destination"`
 	Options       Options     `json:"options"`
@@ -79,6 +82,9 @@ type Options struct {
 	// in the `sha256sum -c` format (e.g. "SHA256SUMS").
 	Digests       []string `json:"digests,omitempty"`
 	ChecksumsFile string   `json:"checksumsFile,omitempty"`
+	// Presign asks for download links of the archive and its report in the
+	// output, signed by the finalizer for this long (1s to 7d: "24h", "7d").
+	Presign string `json:"presign,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.
@@ -250,6 +256,8 @@ func (r *Request) Validate() error {
 	} else if o.Level != 0 && !o.needsReadPass() {
 		add("options.level applies to compression deflate or auto; set options.compression too")
 	}
+	add(checkPresign(o.Presign))
+	add(checkRequestID(r.ID))
 	if bad != nil {
 		return &RequestError{bad}
 	}

@@ -3,49 +3,30 @@ package main
 // Download links: `s3zip presign s3://bucket/key`, and --presign on create
 // and status, print presigned GET URLs of an archive and its report.
 //
-// The caller signs, here, with the credentials the command runs with; the
-// deployed workflow signs nothing. So the deployment's IAM needs nothing
-// new, and a link can do no more, and lives no longer, than the credentials
-// that signed it: S3 refuses it once they expire or lose s3:GetObject, even
-// before its own expiry. A link signed in a Lambda would die with the
-// Lambda's session credentials, long before the 7 days SigV4 allows.
+// The caller signs, here, with the credentials the command runs with, so a
+// link can do no more, and lives no longer, than they: S3 refuses it once
+// they expire or lose s3:GetObject, even before its own expiry. (A request's
+// options.presign has the finalizer sign instead, with its role's session
+// credentials, which end far sooner than the 7 days SigV4 allows.)
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/presign"
 )
 
-// Presigned URLs are signed with SigV4 query parameters, whose
-// X-Amz-Expires is whole seconds from 1 to 604800 (7 days).
-const (
-	minPresign = time.Second
-	maxPresign = 7 * 24 * time.Hour
-)
 
 // parseExpiry reads a link's lifetime as the user typed it for --flag: a
 // Go duration (90m, 1h30m) or whole days (7d).
 func parseExpiry(cmd, flagName, s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		n, err = strconv.Atoi(days)
-		d = time.Duration(n) * 24 * time.Hour
-	}
-	switch {
-	case err != nil:
-		return 0, usageErrorf("%s: --%s %q is not a duration: want e.g. 30m, 12h or 7d", cmd, flagName, s)
-	case d < minPresign || d > maxPresign:
-		return 0, usageErrorf("%s: --%s %s: a presigned link lives 1s to 7d (168h), S3's limit for SigV4", cmd, flagName, s)
-	case d%time.Second != 0:
-		return 0, usageErrorf("%s: --%s %s: a presigned link's lifetime is whole seconds", cmd, flagName, s)
+	d, err := presign.ParseLifetime(s)
+	if err != nil {
+		return 0, usageErrorf("%s: --%s %v", cmd, flagName, err)
 	}
 	return d, nil
 }
@@ -65,66 +46,29 @@ func presignExpiry(cmd string, fs *flags, value string) (time.Duration, error) {
 
 // links are the download links of a finished run (create --json and
 // status --json: "links").
-type links struct {
-	Archive string    `json:"archive"` // presigned GET URL of the archive
-	Report  *string   `json:"report"`  // of its report; null when none was written
-	Expires time.Time `json:"expires"` // when S3 stops honouring them (sooner if the signing credentials expire)
-}
-
-// presigner is what signing a GET needs of the SDK (s3.PresignClient).
-type presigner interface {
-	PresignGetObject(context.Context, *s3.GetObjectInput, ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
-}
-
-// presignGet signs a GET of the object at uri (s3://bucket/key) for d.
-func presignGet(ctx context.Context, p presigner, uri string, d time.Duration) (string, error) {
-	bucket, key, err := parseS3ObjectURI(uri)
-	if err != nil {
-		return "", err
-	}
-	req, err := p.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key}, s3.WithPresignExpires(d))
-	if err != nil {
-		return "", fmt.Errorf("presign a GET of %s: %w", uri, err)
-	}
-	return req.URL, nil
-}
+type links = presign.Links
 
 // signLinks signs, with client's credentials, the archive's link and, when
-// there is a report, the report's, for d from now. When the credentials
-// expire sooner (SSO, an assumed role), the links die with them: Expires
-// says when, and the warning says why.
-func signLinks(ctx context.Context, client *s3.Client, archive, report string, d time.Duration) (l *links, warning string, err error) {
-	p := s3.NewPresignClient(client)
-	a, err := presignGet(ctx, p, archive, d)
+// there is a report, the report's (s3:// URIs), for d from now.
+func signLinks(ctx context.Context, client *s3.Client, archive, report string, d time.Duration) (*links, string, error) {
+	a, err := objectOf(archive)
 	if err != nil {
 		return nil, "", err
 	}
-	l = &links{Archive: a}
+	var r *presign.Object
 	if report != "" {
-		r, err := presignGet(ctx, p, report, d)
+		o, err := objectOf(report)
 		if err != nil {
 			return nil, "", err
 		}
-		l.Report = &r
+		r = &o
 	}
-	var creds aws.Credentials
-	if c := client.Options().Credentials; c != nil {
-		creds, _ = c.Retrieve(ctx) // signing just retrieved them: cached
-	}
-	l.Expires, warning = linkExpiry(time.Now(), d, creds)
-	return l, warning, nil
+	return presign.Signer{Client: client}.SignLinks(ctx, a, r, d)
 }
 
-// linkExpiry is when links signed at now for d with creds stop working,
-// and a warning when that is before d is up.
-func linkExpiry(now time.Time, d time.Duration, creds aws.Credentials) (time.Time, string) {
-	expires := now.Add(d).UTC().Truncate(time.Second)
-	if !creds.CanExpire || !creds.Expires.Before(expires) {
-		return expires, ""
-	}
-	until := creds.Expires.UTC().Truncate(time.Second)
-	return until, fmt.Sprintf("the links were signed for %s, but with temporary credentials that expire at %s: they stop working then; "+
-		"sign with longer-lived credentials (an IAM user's keys) for a longer link", d, until.Format(time.RFC3339))
+func objectOf(uri string) (presign.Object, error) {
+	bucket, key, err := parseS3ObjectURI(uri)
+	return presign.Object{Bucket: bucket, Key: key}, err
 }
 
 // signLinksAsCaller signs a deployed run's links with the credentials and
@@ -178,7 +122,7 @@ func runPresign(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	url, err := presignGet(ctx, s3.NewPresignClient(client), pos[0], d)
+	url, err := presign.GetURL(ctx, s3.NewPresignClient(client), presign.Object{Bucket: bucket, Key: key}, d)
 	if err != nil {
 		return fmt.Errorf("presign: %w", err)
 	}

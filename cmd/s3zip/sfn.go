@@ -264,6 +264,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, li
 			r.Report = &out.Report
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
+		r.Links = out.Links // the finalizer's, when the request asked (options.presign)
 		if linkLife > 0 {
 			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, linkLife)
 			if lerr != nil {

@@ -366,3 +366,37 @@ func TestSucceededWithWarning(t *testing.T) {
 		}
 	}
 }
+
+// A run whose request asked for links (options.presign) shows the links
+// its output carries, in the summary and in status --json; --presign signs
+// new ones as the caller instead.
+func TestStatusShowsTheOutputsLinks(t *testing.T) {
+	const withLinks = `{"version":1,"requestId":"order-42","execution":"x","archive":{"uri":"s3://dst/out.zip","size":16778915,"etag":"\"e\"","crc32":"c595ed28"},` +
+		`"report":"s3://dst/out.zip.report.json","entries":5,"parts":3,"strategy":"duo","seconds":4.2,` +
+		`"links":{"archive":"https://dst.example/out.zip?X-Amz-Signature=a","report":"https://dst.example/out.zip.report.json?X-Amz-Signature=b","expires":"2026-11-26T20:30:23Z"},` +
+		`"stats":{"entries":5,"parts":3}}`
+	for _, asJSON := range []bool{false, true} {
+		useFake(t, &fakeSFN{describes: []*sfn.DescribeExecutionOutput{ended(types.ExecutionStatusSucceeded, withLinks, "", "")}})
+		args := []string{"status", testExecution}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout bytes.Buffer
+		if err := run(context.Background(), args, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		if !asJSON {
+			if !strings.Contains(stdout.String(), "link        https://dst.example/out.zip?X-Amz-Signature=a") || !strings.Contains(stdout.String(), "links until 2026-11-26T20:30:23Z") {
+				t.Errorf("summary lacks the output's links:\n%s", stdout.String())
+			}
+			continue
+		}
+		var r executionResult
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Links == nil || r.Links.Archive != "https://dst.example/out.zip?X-Amz-Signature=a" || r.Links.Report == nil {
+			t.Errorf("links %+v; want the output's", r.Links)
+		}
+	}
+}

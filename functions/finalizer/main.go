@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/s3zip/s3zip/internal/lambdaenv"
+	"github.com/s3zip/s3zip/internal/presign"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -14,6 +15,6 @@ func main() {
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
-	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log}
+	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
 	lambdaenv.Start(f.Finalize, workflow.ErrorType)
 }

@@ -13,6 +13,7 @@
  *   -c sourceKmsKeyArns=arn1,arn2  -c destinationKmsKeyArn=arn  (archives are written with it)
  *   -c extractArchiveKmsKeyArns=arn1,arn2  -c extractDestinationKmsKeyArn=arn  (the extract workflow's)
  *   -c inventoryBuckets=inv,inv2/reports/  (S3 Inventory reports the planner may read: source.inventory; none by default)
+ *   -c maxPresignSeconds=86400  (requests may ask for download links in the output, options.presign; none by default)
  */
 import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -93,6 +94,7 @@ new S3ZipStack(
     sourceKmsKeyArns: contextList(app, 'sourceKmsKeyArns'),
     destinationKmsKeyArn: contextString(app, 'destinationKmsKeyArn'),
     inventoryBuckets: contextList(app, 'inventoryBuckets'),
+    maxPresignSeconds: contextInt(app, 'maxPresignSeconds'),
   },
   {
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

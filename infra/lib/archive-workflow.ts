@@ -23,6 +23,9 @@ export const DEFAULT_FUNCTIONS_DIR = path.join(REPO_ROOT, 'dist', 'functions');
 export const FUNCTION_NAMES = ['planner', 'reader', 'worker', 'finalizer', 'abort'] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
+/** The statuses of an execution that has ended, as its status change events name them. */
+export const ENDED_STATUSES = ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED'];
+
 /** Prefix in the control bucket whose new objects start an execution. */
 export const REQUESTS_PREFIX = 'requests/';
 
@@ -79,6 +82,24 @@ export interface ArchiveWorkflowProps {
    * s3:GetObject there (manifest.json, manifest.checksum, the data files). @default none: no grant
    */
   readonly inventoryBuckets?: string[];
+  /**
+   * Lets a request ask for download links in the execution's output (options.presign), signed by
+   * the finalizer for at most this many seconds (1 to 604800, SigV4's 7 days; env
+   * MAX_PRESIGN_SECONDS). A link reads the archive with the finalizer's role, so it hands whoever
+   * may start an execution read access to the archive it made: off unless set. No grant is added:
+   * the finalizer already holds s3:GetObject on the destination (its HEAD check). A link also dies
+   * with the role's session credentials, often long before 7 days (README, Download links).
+   * @default undefined: requests asking for links are refused before anything is written
+   */
+  readonly maxPresignSeconds?: number;
+  /**
+   * Told when an archive run ends: a rule on the default event bus matching this state machine's
+   * "Step Functions Execution Status Change" events for SUCCEEDED (detail.output: docs/output.md),
+   * FAILED, TIMED_OUT and ABORTED (detail.error, detail.cause), delivered unchanged to each target
+   * (the README's rule, examples/notify/rule.json; examples/notify consumes it).
+   * @default none: no rule
+   */
+  readonly endedTargets?: events.IRuleTarget[];
 
   /** Folder holding <name>/bootstrap for each function. @default dist/functions at the repo root */
   readonly functionsDir?: string;
@@ -225,6 +246,8 @@ export class ArchiveWorkflow extends Construct {
   readonly accessLogsBucket: s3.Bucket;
   readonly functions: Record<FunctionName, lambda.Function>;
   readonly requestRule: events.Rule;
+  /** The rule that tells endedTargets a run ended (only with endedTargets). */
+  readonly endedRule?: events.Rule;
   readonly stateMachineName: string;
   /** Every value substituted into the ASL, by placeholder name. */
   readonly definitionSubstitutions: Record<Placeholder, string>;
@@ -248,6 +271,9 @@ export class ArchiveWorkflow extends Construct {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
         throw new Error(`ArchiveWorkflow: ${name} must be a positive integer, got ${value}`);
       }
+    }
+    if (props.maxPresignSeconds !== undefined && (!Number.isInteger(props.maxPresignSeconds) || props.maxPresignSeconds < 1 || props.maxPresignSeconds > 604800)) {
+      throw new Error(`ArchiveWorkflow: maxPresignSeconds must be a whole number of seconds from 1 to 604800 (7 days, SigV4's limit), got ${props.maxPresignSeconds}`);
     }
     const defaultMaxConcurrency = props.defaultMaxConcurrency ?? 100;
     const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
@@ -328,6 +354,8 @@ export class ArchiveWorkflow extends Construct {
     if (props.partsPerBatch !== undefined) env.PARTS_PER_BATCH = String(props.partsPerBatch);
     if (props.maxReadsPerBatch !== undefined) env.MAX_READS_PER_BATCH = String(props.maxReadsPerBatch);
     if (props.pieceSize !== undefined) env.PIECE_SIZE_BYTES = String(props.pieceSize);
+    // The planner refuses options.presign without it; the finalizer signs with it.
+    if (props.maxPresignSeconds !== undefined) env.MAX_PRESIGN_SECONDS = String(props.maxPresignSeconds);
     // Archives are encrypted with the destination key unless a request names another.
     if (props.destinationKmsKeyArn) env.DESTINATION_KMS_KEY_ARN = props.destinationKmsKeyArn;
 
@@ -421,7 +449,8 @@ export class ArchiveWorkflow extends Construct {
     //             abort an upload whose create answer was lost;
     //   worker    UploadPart / UploadPartCopy only;
     //   finalizer last part + complete, HEAD to verify, DeleteObject of an archive this run
-    //             completed that fails the check (no wrong bytes are left behind).
+    //             completed that fails the check (no wrong bytes are left behind); the same
+    //             s3:GetObject is what its download links (maxPresignSeconds) read with.
     const destinationObjectsFor = (actions: string[]) =>
       new iam.PolicyStatement({ sid: 'DestinationObjectsWrite', actions, resources: [destinationObjects] });
     const destinationWrite = [
@@ -633,6 +662,19 @@ export class ArchiveWorkflow extends Construct {
         }),
       }),
     );
+
+    // ---- notice: a run ended --------------------------------------------------------------
+    if (props.endedTargets && props.endedTargets.length > 0) {
+      this.endedRule = new events.Rule(this, 'ArchiveEnded', {
+        description: 's3zip: an archive run ended (its execution status change)',
+        eventPattern: {
+          source: ['aws.states'],
+          detailType: ['Step Functions Execution Status Change'],
+          detail: { stateMachineArn: [this.stateMachine.stateMachineArn], status: ENDED_STATUSES },
+        },
+      });
+      for (const target of props.endedTargets) this.endedRule.addTarget(target);
+    }
 
     this.addNagSuppressions({ workPrefix, sourcePrefix, destinationPrefix, props });
   }

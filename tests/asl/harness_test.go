@@ -49,6 +49,8 @@ type Functions struct {
 	Log    *slog.Logger
 	// ErrorType names a returned error as Lambda reports it (default LambdaErrorType).
 	ErrorType func(error) string
+	// Links signs the finalizer's download links (functions/finalizer: its role's credentials).
+	Links workflow.LinkSigner
 
 	mu      sync.Mutex
 	faults  map[string]Fault
@@ -131,7 +133,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			return h.Build(ctx, in)
 		}, true
 	case "finalizer":
-		h := &workflow.Finalizer{S3: f.S3, Config: cfg, Log: f.Log}
+		h := &workflow.Finalizer{S3: f.S3, Config: cfg, Log: f.Log, Links: f.Links}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
 			var in workflow.FinalizeInput
 			if err := json.Unmarshal(raw, &in); err != nil {

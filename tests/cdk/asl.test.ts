@@ -194,19 +194,25 @@ describe('contract: flow', () => {
 });
 
 describe('contract: payloads', () => {
-  test('PlanArchive sends {request, execution} to the planner and keeps only its Payload', () => {
+  test('PlanArchive sends {request, execution, started} to the planner and keeps only its Payload', () => {
     const s = states.PlanArchive;
     assert.equal(s.Resource, 'arn:aws:states:::lambda:invoke');
     assert.equal(s.Parameters.FunctionName, REALISTIC_SUBSTITUTIONS.PlannerFunctionArn);
-    assert.deepEqual(s.Parameters.Payload, { 'request.$': '$', 'execution.$': '$$.Execution.Name' });
+    // started: the execution's start, for the output's seconds (docs/output.md).
+    assert.deepEqual(s.Parameters.Payload, { 'request.$': '$', 'execution.$': '$$.Execution.Name', 'started.$': '$$.Execution.StartTime' });
     assert.equal(s.OutputPath, '$.Payload');
   });
 
-  test('PlanLayout sends {request (the execution input), execution, reads} to the planner', () => {
+  test('PlanLayout sends {request (the execution input), execution, started, reads} to the planner', () => {
     const s = states.PlanLayout;
     assert.equal(s.Resource, 'arn:aws:states:::lambda:invoke');
     assert.equal(s.Parameters.FunctionName, REALISTIC_SUBSTITUTIONS.PlannerFunctionArn);
-    assert.deepEqual(s.Parameters.Payload, { 'request.$': '$$.Execution.Input', 'execution.$': '$$.Execution.Name', 'reads.$': '$.reads' });
+    assert.deepEqual(s.Parameters.Payload, {
+      'request.$': '$$.Execution.Input',
+      'execution.$': '$$.Execution.Name',
+      'started.$': '$$.Execution.StartTime',
+      'reads.$': '$.reads',
+    });
     assert.equal(s.OutputPath, '$.Payload');
     assert.deepEqual(s.Retry, states.PlanArchive.Retry);
   });

@@ -64,6 +64,9 @@ const (
 	// inventory_test.go archives from one.
 	inventoryBucket = "s3zip-inventory"
 	inventoryPrefix = "reports/"
+	// maxPresignSeconds (-c maxPresignSeconds): requests may ask the
+	// finalizer for links of up to a day (output_test.go).
+	maxPresignSeconds = 86400
 )
 
 var (
@@ -133,7 +136,8 @@ func synth(dir string) error {
 		"-c", "extractBucket="+sourceBucket, // extract_test.go: incoming/*.zip → extracted/<name>/
 		"-c", "workKmsKeyArn="+workKey, "-c", "sourceKmsKeyArns="+sourceKey, "-c", "destinationKmsKeyArn="+destinationKey,
 		"-c", "extractArchiveKmsKeyArns="+extractArchiveKey, "-c", "extractDestinationKmsKeyArn="+extractDestinationKey,
-		"-c", "inventoryBuckets="+inventoryBucket+"/"+inventoryPrefix)
+		"-c", "inventoryBuckets="+inventoryBucket+"/"+inventoryPrefix,
+		"-c", fmt.Sprintf("maxPresignSeconds=%d", maxPresignSeconds)) // output_test.go: links signed by the finalizer
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -459,13 +463,26 @@ func Deploy(t *testing.T) *Deployment {
 		for _, h := range []string{"Authorization", "X-Amz-Security-Token", "X-Amz-Date"} {
 			out.Header.Del(h)
 		}
+		if q := out.URL.Query(); q.Has("X-Amz-Signature") {
+			// A presigned URL (a download link): its signature goes too, and
+			// the request is signed in headers like any other.
+			for _, p := range []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token"} {
+				q.Del(p)
+			}
+			out.URL.RawQuery = q.Encode()
+			out.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		}
 		hash := out.Header.Get("X-Amz-Content-Sha256")
 		if err := signer.SignHTTP(out.Context(), rootCreds, out, hash, "s3", region, time.Now()); err != nil {
 			t.Errorf("re-signing %s %s: %v", out.Method, out.URL, err)
 		}
 	}}
 	d.url = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		role, ok := d.tokens[r.Header.Get("X-Amz-Security-Token")]
+		token := r.Header.Get("X-Amz-Security-Token")
+		if q := r.URL.Query(); q.Has("X-Amz-Signature") {
+			token = q.Get("X-Amz-Security-Token") // a presigned URL acts as its signer
+		}
+		role, ok := d.tokens[token]
 		if !ok {
 			role = "unknown caller"
 		}
