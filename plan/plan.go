@@ -281,11 +281,14 @@ func place(entries []Entry, l layout) *Plan {
 	off := int64(0)
 	for i, src := range l.order {
 		pe := &p.Entries[i]
-		*pe = PlacedEntry{Index: EntryIndex(i), Entry: entries[src], Offset: off}
-		if pe.Size == 0 {
-			pe.CRC32 = KnownCRC(0) // the CRC-32 of no bytes
+		*pe = PlacedEntry{Index: EntryIndex(i), Entry: &entries[src], Offset: off}
+		if pe.Size == 0 && pe.CRC32 != KnownCRC(0) {
+			// The CRC-32 of no bytes, in a copy: the input is the caller's.
+			empty := entries[src]
+			empty.CRC32 = KnownCRC(0)
+			pe.Entry = &empty
 		}
-		pe.HeaderLen = localHeaderSize(&pe.Entry)
+		pe.HeaderLen = localHeaderSize(pe.Entry)
 		off = pe.End()
 	}
 	p.DirectoryOffset = off
