@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/s3zip/s3zip/internal/nameset"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -230,14 +231,12 @@ func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 
 // checkDuplicates refuses entries with equal names, listing them.
 func checkDuplicates(entries []Entry) error {
-	seen := make(map[string]int, len(entries))
+	seen := nameset.New(len(entries), func(i int) string { return sameName(entries[i].Name) })
 	var dups map[string][]string
 	spellings := false
 	for i := range entries {
-		same := sameName(entries[i].Name)
-		first, ok := seen[same]
-		if !ok {
-			seen[same] = i
+		first := seen.Add(i)
+		if first < 0 {
 			continue
 		}
 		if dups == nil {

@@ -640,12 +640,14 @@ func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 // run and is not known yet.
 func (p *Plan) CRCsNeeded() []EntryIndex {
 	var need []EntryIndex
-	seen := map[EntryIndex]bool{}
+	// A bit an entry, not a map: a chain plan of small objects needs
+	// nearly every entry's CRC-32.
+	seen := make([]uint64, (len(p.Entries)+63)/64)
 	for _, part := range p.Parts {
 		for _, i := range part.NeedCRC {
 			// A header split between two parts is needed by both: ask once.
-			if !p.Entries[i].CRC32.Known && !seen[i] {
-				seen[i] = true
+			if bit := uint64(1) << (i % 64); !p.Entries[i].CRC32.Known && seen[i/64]&bit == 0 {
+				seen[i/64] |= bit
 				need = append(need, i)
 			}
 		}
