@@ -53,3 +53,26 @@ func TestPlanMemoryPerEntry(t *testing.T) {
 	}
 	runtime.KeepAlive(entries)
 }
+
+// Plans share the caller's entries, so what Make knows only for a plan
+// stays out of them: an empty object's CRC-32 is 0 in the plan, and still
+// unknown in the input.
+func TestMakeLeavesInputEntries(t *testing.T) {
+	entries := goldenEntries()
+	for i := range entries {
+		entries[i].CRC32 = CRC{}
+	}
+	for _, s := range strategies {
+		p := mustPlan(t, entries, Options{Strategy: s, Workers: 2})
+		for i := range p.Entries {
+			if e := &p.Entries[i]; e.Size == 0 && e.CRC32 != KnownCRC(0) {
+				t.Errorf("%s: plan's empty entry %q has CRC %v, want 00000000", s, e.Name, e.CRC32)
+			}
+		}
+		for _, e := range entries {
+			if e.CRC32.Known {
+				t.Errorf("%s: Make set the input entry %q's CRC to %v", s, e.Name, e.CRC32)
+			}
+		}
+	}
+}
