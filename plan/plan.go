@@ -166,7 +166,8 @@ const (
 	MaxEntries = nameset.MaxLen
 	// MaxJobBytes is the longest part job (a line of the part-job file):
 	// one Distributed Map item alone must fit its batch (ItemBatcher
-	// MaxInputBytesPerBatch, 196,608 bytes in statemachine/archive.asl.json).
+	// MaxInputBytesPerBatch, stepfn.MaxInputBytesPerBatch: plan is below
+	// internal/stepfn, so a test holds the two equal).
 	// A job grows with the entries whose CRC-32 its part needs (NeedCRC):
 	// a chain part of tens of thousands of tiny objects.
 	MaxJobBytes = 196608
