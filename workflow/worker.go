@@ -262,7 +262,7 @@ func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, an
 	if crc, ok := s3x.DecodeCRC(answer); ok {
 		return crc, nil
 	}
-	e := plan.PlacedEntry{Entry: plan.Entry{Name: src.Key, Source: *src, Size: size}}
+	e := plan.PlacedEntry{Entry: &plan.Entry{Name: src.Key, Source: *src, Size: size}}
 	return objectCRC(ctx, w.S3, nil, &e)
 }
 
