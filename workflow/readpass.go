@@ -185,45 +185,14 @@ type Reader struct {
 // the job's intermediate object. Memory: the compressed piece (at most the
 // piece and a little) and the compressor's state.
 func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
-	src := job.Source
-	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
-	if src.ETag != "" {
-		in.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		in.VersionId = &src.VersionID
-	}
-	out, err := r.S3.GetObject(ctx, in)
+	piece, err := r.getPiece(ctx, job)
 	if err != nil {
-		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
+		return nil, err
 	}
-	defer out.Body.Close()
+	defer piece.Close()
 	res := &ReadResult{Entry: job.Entry, Piece: job.Piece}
-	raw := crc32.NewIEEE()
-	var sum hash.Hash
-	var sink io.Writer = raw
-	if job.SHA256 {
-		sum = sha256.New()
-		sink = io.MultiWriter(raw, sum)
-	}
-	what := fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, job.Offset, job.Offset+job.Length-1)
-	body := io.TeeReader(io.LimitReader(out.Body, job.Length), sink)
-	// finish reads what is left for the digest and checks the length.
-	finish := func(read int64) error {
-		if sum != nil {
-			n, err := io.Copy(io.Discard, body)
-			if err != nil {
-				return &TransientError{Op: what, Err: err}
-			}
-			read += n
-			res.SHA256 = hex.EncodeToString(sum.Sum(nil))
-		}
-		if read != job.Length && (sum != nil || !res.Stored) {
-			return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
-		}
-		res.RawCRC32 = plan.KnownCRC(raw.Sum32())
-		return nil
-	}
+	pr := newPieceRead(piece, job, res)
+	body, finish, what := pr.body, pr.finish, job.readOp()
 	if job.Hash {
 		res.Stored = true
 		return res, finish(0)
@@ -235,26 +204,13 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return nil, requestError("options.level %d: %v", job.Level, err)
 	}
 	if job.Auto {
-		// Auto tries the piece's start: a known compressed format, or a
-		// sample that does not shrink enough, and the piece is stored. The
-		// rest of it is not read.
-		sample := make([]byte, min(job.Length, autoSample))
-		if _, err := io.ReadFull(body, sample); err != nil {
-			return nil, &TransientError{Op: what, Err: err}
-		}
-		if job.Piece == 0 && compressedMagicBytes(sample) {
-			res.Stored = true
-			return res, finish(int64(len(sample)))
-		}
-		if _, err := fw.Write(sample); err != nil {
+		stored, sampled, err := autoStores(body, fw, &comp, job)
+		if err != nil {
 			return nil, err
 		}
-		if err := fw.Flush(); err != nil {
-			return nil, err
-		}
-		if float64(comp.Len()) > autoMaxRatio*float64(len(sample)) {
+		if stored {
 			res.Stored = true
-			return res, finish(int64(len(sample)))
+			return res, finish(sampled)
 		}
 	}
 	n, err := io.Copy(fw, body)
@@ -282,13 +238,104 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return res, nil
 	}
 	res.Size, res.CRC32 = int64(comp.Len()), plan.KnownCRC(crc32.ChecksumIEEE(comp.Bytes()))
-	// No stored checksum: the layout copies ranges of these objects, and
-	// the plan carries their CRC-32 itself.
-	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp.Bytes()), ContentLength: aws.Int64(int64(comp.Len()))}, plain); err != nil {
-		return nil, s3Error("PutObject", job.Bucket, job.Key, false, err)
+	if err := r.putPiece(ctx, job, comp.Bytes()); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// pieceRead is a piece as it is read: its bytes go through its CRC-32 (and
+// its SHA-256, when the job asks for it) on the way.
+type pieceRead struct {
+	job  ReadJob
+	res  *ReadResult
+	body io.Reader
+	raw  hash.Hash32
+	sum  hash.Hash // nil without digests
+}
+
+func newPieceRead(piece io.Reader, job ReadJob, res *ReadResult) *pieceRead {
+	pr := &pieceRead{job: job, res: res, raw: crc32.NewIEEE()}
+	var sink io.Writer = pr.raw
+	if job.SHA256 {
+		pr.sum = sha256.New()
+		sink = io.MultiWriter(pr.raw, pr.sum)
+	}
+	pr.body = io.TeeReader(io.LimitReader(piece, job.Length), sink)
+	return pr
+}
+
+// finish reads what is left for the digest and checks the length, given
+// the bytes read so far.
+func (pr *pieceRead) finish(read int64) error {
+	job, res, src := pr.job, pr.res, pr.job.Source
+	if pr.sum != nil {
+		n, err := io.Copy(io.Discard, pr.body)
+		if err != nil {
+			return &TransientError{Op: job.readOp(), Err: err}
+		}
+		read += n
+		res.SHA256 = hex.EncodeToString(pr.sum.Sum(nil))
+	}
+	if read != job.Length && (pr.sum != nil || !res.Stored) {
+		return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
+	}
+	res.RawCRC32 = plan.KnownCRC(pr.raw.Sum32())
+	return nil
+}
+
+// readOp names the job's read in errors.
+func (job ReadJob) readOp() string {
+	return fmt.Sprintf("read s3://%s/%s bytes %d-%d", job.Source.Bucket, job.Source.Key, job.Offset, job.Offset+job.Length-1)
+}
+
+// getPiece opens the job's piece of its source, pinned by ETag.
+func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, error) {
+	src := job.Source
+	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
+	if src.ETag != "" {
+		in.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		in.VersionId = &src.VersionID
+	}
+	out, err := r.S3.GetObject(ctx, in)
+	if err != nil {
+		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
+	}
+	return out.Body, nil
+}
+
+// autoStores is auto's try of the piece's start: a known compressed
+// format, or a sample that does not shrink enough, and the piece is stored
+// (the rest of it is not read). It returns the choice and the bytes read;
+// the sample is in fw, comp its compressed bytes so far.
+func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJob) (stored bool, sampled int64, err error) {
+	sample := make([]byte, min(job.Length, autoSample))
+	if _, err := io.ReadFull(body, sample); err != nil {
+		return false, 0, &TransientError{Op: job.readOp(), Err: err}
+	}
+	if job.Piece == 0 && compressedMagicBytes(sample) {
+		return true, int64(len(sample)), nil
+	}
+	if _, err := fw.Write(sample); err != nil {
+		return false, 0, err
+	}
+	if err := fw.Flush(); err != nil {
+		return false, 0, err
+	}
+	return float64(comp.Len()) > autoMaxRatio*float64(len(sample)), int64(len(sample)), nil
+}
+
+// putPiece writes a compressed piece to the job's intermediate object. No
+// stored checksum: the layout copies ranges of these objects, and the plan
+// carries their CRC-32 itself.
+func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte) error {
+	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp), ContentLength: aws.Int64(int64(len(comp)))}, plain); err != nil {
+		return s3Error("PutObject", job.Bucket, job.Key, false, err)
+	}
+	return nil
 }
 
 // mergeS3 is what joining an entry's pieces needs of S3.
