@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -24,7 +25,7 @@ func (pl *Planner) pinManifest(ctx context.Context, cfg Config, entries []plan.E
 		in := &s3.HeadObjectInput{Bucket: &e.Source.Bucket, Key: &e.Source.Key, ChecksumMode: types.ChecksumModeEnabled}
 		h, err := pl.S3.HeadObject(ctx, in)
 		if err != nil {
-			if isNotFound(err) {
+			if s3x.NotFound(err) {
 				problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s does not exist", lines[i].LineNum, e.Source.Bucket, e.Source.Key)
 				return nil
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // begin reads and checks the request, before anything is listed or written.
@@ -130,7 +131,7 @@ func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) erro
 	switch {
 	case err == nil:
 		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case !isNotFound(err):
+	case !s3x.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
 	return checkReportFree(ctx, pl.S3, d)
@@ -143,7 +144,7 @@ func refError(what, bucket, key string, err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
-	case isNotFound(err):
+	case s3x.NotFound(err):
 		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -55,7 +56,7 @@ func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil
 		}
 		return err
@@ -65,7 +66,7 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 		return nil
 	}
 	d := earlier.Destination
-	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
@@ -130,38 +131,36 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	started := time.Now().Add(-createSkew)
 	strays := false // a failed attempt may have left an upload
 	clean := func(keep string) {
-		for try := 0; try < 3 && strays; try++ {
-			if abortStrays(context.WithoutCancel(ctx), pl.S3, d, started, keep) == nil {
-				strays = false
-			}
+		bg := context.WithoutCancel(ctx)
+		if strays && cleanRetry.Do(bg, func(int) error { return abortStrays(bg, pl.S3, d, started, keep) }) == nil {
+			strays = false
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	var id string
+	err := createRetry.Do(ctx, func(int) error {
 		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {
-			id := aws.ToString(out.UploadId)
+			id = aws.ToString(out.UploadId)
 			clean(id)
-			return id, nil
+			return nil
 		}
-		err = s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
 		strays = true
 		clean("")
-		if !Retryable(err) || attempt == createAttempts || ctx.Err() != nil {
-			return "", err
-		}
-		select {
-		case <-time.After(time.Duration(attempt*attempt) * 100 * time.Millisecond):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
+		return s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	})
+	return id, err
 }
 
-const (
-	createAttempts = 5
-	// createSkew allows for the server's clock being behind ours.
-	createSkew = 5 * time.Second
+// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt²;
+// cleanRetry the clean-up of the uploads its failed attempts may have left,
+// at once, whatever failed.
+var (
+	createRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Squared(100 * time.Millisecond)}
+	cleanRetry  = s3x.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
 )
+
+// createSkew allows for the server's clock being behind ours.
+const createSkew = 5 * time.Second
 
 // abortStrays aborts the uploads of exactly d's key initiated since t,
 // except keep.
@@ -174,7 +173,7 @@ func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.
 		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
 			continue
 		}
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -142,7 +142,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
-		to = min(from+plan.MaxPartSize, size)
+		to = min(from+s3x.MaxPartSize, size)
 		if from == 0 && first > 0 {
 			to = min(first, size)
 		}
@@ -165,13 +165,8 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err := p.start(ctx); err != nil {
 		return 0, false, err
 	}
-	n := p.next.Add(1)%plan.MaxParts + 1
-	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
-	setCopyRange(in, from, to, size)
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
+	n := p.next.Add(1)%s3x.MaxParts + 1
+	in := s3x.CopyPart(s3x.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
 	out, err := p.c.UploadPartCopy(ctx, in)
 	if err != nil {
 		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
@@ -180,7 +175,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err != nil {
 		return 0, false, err
 	}
-	v, ok := decodeCRC(answer)
+	v, ok := s3x.DecodeCRC(answer)
 	return v, ok, nil
 }
 
