@@ -10,10 +10,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "abort", workflow.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "abort", workflow.ConfigFromEnv))
 	a := &workflow.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(a.Abort, workflow.ErrorType)
 }

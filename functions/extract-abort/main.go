@@ -9,10 +9,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "extract-abort", extract.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "extract-abort", extract.ConfigFromEnv))
 	h := &extract.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(h.Abort, extract.ErrorType)
 }

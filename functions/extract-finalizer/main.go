@@ -9,10 +9,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "extract-finalizer", extract.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "extract-finalizer", extract.ConfigFromEnv))
 	h := &extract.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(h.Finalize, extract.ErrorType)
 }

@@ -9,10 +9,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "extract-planner", extract.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "extract-planner", extract.ConfigFromEnv))
 	h := &extract.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(h.Plan, extract.ErrorType)
 }

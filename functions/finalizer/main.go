@@ -11,10 +11,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv))
 	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
 	lambdaenv.Start(f.Finalize, workflow.ErrorType)
 }

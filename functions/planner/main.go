@@ -11,10 +11,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "planner", workflow.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "planner", workflow.ConfigFromEnv))
 	p := &workflow.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(p.Handle, workflow.ErrorType)
 }

@@ -11,10 +11,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv))
 	r := &workflow.Reader{S3: env.S3}
 	lambdaenv.Start(r.ReadBatch, workflow.ErrorType)
 }

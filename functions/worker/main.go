@@ -9,10 +9,7 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "worker", workflow.ConfigFromEnv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "worker", workflow.ConfigFromEnv))
 	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
 	lambdaenv.Start(w.Build, workflow.ErrorType)
 }

@@ -68,6 +68,15 @@ func Start[In, Out any](handler func(context.Context, In) (Out, error), errorTyp
 	})
 }
 
+// Must is Load's environment, or the Lambda's end with Load's error: a
+// function that cannot read its configuration has nothing to serve.
+func Must[C any](env *Env[C], err error) *Env[C] {
+	if err != nil {
+		Fatal(err)
+	}
+	return env
+}
+
 // Fatal reports a start-up error the way Lambda shows it, and exits.
 func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, err)
