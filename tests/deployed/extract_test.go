@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,7 +157,8 @@ func TestDeployedExtractFromEvent(t *testing.T) {
 // StartExecution with an explicit destination: a second run into the same
 // prefix is refused by the planner (ExistsError) and leaves the first run's
 // objects alone; a run whose archive is replaced mid-run (every copy answered
-// 412) fails with SourceChangedError and Abort deletes what it wrote.
+// 412) fails with SourceChangedError after its read job has written the small
+// entries, and Abort deletes what it wrote, counting them (ObjectsDeleted).
 func TestDeployedExtractFailuresAreClean(t *testing.T) {
 	d := Deploy(t)
 	defer d.logsOnFailure()
@@ -179,15 +181,80 @@ func TestDeployedExtractFailuresAreClean(t *testing.T) {
 		t.Errorf("the first run's objects: %d left, want %d", len(got), len(want)+1)
 	}
 
-	// The small entries are put by a read job; the copies fail their If-Match.
-	d.SetPreconditionFailed(func(op string) bool { return op == "UploadPartCopy" })
-	out = d.Execute("extract-replaced", req("extracted/replaced/"))
+	// The small entries are put by a read job; the copy of big/one.bin fails
+	// its If-Match. Both jobs run at once in one batch, and a failing job
+	// cancels the batch's reads, so left alone the 412 usually comes before
+	// the read job has written anything and Abort has nothing to undo. The
+	// 412 is held until the read job's objects are there (as when a copy
+	// fails late): the run has written objects when it fails.
+	const prefix = "extracted/replaced/"
+	read := len(want) - 1 // every entry but big/one.bin, copied server-side
+	var mu sync.Mutex
+	var writtenBefore []string
+	d.SetPreconditionFailed(func(op string) bool {
+		if op != "UploadPartCopy" {
+			return false
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			keys, err := keysUnder(d, prefix)
+			if err == nil && len(keys) >= read || time.Now().After(deadline) {
+				mu.Lock()
+				if writtenBefore == nil {
+					writtenBefore = append([]string{}, keys...)
+				}
+				mu.Unlock()
+				return true
+			}
+		}
+	})
+	abort := extractFunction(d, "ExtractAbort")
+	earlier := len(abort.Results()) // extract-again's
+	out = d.Execute("extract-replaced", req(prefix))
 	d.SetPreconditionFailed(nil)
+	mu.Lock()
+	defer mu.Unlock()
 	if out.Status != "FAILED" || out.Error != "SourceChangedError" {
 		t.Errorf("replaced archive: %s %s %.300s, want FAILED SourceChangedError", out.Status, out.Error, out.Cause)
 	}
-	if n, _, _ := extractFunction(d, "ExtractAbort").Stats(); n == 0 {
-		t.Error("extract-abort never ran")
+	if len(writtenBefore) != read {
+		t.Errorf("when the copy failed the read job had written %d objects %q, want %d", len(writtenBefore), writtenBefore, read)
 	}
-	d.extractClean("extracted/replaced/")
+	// Abort's own account (AbortOutput): every object the run wrote deleted.
+	deleted, aborts := 0, 0
+	for _, r := range abort.Results()[earlier:] {
+		if r.FunctionError != "" {
+			continue // an attempt that failed; the state machine ran it again
+		}
+		var ao extract.AbortOutput
+		if err := json.Unmarshal(r.Payload, &ao); err != nil {
+			t.Errorf("extract-abort's result %.300s: %v", r.Payload, err)
+		}
+		deleted += ao.ObjectsDeleted
+		aborts++
+	}
+	if aborts == 0 {
+		t.Error("extract-abort never ran for extract-replaced (or never succeeded)")
+	}
+	if deleted != len(writtenBefore) || deleted == 0 {
+		t.Errorf("extract-abort deleted %d objects, want the %d the failed run wrote (%q)", deleted, len(writtenBefore), writtenBefore)
+	}
+	d.extractClean(prefix)
+}
+
+// keysUnder lists the keys under prefix in the source bucket as the
+// server's own client (no role, nothing recorded); it may run off the test
+// goroutine, so it returns its error rather than failing the test.
+func keysUnder(d *Deployment, prefix string) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(d.Admin, &s3.ListObjectsV2Input{Bucket: aws.String(sourceBucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys, nil
 }

@@ -77,6 +77,7 @@ type LambdaFunction struct {
 	Invocation int
 	// Timeouts and Starts count what happened, for tests.
 	Timeouts, Starts int
+	results          []Result // each invocation's, in the order they ended
 }
 
 // Stats returns how many invocations, environment starts and timeouts the
@@ -85,6 +86,14 @@ func (f *LambdaFunction) Stats() (invocations, starts, timeouts int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.Invocation, f.Starts, f.Timeouts
+}
+
+// Results returns what the function's invocations answered (payload, and
+// FunctionError for an error), in the order they ended.
+func (f *LambdaFunction) Results() []Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Result(nil), f.results...)
 }
 
 // Lambdas serves the functions' invocations.
@@ -177,6 +186,9 @@ func (l *Lambdas) Invoke(ctx context.Context, f *LambdaFunction, payload []byte)
 		default:
 		}
 	}
+	f.mu.Lock()
+	f.results = append(f.results, res)
+	f.mu.Unlock()
 	if healthy {
 		f.idle <- s
 	} else {
