@@ -382,3 +382,50 @@ func (l *Lambdas) Logs(f *LambdaFunction) string {
 	}
 	return b.String()
 }
+
+// PeakRSS is the largest peak resident set of f's execution environments so
+// far (what Lambda reports as "Max Memory Used"): VmHWM of a live process, the
+// rusage maxrss of one that has exited. processes is how many it looked at.
+func (l *Lambdas) PeakRSS(f *LambdaFunction) (peak uint64, processes int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.all {
+		if s.fn != f || s.cmd.Process == nil {
+			continue
+		}
+		var rss uint64
+		select {
+		case <-s.exited:
+			ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			if !ok {
+				return 0, processes, fmt.Errorf("%s (pid %d): no rusage after exit", f.Name, s.cmd.Process.Pid)
+			}
+			rss = uint64(ru.Maxrss) << 10 // KiB on Linux
+		default:
+			if rss, err = vmHWM(s.cmd.Process.Pid); err != nil {
+				return 0, processes, fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+		peak = max(peak, rss)
+		processes++
+	}
+	return peak, processes, nil
+}
+
+// vmHWM is a live process's peak resident set (/proc/<pid>/status).
+func vmHWM(pid int) (uint64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var n uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(kb), "%d kB", &n); err != nil {
+				return 0, fmt.Errorf("pid %d: VmHWM %q: %v", pid, kb, err)
+			}
+			return n << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmHWM in /proc/%d/status", pid, pid)
+}
