@@ -77,6 +77,8 @@ type LambdaFunction struct {
 	Invocation int
 	// Timeouts and Starts count what happened, for tests.
 	Timeouts, Starts int
+	// Longest is the longest invocation so far, against TimeoutSeconds.
+	Longest time.Duration
 }
 
 // Stats returns how many invocations, environment starts and timeouts the
@@ -143,6 +145,12 @@ func (l *Lambdas) Invoke(ctx context.Context, f *LambdaFunction, payload []byte)
 	f.mu.Lock()
 	f.Invocation++
 	f.mu.Unlock()
+	started := time.Now()
+	defer func() {
+		f.mu.Lock()
+		f.Longest = max(f.Longest, time.Since(started))
+		f.mu.Unlock()
+	}()
 	s.next <- inv
 	timer := time.NewTimer(time.Until(inv.deadline))
 	defer timer.Stop()

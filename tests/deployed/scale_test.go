@@ -190,6 +190,12 @@ func TestDeployedScale(t *testing.T) {
 			label = "worker peak"
 		}
 		fmt.Fprintf(&line, "%s %.0f MiB of %d, ", label, float64(peak)/mib, f.MemoryMB)
+		invocations, _, timeouts := f.Stats()
+		f.mu.Lock()
+		longest := f.Longest
+		f.mu.Unlock()
+		t.Logf("%s: %d invocations in %d processes, %d timed out; the longest %s of its %d s; peak RSS %.0f MiB of %d MB",
+			name, invocations, procs, timeouts, longest.Round(100*time.Millisecond), f.TimeoutSeconds, float64(peak)/mib, f.MemoryMB)
 		if limit := uint64(f.MemoryMB) * mib; peak > limit {
 			t.Errorf("%s: peak RSS %.0f MiB (largest of %d processes) exceeds its %d MB", name, float64(peak)/mib, procs, f.MemoryMB)
 		}
