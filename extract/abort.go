@@ -13,13 +13,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // AbortInput is the Abort state's payload, as for create: the state when
 // the failure was caught (the request, or the extraction), the error, the
 // execution.
-type AbortInput = workflow.AbortInput
+type AbortInput = stepfn.AbortInput
 
 // AbortOutput is the root cause, for the Fail state, and what was removed.
 type AbortOutput struct {
@@ -67,7 +68,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		workBucket = ex.WorkBucket
 	}
 	if cause.Error == "States.ExceedToleratedFailureThreshold" {
-		if e, c, ok := workflow.FirstFailedBatch(ctx, a.S3, workBucket, workPrefix+"map/"); ok {
+		if e, c, ok := stepfn.FirstFailedBatch(ctx, a.S3, workBucket, workPrefix+"map/"); ok {
 			cause.Error, cause.Cause = e, c
 		}
 	}
@@ -95,7 +96,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	state, err := getWork(ctx, a.S3, cfg.WorkBucket, cfg.ExecutionPrefix(execution)+extractionName)
-	if err != nil && !isNotFound(err) {
+	if err != nil && !s3x.NotFound(err) {
 		return nil, err
 	}
 	return a.Abort(ctx, AbortInput{State: state, Execution: execution,
@@ -124,7 +125,7 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 				}
 			}
 		}
-	} else if !isNotFound(err) {
+	} else if !s3x.NotFound(err) {
 		return 0, 0, err
 	} else if ex.Overwrite {
 		fresh = map[string]bool{}
@@ -194,7 +195,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 				return err
 			}
 			_, err = c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: &ex.DestBucket, Key: &k, IfMatch: &etag})
-			if err != nil && !isNotFound(err) {
+			if err != nil && !s3x.NotFound(err) {
 				if s3ref.IsCode(err, "PreconditionFailed") {
 					return nil // replaced since: someone else's now
 				}
@@ -213,7 +214,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 func owner(ctx context.Context, c Client, bucket, key, execution string) (string, bool, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return "", false, nil
 		}
 		return "", false, classifyS3(fmt.Errorf("head s3://%s/%s: %w", bucket, key, err))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 func TestDerivedPrefix(t *testing.T) {
@@ -101,16 +101,16 @@ func TestErrorType(t *testing.T) {
 		{&archive.FormatError{Bucket: "b", Key: "k", What: "x"}, "FormatError"},
 		{&IncompleteError{"x"}, "IncompleteError"},
 		{&TransientError{Err: errors.New("x")}, "TransientError"},
-		{&workflow.TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},
+		{&TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},
 	} {
 		got := ErrorType(tc.err)
 		if got != tc.want {
 			t.Errorf("ErrorType(%v) = %s, want %s", tc.err, got, tc.want)
 		}
-		// One set of names for both workflows (workflow/errors.go), which
+		// One set of names for both workflows (internal/stepfn), which
 		// workflow's TestASLErrorNames holds every state machine to.
-		if got != workflow.TypeUntyped && !slices.Contains(workflow.ErrorTypes(), got) && !slices.Contains(workflow.ExtractOnlyTypes, got) {
-			t.Errorf("ErrorType(%v) = %s, which is not one of workflow/errors.go's names", tc.err, got)
+		if got != stepfn.TypeUntyped && !slices.Contains(stepfn.Types, got) {
+			t.Errorf("ErrorType(%v) = %s, which is not one of internal/stepfn's names", tc.err, got)
 		}
 	}
 }

@@ -1,17 +1,12 @@
 package extract
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/s3zip/s3zip/archive"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // RequestError says the extract request is wrong; it says what to fix.
@@ -23,11 +18,8 @@ func (e *RequestError) Error() string {
 
 // TransientError is an S3 failure that may heal (5xx, throttling, a lost
 // connection) that the SDK's own retries did not overcome; the state
-// machine retries the step.
-type TransientError struct{ Err error }
-
-func (e *TransientError) Error() string { return e.Err.Error() + " (transient; retrying may help)" }
-func (e *TransientError) Unwrap() error { return e.Err }
+// machine retries the step. It is the create workflow's too (stepfn's).
+type TransientError = stepfn.TransientError
 
 // IncompleteError says the workers' results do not account for every
 // planned object (a batch lost, an object missing): nothing is reported
@@ -36,66 +28,28 @@ type IncompleteError struct{ Msg string }
 
 func (e *IncompleteError) Error() string { return e.Msg }
 
+// errorKinds are extract's conditions in the order ErrorType looks for them,
+// named as the create workflow names the same condition (an ExistsError is
+// a DestinationExistsError, a ChecksumError a ChecksumMismatchError).
+var errorKinds = []stepfn.ErrorKind{
+	{Name: stepfn.TypeRequestError, Is: stepfn.IsA[*RequestError]},
+	{Name: stepfn.TypeRefusedError, Is: stepfn.IsA[*RefusedError]},
+	{Name: stepfn.TypeDestinationExistsError, Is: stepfn.IsA[*ExistsError]},
+	{Name: stepfn.TypeChecksumMismatchError, Is: stepfn.IsA[*ChecksumError]},
+	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*SourceChangedError]},
+	{Name: stepfn.TypeFormatError, Is: stepfn.IsA[*archive.FormatError]},
+	{Name: stepfn.TypeIncompleteError, Is: stepfn.IsA[*IncompleteError]},
+	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*TransientError](err) || s3x.Transient(err) }},
+}
+
 // ErrorType is the error type the extract Lambdas report for err, so the
 // state machine's Retry and Catch can tell conditions apart: the first of
-// extract's error types in the chain, named by workflow/errors.go's constants
-// (the create workflow's name for the same condition: an ExistsError is a
-// DestinationExistsError, a ChecksumError a ChecksumMismatchError),
-// TransientError for an S3 failure a retry can help, else Error.
-func ErrorType(err error) string {
-	var (
-		re  *RequestError
-		rfe *RefusedError
-		ee  *ExistsError
-		ce  *ChecksumError
-		sce *SourceChangedError
-		fe  *archive.FormatError
-		ie  *IncompleteError
-		te  *TransientError
-		wte *workflow.TransientError // from the helpers extract shares with create
-	)
-	switch {
-	case errors.As(err, &re):
-		return workflow.TypeRequestError
-	case errors.As(err, &rfe):
-		return workflow.TypeRefusedError
-	case errors.As(err, &ee):
-		return workflow.TypeDestinationExistsError
-	case errors.As(err, &ce):
-		return workflow.TypeChecksumMismatchError
-	case errors.As(err, &sce):
-		return workflow.TypeSourceChangedError
-	case errors.As(err, &fe):
-		return workflow.TypeFormatError
-	case errors.As(err, &ie):
-		return workflow.TypeIncompleteError
-	case errors.As(err, &te), errors.As(err, &wte), transient(err):
-		return workflow.TypeTransientError
-	}
-	return workflow.TypeUntyped
-}
+// errorKinds in the chain (TransientError for an S3 failure a retry can
+// help), else Error.
+func ErrorType(err error) string { return stepfn.NameOf(err, errorKinds) }
 
 // Retryable reports whether running the step again may succeed.
-func Retryable(err error) bool { return ErrorType(err) == workflow.TypeTransientError }
-
-// transient reports whether err is an S3 or network failure that may heal.
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	status, code := s3ref.Status(err)
-	switch {
-	case status >= 500, status == http.StatusTooManyRequests:
-		return true
-	case s3ref.MayHeal(code):
-		return true
-	case status == 0 && code == "":
-		// No answer from S3: a connection lost or timed out.
-		var oe *smithy.OperationError
-		return errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
-	}
-	return false
-}
+func Retryable(err error) bool { return ErrorType(err) == stepfn.TypeTransientError }
 
 func requestError(format string, a ...any) *RequestError {
 	return &RequestError{[]string{fmt.Sprintf(format, a...)}}

@@ -9,14 +9,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // FinalizeInput is the Finalize state's payload: the extraction and, when
 // the Map ran, where its results are.
 type FinalizeInput struct {
 	Extraction
-	Results *workflow.MapResults `json:"results,omitempty"`
+	Results *stepfn.MapResults `json:"results,omitempty"`
 }
 
 // Summary is the Finalize Lambda's output: small, the objects are in the report.
@@ -134,9 +134,9 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 }
 
 // readBatchOutputs reads the batches' outputs from the ResultWriter's manifest.
-func readBatchOutputs(ctx context.Context, c Client, d *workflow.ResultWriterDetails) ([]BatchOutput, error) {
+func readBatchOutputs(ctx context.Context, c Client, d *stepfn.ResultWriterDetails) ([]BatchOutput, error) {
 	var outs []BatchOutput
-	err := workflow.EachMapOutput(ctx, c, d, func(output []byte) error {
+	err := stepfn.EachOutput(ctx, workGetter(c), d, func(output []byte) error {
 		var out BatchOutput
 		if err := json.Unmarshal(output, &out); err != nil {
 			return fmt.Errorf("batch output: %w", err)
@@ -144,7 +144,7 @@ func readBatchOutputs(ctx context.Context, c Client, d *workflow.ResultWriterDet
 		outs = append(outs, out)
 		return nil
 	})
-	if errors.Is(err, workflow.ErrMapIncomplete) {
+	if errors.Is(err, stepfn.ErrMapIncomplete) {
 		return nil, &IncompleteError{err.Error()}
 	}
 	return outs, err

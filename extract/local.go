@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // Progress is how far a run is, in archive bytes.
@@ -111,45 +109,28 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	report()
 	in := FinalizeInput{Extraction: *ex}
 	if len(jobs) > 0 {
-		// ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-		var batches [][]Job
-		for i := 0; i < len(jobs); i += ex.BatchSize {
-			batches = append(batches, jobs[i:min(i+ex.BatchSize, len(jobs))])
-		}
-		w := &Worker{S3: r.c, Config: cfg, Log: r.log}
-		children := make([]workflow.ChildResult, len(batches))
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(ex.MaxConcurrency)
-		for b, items := range batches {
-			g.Go(func() error {
-				if err := gctx.Err(); err != nil {
-					return err
-				}
-				var bi BatchInput
-				bi.Items, bi.BatchInput.Job = items, *ex
-				var out *BatchOutput
-				err := retry(gctx, func() error {
-					var err error
-					out, err = w.Batch(gctx, bi)
-					return err
-				})
-				if err != nil {
-					return err
-				}
-				doc, _ := json.Marshal(out)
-				children[b] = workflow.ChildResult{Status: "SUCCEEDED", Output: string(doc)}
-				for _, j := range items {
-					bytesDone.Add(j.Bytes())
-				}
-				jobsDone.Add(int32(len(items)))
-				report()
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
+		// ItemReader, ItemBatcher, MaxConcurrency, Retry, ResultWriter.
+		batches, err := stepfn.BatchItems(jobs, ex.BatchSize, func(items []Job) BatchInput {
+			var bi BatchInput
+			bi.Items, bi.BatchInput.Job = items, *ex
+			return bi
+		}, "RunJobs")
+		if err != nil {
 			return nil, err
 		}
-		if in.Results, err = writeResults(ctx, r.c, ex, children); err != nil {
+		w := &Worker{S3: r.c, Config: cfg, Log: r.log}
+		m := stepfn.Map{State: "RunJobs", MaxConcurrency: ex.MaxConcurrency, Retry: stepfn.Retry{Retryable: Retryable}, Done: func(b int) {
+			for _, j := range batches[b].Items {
+				bytesDone.Add(j.Bytes())
+			}
+			jobsDone.Add(int32(len(batches[b].Items)))
+			report()
+		}}
+		children, err := stepfn.RunMap(ctx, m, batches, w.Batch)
+		if err != nil {
+			return nil, err
+		}
+		if in.Results, err = stepfn.WriteLocalResults(ctx, workPutter(r.c), ex.WorkBucket, ex.WorkPrefix+"map/", children); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +139,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	}
 	f := &Finalizer{S3: r.c, Config: cfg, Log: r.log}
 	var res *Result
-	err = retry(ctx, func() error {
+	err = stepfn.Retry{Retryable: Retryable}.Do(ctx, "Finalize", func() error {
 		var err error
 		res, err = f.finalize(ctx, in)
 		return err
@@ -170,57 +151,13 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	return res, nil
 }
 
-// retry runs fn up to 3 times while its error is one the state machine retries.
-func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if err = fn(); err == nil || !Retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	return err
-}
-
-// writeResults writes the batch outputs in the ResultWriter's layout.
-func writeResults(ctx context.Context, c Client, ex *Extraction, children []workflow.ChildResult) (*workflow.MapResults, error) {
-	run := fmt.Sprintf("local-%d", time.Now().UnixNano())
-	prefix := ex.WorkPrefix + "map/" + run + "/"
-	var m workflow.ResultManifest
-	m.DestinationBucket, m.MapRunArn = ex.WorkBucket, run
-	const perFile = 1000
-	for i := 0; i < len(children); i += perFile {
-		key := fmt.Sprintf("%sSUCCEEDED_%d.json", prefix, i/perFile)
-		doc, _ := json.Marshal(children[i:min(i+perFile, len(children))])
-		if err := putWork(ctx, c, ex.WorkBucket, key, doc); err != nil {
-			return nil, err
-		}
-		m.ResultFiles.Succeeded = append(m.ResultFiles.Succeeded, workflow.ResultFile{Key: key, Size: int64(len(doc))})
-	}
-	m.ResultFiles.Failed, m.ResultFiles.Pending = []workflow.ResultFile{}, []workflow.ResultFile{}
-	doc, _ := json.Marshal(m)
-	if err := putWork(ctx, c, ex.WorkBucket, prefix+"manifest.json", doc); err != nil {
-		return nil, err
-	}
-	return &workflow.MapResults{MapRunArn: run, ResultWriterDetails: &workflow.ResultWriterDetails{Bucket: ex.WorkBucket, Key: prefix + "manifest.json"}}, nil
-}
-
 // abort runs the Abort handler (retried, not cancelled with the run) and
 // returns the original error.
 func (r *runner) abort(ctx context.Context, cfg Config, state json.RawMessage, execution string, cause error) error {
 	a := &Aborter{S3: r.c, Config: cfg, Log: r.log}
-	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if _, err = a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution}); err == nil {
-			return cause
-		}
-		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
-	}
-	return errors.Join(cause, fmt.Errorf("cleaning up after it also failed: %w", err))
+	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
+		_, err := a.Abort(ctx, in)
+		return err
+	}}
+	return c.Run(ctx, state, execution, cause)
 }

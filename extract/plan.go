@@ -22,14 +22,15 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
 // S3 limits the plan keeps to.
 const (
-	MaxCopyPart = 5 << 30 // largest UploadPartCopy range
-	MinPart     = 5 << 20 // smallest part but the last
-	MaxParts    = 10000
+	MaxCopyPart = s3x.MaxPartSize // largest UploadPartCopy range
+	MinPart     = s3x.MinPartSize // smallest part but the last
+	MaxParts    = s3x.MaxParts
 )
 
 // ReportName is the report object written beside the extracted objects.
@@ -395,7 +396,7 @@ func Copies(a *archive.Archive, keep []int, opts Options) []int {
 // and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
 // entries of a smaller one are read).
 func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
-	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > plan.MinPartSize
+	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3x.MinPartSize
 }
 
 // PlanJobs turns the entries kept by Check into jobs; dataStart holds where

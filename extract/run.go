@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"io"
 	"sort"
@@ -204,20 +204,6 @@ func (x *executor) run(ctx context.Context, j Job) error {
 	return fmt.Errorf("unknown job kind %q", j.Kind)
 }
 
-func crcBase64(crc uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], crc)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-func decodeCRC(v string) (uint32, bool) {
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil || len(b) != 4 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint32(b), true
-}
-
 func (x *executor) metadata(it *Item) map[string]string {
 	return map[string]string{"mtime": it.Modified.UTC().Format(time.RFC3339), ExecutionMetadata: x.ex.Execution}
 }
@@ -240,7 +226,7 @@ func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) erro
 			return err
 		}
 		answer := aws.ToString(out.CopyPartResult.ChecksumCRC32)
-		sum, ok := decodeCRC(answer)
+		sum, ok := s3x.DecodeCRC(answer)
 		if !ok || x.untrusted(answer, r) {
 			// The server cannot tell this range's CRC-32 (versitygw answers
 			// a ranged copy of a checksummed object with the whole object's):
@@ -319,12 +305,8 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 
 func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r Range) (*s3.UploadPartCopyOutput, error) {
 	d := x.req.DestBucket
-	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), &s3.UploadPartCopyInput{
-		Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: aws.Int32(int32(k + 1)),
-		CopySource:        aws.String(s3ref.CopySource(x.a.Bucket, x.a.Key, "")),
-		CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
-		CopySourceIfMatch: aws.String(x.a.ETag),
-	})
+	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), s3x.CopyPart(s3x.Part{Bucket: d, Key: it.Key, UploadID: id, Number: int32(k + 1)},
+		s3x.Pinned{Bucket: x.a.Bucket, Key: x.a.Key, ETag: x.a.ETag, Size: x.a.Size}, r.Start, r.End))
 	if err != nil {
 		return nil, fmt.Errorf("entry %q: copy archive bytes %d-%d into part %d of s3://%s/%s: %w", it.Name, r.Start, r.End-1, k+1, d, it.Key, sourceChanged(err, x.a))
 	}
@@ -342,7 +324,7 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 		MpuObjectSize:   aws.Int64(it.Size),
 	}
 	if checksum {
-		in.ChecksumCRC32, in.ChecksumType = aws.String(crcBase64(it.CRC32)), types.ChecksumTypeFullObject
+		in.ChecksumCRC32, in.ChecksumType = aws.String(s3x.CRCBase64(it.CRC32)), types.ChecksumTypeFullObject
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
@@ -465,7 +447,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 	d := x.req.DestBucket
 	in := &s3.PutObjectInput{
 		Bucket: &d, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
-		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
@@ -505,12 +487,12 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		pn := int32(len(parts) + 1)
 		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
 			Bucket: &d, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),
-			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(crcBase64(sum)),
+			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(s3x.CRCBase64(sum)),
 		})
 		if err != nil {
 			return fmt.Errorf("entry %q: upload part %d of s3://%s/%s: %w", it.Name, pn, d, it.Key, err)
 		}
-		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(crcBase64(sum))})
+		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(s3x.CRCBase64(sum))})
 		total += int64(n)
 	}
 	if n, _ := io.Copy(io.Discard, io.LimitReader(dec, 1)); n != 0 {
@@ -521,7 +503,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 	}
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &d, Key: &it.Key, UploadId: &id, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC32: aws.String(crcBase64(it.CRC32)), ChecksumType: types.ChecksumTypeFullObject, MpuObjectSize: aws.Int64(it.Size),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ChecksumType: types.ChecksumTypeFullObject, MpuObjectSize: aws.Int64(it.Size),
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
@@ -549,7 +531,7 @@ func (x *executor) writeReport(ctx context.Context, res *Result) (string, error)
 	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
 	d, key := x.req.DestBucket, x.req.Prefix+ReportName
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
 		Metadata: map[string]string{ExecutionMetadata: x.ex.Execution}}
 	if !x.ex.ReplacesReport {
 		in.IfNoneMatch = aws.String("*")

@@ -7,29 +7,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-func isNotFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload") || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
-}
-
 func classifyS3(err error) error {
-	if err != nil && transient(err) {
-		return &TransientError{err}
+	if err != nil && s3x.Transient(err) {
+		return &TransientError{Err: err}
 	}
 	return err
 }
@@ -78,7 +71,7 @@ func deleteWork(ctx context.Context, c Client, bucket, prefix string) (int, erro
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
 	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))),
-		ChecksumCRC32: aws.String(crcBase64(crc32.ChecksumIEEE(doc)))})
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(doc)))})
 	if err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
@@ -89,22 +82,41 @@ func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) erro
 const maxWorkObject = 1 << 30
 
 func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) {
+	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
+}
+
+// getWorkUpTo reads a work object whole, refusing one over limit bytes.
+func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
 	defer out.Body.Close()
-	doc, err := io.ReadAll(io.LimitReader(out.Body, maxWorkObject+1))
+	doc, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
 		return nil, classifyS3(fmt.Errorf("read work object s3://%s/%s: %w", bucket, key, err))
 	}
-	if len(doc) > maxWorkObject {
-		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, maxWorkObject)
+	if int64(len(doc)) > limit {
+		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, limit)
 	}
 	return doc, nil
+}
+
+// workGetter and workPutter read and write work objects for internal/stepfn,
+// which leaves naming S3's failures to extract (classifyS3).
+func workGetter(c Client) stepfn.GetFunc {
+	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
+		return getWorkUpTo(ctx, c, bucket, key, limit)
+	}
+}
+
+func workPutter(c Client) stepfn.PutFunc {
+	return func(ctx context.Context, bucket, key string, doc []byte) error {
+		return putWork(ctx, c, bucket, key, doc)
+	}
 }
 
 // readJobs reads the planned jobs (JSONL).

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // AborterS3 is what the abort handler needs of S3.
@@ -29,13 +32,9 @@ type Aborter struct {
 	Sleep func(time.Duration)
 }
 
-// AbortInput is the Abort state's payload: the state input at the failure
-// (the job, or the request when planning failed) and the error.
-type AbortInput struct {
-	State     json.RawMessage `json:"state"`
-	Error     json.RawMessage `json:"error"`
-	Execution string          `json:"execution"`
-}
+// AbortInput is the Abort state's payload (stepfn's: extract's Abort takes
+// the same).
+type AbortInput = stepfn.AbortInput
 
 // AbortOutput is the root cause the execution fails with, and what was cleaned.
 type AbortOutput struct {
@@ -81,13 +80,13 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 			}
 			out.UploadAborted = true
 		}
-	case !isNotFound(err):
+	case !s3x.NotFound(err):
 		return out, err
 	}
 	if strings.HasPrefix(out.Error, "States.") {
 		// A failed Distributed Map reports only that too many batches
 		// failed; the batches' own errors are in its results.
-		if e, c, ok := FirstFailedBatch(ctx, a.S3, bucket, prefix+"map/"); ok {
+		if e, c, ok := stepfn.FirstFailedBatch(ctx, a.S3, bucket, prefix+"map/"); ok {
 			out.Error, out.Cause = e, c
 		}
 	}
@@ -116,16 +115,19 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 	if sleep == nil {
 		sleep = time.Sleep
 	}
-	for attempt := 1; attempt <= 5; attempt++ {
+	stillThere := fmt.Errorf("multipart upload %s of %s still exists after 5 aborts", job.UploadID, d.URI())
+	again := s3x.Retry{Attempts: 5, Backoff: s3x.Linear(time.Second),
+		Retryable: func(err error) bool { return err == stillThere },
+		Sleep:     func(_ context.Context, d time.Duration) error { sleep(d); return nil }}
+	return again.Do(ctx, func(int) error {
 		_, err := a.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && !isNotFound(err) {
+		if err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 		_, err = a.S3.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && isNotFound(err) {
+		if err != nil && s3x.NotFound(err) {
 			return nil
 		}
-		sleep(time.Duration(attempt) * time.Second)
-	}
-	return fmt.Errorf("multipart upload %s of %s still exists after 5 aborts", job.UploadID, d.URI())
+		return stillThere
+	})
 }

@@ -3,8 +3,11 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -73,5 +76,48 @@ func TestCopySourceEscapesEveryReservedByte(t *testing.T) {
 		if got := s3ref.CopySource("b", key, ""); got != want {
 			t.Errorf("s3ref.CopySource(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// survivingUpload is an upload whose parts still being uploaded outlive
+// the first aborts: ListParts finds it until the live-th abort.
+type survivingUpload struct {
+	abortFake
+	live int
+}
+
+func (f *survivingUpload) ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
+	if len(f.aborted) < f.live {
+		return &s3.ListPartsOutput{}, nil
+	}
+	return nil, apiError("NoSuchUpload")
+}
+
+// abortUpload aborts until S3 no longer knows the upload, 1 s × attempt
+// apart, at most 5 times, and does not wait after the last abort.
+func TestAbortUploadUntilGone(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		live        int
+		wantAborts  int
+		wantSleeps  string
+		wantFailure bool
+	}{
+		{"gone-at-once", 1, 1, "[]", false},
+		{"survives-two", 3, 3, "[1s 2s]", false},
+		{"never-goes", 99, 5, "[1s 2s 3s 4s]", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &survivingUpload{abortFake: abortFake{fakeS3: *newFakeS3()}, live: c.live}
+			var sleeps []time.Duration
+			a := &Aborter{S3: f, Sleep: func(d time.Duration) { sleeps = append(sleeps, d) }}
+			err := a.abortUpload(t.Context(), &Job{UploadID: "U", Destination: Destination{Bucket: "dst", Key: "a.zip"}})
+			if (err != nil) != c.wantFailure || c.wantFailure && !strings.Contains(err.Error(), "still exists after 5 aborts") {
+				t.Errorf("abortUpload = %v, want failure %v", err, c.wantFailure)
+			}
+			if len(f.aborted) != c.wantAborts || fmt.Sprint(sleeps) != c.wantSleeps {
+				t.Errorf("%d aborts waiting %v, want %d waiting %s", len(f.aborted), sleeps, c.wantAborts, c.wantSleeps)
+			}
+		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"hash/fnv"
 	"log/slog"
@@ -115,12 +115,7 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if x.content != item.Size() {
 		return nil, fmt.Errorf("internal error: chain built %d bytes, the part is %d", x.content, item.Size())
 	}
-	product := &s3.UploadPartCopyInput{
-		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber: aws.Int32(int32(item.Number)),
-		CopySource: aws.String(s3ref.CopySource(job.WorkBucket, x.key, "")),
-	}
-	setCopyRange(product, x.lead, x.lead+x.content, x.lead+x.content)
+	product := s3x.CopyPart(destPart(job, item.Number), s3x.Pinned{Bucket: job.WorkBucket, Key: x.key, Size: x.lead + x.content}, x.lead, x.lead+x.content)
 	out, err := w.S3.UploadPartCopy(ctx, product)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
@@ -129,8 +124,8 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, err
 	}
-	if want, ok := chainCRC(entries, item); ok && got != "" && got != crcBase64(want) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, crcBase64(want))}
+	if want, ok := chainCRC(entries, item); ok && got != "" && got != s3x.CRCBase64(want) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, s3x.CRCBase64(want))}
 	}
 	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got,
 		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
@@ -174,7 +169,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 				continue
 			}
 			e := &entries[k]
-			crc, ok := decodeCRC(u.sums[i+1])
+			crc, ok := s3x.DecodeCRC(u.sums[i+1])
 			if !ok {
 				usable = false
 				if crc, err = objectCRC(ctx, w.S3, nil, e); err != nil {
@@ -251,12 +246,7 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 		seg := pc.Segments[0]
 		e := &entries[seg.Entry]
 		g.Go(func() error {
-			in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
-				CopySource: aws.String(s3ref.CopySource(e.Source.Bucket, e.Source.Key, e.Source.VersionID))}
-			setCopyRange(in, seg.From, seg.To, e.Size)
-			if e.Source.ETag != "" {
-				in.CopySourceIfMatch = &e.Source.ETag
-			}
+			in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: n}, pinned(e.Source, e.Size), seg.From, seg.To)
 			out, err := u.c.UploadPartCopy(gctx, in)
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
@@ -279,8 +269,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 // header bytes sent.
 func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x built) (built, int64, error) {
 	from, to, lead := x.lead, x.lead+x.content, int64(0)
-	if x.content < plan.MinPartSize {
-		from, lead = to-plan.MinPartSize, plan.MinPartSize-x.content
+	if x.content < s3x.MinPartSize {
+		from, lead = to-s3x.MinPartSize, s3x.MinPartSize-x.content
 	}
 	// The bytes sent first: a missing CRC stops the round before anything is in flight.
 	bodies := make([][]byte, len(u.pieces))
@@ -298,9 +288,8 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		g.Go(func() error { return u.copyPieces(gctx, entries) })
 	}
 	g.Go(func() error {
-		in := &s3.UploadPartCopyInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: aws.Int32(1),
-			CopySource: aws.String(s3ref.CopySource(u.bucket, x.key, ""))}
-		setCopyRange(in, from, to, x.lead+x.content) // (the first round copies the whole pad)
+		// (the first round copies the whole pad)
+		in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: 1}, s3x.Pinned{Bucket: u.bucket, Key: x.key, Size: x.lead + x.content}, from, to)
 		out, err := u.c.UploadPartCopy(gctx, in)
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
@@ -319,7 +308,7 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		in := &s3.UploadPartInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
 			Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
 		if u.checksum {
-			in.ChecksumCRC32 = aws.String(crcBase64(crc32.ChecksumIEEE(body)))
+			in.ChecksumCRC32 = aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(body)))
 		}
 		g.Go(func() error {
 			out, err := u.c.UploadPart(gctx, in)
@@ -427,7 +416,7 @@ func newRoundBin(ctx context.Context, c objectRemover, bucket string, log *slog.
 		failed := 0
 		var first error
 		for key := range b.keys {
-			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !isNotFound(err) {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !s3x.NotFound(err) {
 				if failed++; first == nil {
 					first = s3Error("DeleteObject", bucket, key, false, err)
 				}

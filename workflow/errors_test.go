@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -91,7 +92,7 @@ func appendTasks(t *testing.T, tasks []aslTask, file string, states map[string]j
 // defines or one ErrorType reports; every worker Task retries every
 // retryable type; no Retry retries a type that cannot heal.
 func TestASLErrorNames(t *testing.T) {
-	ours := slices.Concat(ErrorTypes(), ExtractOnlyTypes)
+	ours := stepfn.Types
 	workers := 0
 	for _, task := range loadASL(t) {
 		where := fmt.Sprintf("%s: %s", task.file, task.name)
@@ -99,7 +100,7 @@ func TestASLErrorNames(t *testing.T) {
 			for _, name := range list {
 				if !strings.HasPrefix(name, "States.") && !strings.HasPrefix(name, "Lambda.") &&
 					!strings.HasPrefix(name, "Sandbox.") && !slices.Contains(ours, name) {
-					t.Errorf("%s: ErrorEquals names %q, which no handler reports (workflow/errors.go: %s)", where, name, strings.Join(ours, ", "))
+					t.Errorf("%s: ErrorEquals names %q, which no handler reports (internal/stepfn/errors.go: %s)", where, name, strings.Join(ours, ", "))
 				}
 			}
 		}
@@ -108,15 +109,15 @@ func TestASLErrorNames(t *testing.T) {
 			retried = append(retried, list...)
 		}
 		for _, name := range retried {
-			if slices.Contains(ours, name) && !slices.Contains(RetryableTypes, name) {
-				t.Errorf("%s retries %s, which cannot heal (RetryableTypes: %v)", where, name, RetryableTypes)
+			if slices.Contains(ours, name) && !slices.Contains(stepfn.RetryableTypes, name) {
+				t.Errorf("%s retries %s, which cannot heal (stepfn.RetryableTypes: %v)", where, name, stepfn.RetryableTypes)
 			}
 		}
 		if !strings.Contains(strings.ToLower(task.function), "worker") {
 			continue
 		}
 		workers++
-		for _, name := range RetryableTypes {
+		for _, name := range stepfn.RetryableTypes {
 			if !slices.Contains(retried, name) && !slices.Contains(retried, "States.ALL") {
 				t.Errorf("worker task %s does not retry %s", where, name)
 			}
@@ -135,16 +136,16 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&RequestError{Problems: []string{"x"}}, TypeRequestError},
-		{&SourceChangedError{Bucket: "b", Key: "k", Err: errors.New("412")}, TypeSourceChangedError},
-		{&ChecksumMismatchError{Msg: "x"}, TypeChecksumMismatchError},
-		{&plan.CRCMismatchError{}, TypeChecksumMismatchError},
-		{&DestinationExistsError{Bucket: "b", Key: "k"}, TypeDestinationExistsError},
-		{&LimitError{Msg: "x"}, TypeLimitError},
-		{&RefusedError{Op: "op", Err: errors.New("x")}, TypeRefusedError},
-		{&DeadlineError{Done: 1, Left: 2}, TypeDeadlineError},
-		{&TransientError{Op: "op", Err: errors.New("x")}, TypeTransientError},
-		{errors.New("plain"), TypeUntyped},
+		{&RequestError{Problems: []string{"x"}}, stepfn.TypeRequestError},
+		{&SourceChangedError{Bucket: "b", Key: "k", Err: errors.New("412")}, stepfn.TypeSourceChangedError},
+		{&ChecksumMismatchError{Msg: "x"}, stepfn.TypeChecksumMismatchError},
+		{&plan.CRCMismatchError{}, stepfn.TypeChecksumMismatchError},
+		{&DestinationExistsError{Bucket: "b", Key: "k"}, stepfn.TypeDestinationExistsError},
+		{&LimitError{Msg: "x"}, stepfn.TypeLimitError},
+		{&RefusedError{Op: "op", Err: errors.New("x")}, stepfn.TypeRefusedError},
+		{&DeadlineError{Done: 1, Left: 2}, stepfn.TypeDeadlineError},
+		{&TransientError{Op: "op", Err: errors.New("x")}, stepfn.TypeTransientError},
+		{errors.New("plain"), stepfn.TypeUntyped},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -153,7 +154,7 @@ func TestErrorType(t *testing.T) {
 			if got := ErrorType(err); got != c.want {
 				t.Errorf("ErrorType(%T %v) = %s, want %s", err, err, got, c.want)
 			}
-			if got, want := Retryable(err), slices.Contains(RetryableTypes, c.want); got != want {
+			if got, want := Retryable(err), slices.Contains(stepfn.RetryableTypes, c.want); got != want {
 				t.Errorf("Retryable(%v) = %v, want %v", err, got, want)
 			}
 		}
@@ -165,8 +166,8 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 	// A cause of a transient failure does not make a bad request retryable.
-	if got := ErrorType(&TransientError{Op: "op", Err: &RequestError{Problems: []string{"x"}}}); got != TypeRequestError {
-		t.Errorf("a TransientError around a RequestError is %s, want %s (the first in ErrorTypes' order)", got, TypeRequestError)
+	if got := ErrorType(&TransientError{Op: "op", Err: &RequestError{Problems: []string{"x"}}}); got != stepfn.TypeRequestError {
+		t.Errorf("a TransientError around a RequestError is %s, want %s (the first in ErrorTypes' order)", got, stepfn.TypeRequestError)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -106,7 +107,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
 	p, err := f.readPlan(ctx, &job)
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			if out, ok := f.finishedBefore(ctx, &job); ok {
 				return out, nil
 			}
@@ -314,7 +315,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC32:   aws.String(crcBase64(archiveCRC)),
+		ChecksumCRC32:   aws.String(s3x.CRCBase64(archiveCRC)),
 		ChecksumType:    types.ChecksumTypeFullObject,
 		MpuObjectSize:   aws.Int64(p.Size),
 	}
@@ -329,7 +330,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 			// archive: same size and CRC-32 means done.
 			d := job.Destination
 			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
-			if herr == nil && aws.ToInt64(h.ContentLength) == p.Size && aws.ToString(h.ChecksumCRC32) == crcBase64(archiveCRC) {
+			if herr == nil && aws.ToInt64(h.ContentLength) == p.Size && aws.ToString(h.ChecksumCRC32) == s3x.CRCBase64(archiveCRC) {
 				return aws.ToString(h.ETag), nil
 			}
 			return "", &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
@@ -349,12 +350,12 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: "the archive was removed from the key by another writer right after completion"}
 		}
 		return nil, s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
-	want := crcBase64(archiveCRC)
+	want := s3x.CRCBase64(archiveCRC)
 	got := aws.ToString(h.ChecksumCRC32)
 	var problem string
 	switch {
@@ -401,17 +402,11 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	}
 	// Retried here, not by the state machine: the archive is done, and a
 	// failure would only turn into a warning (Finalize).
-	for attempt := 1; ; attempt++ {
+	err = reportRetry.Do(ctx, func(int) error {
 		in.Body = bytes.NewReader(doc)
-		if _, err = f.S3.PutObject(ctx, in); err == nil || attempt == reportAttempts || !Retryable(s3Error("PutObject", job.Destination.Bucket, key, false, err)) {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * reportBackoff):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		_, err := f.S3.PutObject(ctx, in)
+		return err
+	})
 	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
@@ -427,13 +422,10 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
 }
 
-// reportAttempts and reportBackoff retry the report's PUT: a 409
-// ConditionalRequestConflict (another conditional write to the key in
-// progress) or a 5xx heals within seconds.
-var (
-	reportAttempts = 5
-	reportBackoff  = 200 * time.Millisecond
-)
+// reportRetry retries the report's PUT: a 409 ConditionalRequestConflict
+// (another conditional write to the key in progress) or a 5xx heals within
+// seconds.
+var reportRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Linear(200 * time.Millisecond)}
 
 // ReportKey is the key of the JSON report written beside an archive, in
 // the archive's bucket: the archive's key plus ".report.json".
@@ -448,7 +440,7 @@ func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
 	case err == nil:
 		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key,
 			Msg: fmt.Sprintf("its report s3://%s/%s already exists (s3zip writes the report beside the archive); set options.overwrite to replace both, or choose another key", d.Bucket, key)}
-	case isNotFound(err):
+	case s3x.NotFound(err):
 		return nil
 	}
 	return s3Error("HeadObject", d.Bucket, key, false, err)

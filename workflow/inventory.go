@@ -12,6 +12,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/inventory"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -96,7 +98,7 @@ func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 		if err != nil {
-			if isNotFound(err) {
+			if s3x.NotFound(err) {
 				return nil, fmt.Errorf("s3://%s/%s: %w", bucket, key, fs.ErrNotExist)
 			}
 			return nil, s3Error("GetObject", bucket, key, false, err)
@@ -113,7 +115,7 @@ func inventoryError(ctx context.Context, ref *ObjectRef, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return requestError("inventory s3://%s/%s: %v: the report is incomplete or was deleted; give a complete report (S3 writes manifest.checksum last)", ref.Bucket, ref.Key, err)
-	case ctx.Err() != nil, errors.As(err, &s3Failure), isA[*TransientError](err), isA[*RefusedError](err):
+	case ctx.Err() != nil, errors.As(err, &s3Failure), stepfn.IsA[*TransientError](err), stepfn.IsA[*RefusedError](err):
 		return err
 	}
 	// The package's own errors: a ChecksumError, a RowError, a format it

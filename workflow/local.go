@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -80,15 +77,15 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	}
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
 	r.report(Progress{Phase: PhasePlanning})
-	if len(request) > MaxPayloadBytes {
-		return nil, &DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: MaxPayloadBytes}
+	if len(request) > stepfn.MaxPayloadBytes {
+		return nil, &stepfn.DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: stepfn.MaxPayloadBytes}
 	}
 	// PlanArchive: the job, or the read jobs first.
 	in := PlanInput{Request: request, Execution: execution}
 	job, rp, err := planState(ctx, planner, "PlanArchive", in)
 	if err == nil && rp != nil {
 		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.
-		var results *MapResults
+		var results *stepfn.MapResults
 		if results, err = r.readPass(ctx, cfg, log, rp); err != nil {
 			state, _ := json.Marshal(rp)
 			return nil, r.abort(ctx, state, execution, err)
@@ -124,7 +121,7 @@ func planState(ctx context.Context, planner *Planner, state string, in PlanInput
 	// A request that is not JSON is the planner's to refuse (StartExecution
 	// would not have taken it).
 	if json.Valid(in.Request) {
-		if _, err := payload("state "+state+" input", in); err != nil {
+		if _, err := stepfn.Payload("state "+state+" input", in); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -136,7 +133,7 @@ func planState(ctx context.Context, planner *Planner, state string, in PlanInput
 	if rp != nil {
 		out = rp
 	}
-	if _, err := payload("state "+state+" output", out); err != nil {
+	if _, err := stepfn.Payload("state "+state+" output", out); err != nil {
 		return nil, nil, err
 	}
 	return job, rp, nil
@@ -175,17 +172,17 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	// FinalizeArchive's Retry: a finalizer run again after a transient
 	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
-	if _, err := payload("state FinalizeArchive input", in); err != nil {
+	if _, err := stepfn.Payload("state FinalizeArchive input", in); err != nil {
 		return nil, err
 	}
 	var out *FinalizeOutput
-	err := r.retry(ctx, func() error {
+	err := r.taskRetry(log, job.Execution).Do(ctx, "FinalizeArchive", func() error {
 		var err error
 		out, err = f.Finalize(ctx, in)
 		return err
-	}, Retryable, "finalize", job.Execution)
+	})
 	if err == nil {
-		_, err = payload("state FinalizeArchive output", out)
+		_, err = stepfn.Payload("state FinalizeArchive output", out)
 	}
 	if err == nil {
 		r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
@@ -200,7 +197,7 @@ type ReadBatchFunc func(ctx context.Context, in ReadBatchInput) (*ReadBatchResul
 // readPass is the ReadEntries Distributed Map: ItemReader over the read
 // jobs, ItemBatcher (ReadsPerBatch), MaxConcurrency, Retry, ResultWriter
 // (under map/reads, where Abort looks for failed batches too).
-func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan) (*MapResults, error) {
+func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan) (*stepfn.MapResults, error) {
 	doc, err := getBytes(ctx, r.S3, rp.WorkBucket, rp.Reads.JobsKey, maxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("ReadEntries ItemReader: %w", err)
@@ -213,7 +210,7 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	if read == nil {
 		read = (&Reader{S3: r.S3}).ReadBatch
 	}
-	batches, err := batchItems(jobs, max(1, rp.ReadsPerBatch), func(items []ReadJob) any { return ReadBatchInput{Items: items} }, "ReadEntries")
+	batches, err := stepfn.BatchItems(jobs, rp.ReadsPerBatch, func(items []ReadJob) ReadBatchInput { return ReadBatchInput{Items: items} }, "ReadEntries")
 	if err != nil {
 		return nil, err
 	}
@@ -223,69 +220,35 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	}
 	var done, bytesDone atomic.Int64
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
-	children := make([]ChildResult, len(batches))
 	limit := rp.MaxConcurrency
 	if r.Read == nil {
 		// In process the batches share one worker's memory budget: each holds
 		// at most a compressed piece (never more than the piece) and a little.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
 	}
-	err = forEach(ctx, limit, len(batches), func(ctx context.Context, b int) error {
-		in := ReadBatchInput{Items: batches[b]}
-		var out *ReadBatchResult
-		err := r.retry(ctx, func() error {
-			var err error
-			out, err = read(ctx, in)
-			return err
-		}, Retryable, "read batch", rp.Execution)
-		if err != nil {
-			return fmt.Errorf("read batch %d: %w", b, err)
-		}
-		output, err := payload(fmt.Sprintf("ReadEntries child %d result", b), out)
-		if err != nil {
-			return err
-		}
-		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
+	m := stepfn.Map{State: "ReadEntries", MaxConcurrency: limit, Retry: r.taskRetry(log, rp.Execution), Done: func(b int) {
 		var n int64
-		for _, j := range in.Items {
+		for _, j := range batches[b].Items {
 			n += j.Length
 		}
-		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(in.Items)))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
-		return nil
-	})
+		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(batches[b].Items)))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
+	}}
+	children, err := stepfn.RunMap(ctx, m, batches, read)
 	if err != nil {
 		return nil, err
 	}
 	log.Info("read pass done", "execution", rp.Execution, "jobs", len(jobs), "batches", len(batches), "bytes", bytesTotal)
-	return writeMapResults(ctx, r.S3, rp.WorkBucket, rp.WorkPrefix+"map/reads/", children)
+	return stepfn.WriteLocalResults(ctx, putter(r.S3), rp.WorkBucket, rp.WorkPrefix+"map/reads/", children)
 }
 
-// retry runs fn up to Attempts times while should(err) says the state
-// machine's Retry would run it again.
-func (r *Runner) retry(ctx context.Context, fn func() error, should func(error) bool, what, execution string) error {
-	attempts := r.Attempts
-	if attempts <= 0 {
-		attempts = 3
-	}
-	var err error
-	for attempt := 1; attempt <= attempts; attempt++ {
-		if err = fn(); err == nil || !should(err) || ctx.Err() != nil {
-			return err
-		}
-		if r.Log != nil {
-			r.Log.Warn(what+" failed; retrying", "execution", execution, "attempt", attempt, "error", err.Error())
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	return err
+// taskRetry is the Retry of the state machine's worker Tasks.
+func (r *Runner) taskRetry(log *slog.Logger, execution string) stepfn.Retry {
+	return stepfn.Retry{Attempts: r.Attempts, Retryable: Retryable, Log: log.With("execution", execution)}
 }
 
 // buildParts is the Distributed Map: ItemReader over the part jobs,
 // ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job, total Progress) (*MapResults, error) {
+func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job, total Progress) (*stepfn.MapResults, error) {
 	doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PartsKey, 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
@@ -294,7 +257,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	if err != nil {
 		return nil, fmt.Errorf("ItemReader: %w", err)
 	}
-	batches, err := batchItems(items, max(1, job.PartsPerBatch), func(items []plan.PartJob) any {
+	batches, err := stepfn.BatchItems(items, job.PartsPerBatch, func(items []plan.PartJob) BatchInput {
 		var in BatchInput
 		in.Items, in.BatchInput.Job = items, *job
 		return in
@@ -307,40 +270,11 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		w := &Worker{S3: r.S3, Config: cfg, Log: log}
 		batch = w.Build
 	}
-	attempts := r.Attempts
-	if attempts <= 0 {
-		attempts = 3
-	}
 	var partsDone, bytesDone atomic.Int64
-	children := make([]ChildResult, len(batches))
-	err = forEach(ctx, job.MaxConcurrency, len(batches), func(ctx context.Context, b int) error {
-		var in BatchInput
-		in.Items = batches[b]
-		in.BatchInput.Job = *job
-		var out *BatchResult
-		var err error
-		for attempt := 1; attempt <= attempts; attempt++ {
-			out, err = batch(ctx, in)
-			if err == nil || !Retryable(err) || ctx.Err() != nil {
-				break
-			}
-			log.Warn("batch failed; retrying", "execution", job.Execution, "batch", b, "attempt", attempt, "error", err.Error())
-			select {
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-			case <-ctx.Done():
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("batch %d (parts %d-%d): %w", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
-		}
-		output, err := payload(fmt.Sprintf("BuildParts child %d result (parts %d-%d)", b, in.Items[0].Number, in.Items[len(in.Items)-1].Number), out)
-		if err != nil {
-			return err
-		}
-		children[b] = ChildResult{Status: "SUCCEEDED", Output: string(output)}
+	m := stepfn.Map{State: "BuildParts", MaxConcurrency: job.MaxConcurrency, Retry: r.taskRetry(log, job.Execution), Done: func(b int) {
 		// A job builds its own part and the ones it carries.
 		var parts, n int64
-		for _, it := range in.Items {
+		for _, it := range batches[b].Items {
 			parts, n = parts+1, n+it.Size()
 			for _, c := range it.Carried {
 				parts, n = parts+1, n+c.Size()
@@ -349,43 +283,18 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		p := total
 		p.PartsDone, p.BytesDone = int(partsDone.Add(parts)), bytesDone.Add(n)
 		r.report(p)
-		return nil
+	}}
+	children, err := stepfn.RunMap(ctx, m, batches, func(ctx context.Context, in BatchInput) (*BatchResult, error) {
+		out, err := batch(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("parts %d-%d: %w", in.Items[0].Number, in.Items[len(in.Items)-1].Number, err)
+		}
+		return out, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return writeMapResults(ctx, r.S3, job.WorkBucket, job.WorkPrefix+"map/", children)
-}
-
-// writeMapResults writes the ResultWriter's layout under prefix: result
-// files and a manifest.
-func writeMapResults(ctx context.Context, c objectPutter, bucket, prefix string, children []ChildResult) (*MapResults, error) {
-	run := fmt.Sprintf("local-%d", time.Now().UnixNano())
-	prefix += run + "/"
-	put := func(key string, v any) (int64, error) {
-		doc, err := json.Marshal(v)
-		if err != nil {
-			return 0, err
-		}
-		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
-		return int64(len(doc)), s3Error("PutObject", bucket, key, false, err)
-	}
-	var m ResultManifest
-	m.DestinationBucket, m.MapRunArn = bucket, run
-	const perFile = 1000
-	for i := 0; i < len(children); i += perFile {
-		key := fmt.Sprintf("%sSUCCEEDED_%d.json", prefix, i/perFile)
-		size, err := put(key, children[i:min(i+perFile, len(children))])
-		if err != nil {
-			return nil, err
-		}
-		m.ResultFiles.Succeeded = append(m.ResultFiles.Succeeded, ResultFile{Key: key, Size: size})
-	}
-	m.ResultFiles.Failed, m.ResultFiles.Pending = []ResultFile{}, []ResultFile{}
-	if _, err := put(prefix+"manifest.json", m); err != nil {
-		return nil, err
-	}
-	return &MapResults{MapRunArn: run, ResultWriterDetails: &ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}}, nil
+	return stepfn.WriteLocalResults(ctx, putter(r.S3), job.WorkBucket, job.WorkPrefix+"map/", children)
 }
 
 // plannedNothing reports whether the planner failed before it wrote or
@@ -401,19 +310,13 @@ func plannedNothing(err error) bool {
 
 // abort runs the Abort state and returns the original error.
 func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution string, cause error) error {
-	cfg := r.Config.Defaults()
-	a := &Aborter{S3: r.S3, Config: cfg, Log: r.Log}
-	errDoc, _ := json.Marshal(map[string]string{"Error": ErrorType(cause), "Cause": cause.Error()})
-	// Clean up even when the run was cancelled.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	// The Abort state retries every error.
-	abort := func() error {
-		_, err := a.Abort(cctx, AbortInput{State: state, Error: errDoc, Execution: execution})
+	a := &Aborter{S3: r.S3, Config: r.Config.Defaults(), Log: r.Log}
+	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
+		_, err := a.Abort(ctx, in)
 		return err
+	}, Retry: stepfn.Retry{Attempts: r.Attempts}}
+	if r.Log != nil {
+		c.Retry.Log = r.Log.With("execution", execution)
 	}
-	if err := r.retry(cctx, abort, func(error) bool { return true }, "abort", execution); err != nil {
-		return errors.Join(cause, fmt.Errorf("abort: %w", err))
-	}
-	return cause
+	return c.Run(ctx, state, execution, cause)
 }

@@ -12,6 +12,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -140,7 +141,7 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
-		ChecksumCRC32: aws.String(crcBase64(partCRC)),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(partCRC)),
 	}, func(o *s3.Options) {
 		// The CRC-32 S3 verifies covers the payload; signing it would be another read.
 		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
@@ -152,10 +153,10 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
 	got := aws.ToString(out.ChecksumCRC32)
-	if got != "" && got != crcBase64(partCRC) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, crcBase64(partCRC))}
+	if got != "" && got != s3x.CRCBase64(partCRC) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3x.CRCBase64(partCRC))}
 	}
-	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: crcBase64(partCRC), StreamedBytes: part.Size()}
+	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(partCRC), StreamedBytes: part.Size()}
 	r.addCRCs(computed)
 	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -191,7 +192,7 @@ func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
 	if err != nil {
-		if isNotFound(err) {
+		if s3x.NotFound(err) {
 			return nil
 		}
 		return err
@@ -201,7 +202,7 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 		return nil
 	}
 	d := earlier.Destination
-	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !isNotFound(err) {
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
@@ -365,7 +366,7 @@ func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) erro
 	switch {
 	case err == nil:
 		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case !isNotFound(err):
+	case !s3x.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
 	return checkReportFree(ctx, pl.S3, d)
@@ -378,7 +379,7 @@ func refError(what, bucket, key string, err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
-	case isNotFound(err):
+	case s3x.NotFound(err):
 		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -538,7 +539,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 		in := &s3.HeadObjectInput{Bucket: &e.Source.Bucket, Key: &e.Source.Key, ChecksumMode: types.ChecksumModeEnabled}
 		h, err := pl.S3.HeadObject(ctx, in)
 		if err != nil {
-			if isNotFound(err) {
+			if s3x.NotFound(err) {
 				problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s does not exist", lines[i].LineNum, e.Source.Bucket, e.Source.Key)
 				return nil
 			}
@@ -650,7 +651,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
-		to = min(from+plan.MaxPartSize, size)
+		to = min(from+s3x.MaxPartSize, size)
 		if from == 0 && first > 0 {
 			to = min(first, size)
 		}
@@ -673,13 +674,8 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err := p.start(ctx); err != nil {
 		return 0, false, err
 	}
-	n := p.next.Add(1)%plan.MaxParts + 1
-	in := &s3.UploadPartCopyInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID, PartNumber: aws.Int32(n),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID))}
-	setCopyRange(in, from, to, size)
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
+	n := p.next.Add(1)%s3x.MaxParts + 1
+	in := s3x.CopyPart(s3x.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
 	out, err := p.c.UploadPartCopy(ctx, in)
 	if err != nil {
 		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
@@ -688,7 +684,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err != nil {
 		return 0, false, err
 	}
-	v, ok := decodeCRC(answer)
+	v, ok := s3x.DecodeCRC(answer)
 	return v, ok, nil
 }
 
@@ -816,38 +812,36 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	started := time.Now().Add(-createSkew)
 	strays := false // a failed attempt may have left an upload
 	clean := func(keep string) {
-		for try := 0; try < 3 && strays; try++ {
-			if abortStrays(context.WithoutCancel(ctx), pl.S3, d, started, keep) == nil {
-				strays = false
-			}
+		bg := context.WithoutCancel(ctx)
+		if strays && cleanRetry.Do(bg, func(int) error { return abortStrays(bg, pl.S3, d, started, keep) }) == nil {
+			strays = false
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	var id string
+	err := createRetry.Do(ctx, func(int) error {
 		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {
-			id := aws.ToString(out.UploadId)
+			id = aws.ToString(out.UploadId)
 			clean(id)
-			return id, nil
+			return nil
 		}
-		err = s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
 		strays = true
 		clean("")
-		if !Retryable(err) || attempt == createAttempts || ctx.Err() != nil {
-			return "", err
-		}
-		select {
-		case <-time.After(time.Duration(attempt*attempt) * 100 * time.Millisecond):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
+		return s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	})
+	return id, err
 }
 
-const (
-	createAttempts = 5
-	// createSkew allows for the server's clock being behind ours.
-	createSkew = 5 * time.Second
+// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt²;
+// cleanRetry the clean-up of the uploads its failed attempts may have left,
+// at once, whatever failed.
+var (
+	createRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Squared(100 * time.Millisecond)}
+	cleanRetry  = s3x.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
 )
+
+// createSkew allows for the server's clock being behind ours.
+const createSkew = 5 * time.Second
 
 // abortStrays aborts the uploads of exactly d's key initiated since t,
 // except keep.
@@ -860,7 +854,7 @@ func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.
 		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
 			continue
 		}
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 	}

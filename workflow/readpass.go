@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/klauspost/compress/flate"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -443,9 +444,9 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 	}
 	var ferr error
 	pieces(func(key string, size int64) bool {
-		if len(buf) == 0 && size >= plan.MinPartSize {
+		if len(buf) == 0 && size >= s3x.MinPartSize {
 			n := int32(len(parts) + 1)
-			out, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &dst.Bucket, Key: &dst.Key, UploadId: id, PartNumber: &n, CopySource: aws.String(s3ref.CopySource(bucket, key, ""))})
+			out, err := c.UploadPartCopy(ctx, s3x.CopyPart(s3x.Part{Bucket: dst.Bucket, Key: dst.Key, UploadID: aws.ToString(id), Number: n}, s3x.Pinned{Bucket: bucket, Key: key, Size: size}, 0, size))
 			if err != nil {
 				ferr = s3Error("UploadPartCopy", bucket, key, false, err)
 				return false
@@ -463,7 +464,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 			return false
 		}
 		buf = append(buf, b...)
-		if len(buf) >= plan.MinPartSize {
+		if len(buf) >= s3x.MinPartSize {
 			ferr = send()
 		}
 		return ferr == nil
@@ -631,7 +632,7 @@ func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchRe
 
 // readReadResults collects the read results of every ReadEntries batch from
 // the Map's ResultWriter layout.
-func readReadResults(ctx context.Context, c objectGetter, d *ResultWriterDetails) ([]ReadResult, error) {
+func readReadResults(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails) ([]ReadResult, error) {
 	var results []ReadResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out ReadBatchResult

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,7 +45,10 @@ func TestS3ErrorClassification(t *testing.T) {
 		{"slow-down", s3Answer(503, "SlowDown"), false, "TransientError", "retrying may help"},
 		{"too-many-requests", s3Answer(429, ""), false, "TransientError", "retrying may help"},
 		{"request-timeout", s3Answer(400, "RequestTimeout"), false, "TransientError", "retrying may help"},
-		{"network", errors.New("connection reset by peer"), false, "TransientError", "retrying may help"},
+		// A lost connection as the SDK returns it (a bare error with no
+		// status is no S3 failure: s3x.Transient does not call it transient).
+		{"network", &smithy.OperationError{ServiceID: "S3", OperationName: "UploadPartCopy",
+			Err: &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}}, false, "TransientError", "retrying may help"},
 		{"source-changed", s3Answer(412, "PreconditionFailed"), true, "SourceChangedError", "run again"},
 		{"source-deleted", s3Answer(404, "NoSuchKey"), true, "SourceChangedError", "run again"},
 		{"bad-request", s3Answer(400, "InvalidArgument"), false, "Error", "InvalidArgument"},

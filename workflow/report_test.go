@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -89,9 +90,9 @@ func (f *reportFaults) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 // report that cannot be written at all costs a warning, never the archive:
 // the run succeeds, the archive is there and sound, nothing else is left.
 func TestReportFailureKeepsTheArchive(t *testing.T) {
-	old := reportBackoff
-	reportBackoff = time.Millisecond
-	t.Cleanup(func() { reportBackoff = old })
+	old := reportRetry
+	reportRetry.Backoff = s3x.Linear(time.Millisecond)
+	t.Cleanup(func() { reportRetry = old })
 	objects := []object{{"in/a.txt", 1000, s3test.ChecksumNone}, {"in/b.bin", 3 * mib, s3test.ChecksumNone}}
 	for _, tc := range []struct {
 		name        string
@@ -152,8 +153,8 @@ func TestReportFailureKeepsTheArchive(t *testing.T) {
 				if got := e.srv.GetObject(t, "dst", "out/a.zip.report.json"); string(got) != "someone else's" {
 					t.Errorf("the other writer's object was replaced: %q", got)
 				}
-			} else if faults.n != reportAttempts {
-				t.Errorf("report PUT %d times, want %d", faults.n, reportAttempts)
+			} else if faults.n != reportRetry.Attempts {
+				t.Errorf("report PUT %d times, want %d", faults.n, reportRetry.Attempts)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -221,8 +222,8 @@ func (r *Request) Validate() error {
 	if o.MaxConcurrency < 0 || o.MaxConcurrency > 10000 {
 		add(fmt.Sprintf("options.maxConcurrency %d: want 1 to 10000 (0 for the deployment's default)", o.MaxConcurrency))
 	}
-	if o.PartSize != 0 && (o.PartSize < plan.MinPartSize || o.PartSize > plan.MaxPartSize) {
-		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, plan.MinPartSize, plan.MaxPartSize))
+	if o.PartSize != 0 && (o.PartSize < s3x.MinPartSize || o.PartSize > s3x.MaxPartSize) {
+		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, s3x.MinPartSize, s3x.MaxPartSize))
 	}
 	switch o.Compression {
 	case "", CompressNone, CompressDeflate, CompressAuto:

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // FuzzDecodeRequest: DecodeRequest and Validate never panic, every refusal
@@ -158,7 +160,7 @@ func (s *fakePlannerS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ 
 	crc := fakeCRC(k)
 	return &s3.HeadObjectOutput{
 		ContentLength: aws.Int64(fakeSize(k)), ETag: aws.String(`"e"`),
-		ChecksumCRC32: aws.String(crcBase64(crc)), ChecksumType: types.ChecksumTypeFullObject,
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)), ChecksumType: types.ChecksumTypeFullObject,
 	}, nil
 }
 

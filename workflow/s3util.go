@@ -2,16 +2,14 @@ package workflow
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -66,32 +64,13 @@ func copied(out *s3.UploadPartCopyOutput, bucket, key string) (etag, crc string,
 	return aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32), nil
 }
 
-// crcBase64 is a CRC-32 as S3 writes it: base64 of 4 big-endian bytes.
-func crcBase64(crc uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], crc)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-// decodeCRC reads a CRC-32 as S3 writes it; a composite ("…-N") is not one.
-func decodeCRC(v string) (uint32, bool) {
-	if v == "" || strings.Contains(v, "-") {
-		return 0, false
-	}
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil || len(b) != 4 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint32(b), true
-}
-
 // fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
 // whole object's (not a composite "…-N" of its parts).
 func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	if h.ChecksumType == types.ChecksumTypeComposite {
 		return 0, false
 	}
-	return decodeCRC(aws.ToString(h.ChecksumCRC32))
+	return s3x.DecodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
 // getBytes reads a whole (small) object, refusing more than limit bytes.
@@ -181,7 +160,7 @@ func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix strin
 			return n, s3Error("ListMultipartUploads", bucket, prefix, false, err)
 		}
 		for _, u := range out.Uploads {
-			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNotFound(err) {
+			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
 				return n, s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
 			}
 			n++
@@ -203,11 +182,12 @@ func (e *objectTooLargeError) Error() string {
 	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
 }
 
-// setCopyRange sets a copy's source range to the bytes [from, to) of a
-// source of size bytes: none for the whole source (plan.CopyRange; S3
-// copies a range only of a source over 5 MB, so callers copy no other).
-func setCopyRange(in *s3.UploadPartCopyInput, from, to, size int64) {
-	if rng, _ := plan.CopyRange(from, to, size); rng != "" {
-		in.CopySourceRange = &rng
-	}
+// destPart is part n of job's upload: the archive's.
+func destPart(job *Job, n int) s3x.Part {
+	return s3x.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
+}
+
+// pinned is a planned source of size bytes, as a copy must find it.
+func pinned(src plan.Source, size int64) s3x.Pinned {
+	return s3x.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"log/slog"
 	"strconv"
@@ -237,7 +238,7 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 			}
 			// S3 stores no CRC-32 of the object, so its answer is the
 			// copied range's own; without one, the whole object's is asked.
-			if crc, ok := decodeCRC(r.ChecksumCRC32); ok {
+			if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
 				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 			} else if learned[c.First], err = w.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
@@ -258,7 +259,7 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 // answer to the copy; when the answer has none (or a composite of the
 // source's parts), it asks or reads the object as the planner would.
 func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
-	if crc, ok := decodeCRC(answer); ok {
+	if crc, ok := s3x.DecodeCRC(answer); ok {
 		return crc, nil
 	}
 	e := plan.PlacedEntry{Entry: plan.Entry{Name: src.Key, Source: *src, Size: size}}
@@ -374,17 +375,17 @@ func sendPart(ctx context.Context, c uploadS3, job *Job, n int, buf []byte) (*Pa
 	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(n)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
-		ChecksumCRC32: aws.String(crcBase64(crc)),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)),
 	})
 	if err != nil {
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
 	r := &PartResult{Part: n, ETag: aws.ToString(out.ETag), ChecksumCRC32: aws.ToString(out.ChecksumCRC32), StreamedBytes: int64(len(buf))}
 	if r.ChecksumCRC32 == "" {
-		r.ChecksumCRC32 = crcBase64(crc)
+		r.ChecksumCRC32 = s3x.CRCBase64(crc)
 	}
-	if r.ChecksumCRC32 != crcBase64(crc) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, n, crcBase64(crc))}
+	if r.ChecksumCRC32 != s3x.CRCBase64(crc) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, n, s3x.CRCBase64(crc))}
 	}
 	return r, nil
 }
@@ -396,15 +397,7 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		return nil, fmt.Errorf("copy part has no source")
 	}
 	from, to := item.SourceRange[0], item.SourceRange[1]
-	in := &s3.UploadPartCopyInput{
-		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
-		PartNumber: aws.Int32(int32(item.Number)),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
-	}
-	setCopyRange(in, from, to, item.SourceSize)
-	if src.ETag != "" {
-		in.CopySourceIfMatch = &src.ETag
-	}
+	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
 	out, err := w.S3.UploadPartCopy(ctx, in)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
@@ -442,9 +435,9 @@ func implausiblePartCRC(item *plan.PartJob, got string) string {
 		return "a composite checksum of the source's parts"
 	case !item.CRC32.Known:
 		return ""
-	case whole && got != crcBase64(item.CRC32.Sum):
+	case whole && got != s3x.CRCBase64(item.CRC32.Sum):
 		return "not the source's CRC-32 for a copy of the whole source"
-	case !whole && got == crcBase64(item.CRC32.Sum):
+	case !whole && got == s3x.CRCBase64(item.CRC32.Sum):
 		return "the whole source's CRC-32 for a copy of a range"
 	}
 	return ""

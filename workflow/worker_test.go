@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -131,7 +132,7 @@ func (f *fakeS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func
 	if err != nil {
 		return nil, err
 	}
-	if in.ChecksumCRC32 != nil && *in.ChecksumCRC32 != crcBase64(h.Sum32()) {
+	if in.ChecksumCRC32 != nil && *in.ChecksumCRC32 != s3x.CRCBase64(h.Sum32()) {
 		return nil, apiError("BadDigest")
 	}
 	f.mu.Lock()
@@ -167,7 +168,7 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	if v, ok := f.stored[k]; ok {
 		out.CopyPartResult.ChecksumCRC32 = aws.String(v)
 	} else if f.copyCRC {
-		out.CopyPartResult.ChecksumCRC32 = aws.String(crcBase64(crcOf(f.objects[k][from:to])))
+		out.CopyPartResult.ChecksumCRC32 = aws.String(s3x.CRCBase64(crcOf(f.objects[k][from:to])))
 	}
 	return out, nil
 }

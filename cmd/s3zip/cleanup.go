@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -17,11 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -260,7 +257,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 				if rerr == nil && json.Unmarshal(doc, &m) == nil && m.Execution != "" && prefix == markerPrefix(workBucket, &m) {
 					records[i].marker, records[i].lastBeat = &m, aws.ToTime(out.LastModified)
 				}
-			} else if !notFound(err) {
+			} else if !s3x.NotFound(err) {
 				return fmt.Errorf("read s3://%s/%s%s: %w", workBucket, prefix, markerName, err)
 			}
 			out, err = c.GetObject(gctx, &s3.GetObjectInput{Bucket: &workBucket, Key: aws.String(prefix + "upload.json")})
@@ -271,7 +268,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 				if rerr == nil && json.Unmarshal(doc, &job) == nil {
 					records[i].uploadID = job.UploadID
 				}
-			} else if !notFound(err) {
+			} else if !s3x.NotFound(err) {
 				return fmt.Errorf("read s3://%s/%supload.json: %w", workBucket, prefix, err)
 			}
 			return nil
@@ -351,15 +348,6 @@ func runDead(m *runMarker, lastBeat, now time.Time) (bool, string) {
 		return true, fmt.Sprintf("no heartbeat from process %d on %s for %s", m.PID, m.Host, age.Round(time.Second))
 	}
 	return false, fmt.Sprintf("process %d on %s wrote its heartbeat %s ago (a run counts as dead after %s without one)", m.PID, m.Host, age.Round(time.Second), staleAfter)
-}
-
-func notFound(err error) bool {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
 }
 
 // printCleanup says what a clean-up removed and what it left.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 func init() {
@@ -76,7 +77,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 // openError says plainly that the archive is missing, where the SDK's
 // answer to a HEAD is a bare "NotFound:".
 func openError(cmd, bucket, key string, err error) error {
-	if isS3NotFound(err) {
+	if s3x.NotFound(err) {
 		return fmt.Errorf("%s: s3://%s/%s does not exist (HeadObject answered 404); check the bucket, the key and --endpoint", cmd, bucket, key)
 	}
 	return err

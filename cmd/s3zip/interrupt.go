@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -78,7 +78,7 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 		_, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: aws.String(job.UploadID)})
 		if err == nil {
 			left = append(left, "the multipart upload of "+d.URI())
-		} else if !notFound(err) && !isNoSuchUpload(err) {
+		} else if !s3x.NotFound(err) {
 			left = append(left, fmt.Sprintf("the multipart upload of %s unknown (%v)", d.URI(), err))
 		}
 	}
@@ -89,11 +89,6 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 		return &interruptedError{"interrupted while planning; work removed, nothing left behind"}
 	}
 	return &interruptedError{"interrupted; upload aborted, work removed"}
-}
-
-func isNoSuchUpload(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "NoSuchUpload"
 }
 
 // quietOnInterrupt drops log records once a signal has cancelled ctx: every

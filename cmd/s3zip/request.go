@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -69,8 +70,8 @@ func (f *requestFlags) check(cmd string) error {
 		bad = append(bad, fmt.Sprintf("--workers %d: want 1 to 10000", w))
 	}
 	// 0 is the request's "not given"; typed, it is a size like any other.
-	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < plan.MinPartSize || p > plan.MaxPartSize) {
-		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, plan.MinPartSize, plan.MaxPartSize))
+	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < s3x.MinPartSize || p > s3x.MaxPartSize) {
+		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, s3x.MinPartSize, s3x.MaxPartSize))
 	}
 	switch *f.compress {
 	case workflow.CompressNone, workflow.CompressDeflate, workflow.CompressAuto:

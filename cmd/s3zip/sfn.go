@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -233,7 +234,7 @@ func mapProgress(ctx context.Context, c stepFunctions, execution string) string 
 
 // refusedErrors are the workflow's errors for a request it refused before
 // writing anything (docs/contract.md).
-var refusedErrors = map[string]bool{workflow.TypeRequestError: true, workflow.TypeDestinationExistsError: true, workflow.TypeLimitError: true}
+var refusedErrors = map[string]bool{stepfn.TypeRequestError: true, stepfn.TypeDestinationExistsError: true, stepfn.TypeLimitError: true}
 
 // executionResult is what create --state-machine --json and status --json
 // print when the execution has ended: these fields in this order, each

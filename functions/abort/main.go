@@ -10,10 +10,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "abort")
+	env, err := lambdaenv.Load(context.Background(), "abort", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	a := &workflow.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(a.Abort)
+	lambdaenv.Start(a.Abort, workflow.ErrorType)
 }

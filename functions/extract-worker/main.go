@@ -3,21 +3,16 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "extract-worker")
+	env, err := lambdaenv.Load(context.Background(), "extract-worker", extract.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
-	cfg, err := extract.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		lambdaenv.Fatal(err)
-	}
-	h := &extract.Worker{S3: env.S3, Config: cfg, Log: env.Log}
-	lambdaenv.StartWith(h.Batch, extract.ErrorType)
+	h := &extract.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambdaenv.Start(h.Batch, extract.ErrorType)
 }

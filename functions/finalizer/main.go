@@ -10,10 +10,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "finalizer")
+	env, err := lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(f.Finalize)
+	lambdaenv.Start(f.Finalize, workflow.ErrorType)
 }

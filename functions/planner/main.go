@@ -11,10 +11,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "planner")
+	env, err := lambdaenv.Load(context.Background(), "planner", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	p := &workflow.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(p.Handle)
+	lambdaenv.Start(p.Handle, workflow.ErrorType)
 }

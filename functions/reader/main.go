@@ -11,10 +11,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "reader")
+	env, err := lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	r := &workflow.Reader{S3: env.S3}
-	lambdaenv.Start(r.ReadBatch)
+	lambdaenv.Start(r.ReadBatch, workflow.ErrorType)
 }

@@ -9,10 +9,10 @@ import (
 )
 
 func main() {
-	env, err := lambdaenv.Load(context.Background(), "worker")
+	env, err := lambdaenv.Load(context.Background(), "worker", workflow.ConfigFromEnv)
 	if err != nil {
 		lambdaenv.Fatal(err)
 	}
 	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(w.Build)
+	lambdaenv.Start(w.Build, workflow.ErrorType)
 }

@@ -1,5 +1,7 @@
 // Package lambdaenv builds what every s3zip Lambda needs once per cold
-// start: the JSON logger, the workflow configuration and the S3 client.
+// start: the JSON logger, its workflow's configuration and the S3 client.
+// It knows no workflow: each function's main gives its own configuration
+// reader and error namer.
 package lambdaenv
 
 import (
@@ -15,24 +17,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/s3zip/s3zip/workflow"
 )
 
-// Env is a Lambda's shared setup.
-type Env struct {
+// Env is a Lambda's shared setup, with its workflow's configuration C.
+type Env[C any] struct {
 	Log    *slog.Logger
-	Config workflow.Config
+	Config C
 	S3     *s3.Client
 }
 
-// Load reads the environment. It returns errors, never panics.
-func Load(ctx context.Context, function string) (*Env, error) {
+// Load reads the environment, the configuration with configFromEnv
+// (workflow.ConfigFromEnv, extract.ConfigFromEnv). It returns errors, never
+// panics.
+func Load[C any](ctx context.Context, function string, configFromEnv func(getenv func(string) string) (C, error)) (*Env[C], error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo})).With("function", function)
 	if limit, ok := MemoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
 	}
-	cfg, err := workflow.ConfigFromEnv(os.Getenv)
+	cfg, err := configFromEnv(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", function, err)
 	}
@@ -49,17 +51,18 @@ func Load(ctx context.Context, function string) (*Env, error) {
 			o.UsePathStyle = true
 		}
 	})
-	return &Env{Log: log, Config: cfg, S3: client}, nil
+	return &Env[C]{Log: log, Config: cfg, S3: client}, nil
 }
 
 // Start runs handler as the Lambda's handler. Errors are reported with the
-// workflow's error type (RequestError, TransientError, …) however deeply
-// they are wrapped, so that the state machine's Retry and Catch see them.
-func Start[In, Out any](handler func(context.Context, In) (Out, error)) {
+// name errorType gives them (workflow.ErrorType, extract.ErrorType:
+// RequestError, TransientError, …) however deeply they are wrapped, so that
+// the state machine's Retry and Catch see them.
+func Start[In, Out any](handler func(context.Context, In) (Out, error), errorType func(error) string) {
 	lambda.Start(func(ctx context.Context, in In) (Out, error) {
 		out, err := handler(ctx, in)
 		if err != nil {
-			return out, messages.InvokeResponse_Error{Type: workflow.ErrorType(err), Message: err.Error()}
+			return out, messages.InvokeResponse_Error{Type: errorType(err), Message: err.Error()}
 		}
 		return out, nil
 	})
@@ -69,18 +72,6 @@ func Start[In, Out any](handler func(context.Context, In) (Out, error)) {
 func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
-}
-
-// StartWith is Start with another workflow's error types (errorType names
-// the condition of an error however deeply it is wrapped).
-func StartWith[In, Out any](handler func(context.Context, In) (Out, error), errorType func(error) string) {
-	lambda.Start(func(ctx context.Context, in In) (Out, error) {
-		out, err := handler(ctx, in)
-		if err != nil {
-			return out, messages.InvokeResponse_Error{Type: errorType(err), Message: err.Error()}
-		}
-		return out, nil
-	})
 }
 
 // MemoryShare is the part of a Lambda's memory the Go heap may use before

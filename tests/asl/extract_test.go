@@ -104,7 +104,7 @@ func (f *extractFunctions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out, err = call(r.Context(), body)
 	}
 	if err != nil {
-		// What functions/extract-*/main.go report (lambdaenv.StartWith).
+		// What functions/extract-*/main.go report (lambdaenv.Start with extract.ErrorType).
 		typ := extract.ErrorType(err)
 		f.mu.Lock()
 		f.types[name] = append(f.types[name], typ)

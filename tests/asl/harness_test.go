@@ -25,8 +25,8 @@ import (
 )
 
 // LambdaErrorType is the errorType the s3zip Lambdas report for an error:
-// functions/*/main.go start their handlers with lambdaenv.Start, which
-// reports workflow.ErrorType (the first s3zip error type in the chain).
+// functions/*/main.go start the create handlers with lambdaenv.Start and
+// workflow.ErrorType (the first s3zip error type in the chain).
 func LambdaErrorType(err error) string { return workflow.ErrorType(err) }
 
 // Fault lets a test fail or delay an invocation: called before the handler

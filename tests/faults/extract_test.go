@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // extractWorld is a world with one archive at s3://src/x/a.zip: STORED
@@ -308,16 +308,13 @@ func readJobLines(t *testing.T, w *extractWorld, ex *extract.Extraction) []extra
 }
 
 // writeResultLayout is the Map's ResultWriter for one succeeded batch.
-func writeResultLayout(t *testing.T, w *extractWorld, ex *extract.Extraction, out *extract.BatchOutput) *workflow.MapResults {
+func writeResultLayout(t *testing.T, w *extractWorld, ex *extract.Extraction, out *extract.BatchOutput) *stepfn.MapResults {
 	t.Helper()
 	doc, _ := json.Marshal(out)
-	prefix := ex.WorkPrefix + "map/test/"
-	children, _ := json.Marshal([]workflow.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}})
-	w.srv.PutObject(t, ex.WorkBucket, prefix+"SUCCEEDED_0.json", children)
-	var m workflow.ResultManifest
-	m.DestinationBucket = ex.WorkBucket
-	m.ResultFiles.Succeeded = []workflow.ResultFile{{Key: prefix + "SUCCEEDED_0.json", Size: int64(len(children))}}
-	man, _ := json.Marshal(m)
-	w.srv.PutObject(t, ex.WorkBucket, prefix+"manifest.json", man)
-	return &workflow.MapResults{ResultWriterDetails: &workflow.ResultWriterDetails{Bucket: ex.WorkBucket, Key: prefix + "manifest.json"}}
+	children := []stepfn.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}}
+	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(w.srv.Client(t)), ex.WorkBucket, ex.WorkPrefix+"map/", "test", children, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stepfn.MapResults{ResultWriterDetails: d}
 }

@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
@@ -91,7 +91,7 @@ func TestWorkerKilled(t *testing.T) {
 
 // buildMap does what the Distributed Map does, in the test: every part
 // job through a worker, results in the ResultWriter's layout.
-func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *workflow.MapResults {
+func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults {
 	t.Helper()
 	ctx := context.Background()
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &job.WorkBucket, Key: &job.PartsKey})
@@ -111,20 +111,12 @@ func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *workflow.MapResul
 		t.Fatal(err)
 	}
 	doc, _ := json.Marshal(res)
-	prefix := job.WorkPrefix + "map/test/"
-	put := func(key string, v any) int64 {
-		b, _ := json.Marshal(v)
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-		return int64(len(b))
+	children := []stepfn.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}}
+	d, err := stepfn.WriteResults[stepfn.ChildResult](ctx, stepfn.Put(c), job.WorkBucket, job.WorkPrefix+"map/", "test", children, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var m workflow.ResultManifest
-	m.DestinationBucket = job.WorkBucket
-	size := put(prefix+"SUCCEEDED_0.json", []workflow.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}})
-	m.ResultFiles.Succeeded = []workflow.ResultFile{{Key: prefix + "SUCCEEDED_0.json", Size: size}}
-	put(prefix+"manifest.json", m)
-	return &workflow.MapResults{ResultWriterDetails: &workflow.ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}
+	return &stepfn.MapResults{ResultWriterDetails: d}
 }
 
 // crashAt makes the finalizer die right after one S3 call succeeded.
@@ -358,7 +350,7 @@ func (w *world) judgeRace(t *testing.T, started time.Time, dest string, errs []e
 		typ := workflow.ErrorType(err)
 		obs = append(obs, fmt.Sprintf("run %s %s", []string{"a", "b"}[i], typ))
 		t.Logf("run %d: %v", i, err)
-		if typ == workflow.TypeUntyped {
+		if typ == stepfn.TypeUntyped {
 			bad("run %d failed without a type: %v", i, err)
 		}
 	}

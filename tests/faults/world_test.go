@@ -19,6 +19,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
@@ -299,7 +300,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 		obs = append(obs, typ+": "+msg)
 		t.Logf("error: %v", o.err)
 		switch {
-		case typ == workflow.TypeUntyped:
+		case typ == stepfn.TypeUntyped:
 			bad("error has no type the state machine can tell apart")
 		case expected == wantArchive:
 			bad("failed, want an archive")

@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/plan"
@@ -73,7 +74,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	if err != nil {
 		t.Fatal(err)
 	}
-	var children []workflow.ChildResult
+	var children []stepfn.ChildResult
 	worst := measurement{handler: "worker"}
 	batches := 0
 	for i := 0; i < len(items); i += partsPerBatch {
@@ -92,7 +93,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 			worst = m
 		}
 		doc, _ := json.Marshal(res)
-		children = append(children, workflow.ChildResult{Status: "SUCCEEDED", Output: string(doc)})
+		children = append(children, stepfn.ChildResult{Status: "SUCCEEDED", Output: string(doc)})
 		batches++
 	}
 	worst.handler = fmt.Sprintf("worker (worst of %d)", batches)
@@ -132,26 +133,13 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 }
 
 // writeResults writes the Distributed Map ResultWriter's layout.
-func writeResults(t *testing.T, c workflow.S3, job *workflow.Job, children []workflow.ChildResult) *workflow.MapResults {
+func writeResults(t *testing.T, c workflow.S3, job *workflow.Job, children []stepfn.ChildResult) *stepfn.MapResults {
 	t.Helper()
-	ctx := context.Background()
-	prefix := job.WorkPrefix + "map/load/"
-	put := func(key string, v any) int64 {
-		doc, _ := json.Marshal(v)
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
-			t.Fatal(err)
-		}
-		return int64(len(doc))
+	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(c), job.WorkBucket, job.WorkPrefix+"map/", "load", children, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var m workflow.ResultManifest
-	m.DestinationBucket, m.MapRunArn = job.WorkBucket, "load"
-	m.ResultFiles.Failed, m.ResultFiles.Pending = []workflow.ResultFile{}, []workflow.ResultFile{}
-	for i := 0; i < len(children); i += 1000 {
-		key := fmt.Sprintf("%sSUCCEEDED_%d.json", prefix, i/1000)
-		m.ResultFiles.Succeeded = append(m.ResultFiles.Succeeded, workflow.ResultFile{Key: key, Size: put(key, children[i:min(i+1000, len(children))])})
-	}
-	put(prefix+"manifest.json", m)
-	return &workflow.MapResults{MapRunArn: "load", ResultWriterDetails: &workflow.ResultWriterDetails{Bucket: job.WorkBucket, Key: prefix + "manifest.json"}}
+	return &stepfn.MapResults{MapRunArn: "load", ResultWriterDetails: d}
 }
 
 func listRequest(bucket, prefix, key, strategy string) []byte {

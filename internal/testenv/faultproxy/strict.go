@@ -5,13 +5,14 @@ import (
 	"net/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // MinRangedCopySource is the size a source must exceed for UploadPartCopy to
 // copy a byte range of it: "You can copy a range only if the source object
 // is greater than 5 MB" (S3 API reference, UploadPartCopy,
 // x-amz-copy-source-range). versitygw copies any range of any source.
-const MinRangedCopySource = 5 << 20
+const MinRangedCopySource = s3x.MinPartSize
 
 // strict answers, instead of the server, a request that S3 refuses and
 // versitygw would carry out; ok=false lets the request through. It needs

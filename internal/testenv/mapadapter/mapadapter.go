@@ -10,17 +10,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
+
+// S3 is what the adapter needs of S3, with the identity of the state
+// machine's role.
+type S3 interface {
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
 
 // ReadItems is the ItemReader: arn:aws:states:::s3:getObject of a JSONL or
 // JSON-array object, with the resolved ReaderConfig and Parameters.
-func ReadItems(ctx context.Context, c workflow.S3, body []byte) (any, error) {
+func ReadItems(ctx context.Context, c S3, body []byte) (any, error) {
 	var in struct {
 		Resource     string
 		ReaderConfig struct{ InputType string }
@@ -64,8 +69,8 @@ func ReadItems(ctx context.Context, c workflow.S3, body []byte) (any, error) {
 }
 
 // WriteResults is the ResultWriter: <Prefix>/<map run id>/SUCCEEDED_n.json,
-// FAILED_n.json and manifest.json (the layout workflow.ResultManifest reads).
-func WriteResults(ctx context.Context, c workflow.S3, body []byte) (any, error) {
+// FAILED_n.json and manifest.json, in stepfn's layout.
+func WriteResults(ctx context.Context, c S3, body []byte) (any, error) {
 	var in struct {
 		Resource          string
 		Parameters        struct{ Bucket, Prefix string }
@@ -78,44 +83,9 @@ func WriteResults(ctx context.Context, c workflow.S3, body []byte) (any, error) 
 	if in.Resource != "arn:aws:states:::s3:putObject" {
 		return nil, fmt.Errorf("ResultWriter resource %q: the adapter writes only arn:aws:states:::s3:putObject", in.Resource)
 	}
-	bucket := in.Parameters.Bucket
-	prefix := ""
-	if in.Parameters.Prefix != "" {
-		prefix = strings.TrimSuffix(in.Parameters.Prefix, "/") + "/"
-	}
-	run := in.MapRunArn[strings.LastIndex(in.MapRunArn, ":")+1:]
-	prefix += run + "/"
-	put := func(key string, v any) (int64, error) {
-		doc, err := json.Marshal(v)
-		if err != nil {
-			return 0, err
-		}
-		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
-		if err != nil {
-			return 0, fmt.Errorf("ResultWriter s3://%s/%s: %w", bucket, key, err)
-		}
-		return int64(len(doc)), nil
-	}
-	var m workflow.ResultManifest
-	m.DestinationBucket, m.MapRunArn = bucket, in.MapRunArn
-	m.ResultFiles.Succeeded, m.ResultFiles.Failed, m.ResultFiles.Pending = []workflow.ResultFile{}, []workflow.ResultFile{}, []workflow.ResultFile{}
-	const perFile = 1000
-	for _, set := range []struct {
-		status  string
-		records []json.RawMessage
-		files   *[]workflow.ResultFile
-	}{{"SUCCEEDED", in.Succeeded, &m.ResultFiles.Succeeded}, {"FAILED", in.Failed, &m.ResultFiles.Failed}} {
-		for i := 0; i < len(set.records); i += perFile {
-			key := fmt.Sprintf("%s%s_%d.json", prefix, set.status, i/perFile)
-			size, err := put(key, set.records[i:min(i+perFile, len(set.records))])
-			if err != nil {
-				return nil, err
-			}
-			*set.files = append(*set.files, workflow.ResultFile{Key: key, Size: size})
-		}
-	}
-	if _, err := put(prefix+"manifest.json", m); err != nil {
+	d, err := stepfn.WriteResults(ctx, stepfn.Put(c), in.Parameters.Bucket, in.Parameters.Prefix, in.MapRunArn, in.Succeeded, in.Failed)
+	if err != nil {
 		return nil, err
 	}
-	return workflow.ResultWriterDetails{Bucket: bucket, Key: prefix + "manifest.json"}, nil
+	return *d, nil
 }
