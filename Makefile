@@ -94,7 +94,7 @@ test-faults: tools
 
 ## test-scale: 1,000,000 small objects (S3ZIP_SCALE_OBJECTS=n for fewer) archived through the deployed template,
 ## two readers and every entry's CRC-32 and size checked, each function's peak RSS against its memory; ends with the
-## `scale:` line (not part of `make test`: about 45 minutes and 22 GiB of disk at 1 M, measured; README "A million objects as deployed")
+## `scale:` line (not part of `make test`: about an hour and 22 GiB of disk at 1 M, measured; README "A million objects as deployed")
 .PHONY: test-scale
 test-scale: tools node
 	@mkdir -p dist; S3ZIP_SCALE=1 $(GO) test -count=1 -timeout 6h -run 'TestDeployedScale$$' -v ./tests/deployed/ > dist/test-scale.log 2>&1; rc=$$?; \
