@@ -139,8 +139,9 @@ export interface ArchiveWorkflowProps {
   readonly logRetention?: logs.RetentionDays;
 }
 
-// Measured (tests/load, make test-long): at 1,000,000 entries the planner
-// peaks near 1.1 GB and the finalizer near 1.4 GB; 2,048 MB leaves headroom.
+// Measured as deployed (make test-scale, each function its own process): at
+// 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
+// 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
   planner: { memorySize: 2048, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most

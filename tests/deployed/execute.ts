@@ -17,6 +17,7 @@
  * Prints one JSON line {"status","output"|"error","cause","events"}.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import { adaptDefinition, type AdapterDeps, type Json } from '../asl/adapter';
 import { env } from '../asl/node-compat';
 
@@ -24,6 +25,27 @@ function taskError(name: string, cause: string): Error {
   const err = new Error(cause);
   err.name = name;
   return err;
+}
+
+// post is fetch without undici's 300 s headers and body timeouts: a Lambda
+// invocation may take its full 900 s (tests/deployed/scale_test.go's planner does).
+function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; header: (name: string) => string | null; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const header = (name: string) => {
+          const v = res.headers[name.toLowerCase()];
+          return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+        };
+        resolve({ status: res.statusCode ?? 0, header, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 async function main() {
@@ -34,17 +56,14 @@ async function main() {
 
   const deps: AdapterDeps = {
     async invoke(functionName: string, payload: Json): Promise<Json> {
-      const res = await fetch(`${base}/2015-03-31/functions/${encodeURIComponent(functionName)}/invocations`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-amz-invocation-type': 'RequestResponse' },
-        body: JSON.stringify(payload),
-      });
-      const text = await res.text();
+      const res = await post(`${base}/2015-03-31/functions/${encodeURIComponent(functionName)}/invocations`,
+        { 'content-type': 'application/json', 'x-amz-invocation-type': 'RequestResponse' }, JSON.stringify(payload));
+      const text = res.text;
       if (res.status !== 200) {
         // A Lambda service error: Step Functions names it Lambda.<exception>.
-        throw taskError(`Lambda.${res.headers.get('x-amzn-errortype') ?? 'ServiceException'}`, text);
+        throw taskError(`Lambda.${res.header('x-amzn-errortype') ?? 'ServiceException'}`, text);
       }
-      if (res.headers.get('x-amz-function-error')) {
+      if (res.header('x-amz-function-error')) {
         let errorType = 'Lambda.Unknown';
         try {
           const doc = JSON.parse(text) as { errorType?: string };
@@ -57,12 +76,8 @@ async function main() {
       return JSON.parse(text) as Json;
     },
     adapter: async (what, body) => {
-      const res = await fetch(`${base}/adapter/${what}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await res.text();
+      const res = await post(`${base}/adapter/${what}`, { 'content-type': 'application/json' }, JSON.stringify(body));
+      const text = res.text;
       if (res.status >= 200 && res.status < 300) return JSON.parse(text) as Json;
       const doc = JSON.parse(text) as { errorType?: string };
       throw taskError(doc.errorType ?? 'States.Runtime', text);

@@ -77,7 +77,9 @@ type LambdaFunction struct {
 	Invocation int
 	// Timeouts and Starts count what happened, for tests.
 	Timeouts, Starts int
-	results          []Result // each invocation's, in the order they ended
+	// Longest is the longest invocation so far, against TimeoutSeconds.
+	Longest time.Duration
+	results []Result // each invocation's, in the order they ended
 }
 
 // Stats returns how many invocations, environment starts and timeouts the
@@ -152,6 +154,12 @@ func (l *Lambdas) Invoke(ctx context.Context, f *LambdaFunction, payload []byte)
 	f.mu.Lock()
 	f.Invocation++
 	f.mu.Unlock()
+	started := time.Now()
+	defer func() {
+		f.mu.Lock()
+		f.Longest = max(f.Longest, time.Since(started))
+		f.mu.Unlock()
+	}()
 	s.next <- inv
 	timer := time.NewTimer(time.Until(inv.deadline))
 	defer timer.Stop()
@@ -393,4 +401,51 @@ func (l *Lambdas) Logs(f *LambdaFunction) string {
 		}
 	}
 	return b.String()
+}
+
+// PeakRSS is the largest peak resident set of f's execution environments so
+// far (what Lambda reports as "Max Memory Used"): VmHWM of a live process, the
+// rusage maxrss of one that has exited. processes is how many it looked at.
+func (l *Lambdas) PeakRSS(f *LambdaFunction) (peak uint64, processes int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.all {
+		if s.fn != f || s.cmd.Process == nil {
+			continue
+		}
+		var rss uint64
+		select {
+		case <-s.exited:
+			ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			if !ok {
+				return 0, processes, fmt.Errorf("%s (pid %d): no rusage after exit", f.Name, s.cmd.Process.Pid)
+			}
+			rss = uint64(ru.Maxrss) << 10 // KiB on Linux
+		default:
+			if rss, err = vmHWM(s.cmd.Process.Pid); err != nil {
+				return 0, processes, fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+		peak = max(peak, rss)
+		processes++
+	}
+	return peak, processes, nil
+}
+
+// vmHWM is a live process's peak resident set (/proc/<pid>/status).
+func vmHWM(pid int) (uint64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var n uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(kb), "%d kB", &n); err != nil {
+				return 0, fmt.Errorf("pid %d: VmHWM %q: %v", pid, kb, err)
+			}
+			return n << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmHWM in /proc/%d/status", pid, pid)
 }

@@ -58,6 +58,10 @@ const (
 	ChecksumNone Checksum = ""
 	// ChecksumCRC32 stores a CRC32 (what current AWS SDKs and the CLI send by default).
 	ChecksumCRC32 Checksum = "CRC32"
+	// ChecksumCRC32C stores a CRC32C (Castagnoli): not the CRC-32 a ZIP needs.
+	ChecksumCRC32C Checksum = "CRC32C"
+	// ChecksumSHA1 stores a SHA1.
+	ChecksumSHA1 Checksum = "SHA1"
 	// ChecksumSHA256 stores a SHA256.
 	ChecksumSHA256 Checksum = "SHA256"
 	// ChecksumCRC64NVME stores a CRC64NVME (S3's default for objects uploaded
@@ -129,6 +133,24 @@ func (s *Server) PutObjects(tb testing.TB, bucket string, objects map[string][]b
 	if err := g.Wait(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// PutEach stores n objects, the i-th made by object(i) when it is stored, at
+// most concurrency at a time through one client: a million small objects
+// without holding them in memory (and without a connection each). The first
+// error stops it.
+func (s *Server) PutEach(ctx context.Context, bucket string, n, concurrency int, object func(i int) (key string, body []byte, c Checksum)) error {
+	c := s.rawClient()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error {
+			key, body, sum := object(i)
+			_, err := s.putObject(gctx, c, bucket, key, body, putOptions{checksum: sum})
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func (s *Server) putObject(ctx context.Context, c *s3.Client, bucket, key string, body []byte, o putOptions) (*s3.PutObjectOutput, error) {
