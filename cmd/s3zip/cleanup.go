@@ -416,9 +416,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(res); jerr != nil && err == nil {
+		if jerr := printJSON(stdout, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else if res != nil {
