@@ -466,13 +466,15 @@ func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMark
 	return lease
 }
 
-// startExtractRun writes the marker of an extract of archive into dest
-// (s3://bucket/prefix/), so that `s3zip cleanup` of the archive finds what
-// the run leaves if it is killed.
-func startExtractRun(ctx context.Context, c *s3.Client, workBucket, execution string, archive workflow.Destination, dest string) *markerLease {
-	m := newMarker(execution, dest)
+// startExtractRun writes the marker of the extract req describes (its
+// archive, its destination s3://bucket/prefix/, its execution, in its work
+// bucket), so that `s3zip cleanup` of the archive finds what the run leaves
+// if it is killed.
+func startExtractRun(ctx context.Context, c *s3.Client, req extract.Request) *markerLease {
+	archive := workflow.Destination{Bucket: req.Bucket, Key: req.Key}
+	m := newMarker(req.Execution, fmt.Sprintf("s3://%s/%s", req.DestBucket, req.Prefix))
 	m.Archive = archive.URI()
-	return leaseMarker(ctx, housekeeping(c), workBucket, m, archive)
+	return leaseMarker(ctx, housekeeping(c), req.WorkBucket, m, archive)
 }
 
 // cleanupHint is the command that removes what the current create leaves
