@@ -59,57 +59,16 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 		return nil, fmt.Errorf("extract s3://%s/%s to %s: %w", a.Bucket, a.Key, dir, err)
 	}
 	res := &ExtractResult{}
-	// Symbolic links (when skipped) and "./" are left out of a copy of the
-	// archive: the scan reads each entry at its own offset, so the others
-	// stay as they are.
-	kept := make([]Entry, 0, len(a.Entries))
-	for _, e := range a.Entries {
-		switch p, err := EntryPath(e.Name); {
-		case opts.SkipSymlinks && e.Mode&fs.ModeSymlink != 0:
-			res.SkippedSymlinks++
-		case err == nil && p == "" && e.IsDir():
-		default:
-			kept = append(kept, e)
-		}
-	}
-	if len(kept) < len(a.Entries) {
-		only := *a
-		only.Entries = kept
-		a = &only
-	}
+	a, res.SkippedSymlinks = a.extractable(opts.SkipSymlinks)
 	// (Before the duplicates: a file "sub" and a folder "sub/" are named both.)
 	if err := folderClash(a.Entries); err != nil {
 		return fail(err)
 	}
-	paths := make([]string, len(a.Entries))
-	seen := make(map[string]int, len(a.Entries))
-	res.Entries = len(a.Entries)
-	for i := range a.Entries {
-		e := &a.Entries[i]
-		p, err := EntryPath(e.Name)
-		if err != nil {
-			return fail(err)
-		}
-		paths[i] = p
-		clean := strings.TrimSuffix(p, "/")
-		j, dup := seen[clean]
-		switch {
-		case dup && paths[j] == a.Entries[j].Name && p == e.Name:
-			return fail(fmt.Errorf("entry %q: duplicate name", e.Name))
-		case dup:
-			return fail(fmt.Errorf("entries %q and %q would both be written to %q (without their \".\" components); rename one", a.Entries[j].Name, e.Name, p))
-		case e.Mode&fs.ModeSymlink != 0:
-			return fail(fmt.Errorf("entry %q: %w", e.Name, ErrSymlink))
-		case !e.IsDir() && readable(e) != "":
-			return fail(fmt.Errorf("entry %q %s", e.Name, readable(e)))
-		}
-		seen[clean] = i
-		if e.IsDir() {
-			res.Dirs++
-		} else {
-			res.Files++
-		}
+	paths, err := a.extractPaths()
+	if err != nil {
+		return fail(err)
 	}
+	res.count(a.Entries)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
@@ -120,55 +79,133 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 	defer root.Close()
 
 	x := &extractor{a: a, root: root, overwrite: opts.Overwrite, files: make([]extractFile, len(a.Entries)), paths: paths}
-	// Directories first, so entries can be written in any order; then refuse
-	// to overwrite before a byte is downloaded.
-	made := make(map[string]bool)
-	for i := range a.Entries {
-		e := &a.Entries[i]
-		d := path.Dir(strings.TrimSuffix(paths[i], "/"))
-		if e.IsDir() {
-			d = strings.TrimSuffix(paths[i], "/")
-		}
-		if d != "." && !made[d] {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return fail(fmt.Errorf("entry %q: %w", e.Name, err))
-			}
-			made[d] = true
-		}
-		if !e.IsDir() && !opts.Overwrite {
-			if _, err := root.Lstat(paths[i]); err == nil {
-				return fail(fmt.Errorf("entry %q: %w (use overwrite to replace it)", e.Name, fs.ErrExist))
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return fail(fmt.Errorf("entry %q: %w", e.Name, err))
-			}
-		}
+	if err := x.prepare(); err != nil {
+		return fail(err)
 	}
-
 	s := newScan(a, x, opts.Concurrency, opts.ChunkSize, opts.CoalesceSize)
 	if err := s.run(ctx); err != nil {
 		x.closeAll()
 		return fail(err)
 	}
 	res.Bytes = x.bytes.Load()
+	if err := x.setDirTimes(); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
 
-	// Writing files changes their directories' times: set those last,
-	// deepest first.
-	var dirs []int
+// extractable is a without the entries Extract leaves out, and how many
+// symbolic links it left out: those when skipSymlinks, and "./". The scan
+// reads each entry at its own offset, so the others stay as they are.
+func (a *Archive) extractable(skipSymlinks bool) (*Archive, int) {
+	skipped := 0
+	kept := make([]Entry, 0, len(a.Entries))
+	for _, e := range a.Entries {
+		switch p, err := EntryPath(e.Name); {
+		case skipSymlinks && e.Mode&fs.ModeSymlink != 0:
+			skipped++
+		case err == nil && p == "" && e.IsDir():
+		default:
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(a.Entries) {
+		return a, skipped
+	}
+	only := *a
+	only.Entries = kept
+	return &only, skipped
+}
+
+// extractPaths is where each entry is written (its EntryPath), after
+// refusing what Extract does not write: an unsafe name, two entries with
+// one path, a symbolic link, an entry it cannot read.
+func (a *Archive) extractPaths() ([]string, error) {
+	paths := make([]string, len(a.Entries))
+	seen := make(map[string]int, len(a.Entries))
 	for i := range a.Entries {
-		if a.Entries[i].IsDir() {
+		e := &a.Entries[i]
+		p, err := EntryPath(e.Name)
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = p
+		clean := strings.TrimSuffix(p, "/")
+		j, dup := seen[clean]
+		switch {
+		case dup && paths[j] == a.Entries[j].Name && p == e.Name:
+			return nil, fmt.Errorf("entry %q: duplicate name", e.Name)
+		case dup:
+			return nil, fmt.Errorf("entries %q and %q would both be written to %q (without their \".\" components); rename one", a.Entries[j].Name, e.Name, p)
+		case e.Mode&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("entry %q: %w", e.Name, ErrSymlink)
+		case !e.IsDir() && readable(e) != "":
+			return nil, fmt.Errorf("entry %q %s", e.Name, readable(e))
+		}
+		seen[clean] = i
+	}
+	return paths, nil
+}
+
+// count counts the entries Extract writes, files and directories.
+func (res *ExtractResult) count(entries []Entry) {
+	res.Entries = len(entries)
+	for i := range entries {
+		if entries[i].IsDir() {
+			res.Dirs++
+		} else {
+			res.Files++
+		}
+	}
+}
+
+// prepare makes the directories first, so entries can be written in any
+// order; then, unless overwriting, refuses a file that exists before a byte
+// is downloaded.
+func (x *extractor) prepare() error {
+	made := make(map[string]bool)
+	for i := range x.a.Entries {
+		e := &x.a.Entries[i]
+		d := path.Dir(strings.TrimSuffix(x.paths[i], "/"))
+		if e.IsDir() {
+			d = strings.TrimSuffix(x.paths[i], "/")
+		}
+		if d != "." && !made[d] {
+			if err := x.root.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("entry %q: %w", e.Name, err)
+			}
+			made[d] = true
+		}
+		if !e.IsDir() && !x.overwrite {
+			if _, err := x.root.Lstat(x.paths[i]); err == nil {
+				return fmt.Errorf("entry %q: %w (use overwrite to replace it)", e.Name, fs.ErrExist)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("entry %q: %w", e.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// setDirTimes sets the directories' modification times from the archive:
+// last, because writing files changes them, and deepest first.
+func (x *extractor) setDirTimes() error {
+	var dirs []int
+	for i := range x.a.Entries {
+		if x.a.Entries[i].IsDir() {
 			dirs = append(dirs, i)
 		}
 	}
 	sort.Slice(dirs, func(p, q int) bool {
-		return strings.Count(paths[dirs[p]], "/") > strings.Count(paths[dirs[q]], "/")
+		return strings.Count(x.paths[dirs[p]], "/") > strings.Count(x.paths[dirs[q]], "/")
 	})
 	for _, i := range dirs {
-		e := &a.Entries[i]
-		if err := root.Chtimes(strings.TrimSuffix(paths[i], "/"), e.Modified, e.Modified); err != nil {
-			return fail(fmt.Errorf("entry %q: %w", e.Name, err))
+		e := &x.a.Entries[i]
+		if err := x.root.Chtimes(strings.TrimSuffix(x.paths[i], "/"), e.Modified, e.Modified); err != nil {
+			return fmt.Errorf("entry %q: %w", e.Name, err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 type extractFile struct {

@@ -350,95 +350,137 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 		return err
 	}
 	defer body.Close()
-	r := bufio.NewReaderSize(body, 64<<10)
-	off := a.CentralDirStart
-	var fixed [zipformat.CentralHeaderLen]byte
-	var variable []byte
+	cd := &centralReader{r: bufio.NewReaderSize(body, 64<<10), off: a.CentralDirStart}
 	for i := 0; i < want; i++ {
-		if _, err := io.ReadFull(r, fixed[:]); err != nil {
-			return a.cdReadErr(off, i, err)
-		}
-		b := readBuf(fixed[:])
-		if sig := b.u32(); sig != zipformat.CentralHeaderSignature {
-			return a.formatErr(off, "central directory header %d of %d: signature 0x%08x, want 0x%08x", i+1, want, sig, zipformat.CentralHeaderSignature)
-		}
-		madeBy := b.u16()
-		e := Entry{ReaderVersion: b.u16(), Flags: b.u16(), Method: b.u16()}
-		clock, date := b.u16(), b.u16()
-		e.CRC32 = b.u32()
-		csize32, usize32 := b.u32(), b.u32()
-		nameLen, extraLen, commentLen := int(b.u16()), int(b.u16()), int(b.u16())
-		disk := b.u16()
-		b.u16() // internal attributes
-		external := b.u32()
-		off32 := b.u32()
-		n := nameLen + extraLen + commentLen
-		if cap(variable) < n {
-			variable = make([]byte, n)
-		}
-		variable = variable[:n]
-		if _, err := io.ReadFull(r, variable); err != nil {
-			return a.cdReadErr(off, i, err)
-		}
-		e.Name = string(variable[:nameLen])
-		e.CompressedSize, e.UncompressedSize, e.Offset = int64(csize32), int64(usize32), int64(off32)
-		e.Modified = zipformat.TimeFromMSDOS(date, clock)
-		e.Mode = fileMode(madeBy, external, e.Name)
-		var zipErr string
-		extraOK := extraFields(variable[nameLen:nameLen+extraLen], func(id uint16, d readBuf) {
-			switch id {
-			case zipformat.Zip64ExtraID:
-				e.Zip64 = true
-				// APPNOTE 4.5.3: only the fields whose 32-bit value is the
-				// sentinel, in this order.
-				for _, f := range []struct {
-					is32 bool
-					dst  *int64
-					what string
-				}{
-					{usize32 == zipformat.Uint32Max, &e.UncompressedSize, "uncompressed size"},
-					{csize32 == zipformat.Uint32Max, &e.CompressedSize, "compressed size"},
-					{off32 == zipformat.Uint32Max, &e.Offset, "local header offset"},
-				} {
-					if !f.is32 {
-						continue
-					}
-					if len(d) < 8 {
-						zipErr = "its ZIP64 extra field lacks the " + f.what
-						return
-					}
-					v := d.u64()
-					if v > 1<<63-1 {
-						zipErr = fmt.Sprintf("its ZIP64 %s %d is out of range", f.what, v)
-						return
-					}
-					*f.dst = int64(v)
-				}
-			case zipformat.ExtTimeExtraID:
-				if len(d) >= 5 && d.u8()&1 != 0 {
-					e.Modified = time.Unix(int64(d.u32()), 0).UTC()
-				}
-			}
-		})
-		if zipErr == "" && !e.Zip64 && (usize32 == zipformat.Uint32Max || csize32 == zipformat.Uint32Max || off32 == zipformat.Uint32Max) {
-			zipErr = "a size or offset is 0xFFFFFFFF but there is no ZIP64 extra field"
-		}
-		if zipErr != "" {
-			return a.formatErr(off, "central directory header %d (%q): %s", i+1, e.Name, zipErr)
-		}
-		if !extraOK {
-			a.endProblems = append(a.endProblems, fmt.Sprintf("central directory header of %q: malformed extra field", e.Name))
-		}
-		if disk != 0 && disk != zipformat.Uint16Max {
-			return a.formatErr(off, "central directory header %d (%q) is on disk %d; multi-disk archives are not supported", i+1, e.Name, disk)
+		e, err := a.readCentralHeader(cd, i)
+		if err != nil {
+			return err
 		}
 		a.Entries = append(a.Entries, e)
-		off += int64(zipformat.CentralHeaderLen + n)
 	}
-	if rest, _ := io.Copy(io.Discard, r); rest != 0 || off != a.CentralDirStart+a.CentralDirSize {
-		a.endProblems = append(a.endProblems, fmt.Sprintf("central directory is %d bytes but its %d headers take %d", a.CentralDirSize, want, off-a.CentralDirStart))
+	if rest, _ := io.Copy(io.Discard, cd.r); rest != 0 || cd.off != a.CentralDirStart+a.CentralDirSize {
+		a.endProblems = append(a.endProblems, fmt.Sprintf("central directory is %d bytes but its %d headers take %d", a.CentralDirSize, want, cd.off-a.CentralDirStart))
 	}
 	return nil
+}
+
+// centralReader is the central directory being read: the stream, the
+// offset of the next header, and a buffer for the headers' variable parts.
+type centralReader struct {
+	r        *bufio.Reader
+	off      int64
+	fixed    [zipformat.CentralHeaderLen]byte
+	variable []byte
+}
+
+// raw32 are a central header's 32-bit size and offset fields as written:
+// where one is the sentinel, the ZIP64 extra field gives the value.
+type raw32 struct {
+	csize, usize, offset uint32
+}
+
+func (r raw32) anySentinel() bool {
+	return r.usize == zipformat.Uint32Max || r.csize == zipformat.Uint32Max || r.offset == zipformat.Uint32Max
+}
+
+// readCentralHeader reads central directory header i at cd.off and moves
+// cd past it.
+func (a *Archive) readCentralHeader(cd *centralReader, i int) (Entry, error) {
+	off, want := cd.off, cap(a.Entries)
+	if _, err := io.ReadFull(cd.r, cd.fixed[:]); err != nil {
+		return Entry{}, a.cdReadErr(off, i, err)
+	}
+	b := readBuf(cd.fixed[:])
+	if sig := b.u32(); sig != zipformat.CentralHeaderSignature {
+		return Entry{}, a.formatErr(off, "central directory header %d of %d: signature 0x%08x, want 0x%08x", i+1, want, sig, zipformat.CentralHeaderSignature)
+	}
+	madeBy := b.u16()
+	e := Entry{ReaderVersion: b.u16(), Flags: b.u16(), Method: b.u16()}
+	clock, date := b.u16(), b.u16()
+	e.CRC32 = b.u32()
+	var raw raw32
+	raw.csize, raw.usize = b.u32(), b.u32()
+	nameLen, extraLen, commentLen := int(b.u16()), int(b.u16()), int(b.u16())
+	disk := b.u16()
+	b.u16() // internal attributes
+	external := b.u32()
+	raw.offset = b.u32()
+	n := nameLen + extraLen + commentLen
+	if cap(cd.variable) < n {
+		cd.variable = make([]byte, n)
+	}
+	variable := cd.variable[:n]
+	if _, err := io.ReadFull(cd.r, variable); err != nil {
+		return Entry{}, a.cdReadErr(off, i, err)
+	}
+	e.Name = string(variable[:nameLen])
+	e.CompressedSize, e.UncompressedSize, e.Offset = int64(raw.csize), int64(raw.usize), int64(raw.offset)
+	e.Modified = zipformat.TimeFromMSDOS(date, clock)
+	e.Mode = fileMode(madeBy, external, e.Name)
+	zipErr, extraOK := centralExtras(&e, raw, variable[nameLen:nameLen+extraLen])
+	if zipErr == "" && !e.Zip64 && raw.anySentinel() {
+		zipErr = "a size or offset is 0xFFFFFFFF but there is no ZIP64 extra field"
+	}
+	if zipErr != "" {
+		return Entry{}, a.formatErr(off, "central directory header %d (%q): %s", i+1, e.Name, zipErr)
+	}
+	if !extraOK {
+		a.endProblems = append(a.endProblems, fmt.Sprintf("central directory header of %q: malformed extra field", e.Name))
+	}
+	if disk != 0 && disk != zipformat.Uint16Max {
+		return Entry{}, a.formatErr(off, "central directory header %d (%q) is on disk %d; multi-disk archives are not supported", i+1, e.Name, disk)
+	}
+	cd.off += int64(zipformat.CentralHeaderLen + n)
+	return e, nil
+}
+
+// centralExtras reads a central header's extra fields into e: the ZIP64
+// sizes and offset, and the extended timestamp. It returns what is wrong
+// with the ZIP64 field ("" when nothing) and whether the fields were well
+// formed.
+func centralExtras(e *Entry, raw raw32, extra []byte) (zipErr string, ok bool) {
+	ok = extraFields(extra, func(id uint16, d readBuf) {
+		switch id {
+		case zipformat.Zip64ExtraID:
+			e.Zip64 = true
+			if msg := zip64Fields(e, raw, d); msg != "" {
+				zipErr = msg
+			}
+		case zipformat.ExtTimeExtraID:
+			if len(d) >= 5 && d.u8()&1 != 0 {
+				e.Modified = time.Unix(int64(d.u32()), 0).UTC()
+			}
+		}
+	})
+	return zipErr, ok
+}
+
+// zip64Fields sets e's sizes and offset from a ZIP64 extra field d: APPNOTE
+// 4.5.3, only the fields whose 32-bit value is the sentinel, in this order.
+// It returns what is wrong with d, "" when nothing.
+func zip64Fields(e *Entry, raw raw32, d readBuf) string {
+	for _, f := range []struct {
+		is32 bool
+		dst  *int64
+		what string
+	}{
+		{raw.usize == zipformat.Uint32Max, &e.UncompressedSize, "uncompressed size"},
+		{raw.csize == zipformat.Uint32Max, &e.CompressedSize, "compressed size"},
+		{raw.offset == zipformat.Uint32Max, &e.Offset, "local header offset"},
+	} {
+		if !f.is32 {
+			continue
+		}
+		if len(d) < 8 {
+			return "its ZIP64 extra field lacks the " + f.what
+		}
+		v := d.u64()
+		if v > 1<<63-1 {
+			return fmt.Sprintf("its ZIP64 %s %d is out of range", f.what, v)
+		}
+		*f.dst = int64(v)
+	}
+	return ""
 }
 
 func (a *Archive) cdReadErr(off int64, i int, err error) error {

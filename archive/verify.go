@@ -76,64 +76,8 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 	start := time.Now()
 	v := &verifier{a: a}
 	r := &Report{Bucket: a.Bucket, Key: a.Key, Size: a.Size, Entries: len(a.Entries), Zip64: a.Zip64}
-	for _, p := range a.endProblems {
-		v.add(-1, a.CentralDirStart+a.CentralDirSize, "%s", p)
-	}
-	if a.Trailing > 0 {
-		what := ""
-		if a.TrailingZeros {
-			what = "all zeros, as bsdtar pads an archive it writes to a pipe; "
-		}
-		v.warn(-1, a.Size-a.Trailing, "%d bytes after the end of central directory record belong to no record (%sInfo-ZIP and Go's archive/zip ignore them, 7-Zip warns of a \"Tail Size\")", a.Trailing, what)
-	}
-	seen := make(map[string]int, len(a.Entries))
-	written := make(map[string]int, len(a.Entries)) // by EntryPath
-	for i := range a.Entries {
-		e := &a.Entries[i]
-		if e.IsDir() {
-			r.Dirs++
-		} else {
-			r.Files++
-		}
-		if e.Method == MethodDeflate {
-			r.Deflated++
-		}
-		if e.Flags&zipformat.FlagDataDescriptor != 0 {
-			r.Descriptors++
-		}
-		if e.Zip64 {
-			r.Zip64Entries++
-			if e.ReaderVersion&0xff < zipformat.VersionZip64 {
-				v.add(i, e.Offset, "central header has a ZIP64 extra field but version needed %d < 45", e.ReaderVersion&0xff)
-			}
-		}
-		switch p, err := EntryPath(e.Name); {
-		case err != nil:
-			v.add(i, e.Offset, "name %s", err.(*UnsafeNameError).Why)
-		case p == "":
-			v.warn(i, e.Offset, "name is the directory extracted into (a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past); get and extract skip it")
-		default:
-			if p != e.Name {
-				v.warn(i, e.Offset, "name has a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past; get and extract write it as %q", p)
-			}
-			if j, clash := written[p]; clash && a.Entries[j].Name != e.Name {
-				v.warn(i, e.Offset, "name is %q without its \".\" components, as is entry %q's: get and extract refuse the archive", p, a.Entries[j].Name)
-			} else if !clash {
-				written[p] = i
-			}
-		}
-		if e.Flags&0x0800 != 0 && !utf8.ValidString(e.Name) {
-			v.add(i, e.Offset, "name is flagged UTF-8 (bit 11) but is not valid UTF-8")
-		}
-		if e.Method == MethodStore && e.CompressedSize != e.UncompressedSize {
-			v.add(i, e.Offset, "STORED but compressed size %d differs from uncompressed size %d", e.CompressedSize, e.UncompressedSize)
-		}
-		if j, dup := seen[e.Name]; dup {
-			v.add(i, e.Offset, "duplicate name (also the entry at offset %d)", a.Entries[j].Offset)
-		} else {
-			seen[e.Name] = i
-		}
-	}
+	v.checkEnd()
+	v.checkCentral(r)
 
 	s := newScan(a, v, opts.Concurrency, opts.ChunkSize, opts.CoalesceSize)
 	v.localZip64 = make([]bool, len(a.Entries))
@@ -154,6 +98,88 @@ func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, erro
 	r.Problems, r.Warnings = byOffset(v.problems), byOffset(v.warnings)
 	r.Elapsed = time.Since(start)
 	return r, nil
+}
+
+// checkEnd records what Open found wrong with the end records, and warns of
+// bytes after them.
+func (v *verifier) checkEnd() {
+	a := v.a
+	for _, p := range a.endProblems {
+		v.add(-1, a.CentralDirStart+a.CentralDirSize, "%s", p)
+	}
+	if a.Trailing > 0 {
+		what := ""
+		if a.TrailingZeros {
+			what = "all zeros, as bsdtar pads an archive it writes to a pipe; "
+		}
+		v.warn(-1, a.Size-a.Trailing, "%d bytes after the end of central directory record belong to no record (%sInfo-ZIP and Go's archive/zip ignore them, 7-Zip warns of a \"Tail Size\")", a.Trailing, what)
+	}
+}
+
+// checkCentral checks every central directory header on its own (before a
+// byte of data is read) and counts what r reports of them.
+func (v *verifier) checkCentral(r *Report) {
+	a := v.a
+	seen := make(map[string]int, len(a.Entries))
+	written := make(map[string]int, len(a.Entries)) // by EntryPath
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		r.countEntry(e)
+		if e.Zip64 && e.ReaderVersion&0xff < zipformat.VersionZip64 {
+			v.add(i, e.Offset, "central header has a ZIP64 extra field but version needed %d < 45", e.ReaderVersion&0xff)
+		}
+		v.checkPath(i, written)
+		if e.Flags&0x0800 != 0 && !utf8.ValidString(e.Name) {
+			v.add(i, e.Offset, "name is flagged UTF-8 (bit 11) but is not valid UTF-8")
+		}
+		if e.Method == MethodStore && e.CompressedSize != e.UncompressedSize {
+			v.add(i, e.Offset, "STORED but compressed size %d differs from uncompressed size %d", e.CompressedSize, e.UncompressedSize)
+		}
+		if j, dup := seen[e.Name]; dup {
+			v.add(i, e.Offset, "duplicate name (also the entry at offset %d)", a.Entries[j].Offset)
+		} else {
+			seen[e.Name] = i
+		}
+	}
+}
+
+// countEntry counts e in the report's totals.
+func (r *Report) countEntry(e *Entry) {
+	if e.IsDir() {
+		r.Dirs++
+	} else {
+		r.Files++
+	}
+	if e.Method == MethodDeflate {
+		r.Deflated++
+	}
+	if e.Flags&zipformat.FlagDataDescriptor != 0 {
+		r.Descriptors++
+	}
+	if e.Zip64 {
+		r.Zip64Entries++
+	}
+}
+
+// checkPath checks entry i's name as get and extract write it (written:
+// the entry each path was first written by).
+func (v *verifier) checkPath(i int, written map[string]int) {
+	e := &v.a.Entries[i]
+	switch p, err := EntryPath(e.Name); {
+	case err != nil:
+		v.add(i, e.Offset, "name %s", err.(*UnsafeNameError).Why)
+	case p == "":
+		v.warn(i, e.Offset, "name is the directory extracted into (a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past); get and extract skip it")
+	default:
+		if p != e.Name {
+			v.warn(i, e.Offset, "name has a \".\" component, which 7-Zip, Info-ZIP and Go's archive/zip read past; get and extract write it as %q", p)
+		}
+		if j, clash := written[p]; clash && v.a.Entries[j].Name != e.Name {
+			v.warn(i, e.Offset, "name is %q without its \".\" components, as is entry %q's: get and extract refuse the archive", p, v.a.Entries[j].Name)
+		} else if !clash {
+			written[p] = i
+		}
+	}
 }
 
 // byOffset sorts ps by offset; none is an empty list, not null, in JSON.

@@ -39,10 +39,10 @@ func csvColumnsOf(names []string) csvColumns {
 	}
 }
 
-// readCSVFile reads one gzip-compressed CSV data file, checking its MD5 on the
+// csvFile reads one gzip-compressed CSV data file, checking its MD5 on the
 // same read.
-func readCSVFile(ctx context.Context, open Opener, f File, columns []string, sum *Summary, yield func(Record) error) error {
-	rc, err := open.Open(ctx, f.Key)
+func (rd *reader) csvFile(ctx context.Context, f File, columns []string) error {
+	rc, err := rd.open.Open(ctx, f.Key)
 	if err != nil {
 		return fmt.Errorf("inventory: open data file %q: %w", f.Key, err)
 	}
@@ -52,15 +52,15 @@ func readCSVFile(ctx context.Context, open Opener, f File, columns []string, sum
 	if err != nil {
 		return fmt.Errorf("inventory file %q: not gzip-compressed CSV (%w); a CSV report's files end in .csv.gz", f.Key, err)
 	}
-	if err := readCSV(ctx, f.Key, gz, columns, sum, yield); err != nil {
+	if err := rd.csv(ctx, f.Key, gz, columns); err != nil {
 		return err
 	}
 	return d.check(f)
 }
 
-// readCSV reads an inventory's CSV rows (no header, columns in the order of
+// csv reads an inventory's CSV rows (no header, columns in the order of
 // the manifest's fileSchema) from r.
-func readCSV(ctx context.Context, file string, r io.Reader, columns []string, sum *Summary, yield func(Record) error) error {
+func (rd *reader) csv(ctx context.Context, file string, r io.Reader, columns []string) error {
 	cols := csvColumnsOf(columns)
 	cr := csv.NewReader(bufio.NewReaderSize(r, 256<<10))
 	cr.FieldsPerRecord = len(columns)
@@ -86,10 +86,7 @@ func readCSV(ctx context.Context, file string, r io.Reader, columns []string, su
 		if err != nil {
 			return &RowError{File: file, Row: row, Err: err}
 		}
-		if !sum.keep(&rec) {
-			continue
-		}
-		if err := yield(rec); err != nil {
+		if err := rd.take(rec); err != nil {
 			return err
 		}
 	}

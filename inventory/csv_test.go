@@ -276,7 +276,7 @@ func TestReadCanceled(t *testing.T) {
 	}
 }
 
-// FuzzReadCSV: whatever the bytes, readCSV returns (no panic), every record
+// FuzzReadCSV: whatever the bytes, reader.csv returns (no panic), every record
 // it yields has a bucket, a key and a size, and an error names its row.
 func FuzzReadCSV(f *testing.F) {
 	f.Add(object("a+b%2Bc", 1, "e", "CRC32"))
@@ -289,15 +289,16 @@ func FuzzReadCSV(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		var sum Summary
 		yielded := int64(0)
-		err := readCSV(context.Background(), "fuzz.csv", strings.NewReader(text), columns, &sum, func(r Record) error {
+		rd := &reader{yield: func(r Record) error {
 			yielded++
 			if r.Bucket == "" || r.Key == "" || r.Size < 0 || !r.IsLatest || r.IsDeleteMarker {
 				t.Fatalf("yielded %+v", r)
 			}
 			return nil
-		})
+		}}
+		err := rd.csv(context.Background(), "fuzz.csv", strings.NewReader(text), columns)
+		sum := rd.sum
 		if yielded != sum.Objects || sum.Rows != sum.Objects+sum.DeleteMarkers+sum.NonLatest {
 			t.Fatalf("summary %+v after %d records", sum, yielded)
 		}

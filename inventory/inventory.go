@@ -120,29 +120,45 @@ const rowsBetweenCancelChecks = 4096
 // A Parquet file is copied to os.TempDir (on Lambda, /tmp) while it is read:
 // Read needs the disk space of the largest Parquet data file, one at a time.
 func Read(ctx context.Context, open Opener, m *Manifest, yield func(Record) error) (Summary, error) {
-	var sum Summary
 	if m.Format != FormatCSV && m.Format != FormatParquet {
-		return sum, fmt.Errorf("inventory: manifest of format %q (fileFormat %q) cannot be read: get the manifest from ReadManifest or ParseManifest", m.Format, m.FileFormat)
+		return Summary{}, fmt.Errorf("inventory: manifest of format %q (fileFormat %q) cannot be read: get the manifest from ReadManifest or ParseManifest", m.Format, m.FileFormat)
 	}
 	columns, err := schemaColumns(m.Format, m.FileSchema)
 	if err != nil {
-		return sum, err
+		return Summary{}, err
 	}
+	rd := &reader{open: open, yield: yield}
 	for _, f := range m.Files {
 		if err := ctx.Err(); err != nil {
-			return sum, err
+			return rd.sum, err
 		}
 		if m.Format == FormatCSV {
-			err = readCSVFile(ctx, open, f, columns, &sum, yield)
+			err = rd.csvFile(ctx, f, columns)
 		} else {
-			err = readParquetFile(ctx, open, f, &sum, yield)
+			err = rd.parquetFile(ctx, f)
 		}
 		if err != nil {
-			return sum, err
+			return rd.sum, err
 		}
-		sum.Files++
+		rd.sum.Files++
 	}
-	return sum, nil
+	return rd.sum, nil
+}
+
+// reader is one Read under way: where its data files come from, what it has
+// counted so far, and the caller's yield, which takes the records it keeps.
+type reader struct {
+	open  Opener
+	yield func(Record) error
+	sum   Summary
+}
+
+// take counts a row's record and yields it when it is an object to archive.
+func (rd *reader) take(rec Record) error {
+	if !rd.sum.keep(&rec) {
+		return nil
+	}
+	return rd.yield(rec)
 }
 
 // keep counts a row and says whether it is yielded: delete markers and

@@ -17,11 +17,11 @@ import (
 // amortise the call, few enough that the buffer stays small.
 const parquetRowsPerRead = 256
 
-// readParquetFile copies one Parquet data file to a temporary file (Parquet
+// parquetFile copies one Parquet data file to a temporary file (Parquet
 // is read from its footer backwards, so it needs random access), checking its
 // MD5 on the way, then reads its rows from there.
-func readParquetFile(ctx context.Context, open Opener, f File, sum *Summary, yield func(Record) error) error {
-	rc, err := open.Open(ctx, f.Key)
+func (rd *reader) parquetFile(ctx context.Context, f File) error {
+	rc, err := rd.open.Open(ctx, f.Key)
 	if err != nil {
 		return fmt.Errorf("inventory: open data file %q: %w", f.Key, err)
 	}
@@ -40,12 +40,12 @@ func readParquetFile(ctx context.Context, open Opener, f File, sum *Summary, yie
 	if err := d.check(f); err != nil {
 		return err
 	}
-	return readParquet(ctx, f.Key, tmp, size, sum, yield)
+	return rd.parquet(ctx, f.Key, tmp, size)
 }
 
-// readParquet reads an inventory's Parquet rows from r, by the column names
+// parquet reads an inventory's Parquet rows from r, by the column names
 // S3 writes, whatever their order in the file.
-func readParquet(ctx context.Context, file string, r io.ReaderAt, size int64, sum *Summary, yield func(Record) error) error {
+func (rd *reader) parquet(ctx context.Context, file string, r io.ReaderAt, size int64) error {
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return fmt.Errorf("inventory file %q: not a Parquet file: %w", file, err)
@@ -71,10 +71,7 @@ func readParquet(ctx context.Context, file string, r io.ReaderAt, size int64, su
 					rows.Close()
 					return &RowError{File: file, Row: row, Err: rerr}
 				}
-				if !sum.keep(&rec) {
-					continue
-				}
-				if yerr := yield(rec); yerr != nil {
+				if yerr := rd.take(rec); yerr != nil {
 					rows.Close()
 					return yerr
 				}

@@ -125,7 +125,7 @@ func parseCSV(r io.Reader) ([]Line, error) {
 			return rec[i]
 		}
 		field := func(col string) string { return strings.TrimSpace(raw(col)) }
-		l, err := makeLine(lineNum, raw("key"), field("size"), field("crc32"), raw("name"), field("etag"), field("bucket"))
+		l, err := rawLine{key: raw("key"), size: field("size"), crc32: field("crc32"), name: raw("name"), etag: field("etag"), bucket: field("bucket")}.parse(lineNum)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func parseJSONLines(r *bufio.Reader) ([]Line, error) {
 		if j.Size != nil {
 			size = strings.Trim(string(*j.Size), `"`)
 		}
-		l, err := makeLine(n, *j.Key, size, j.CRC32, j.Name, j.ETag, j.Bucket)
+		l, err := rawLine{key: *j.Key, size: size, crc32: j.CRC32, name: j.Name, etag: j.ETag, bucket: j.Bucket}.parse(n)
 		if err != nil {
 			return nil, err
 		}
@@ -197,23 +197,30 @@ func parseJSONLines(r *bufio.Reader) ([]Line, error) {
 	return out, nil
 }
 
-func makeLine(n int, key, size, crc, name, etag, bucket string) (Line, error) {
-	l := Line{Key: key, Name: name, ETag: etag, Bucket: bucket, Size: -1, LineNum: n}
-	if key == "" {
+// rawLine is one line's columns as the manifest gives them, CSV or JSON
+// Lines alike, before they are checked.
+type rawLine struct {
+	key, size, crc32, name, etag, bucket string
+}
+
+// parse checks w, the manifest's line n, and returns it as a Line.
+func (w rawLine) parse(n int) (Line, error) {
+	l := Line{Key: w.key, Name: w.name, ETag: w.etag, Bucket: w.bucket, Size: -1, LineNum: n}
+	if w.key == "" {
 		return l, &Error{n, "empty key"}
 	}
-	if size != "" && size != "null" {
-		v, err := strconv.ParseInt(size, 10, 64)
+	if w.size != "" && w.size != "null" {
+		v, err := strconv.ParseInt(w.size, 10, 64)
 		if err != nil {
-			return l, &Error{n, fmt.Sprintf("size %q is not a whole number of bytes", size)}
+			return l, &Error{n, fmt.Sprintf("size %q is not a whole number of bytes", w.size)}
 		}
 		if v < 0 {
 			return l, &Error{n, fmt.Sprintf("negative size %d", v)}
 		}
 		l.Size = v
 	}
-	if crc != "" {
-		v, err := ParseCRC(crc)
+	if w.crc32 != "" {
+		v, err := ParseCRC(w.crc32)
 		if err != nil {
 			return l, &Error{n, err.Error()}
 		}

@@ -38,13 +38,14 @@ func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("batch", "s3zip batch [--endpoint URL] [--stats] [-v] < BATCH_INPUT.json",
 		"Build one Distributed Map batch of part jobs (a workflow.BatchInput JSON document on stdin) as the\n"+
 			"worker Lambda does, and print its result on stdout. Plumbing for the benchmark (bench/README.md).")
-	endpoint := fs.String("endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
-	stats := fs.Bool("stats", false, "print requests by API and peak memory as a JSON line on stderr")
-	verbose := fs.Bool("v", false, "log every part")
+	var opts batchOptions
+	fs.StringVar(&opts.endpoint, "endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
+	fs.BoolVar(&opts.stats, "stats", false, "print requests by API and peak memory as a JSON line on stderr")
+	fs.BoolVar(&opts.verbose, "v", false, "log every part")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
-	err := buildBatch(ctx, os.Stdin, stdout, *endpoint, *stats, *verbose)
+	err := buildBatch(ctx, os.Stdin, stdout, opts)
 	if err != nil {
 		line, _ := json.Marshal(BatchError{ErrorType: workflow.ErrorType(err), ErrorMessage: err.Error()})
 		fmt.Fprintf(os.Stderr, "%s\n", line)
@@ -53,21 +54,28 @@ func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, endpoint string, stats, verbose bool) error {
+// batchOptions are `s3zip batch`'s flags.
+type batchOptions struct {
+	endpoint       string // S3's, "" for the default
+	stats, verbose bool
+}
+
+// buildBatch builds the batch stdin holds and writes its output to stdout.
+func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, opts batchOptions) error {
 	var in workflow.BatchInput
 	dec := json.NewDecoder(stdin)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return fmt.Errorf("batch: stdin is not a workflow.BatchInput JSON document: %w", err)
 	}
-	client, err := newS3Client(ctx, endpoint)
+	client, err := newS3Client(ctx, opts.endpoint)
 	if err != nil {
 		return err
 	}
 	counter := s3metrics.New()
 	client = s3.New(client.Options(), counter.Option())
 	level := slog.LevelWarn
-	if verbose {
+	if opts.verbose {
 		level = slog.LevelDebug
 	}
 	w := &workflow.Worker{
@@ -82,7 +90,7 @@ func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, endpoint
 	if err := json.NewEncoder(stdout).Encode(out); err != nil {
 		return fmt.Errorf("batch: write result: %w", err)
 	}
-	if stats {
+	if opts.stats {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		line, _ := json.Marshal(BatchStats{Requests: counter.Snapshot(), PeakRSSBytes: ru.Maxrss * 1024}) // Linux: KiB

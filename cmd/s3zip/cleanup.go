@@ -217,15 +217,60 @@ func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 // Live runs are left alone.
 func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination, self string) (*cleanupResult, error) {
 	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
-	root := workPrefix(workBucket)
+	cl := &cleaner{c: c, workBucket: workBucket}
+	prefixes, now, err := cl.runPrefixes(ctx)
+	if err != nil {
+		return res, err
+	}
+	records, err := cl.records(ctx, prefixes)
+	if err != nil {
+		return res, err
+	}
+	recorded := map[string]bool{}
+	for _, r := range records {
+		if r.uploadID != "" {
+			recorded[r.uploadID] = true
+		}
+		m := r.marker
+		if m == nil || m.Execution == self || m.Archive == "" && m.Destination != dest.URI() || m.Archive != "" && m.Archive != dest.URI() {
+			continue
+		}
+		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
+		f.Dead, f.Why = runDead(m, r.lastBeat, now)
+		if f.Dead {
+			cl.clean(ctx, &f)
+		}
+		res.Runs = append(res.Runs, f)
+	}
+	if res.Unrecorded, err = cl.unrecordedUploads(ctx, dest, recorded); err != nil {
+		return res, err
+	}
+	for _, f := range res.Runs {
+		if f.CleanError != "" {
+			return res, fmt.Errorf("remove what run %s left: %s", f.Marker.Execution, f.CleanError)
+		}
+	}
+	return res, nil
+}
+
+// cleaner finds and removes what dead runs left in one work bucket.
+type cleaner struct {
+	c          *s3.Client
+	workBucket string
+}
+
+// runPrefixes lists the work prefixes of creates and of extracts, and
+// returns them with the server's time (the clock heartbeats are judged by;
+// this machine's when the server gives none).
+func (cl *cleaner) runPrefixes(ctx context.Context) ([]string, time.Time, error) {
 	var prefixes []string
 	now := time.Time{}
-	for _, under := range []string{root, extract.Config{WorkBucket: workBucket}.Defaults().ExecutionsPrefix()} {
-		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &workBucket, Prefix: &under, Delimiter: aws.String("/")})
+	for _, under := range []string{workPrefix(cl.workBucket), extract.Config{WorkBucket: cl.workBucket}.Defaults().ExecutionsPrefix()} {
+		p := s3.NewListObjectsV2Paginator(cl.c, &s3.ListObjectsV2Input{Bucket: &cl.workBucket, Prefix: &under, Delimiter: aws.String("/")})
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return res, fmt.Errorf("list s3://%s/%s: %w", workBucket, under, err)
+				return nil, now, fmt.Errorf("list s3://%s/%s: %w", cl.workBucket, under, err)
 			}
 			if t, ok := awsmiddleware.GetServerTime(page.ResultMetadata); ok && now.IsZero() {
 				now = t
@@ -238,98 +283,107 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest wo
 	if now.IsZero() {
 		now = time.Now()
 	}
-	// Every work prefix's marker and upload record, read a few at a time.
-	type record struct {
-		marker   *runMarker
-		lastBeat time.Time
-		uploadID string
-	}
-	records := make([]record, len(prefixes))
+	return prefixes, now, nil
+}
+
+// runRecord is what a work prefix holds about its run: its marker (nil
+// when it has none that names the prefix), when that was last written, and
+// a create's archive upload.
+type runRecord struct {
+	marker   *runMarker
+	lastBeat time.Time
+	uploadID string
+}
+
+// records reads every work prefix's marker and upload record, a few at a time.
+func (cl *cleaner) records(ctx context.Context, prefixes []string) ([]runRecord, error) {
+	records := make([]runRecord, len(prefixes))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, prefix := range prefixes {
-		g.Go(func() error {
-			out, err := c.GetObject(gctx, &s3.GetObjectInput{Bucket: &workBucket, Key: aws.String(prefix + markerName)})
-			if err == nil {
-				var m runMarker
-				doc, rerr := io.ReadAll(io.LimitReader(out.Body, 1<<20))
-				out.Body.Close()
-				if rerr == nil && json.Unmarshal(doc, &m) == nil && m.Execution != "" && prefix == markerPrefix(workBucket, &m) {
-					records[i].marker, records[i].lastBeat = &m, aws.ToTime(out.LastModified)
-				}
-			} else if !s3x.NotFound(err) {
-				return fmt.Errorf("read s3://%s/%s%s: %w", workBucket, prefix, markerName, err)
-			}
-			out, err = c.GetObject(gctx, &s3.GetObjectInput{Bucket: &workBucket, Key: aws.String(prefix + "upload.json")})
-			if err == nil {
-				var job workflow.Job
-				doc, rerr := io.ReadAll(io.LimitReader(out.Body, 1<<20))
-				out.Body.Close()
-				if rerr == nil && json.Unmarshal(doc, &job) == nil {
-					records[i].uploadID = job.UploadID
-				}
-			} else if !s3x.NotFound(err) {
-				return fmt.Errorf("read s3://%s/%supload.json: %w", workBucket, prefix, err)
-			}
-			return nil
-		})
+		g.Go(func() error { return cl.record(gctx, prefix, &records[i]) })
 	}
-	if err := g.Wait(); err != nil {
-		return res, err
-	}
-	recorded := map[string]bool{}
-	aborter := &workflow.Aborter{S3: c, Config: workflow.Config{WorkBucket: workBucket}, Log: slog.New(slog.DiscardHandler)}
-	for _, r := range records {
-		if r.uploadID != "" {
-			recorded[r.uploadID] = true
-		}
-		m := r.marker
-		if m == nil || m.Execution == self || m.Archive == "" && m.Destination != dest.URI() || m.Archive != "" && m.Archive != dest.URI() {
-			continue
-		}
-		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
-		f.Dead, f.Why = runDead(m, r.lastBeat, now)
-		if f.Dead && m.Archive != "" {
-			ea := &extract.Aborter{S3: c, Config: extract.Config{WorkBucket: workBucket}}
-			if out, err := ea.AbortDead(ctx, m.Execution); err != nil {
-				f.CleanError = err.Error()
-			} else {
-				f.Uploads, f.Extracted, f.Objects = out.UploadsAborted, out.ObjectsDeleted, out.WorkDeleted
-			}
-		} else if f.Dead {
-			// The Aborter counts objects, not the uploads under the prefix
-			// (chain rounds, CRC probes): count those first.
-			prefix := root + m.Execution + "/"
-			if ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &workBucket, Prefix: &prefix}); err == nil {
-				f.Uploads = len(ups.Uploads)
-			}
-			out, err := aborter.Abort(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
-			if err != nil {
-				f.CleanError = err.Error()
-			} else {
-				f.Objects = out.WorkDeleted
-				if out.UploadAborted {
-					f.Uploads++
-				}
-			}
-		}
-		res.Runs = append(res.Runs, f)
-	}
-	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &dest.Bucket, Prefix: &dest.Key})
+	return records, g.Wait()
+}
+
+// record reads prefix's marker and upload record into r; either may be
+// missing, or not readable as one (then it is not a run's).
+func (cl *cleaner) record(ctx context.Context, prefix string, r *runRecord) error {
+	var m runMarker
+	ok, written, err := cl.readDoc(ctx, prefix+markerName, &m)
 	if err != nil {
-		return res, fmt.Errorf("list uploads of %s: %w", dest.URI(), err)
+		return err
 	}
+	if ok && m.Execution != "" && prefix == markerPrefix(cl.workBucket, &m) {
+		r.marker, r.lastBeat = &m, written
+	}
+	var job workflow.Job
+	if ok, _, err = cl.readDoc(ctx, prefix+"upload.json", &job); ok {
+		r.uploadID = job.UploadID
+	}
+	return err
+}
+
+// readDoc reads the JSON document at key into v and says whether v holds it
+// (not when there is none, or it cannot be read as v) and when it was
+// written. Only a GET that fails otherwise than "not found" is an error.
+func (cl *cleaner) readDoc(ctx context.Context, key string, v any) (bool, time.Time, error) {
+	out, err := cl.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &cl.workBucket, Key: &key})
+	if s3x.NotFound(err) {
+		return false, time.Time{}, nil
+	}
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("read s3://%s/%s: %w", cl.workBucket, key, err)
+	}
+	doc, err := io.ReadAll(io.LimitReader(out.Body, 1<<20))
+	out.Body.Close()
+	return err == nil && json.Unmarshal(doc, v) == nil, aws.ToTime(out.LastModified), nil
+}
+
+// clean removes what the dead run f left, as its Abort would, and counts it
+// in f (or says in f.CleanError why it could not).
+func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
+	m := f.Marker
+	if m.Archive != "" {
+		ea := &extract.Aborter{S3: cl.c, Config: extract.Config{WorkBucket: cl.workBucket}}
+		if out, err := ea.AbortDead(ctx, m.Execution); err != nil {
+			f.CleanError = err.Error()
+		} else {
+			f.Uploads, f.Extracted, f.Objects = out.UploadsAborted, out.ObjectsDeleted, out.WorkDeleted
+		}
+		return
+	}
+	// The Aborter counts objects, not the uploads under the prefix (chain
+	// rounds, CRC probes): count those first.
+	prefix := workPrefix(cl.workBucket) + m.Execution + "/"
+	if ups, err := cl.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &cl.workBucket, Prefix: &prefix}); err == nil {
+		f.Uploads = len(ups.Uploads)
+	}
+	aborter := &workflow.Aborter{S3: cl.c, Config: workflow.Config{WorkBucket: cl.workBucket}, Log: slog.New(slog.DiscardHandler)}
+	out, err := aborter.Abort(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
+	if err != nil {
+		f.CleanError = err.Error()
+		return
+	}
+	f.Objects = out.WorkDeleted
+	if out.UploadAborted {
+		f.Uploads++
+	}
+}
+
+// unrecordedUploads are the uploads of dest's key that no run records.
+func (cl *cleaner) unrecordedUploads(ctx context.Context, dest workflow.Destination, recorded map[string]bool) ([]string, error) {
+	ups, err := cl.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &dest.Bucket, Prefix: &dest.Key})
+	if err != nil {
+		return nil, fmt.Errorf("list uploads of %s: %w", dest.URI(), err)
+	}
+	var unrecorded []string
 	for _, u := range ups.Uploads {
 		if aws.ToString(u.Key) == dest.Key && !recorded[aws.ToString(u.UploadId)] {
-			res.Unrecorded = append(res.Unrecorded, fmt.Sprintf("%s (initiated %s)", aws.ToString(u.UploadId), aws.ToTime(u.Initiated).UTC().Format(time.RFC3339)))
+			unrecorded = append(unrecorded, fmt.Sprintf("%s (initiated %s)", aws.ToString(u.UploadId), aws.ToTime(u.Initiated).UTC().Format(time.RFC3339)))
 		}
 	}
-	for _, f := range res.Runs {
-		if f.CleanError != "" {
-			return res, fmt.Errorf("remove what run %s left: %s", f.Marker.Execution, f.CleanError)
-		}
-	}
-	return res, nil
+	return unrecorded, nil
 }
 
 // runDead decides whether the run a marker names is over, and says why.
@@ -416,9 +470,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(res); jerr != nil && err == nil {
+		if jerr := printJSON(stdout, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else if res != nil {
@@ -468,13 +520,15 @@ func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMark
 	return lease
 }
 
-// startExtractRun writes the marker of an extract of archive into dest
-// (s3://bucket/prefix/), so that `s3zip cleanup` of the archive finds what
-// the run leaves if it is killed.
-func startExtractRun(ctx context.Context, c *s3.Client, workBucket, execution string, archive workflow.Destination, dest string) *markerLease {
-	m := newMarker(execution, dest)
+// startExtractRun writes the marker of the extract req describes (its
+// archive, its destination s3://bucket/prefix/, its execution, in its work
+// bucket), so that `s3zip cleanup` of the archive finds what the run leaves
+// if it is killed.
+func startExtractRun(ctx context.Context, c *s3.Client, req extract.Request) *markerLease {
+	archive := workflow.Destination{Bucket: req.Bucket, Key: req.Key}
+	m := newMarker(req.Execution, fmt.Sprintf("s3://%s/%s", req.DestBucket, req.Prefix))
 	m.Archive = archive.URI()
-	return leaseMarker(ctx, housekeeping(c), workBucket, m, archive)
+	return leaseMarker(ctx, housekeeping(c), req.WorkBucket, m, archive)
 }
 
 // cleanupHint is the command that removes what the current create leaves

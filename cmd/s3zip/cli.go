@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -290,4 +291,11 @@ func atLeast(cmd, flagName string, v, least int) error {
 		return usageErrorf("%s: --%s %d: want %d or more", cmd, flagName, v, least)
 	}
 	return nil
+}
+
+// printJSON writes v to w as indented JSON: every command's --json.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

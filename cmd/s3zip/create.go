@@ -17,83 +17,110 @@ import (
 )
 
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest s3://bucket/out.zip [flags]",
-		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+
-			"run from here against any S3 endpoint. Nothing is left behind on failure: the upload is aborted\n"+
-			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
-	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket")
-	dest := fs.String("dest", "", "write the archive to `s3://bucket/key.zip`")
-	batch := fs.Int("batch", workflow.DefaultPartsPerBatch, "part jobs per batch (the Map's MaxItemsPerBatch, as deployed)")
-	workBucket := fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)")
-	overwrite := fs.Bool("overwrite", false, "replace an existing archive")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	verbose := fs.Bool("v", false, "log every step")
-	stateMachine := fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it")
-	presign := presignFlag(fs)
+	fs, cf := newCreateFlags()
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
-	linkLife, err := presignExpiry("create", fs, *presign)
+	linkLife, err := presignExpiry("create", fs, *cf.presign)
 	if err != nil {
 		return err
 	}
-	if err := rf.check("create"); err != nil {
-		return err
-	}
-	if err := atLeast("create", "batch", *batch, 1); err != nil {
-		return err
-	}
-	req, err := rf.sourceRequest("create")
+	req, err := cf.request()
 	if err != nil {
 		return err
 	}
-	if *dest == "" {
-		return usageErrorf("create: --dest s3://bucket/key.zip is missing")
-	}
-	b, k, err := parseS3URI(*dest)
-	if err != nil {
-		return usageErrorf("create: --dest: %v", err)
-	}
-	req.Destination = workflow.Destination{Bucket: b, Key: k}
-	req.Options.Overwrite = *overwrite
-	if err := req.Validate(); err != nil {
-		return inFlagTerms(err)
-	}
-	if *stateMachine != "" { // typed empty, parse refused it
+	show := resultOutput{stdout: stdout, asJSON: *cf.asJSON, linkLife: linkLife}
+	if *cf.stateMachine != "" { // typed empty, parse refused it
 		// The deployment's own default concurrency applies unless --workers is
 		// given or the account's Lambda concurrency is below it (fitToAccount).
 		if !fs.given("workers") {
 			req.Options.MaxConcurrency = 0
 		}
-		return startDeployed(ctx, *stateMachine, req, *asJSON, linkLife, stdout, stderrWriter)
+		return startDeployed(ctx, *cf.stateMachine, req, show)
 	}
-	if *workBucket == "" {
-		*workBucket = b
+	return cf.runHere(ctx, req, show)
+}
+
+// createFlags are create's flags beside the request flags it shares with plan.
+type createFlags struct {
+	rf                             *requestFlags
+	dest, workBucket, stateMachine *string
+	batch                          *int
+	overwrite, asJSON, verbose     *bool
+	presign                        *string
+}
+
+func newCreateFlags() (*flags, *createFlags) {
+	fs := newFlags("create", "s3zip create (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --inventory s3://bucket/…/manifest.json) --dest s3://bucket/out.zip [flags]",
+		"Build a ZIP archive of S3 objects in S3: the Step Functions workflow (plan, build parts, finalize),\n"+
+			"run from here against any S3 endpoint. Nothing is left behind on failure: the upload is aborted\n"+
+			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
+	return fs, &createFlags{
+		rf:           addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket"),
+		dest:         fs.String("dest", "", "write the archive to `s3://bucket/key.zip`"),
+		batch:        fs.Int("batch", workflow.DefaultPartsPerBatch, "part jobs per batch (the Map's MaxItemsPerBatch, as deployed)"),
+		workBucket:   fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)"),
+		overwrite:    fs.Bool("overwrite", false, "replace an existing archive"),
+		asJSON:       fs.Bool("json", false, "print the result as JSON"),
+		verbose:      fs.Bool("v", false, "log every step"),
+		stateMachine: fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it"),
+		presign:      presignFlag(fs),
 	}
-	client, err := connect(ctx, "create", *rf.endpoint, runChecks(req, *workBucket)...)
+}
+
+// request is the workflow request the flags describe, checked as the
+// planner checks it.
+func (cf *createFlags) request() (workflow.Request, error) {
+	if err := cf.rf.check("create"); err != nil {
+		return workflow.Request{}, err
+	}
+	if err := atLeast("create", "batch", *cf.batch, 1); err != nil {
+		return workflow.Request{}, err
+	}
+	req, err := cf.rf.sourceRequest("create")
+	if err != nil {
+		return workflow.Request{}, err
+	}
+	if *cf.dest == "" {
+		return workflow.Request{}, usageErrorf("create: --dest s3://bucket/key.zip is missing")
+	}
+	b, k, err := parseS3URI(*cf.dest)
+	if err != nil {
+		return workflow.Request{}, usageErrorf("create: --dest: %v", err)
+	}
+	req.Destination = workflow.Destination{Bucket: b, Key: k}
+	req.Options.Overwrite = *cf.overwrite
+	if err := req.Validate(); err != nil {
+		return workflow.Request{}, inFlagTerms(err)
+	}
+	return req, nil
+}
+
+// runHere runs the workflow's handlers here, as the state machine would,
+// keeping this run's marker (and removing what dead runs for the same
+// destination left) while it lasts.
+func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show resultOutput) error {
+	workBucket := *cf.workBucket
+	if workBucket == "" {
+		workBucket = req.Destination.Bucket
+	}
+	client, err := connect(ctx, "create", *cf.rf.endpoint, runChecks(req, workBucket)...)
 	if err != nil {
 		return err
 	}
 	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
 	counter := s3metrics.New()
-	client = s3.New(client.Options(), counter.Option())
-
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(quietOnInterrupt{ctx, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
 	progress := newProgressPrinter(os.Stderr)
 	runner := &workflow.Runner{
-		S3:         client,
-		Config:     workflow.Config{WorkBucket: *workBucket, DefaultMaxConcurrency: *rf.workers, PartsPerBatch: *batch},
-		Log:        log,
+		S3:         s3.New(client.Options(), counter.Option()),
+		Config:     workflow.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch},
+		Log:        cf.logger(ctx),
 		OnProgress: progress.update,
 	}
 	raw, _ := json.Marshal(req)
 	start := time.Now()
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
-	lease := startRun(ctx, plain, *workBucket, execution, req.Destination)
+	lease := startRun(ctx, plain, workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
 	progress.finish(err)
 	lease.stop(ctx)
@@ -103,44 +130,78 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 			if res != nil {
 				job = res.Job
 			}
-			return interruptedCreate(ctx, plain, *workBucket, execution, job)
+			return interruptedCreate(ctx, plain, workBucket, execution, job)
 		}
 		return inFlagTerms(err)
 	}
-	wall := time.Since(start)
-	out := res.Output
-	var l *links
-	if linkLife > 0 {
-		var warning string
-		if l, warning, err = signLinks(ctx, plain, out.Archive.URI, out.Report, linkLife); err != nil {
-			return fmt.Errorf("create: the archive %s is complete, but its link was not signed: %w", out.Archive.URI, err)
-		}
-		if warning != "" {
-			out.Warnings = append(out.Warnings, warning)
-		}
+	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start)}
+	if err := made.sign(ctx, plain, show.linkLife); err != nil {
+		return err
 	}
+	return made.print(show)
+}
+
+// logger logs warnings, and every step with -v; quiet once interrupted.
+func (cf *createFlags) logger(ctx context.Context) *slog.Logger {
+	level := slog.LevelWarn
+	if *cf.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(quietOnInterrupt{ctx, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
+}
+
+// createdHere is what a create run here made, and what it took.
+type createdHere struct {
+	out     workflow.FinalizeOutput
+	links   *links // with --presign
+	counter *s3metrics.Counter
+	wall    time.Duration
+}
+
+// sign signs links to the archive and its report for linkLife (none when 0).
+func (c *createdHere) sign(ctx context.Context, client *s3.Client, linkLife time.Duration) error {
+	if linkLife <= 0 {
+		return nil
+	}
+	l, warning, err := signLinks(ctx, client, c.out.Archive.URI, c.out.Report, linkLife)
+	if err != nil {
+		return fmt.Errorf("create: the archive %s is complete, but its link was not signed: %w", c.out.Archive.URI, err)
+	}
+	c.links = l
+	if warning != "" {
+		c.out.Warnings = append(c.out.Warnings, warning)
+	}
+	return nil
+}
+
+// print shows the warnings on stderr and the result on show.stdout.
+func (c *createdHere) print(show resultOutput) error {
+	out, w := c.out, show.stdout
 	printWarnings(out.Warnings)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
-			"requests": counter.Snapshot(), "wallSeconds": wall.Seconds(), "links": l})
+	if show.asJSON {
+		return printJSON(w, map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
+			"requests": c.counter.Snapshot(), "wallSeconds": c.wall.Seconds(), "links": c.links})
 	}
 	st := out.Stats
-	printArchive(stdout, out.Archive, st)
-	fmt.Fprintf(stdout, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
+	printArchive(w, out.Archive, st)
+	fmt.Fprintf(w, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
+	printRequests(w, c.counter)
+	if n := c.counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
+		fmt.Fprintf(w, "            (%d AbortMultipartUpload: %s)\n", n, abortReason)
+	}
+	fmt.Fprintf(w, "report      %s\n", reportOrWhy(out.Report))
+	printLinks(w, c.links)
+	fmt.Fprintf(w, "wall time   %.2f s%s\n", c.wall.Seconds(), rate(out.Archive.Size, c.wall.Seconds()))
+	return nil
+}
+
+// printRequests is the summary's line of S3 requests, by API, most first.
+func printRequests(w io.Writer, counter *s3metrics.Counter) {
 	var reqs []string
 	for _, c := range counter.Sorted() {
 		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))
 	}
-	fmt.Fprintf(stdout, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
-	if n := counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
-		fmt.Fprintf(stdout, "            (%d AbortMultipartUpload: %s)\n", n, abortReason)
-	}
-	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(out.Report))
-	printLinks(stdout, l)
-	fmt.Fprintf(stdout, "wall time   %.2f s%s\n", wall.Seconds(), rate(out.Archive.Size, wall.Seconds()))
-	return nil
+	fmt.Fprintf(w, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
 }
 
 // printArchive is the summary's first lines, the same for a run here and

@@ -19,99 +19,127 @@ import (
 )
 
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
-		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
-			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
-			"(PREFIX/"+extract.ReportName+") lists every object written.")
-	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)")
-	workers := fs.Int("workers", 8, "jobs run at once, 1 to 1000")
-	overwrite := fs.Bool("overwrite", false, "replace objects that already exist under the prefix")
-	skip := fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive")
-	small := fs.Int64("small-stored", 0, "STORED entries below this many `bytes` are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)")
-	modelFile := fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	workBucket := fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)")
+	fs, xf := newExtractFlags()
 	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs("extract", pos, "s3://BUCKET/KEY.zip", "s3://BUCKET/PREFIX/"); err != nil {
-		return err
-	}
-	ab, ak, err := parseS3ObjectURI(pos[0])
-	if err != nil {
-		return usageErrorf("extract: archive: %v", err)
-	}
-	db, dp, err := parseS3URI(pos[1])
-	if err != nil {
-		return usageErrorf("extract: destination: %v", err)
-	}
-	if dp != "" && !strings.HasSuffix(dp, "/") {
-		return usageErrorf("extract: destination %q: a prefix must end in / (s3://%s/%s/)", pos[1], db, dp)
-	}
-	if *workers < 1 || *workers > 1000 {
-		return usageErrorf("extract: --workers %d: want 1 to 1000", *workers)
-	}
-	smallStored, err := smallStoredOption(fs, *small)
+	req, err := xf.request(fs, pos)
 	if err != nil {
 		return err
 	}
-	var model *plan.Model
-	if *modelFile != "" {
-		if model, err = readModel(*modelFile); err != nil {
-			return usageErrorf("extract: --model: %v", err)
-		}
+	checks := []bucketCheck{{role: "archive", bucket: req.Bucket, object: req.Key}, {role: "destination", bucket: req.DestBucket}}
+	if req.WorkBucket != "" {
+		checks = append(checks, bucketCheck{role: "work", bucket: req.WorkBucket})
 	}
-	checks := []bucketCheck{{role: "archive", bucket: ab, object: ak}, {role: "destination", bucket: db}}
-	if *workBucket != "" {
-		checks = append(checks, bucketCheck{role: "work", bucket: *workBucket})
-	}
-	client, err := connect(ctx, "extract", *endpoint, checks...)
+	client, err := connect(ctx, "extract", *xf.endpoint, checks...)
 	if err != nil {
 		return err
 	}
 	plain := client // housekeeping (the run marker) stays out of the request counts
 	counter := s3metrics.New()
-	client = s3.New(client.Options(), counter.Option())
 	progress := newProgressPrinter(os.Stderr)
 	start := time.Now()
-	execution := fmt.Sprintf("local-extract-%s", start.UTC().Format("20060102T150405.000000000"))
-	if *workBucket == "" {
-		*workBucket = db
+	req.Execution = fmt.Sprintf("local-extract-%s", start.UTC().Format("20060102T150405.000000000"))
+	if req.WorkBucket == "" {
+		req.WorkBucket = req.DestBucket
 	}
-	lease := startExtractRun(ctx, plain, *workBucket, execution, workflow.Destination{Bucket: ab, Key: ak}, fmt.Sprintf("s3://%s/%s", db, dp))
-	res, err := extract.Run(ctx, client, extract.Request{
-		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *overwrite, Workers: *workers, WorkBucket: *workBucket, Execution: execution,
-		Options: extract.Options{SkipUnsupported: *skip, SmallStored: smallStored, Model: model},
-	}, func(p extract.Progress) {
-		progress.updateExtract(p)
-	})
+	lease := startExtractRun(ctx, plain, req)
+	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
 	progress.finish(err)
 	lease.stop(ctx)
 	if err != nil {
 		return err
 	}
-	wall := time.Since(start)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"result": res, "plan": res.Plan, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
+	made := extractedHere{res: res, counter: counter, wall: time.Since(start)}
+	if *xf.asJSON {
+		return printJSON(stdout, map[string]any{"result": res, "plan": res.Plan, "requests": counter.Snapshot(), "wallSeconds": made.wall.Seconds()})
 	}
-	fmt.Fprintf(stdout, "archive     %s (%s)\n", res.Archive, count(res.Entries, "entry", "entries"))
-	fmt.Fprintf(stdout, "objects     %d, %s under s3://%s/%s\n", len(res.Objects), humanBytes(res.Extracted), db, dp)
-	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped     %s (listed in the report)\n", count(len(res.Skipped), "entry", "entries"))
-	}
-	fmt.Fprintf(stdout, "copied      %s server-side\n", humanBytes(res.Copied))
-	fmt.Fprintf(stdout, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
-	var reqs []string
-	for _, c := range counter.Sorted() {
-		reqs = append(reqs, fmt.Sprintf("%d %s", c.N, c.Op))
-	}
-	fmt.Fprintf(stdout, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
-	fmt.Fprintf(stdout, "report      %s\n", res.Report)
-	fmt.Fprintf(stdout, "wall time   %.2f s\n", wall.Seconds())
+	made.print(stdout, req)
 	return nil
+}
+
+// extractFlags are extract's flags.
+type extractFlags struct {
+	endpoint, modelFile, workBucket *string
+	workers                         *int
+	overwrite, skip, asJSON         *bool
+	small                           *int64
+}
+
+func newExtractFlags() (*flags, *extractFlags) {
+	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
+		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
+			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
+			"(PREFIX/"+extract.ReportName+") lists every object written.")
+	return fs, &extractFlags{
+		endpoint:   fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
+		workers:    fs.Int("workers", 8, "jobs run at once, 1 to 1000"),
+		overwrite:  fs.Bool("overwrite", false, "replace objects that already exist under the prefix"),
+		skip:       fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive"),
+		small:      fs.Int64("small-stored", 0, "STORED entries below this many `bytes` are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)"),
+		modelFile:  fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)"),
+		asJSON:     fs.Bool("json", false, "print the result as JSON"),
+		workBucket: fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)"),
+	}
+}
+
+// request is the extract the arguments and flags describe: the archive
+// (pos[0]) into the prefix (pos[1]), with the options checked.
+func (xf *extractFlags) request(fs *flags, pos []string) (extract.Request, error) {
+	if err := wantArgs("extract", pos, "s3://BUCKET/KEY.zip", "s3://BUCKET/PREFIX/"); err != nil {
+		return extract.Request{}, err
+	}
+	ab, ak, err := parseS3ObjectURI(pos[0])
+	if err != nil {
+		return extract.Request{}, usageErrorf("extract: archive: %v", err)
+	}
+	db, dp, err := parseS3URI(pos[1])
+	if err != nil {
+		return extract.Request{}, usageErrorf("extract: destination: %v", err)
+	}
+	if dp != "" && !strings.HasSuffix(dp, "/") {
+		return extract.Request{}, usageErrorf("extract: destination %q: a prefix must end in / (s3://%s/%s/)", pos[1], db, dp)
+	}
+	if *xf.workers < 1 || *xf.workers > 1000 {
+		return extract.Request{}, usageErrorf("extract: --workers %d: want 1 to 1000", *xf.workers)
+	}
+	smallStored, err := smallStoredOption(fs, *xf.small)
+	if err != nil {
+		return extract.Request{}, err
+	}
+	var model *plan.Model
+	if *xf.modelFile != "" {
+		if model, err = readModel(*xf.modelFile); err != nil {
+			return extract.Request{}, usageErrorf("extract: --model: %v", err)
+		}
+	}
+	return extract.Request{
+		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *xf.overwrite, Workers: *xf.workers, WorkBucket: *xf.workBucket,
+		Options: extract.Options{SkipUnsupported: *xf.skip, SmallStored: smallStored, Model: model},
+	}, nil
+}
+
+// extractedHere is what an extract run here wrote, and what it took.
+type extractedHere struct {
+	res     *extract.Result
+	counter *s3metrics.Counter
+	wall    time.Duration
+}
+
+// print is the summary of the extract of req without --json.
+func (x extractedHere) print(w io.Writer, req extract.Request) {
+	res := x.res
+	fmt.Fprintf(w, "archive     %s (%s)\n", res.Archive, count(res.Entries, "entry", "entries"))
+	fmt.Fprintf(w, "objects     %d, %s under s3://%s/%s\n", len(res.Objects), humanBytes(res.Extracted), req.DestBucket, req.Prefix)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(w, "skipped     %s (listed in the report)\n", count(len(res.Skipped), "entry", "entries"))
+	}
+	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(res.Copied))
+	fmt.Fprintf(w, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
+	printRequests(w, x.counter)
+	fmt.Fprintf(w, "report      %s\n", res.Report)
+	fmt.Fprintf(w, "wall time   %.2f s\n", x.wall.Seconds())
 }
 
 // smallStoredOption is --small-stored as extract.Options takes it, where 0

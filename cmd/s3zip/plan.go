@@ -54,53 +54,24 @@ type planSummary struct {
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --inventory s3://bucket/…/manifest.json | --synthetic challenge|small) [flags]",
-		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
-			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
-			"a local manifest must give every object's size.")
-	rf := addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key` (lines without a bucket name objects in its bucket), or a local FILE (which must give sizes)")
-	synthetic := fs.String("synthetic", "", "synthetic data set instead of a source: "+plan.SyntheticSets+" (5 MiB objects or ~4 KiB logs)")
-	count := fs.Int("count", 3000, "objects in the synthetic data set")
-	seed := fs.Uint64("seed", 1, "seed of the synthetic data set")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	fs, pf := newPlanFlags()
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
+	rf := pf.rf
 	if err := rf.check("plan"); err != nil {
 		return err
 	}
-	s, _ := plan.ParseStrategy(*rf.strategy)
-	workers := *rf.workers
-	var entries []plan.Entry
-	var err error
-	localManifest := *rf.manifest != "" && !strings.HasPrefix(*rf.manifest, "s3://")
-	// --source with --inventory narrows the report to a prefix: one source.
-	switch given := btoi(*rf.source != "" || *rf.inventory != "") + btoi(*rf.manifest != "") + btoi(*synthetic != ""); {
-	case given != 1:
-		return usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, --inventory s3://bucket/…/manifest.json, or --synthetic challenge")
-	case *synthetic != "":
-		if err := atLeast("plan", "count", *count, 0); err != nil {
-			return err
-		}
-		var ok bool
-		if entries, ok = plan.Synthetic(*synthetic, *count, *seed); !ok {
-			return usageErrorf("plan: --synthetic %q: the data sets are %s", *synthetic, plan.SyntheticSets)
-		}
-	case localManifest:
-		if entries, err = manifestEntries(*rf.manifest); err != nil {
-			return err
-		}
-	default:
-		if entries, err = s3Entries(ctx, rf); err != nil {
-			return err
-		}
+	entries, err := pf.entries(ctx)
+	if err != nil {
+		return err
 	}
-
 	start := time.Now()
 	// Planned and priced as the deployed planner plans and the Map runs it:
 	// in batches of the deployment's default size.
+	s, _ := plan.ParseStrategy(*rf.strategy)
 	prefer, _ := plan.ParsePreference(*rf.prefer)
-	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
+	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
@@ -109,75 +80,147 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	st := p.Stats()
-	sum := planSummary{
-		Strategy: s, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
-		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
-		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
-		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers,
-		PlanMillis: float64(elapsed.Microseconds()) / 1000,
-	}
-	pred := predictDeployed(p, workers)
-	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
-	if p.Alternative != nil {
-		// Priced as this plan is, not by auto's interpolated estimate.
-		other := opts
-		other.Prefer = p.Alternative.Prefer
-		op, err := plan.Make(entries, other)
-		if err != nil {
-			return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
-		}
-		opred := predictDeployed(op, workers)
-		sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
+	sum := summarize(p, opts, elapsed)
+	if err := sum.priceAlternative(p, entries, opts); err != nil {
+		return err
 	}
 	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
-		// Every entry with data read, in pieces of the default size; text
-		// and logs compress to about a quarter at level 6.
-		rp := plan.ReadPass{Ratio: readRatio}
-		for _, e := range entries {
-			if !e.Dir && e.Size > 0 {
-				rp.Bytes += e.Size
-				rp.Jobs += int((e.Size + workflow.DefaultPieceSize - 1) / workflow.DefaultPieceSize)
-			}
-		}
-		rp.PerBatch = workflow.ReadsPerBatch(rp.Jobs, workers, workflow.DefaultMaxReadsPerBatch)
-		rpred := plan.DefaultModel.PredictRead(rp, workers)
-		sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
+		sum.priceReadPass(entries)
 	}
 	if sum.Advice, err = chainAdvice(p, entries, opts); err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+	if *pf.asJSON {
+		return printJSON(stdout, sum)
 	}
-	fmt.Fprintf(stdout, "strategy        %s\n", sum.Strategy)
-	fmt.Fprintf(stdout, "entries         %d\n", sum.Entries)
-	fmt.Fprintf(stdout, "archive         %s (%d bytes)%s\n", humanBytes(sum.ArchiveBytes), sum.ArchiveBytes, map[bool]string{true: ", ZIP64"}[sum.Zip64])
-	fmt.Fprintf(stdout, "streamed        %s (%.1f%%) through workers\n", humanBytes(sum.StreamedBytes), 100*sum.StreamedFraction)
-	fmt.Fprintf(stdout, "copied          %s server-side\n", humanBytes(sum.CopiedBytes))
-	fmt.Fprintf(stdout, "parts           %d (%d upload, %d copy, %d chain in %d rounds)\n", sum.Parts, sum.UploadParts, sum.CopyParts, sum.ChainParts, sum.ChainRounds)
-	fmt.Fprintf(stdout, "server copies   %s (%.2f× the archive)\n", humanBytes(sum.ServerCopied), float64(sum.ServerCopied)/float64(max(sum.ArchiveBytes, 1)))
+	sum.print(stdout)
+	return nil
+}
+
+// planFlags are plan's flags beside the request flags it shares with create.
+type planFlags struct {
+	rf        *requestFlags
+	synthetic *string
+	count     *int
+	seed      *uint64
+	asJSON    *bool
+}
+
+func newPlanFlags() (*flags, *planFlags) {
+	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --inventory s3://bucket/…/manifest.json | --synthetic challenge|small) [flags]",
+		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
+			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
+			"a local manifest must give every object's size.")
+	return fs, &planFlags{
+		rf:        addRequestFlags(fs, "CSV or JSON Lines manifest: `s3://bucket/key` (lines without a bucket name objects in its bucket), or a local FILE (which must give sizes)"),
+		synthetic: fs.String("synthetic", "", "synthetic data set instead of a source: "+plan.SyntheticSets+" (5 MiB objects or ~4 KiB logs)"),
+		count:     fs.Int("count", 3000, "objects in the synthetic data set"),
+		seed:      fs.Uint64("seed", 1, "seed of the synthetic data set"),
+		asJSON:    fs.Bool("json", false, "print one JSON object"),
+	}
+}
+
+// entries are the archive's entries from the one source the flags give: a
+// synthetic data set, a local manifest, or S3 (a prefix, a manifest or an
+// inventory report) looked up as create's planner does.
+func (pf *planFlags) entries(ctx context.Context) ([]plan.Entry, error) {
+	rf := pf.rf
+	localManifest := *rf.manifest != "" && !strings.HasPrefix(*rf.manifest, "s3://")
+	// --source with --inventory narrows the report to a prefix: one source.
+	switch given := btoi(*rf.source != "" || *rf.inventory != "") + btoi(*rf.manifest != "") + btoi(*pf.synthetic != ""); {
+	case given != 1:
+		return nil, usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, --inventory s3://bucket/…/manifest.json, or --synthetic challenge")
+	case *pf.synthetic != "":
+		if err := atLeast("plan", "count", *pf.count, 0); err != nil {
+			return nil, err
+		}
+		entries, ok := plan.Synthetic(*pf.synthetic, *pf.count, *pf.seed)
+		if !ok {
+			return nil, usageErrorf("plan: --synthetic %q: the data sets are %s", *pf.synthetic, plan.SyntheticSets)
+		}
+		return entries, nil
+	case localManifest:
+		return manifestEntries(*rf.manifest)
+	default:
+		return s3Entries(ctx, rf)
+	}
+}
+
+// summarize is the plan's summary, priced on AWS for opts.Workers.
+func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSummary {
+	st := p.Stats()
+	sum := planSummary{
+		Strategy: opts.Strategy, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
+		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
+		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
+		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: opts.Workers,
+		PlanMillis: float64(elapsed.Microseconds()) / 1000,
+	}
+	pred := predictDeployed(p, opts.Workers)
+	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
+	return sum
+}
+
+// priceAlternative prices auto's plan for the other preference, when p
+// names one, as p is priced, not by auto's interpolated estimate.
+func (sum *planSummary) priceAlternative(p *plan.Plan, entries []plan.Entry, opts plan.Options) error {
+	if p.Alternative == nil {
+		return nil
+	}
+	other := opts
+	other.Prefer = p.Alternative.Prefer
+	op, err := plan.Make(entries, other)
+	if err != nil {
+		return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
+	}
+	opred := predictDeployed(op, opts.Workers)
+	sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
+	return nil
+}
+
+// priceReadPass predicts the read pass (--compress or --digest): every
+// entry with data read, in pieces of the default size; text and logs
+// compress to about a quarter at level 6.
+func (sum *planSummary) priceReadPass(entries []plan.Entry) {
+	rp := plan.ReadPass{Ratio: readRatio}
+	for _, e := range entries {
+		if !e.Dir && e.Size > 0 {
+			rp.Bytes += e.Size
+			rp.Jobs += int((e.Size + workflow.DefaultPieceSize - 1) / workflow.DefaultPieceSize)
+		}
+	}
+	rp.PerBatch = workflow.ReadsPerBatch(rp.Jobs, sum.Workers, workflow.DefaultMaxReadsPerBatch)
+	rpred := plan.DefaultModel.PredictRead(rp, sum.Workers)
+	sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
+}
+
+// print is the summary as plan prints it without --json.
+func (sum *planSummary) print(w io.Writer) {
+	fmt.Fprintf(w, "strategy        %s\n", sum.Strategy)
+	fmt.Fprintf(w, "entries         %d\n", sum.Entries)
+	fmt.Fprintf(w, "archive         %s (%d bytes)%s\n", humanBytes(sum.ArchiveBytes), sum.ArchiveBytes, map[bool]string{true: ", ZIP64"}[sum.Zip64])
+	fmt.Fprintf(w, "streamed        %s (%.1f%%) through workers\n", humanBytes(sum.StreamedBytes), 100*sum.StreamedFraction)
+	fmt.Fprintf(w, "copied          %s server-side\n", humanBytes(sum.CopiedBytes))
+	fmt.Fprintf(w, "parts           %d (%d upload, %d copy, %d chain in %d rounds)\n", sum.Parts, sum.UploadParts, sum.CopyParts, sum.ChainParts, sum.ChainRounds)
+	fmt.Fprintf(w, "server copies   %s (%.2f× the archive)\n", humanBytes(sum.ServerCopied), float64(sum.ServerCopied)/float64(max(sum.ArchiveBytes, 1)))
 	r := sum.Requests
-	fmt.Fprintf(stdout, "requests        %d: %d GET, %d HEAD, %d UploadPart, %d UploadPartCopy, %d create, %d complete\n",
+	fmt.Fprintf(w, "requests        %d: %d GET, %d HEAD, %d UploadPart, %d UploadPartCopy, %d create, %d complete\n",
 		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
-	fmt.Fprintf(stdout, "planned in      %.1f ms\n", sum.PlanMillis)
+	fmt.Fprintf(w, "planned in      %.1f ms\n", sum.PlanMillis)
 	if sum.ReadJobs > 0 {
 		// The layout of a compressed archive waits for the read pass: what
 		// is above is the STORED layout, an upper bound on its size.
-		fmt.Fprintf(stdout, "read pass       %d jobs over %s: predicted %.1f s, $%.4f on AWS with %d workers (compressing to %.0f%%, assumed)\n",
-			sum.ReadJobs, humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, workers, 100*readRatio)
-		fmt.Fprintf(stdout, "                the layout above is before compression: the archive and its build are at most that\n")
+		fmt.Fprintf(w, "read pass       %d jobs over %s: predicted %.1f s, $%.4f on AWS with %d workers (compressing to %.0f%%, assumed)\n",
+			sum.ReadJobs, humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, sum.Workers, 100*readRatio)
+		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
-	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
 	if a := sum.Alternative; a != nil {
-		fmt.Fprintf(stdout, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
+		fmt.Fprintf(w, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
 	}
 	if sum.Advice != "" {
-		fmt.Fprintf(stdout, "advice          %s\n", sum.Advice)
+		fmt.Fprintf(w, "advice          %s\n", sum.Advice)
 	}
-	return nil
 }
 
 // predictDeployed prices a plan on AWS as the deployed Map runs it: in

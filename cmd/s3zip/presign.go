@@ -20,7 +20,6 @@ import (
 	"github.com/s3zip/s3zip/internal/presign"
 )
 
-
 // parseExpiry reads a link's lifetime as the user typed it for --flag: a
 // Go duration (90m, 1h30m) or whole days (7d).
 func parseExpiry(cmd, flagName, s string) (time.Duration, error) {

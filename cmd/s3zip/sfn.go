@@ -107,9 +107,18 @@ func sfnError(op, arn string, err error, then string) error {
 	return unreachablef("%s %s: Step Functions did not take the call (%s: %s; throttled or unavailable), so %s", op, arn, code, ae.ErrorMessage(), then)
 }
 
+// resultOutput is how create --state-machine and status print an
+// execution's result on stdout: as JSON or as the summary, with links to
+// what a successful run made signed for linkLife when it is > 0
+// (presign.go). Progress goes to stderrWriter.
+type resultOutput struct {
+	stdout   io.Writer
+	asJSON   bool
+	linkLife time.Duration
+}
+
 // startDeployed starts the state machine with req and follows the execution.
-// With linkLife > 0 it signs links to what a successful run made (presign.go).
-func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, asJSON bool, linkLife time.Duration, stdout, stderr io.Writer) error {
+func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, show resultOutput) error {
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
@@ -119,17 +128,17 @@ func startDeployed(ctx context.Context, stateMachine string, req workflow.Reques
 	if err != nil {
 		return err
 	}
-	req.Options.MaxConcurrency = fitToAccount(ctx, stateMachine, req.Options.MaxConcurrency, stderr)
+	req.Options.MaxConcurrency = fitToAccount(ctx, stateMachine, req.Options.MaxConcurrency, stderrWriter)
 	input, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	out, err := c.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(stateMachine), Input: aws.String(string(input))})
+	started, err := c.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(stateMachine), Input: aws.String(string(input))})
 	if err != nil {
 		return fmt.Errorf("create: %w", sfnError("StartExecution", stateMachine, err, "run the same command again (nothing was started)"))
 	}
-	fmt.Fprintf(stderr, "execution %s\n", aws.ToString(out.ExecutionArn))
-	return follow(ctx, c, aws.ToString(out.ExecutionArn), asJSON, linkLife, stdout, stderr)
+	fmt.Fprintf(stderrWriter, "execution %s\n", aws.ToString(started.ExecutionArn))
+	return follow(ctx, c, aws.ToString(started.ExecutionArn), show)
 }
 
 func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
@@ -156,12 +165,12 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	return follow(ctx, c, pos[0], *asJSON, linkLife, stdout, stderrWriter)
+	return follow(ctx, c, pos[0], resultOutput{stdout: stdout, asJSON: *asJSON, linkLife: linkLife})
 }
 
 // follow describes the execution until it ends, printing each change of
-// state or Map progress on stderr, then the result.
-func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool, linkLife time.Duration, stdout, stderr io.Writer) error {
+// state or Map progress on stderrWriter, then the result.
+func follow(ctx context.Context, c stepFunctions, execution string, show resultOutput) error {
 	last := ""
 	for {
 		d, err := c.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(execution)})
@@ -173,7 +182,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool,
 			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`s3zip status %s` to follow it again (it goes on running)", execution))
 		}
 		if d.Status != types.ExecutionStatusRunning && d.Status != types.ExecutionStatusPendingRedrive {
-			return result(ctx, d, asJSON, linkLife, stdout)
+			return result(ctx, d, show)
 		}
 		line := string(d.Status)
 		if state := currentState(ctx, c, execution); state != "" {
@@ -183,7 +192,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, asJSON bool,
 			line += ", " + p
 		}
 		if line != last {
-			fmt.Fprintln(stderr, line)
+			fmt.Fprintln(stderrWriter, line)
 			last = line
 		}
 		select {
@@ -251,7 +260,7 @@ type executionResult struct {
 	Links     *links                `json:"links"` // SUCCEEDED with --presign: download links, signed by the caller
 }
 
-func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, linkLife time.Duration, stdout io.Writer) error {
+func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutput) error {
 	r := executionResult{Execution: aws.ToString(d.ExecutionArn), Status: string(d.Status), Started: d.StartDate, Stopped: d.StopDate, Warnings: []string{}}
 	var err error
 	if d.Status == types.ExecutionStatusSucceeded {
@@ -265,8 +274,8 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, li
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
 		r.Links = out.Links // the finalizer's, when the request asked (options.presign)
-		if linkLife > 0 {
-			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, linkLife)
+		if show.linkLife > 0 {
+			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, show.linkLife)
 			if lerr != nil {
 				return fmt.Errorf("execution %s succeeded, but the archive's link was not signed: %w", r.Execution, lerr)
 			}
@@ -290,10 +299,8 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, li
 		r.ExitCode = code
 		err = &exitError{code, fmt.Errorf("execution %s %s: %s: %s", r.Execution, d.Status, errName, cause)}
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(r); jerr != nil {
+	if show.asJSON {
+		if jerr := printJSON(show.stdout, r); jerr != nil {
 			return jerr
 		}
 		return err
@@ -302,12 +309,12 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, asJSON bool, li
 		return err
 	}
 	printWarnings(r.Warnings)
-	printArchive(stdout, *r.Archive, *r.Stats)
-	fmt.Fprintf(stdout, "parts       %d\n", r.Stats.Parts)
-	fmt.Fprintf(stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
-	printLinks(stdout, r.Links)
+	printArchive(show.stdout, *r.Archive, *r.Stats)
+	fmt.Fprintf(show.stdout, "parts       %d\n", r.Stats.Parts)
+	fmt.Fprintf(show.stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
+	printLinks(show.stdout, r.Links)
 	if r.Stopped != nil && r.Started != nil {
-		fmt.Fprintf(stdout, "wall time   %.1f s\n", r.Stopped.Sub(*r.Started).Seconds())
+		fmt.Fprintf(show.stdout, "wall time   %.1f s\n", r.Stopped.Sub(*r.Started).Seconds())
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +65,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 
 func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(w, r)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %v (offset %d)\n", p, p.Offset)

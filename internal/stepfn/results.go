@@ -186,15 +186,28 @@ func readJSON(ctx context.Context, c ResultLister, bucket, key string, v any) er
 	return json.NewDecoder(io.LimitReader(out.Body, MaxManifestBytes)).Decode(v)
 }
 
-// WriteResults writes records in the ResultWriter's layout under
-// prefix/<map run id>/ (the run id is mapRunArn's last segment):
-// SUCCEEDED_n.json and FAILED_n.json of at most 1,000 records each, and the
-// manifest, whose location it returns.
-func WriteResults[R any](ctx context.Context, put PutFunc, bucket, prefix, mapRunArn string, succeeded, failed []R) (*ResultWriterDetails, error) {
+// ResultLocation is where a Map run's ResultWriter writes: the state's
+// ResultWriter Bucket and Prefix, and the run, whose id (the last segment of
+// its ARN) names the folder under Prefix.
+type ResultLocation struct {
+	Bucket, Prefix string
+	MapRunArn      string
+}
+
+// folder is the run's folder: prefix/<map run id>/.
+func (l ResultLocation) folder() string {
+	prefix := l.Prefix
 	if prefix != "" {
 		prefix = strings.TrimSuffix(prefix, "/") + "/"
 	}
-	prefix += mapRunArn[strings.LastIndex(mapRunArn, ":")+1:] + "/"
+	return prefix + l.MapRunArn[strings.LastIndex(l.MapRunArn, ":")+1:] + "/"
+}
+
+// WriteResults writes records in the ResultWriter's layout in at's folder:
+// SUCCEEDED_n.json and FAILED_n.json of at most 1,000 records each, and the
+// manifest, whose location it returns.
+func WriteResults[R any](ctx context.Context, put PutFunc, at ResultLocation, succeeded, failed []R) (*ResultWriterDetails, error) {
+	bucket, prefix := at.Bucket, at.folder()
 	write := func(key string, v any) (int64, error) {
 		doc, err := json.Marshal(v)
 		if err != nil {
@@ -203,7 +216,7 @@ func WriteResults[R any](ctx context.Context, put PutFunc, bucket, prefix, mapRu
 		return int64(len(doc)), put(ctx, bucket, key, doc)
 	}
 	var m ResultManifest
-	m.DestinationBucket, m.MapRunArn = bucket, mapRunArn
+	m.DestinationBucket, m.MapRunArn = bucket, at.MapRunArn
 	m.ResultFiles.Succeeded, m.ResultFiles.Failed, m.ResultFiles.Pending = []ResultFile{}, []ResultFile{}, []ResultFile{}
 	for _, set := range []struct {
 		status  string
@@ -230,7 +243,7 @@ func WriteResults[R any](ctx context.Context, put PutFunc, bucket, prefix, mapRu
 // own, and returns the Map state's output.
 func WriteLocalResults(ctx context.Context, put PutFunc, bucket, prefix string, children []ChildResult) (*MapResults, error) {
 	run := fmt.Sprintf("local-%d", time.Now().UnixNano())
-	d, err := WriteResults[ChildResult](ctx, put, bucket, prefix, run, children, nil)
+	d, err := WriteResults[ChildResult](ctx, put, ResultLocation{Bucket: bucket, Prefix: prefix, MapRunArn: run}, children, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func TestResultWriterLayoutRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := "exec/" + tc.name + "/map/"
 			arn := "arn:aws:states:us-east-1:123456789012:mapRun:sm/Map:" + tc.name
-			d, err := WriteResults(ctx, Put(c), "work", prefix, arn, children(tc.succeeded, "SUCCEEDED"), children(tc.failed, "FAILED"))
+			d, err := WriteResults(ctx, Put(c), ResultLocation{Bucket: "work", Prefix: prefix, MapRunArn: arn}, children(tc.succeeded, "SUCCEEDED"), children(tc.failed, "FAILED"))
 			if err != nil {
 				t.Fatal(err)
 			}

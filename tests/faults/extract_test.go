@@ -312,7 +312,7 @@ func writeResultLayout(t *testing.T, w *extractWorld, ex *extract.Extraction, ou
 	t.Helper()
 	doc, _ := json.Marshal(out)
 	children := []stepfn.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}}
-	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(w.srv.Client(t)), ex.WorkBucket, ex.WorkPrefix+"map/", "test", children, nil)
+	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(w.srv.Client(t)), stepfn.ResultLocation{Bucket: ex.WorkBucket, Prefix: ex.WorkPrefix + "map/", MapRunArn: "test"}, children, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

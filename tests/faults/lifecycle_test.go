@@ -112,7 +112,7 @@ func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults
 	}
 	doc, _ := json.Marshal(res)
 	children := []stepfn.ChildResult{{Status: "SUCCEEDED", Output: string(doc)}}
-	d, err := stepfn.WriteResults[stepfn.ChildResult](ctx, stepfn.Put(c), job.WorkBucket, job.WorkPrefix+"map/", "test", children, nil)
+	d, err := stepfn.WriteResults[stepfn.ChildResult](ctx, stepfn.Put(c), stepfn.ResultLocation{Bucket: job.WorkBucket, Prefix: job.WorkPrefix + "map/", MapRunArn: "test"}, children, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

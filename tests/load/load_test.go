@@ -135,7 +135,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 // writeResults writes the Distributed Map ResultWriter's layout.
 func writeResults(t *testing.T, c workflow.S3, job *workflow.Job, children []stepfn.ChildResult) *stepfn.MapResults {
 	t.Helper()
-	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(c), job.WorkBucket, job.WorkPrefix+"map/", "load", children, nil)
+	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(c), stepfn.ResultLocation{Bucket: job.WorkBucket, Prefix: job.WorkPrefix + "map/", MapRunArn: "load"}, children, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func WriteResults(ctx context.Context, c S3, body []byte) (any, error) {
 	if in.Resource != "arn:aws:states:::s3:putObject" {
 		return nil, fmt.Errorf("ResultWriter resource %q: the adapter writes only arn:aws:states:::s3:putObject", in.Resource)
 	}
-	d, err := stepfn.WriteResults(ctx, stepfn.Put(c), in.Parameters.Bucket, in.Parameters.Prefix, in.MapRunArn, in.Succeeded, in.Failed)
+	d, err := stepfn.WriteResults(ctx, stepfn.Put(c), stepfn.ResultLocation{Bucket: in.Parameters.Bucket, Prefix: in.Parameters.Prefix, MapRunArn: in.MapRunArn}, in.Succeeded, in.Failed)
 	if err != nil {
 		return nil, err
 	}
