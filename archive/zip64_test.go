@@ -27,8 +27,8 @@ func TestVerifyEntryOver4GiB(t *testing.T) {
 	env := newEnv(t)
 	const bigSize = 1<<32 + 5
 	mod := time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC)
-	big := &plan.PlacedEntry{Entry: plan.Entry{Name: "huge/zeros.bin", Size: bigSize, ModTime: mod}}
-	small := &plan.PlacedEntry{Entry: plan.Entry{Name: "after.txt", Size: 5, ModTime: mod}}
+	big := &plan.PlacedEntry{Entry: &plan.Entry{Name: "huge/zeros.bin", Size: bigSize, ModTime: mod}}
+	small := &plan.PlacedEntry{Entry: &plan.Entry{Name: "after.txt", Size: 5, ModTime: mod}}
 	smallData := []byte("after")
 	bigCRC, smallCRC := zipformat.ZeroCRC(bigSize), crcOf(smallData)
 

@@ -61,12 +61,14 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			}
 			return nil, err
 		}
-		stats[k], heads[k], batched[k] = p.Stats(), len(p.CRCsNeeded()), 1
+		parts := p.partsStats()
+		stats[k], batched[k] = p.statsOf(parts), 1
+		heads[k] = stats[k].Requests.Head
 		if opts.PartsPerBatch > 0 {
 			r := run
 			r.HeadsUpFront = heads[k]
 			spread := model.Predict(stats[k], r).Seconds
-			r.Loads = p.Loads(opts.PartsPerBatch)
+			r.Loads = p.loadsOf(parts, opts.PartsPerBatch)
 			if spread > 0 {
 				batched[k] = model.Predict(stats[k], r).Seconds / spread
 			}

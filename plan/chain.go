@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"sort"
 )
@@ -36,19 +37,41 @@ type ChainRound struct {
 	Last   ChainPiece
 }
 
+// Pieces are the round's pieces in order, Middle then Last, without
+// appending one to the other (a slice a round, millions at millions of
+// entries).
+func (r *ChainRound) Pieces() iter.Seq[ChainPiece] {
+	return func(yield func(ChainPiece) bool) {
+		for _, pc := range r.Middle {
+			if !yield(pc) {
+				return
+			}
+		}
+		yield(r.Last)
+	}
+}
+
 // ChainRounds lists the rounds that build the archive bytes [start, end)
 // from entries (consecutive placed entries covering the range).
 func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
-	var pieces []ChainPiece
-	for _, s := range Segments(entries, end, start, end) {
+	// Pieces hold runs of segs, not copies of them: a chain part of
+	// thousands of small objects lists its rounds for every plan auto
+	// prices, and a slice a piece was most of what planning allocated.
+	segs := Segments(entries, end, start, end)
+	pieces := make([]ChainPiece, 0, len(segs))
+	for j, s := range segs {
 		n := s.To - s.From
 		if _, copyable := CopyRange(s.From, s.To, entries[s.Entry].Size); s.Kind == SegmentHeader || !copyable {
-			if k := len(pieces) - 1; k >= 0 && !pieces[k].Copy {
-				pieces[k].Segments = append(pieces[k].Segments, s)
+			if k := len(pieces) - 1; k >= 0 && !pieces[k].Copy && j > 0 && sameArray(pieces[k].Segments, segs[j-1:j]) {
+				pieces[k].Segments = pieces[k].Segments[:len(pieces[k].Segments)+1]
 				pieces[k].Size += n
 				continue
 			}
-			pieces = append(pieces, ChainPiece{Segments: []Segment{s}, Size: n})
+			pieces = append(pieces, ChainPiece{Segments: segs[j : j+1], Size: n})
+			continue
+		}
+		if n <= MaxPartSize {
+			pieces = append(pieces, ChainPiece{Copy: true, Segments: segs[j : j+1], Size: n})
 			continue
 		}
 		// A source range over 5 GiB is copied in ranges of at most 5 GiB.
@@ -58,7 +81,11 @@ func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
 			pieces = append(pieces, ChainPiece{Copy: true, Segments: []Segment{{Kind: SegmentData, Entry: s.Entry, From: from, To: to}}, Size: to - from})
 		}
 	}
-	var rounds []ChainRound
+	for i := range pieces {
+		// Their own capacity: appending to one must not write over the next.
+		pieces[i].Segments = slices.Clip(pieces[i].Segments)
+	}
+	rounds := make([]ChainRound, 0, len(pieces))
 	var middle []ChainPiece
 	for _, pc := range pieces {
 		if pc.Copy && pc.Size >= MinPartSize {
@@ -72,6 +99,12 @@ func ChainRounds(entries []PlacedEntry, start, end int64) []ChainRound {
 		rounds = append(rounds, ChainRound{Middle: middle[:n-1], Last: middle[n-1]})
 	}
 	return rounds
+}
+
+// sameArray says whether run ends right before next in one array: next
+// extends run.
+func sameArray(run, next []Segment) bool {
+	return len(run) > 0 && &run[len(run)-1] == &next[0]
 }
 
 // ChainChecksums says which rounds' uploads are created with CRC-32 and
@@ -91,7 +124,7 @@ func ChainChecksums(entries []PlacedEntry, rounds []ChainRound) (crc []bool, lea
 		if r > 0 && crc[r-1] {
 			continue
 		}
-		for _, pc := range append(rounds[r].Middle[:len(rounds[r].Middle):len(rounds[r].Middle)], rounds[r].Last) {
+		for pc := range rounds[r].Pieces() {
 			if k, ok := WholeCopy(entries, pc); ok {
 				crc[r], learned[k] = true, true
 			}
@@ -153,7 +186,7 @@ func CostOfChain(rounds []ChainRound) ChainCost {
 		c.Requests.Create++
 		c.Requests.Complete++
 		c.Requests.UploadPartCopy++ // what is built so far
-		for _, pc := range append(r.Middle, r.Last) {
+		for pc := range r.Pieces() {
 			built += pc.Size
 			if pc.Copy {
 				c.Requests.UploadPartCopy++

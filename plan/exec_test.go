@@ -41,7 +41,7 @@ func execute(t testing.TB, p *Plan) []byte {
 	tails := p.CopiedTails()
 	for _, i := range p.CRCsNeeded() {
 		if !tails[i] {
-			p.Entries[i].CRC32 = KnownCRC(contentCRC(&p.Entries[i].Entry))
+			p.Entries[i].CRC32 = KnownCRC(contentCRC(p.Entries[i].Entry))
 		}
 	}
 	readAll := func(reads []DataRead) error {
@@ -54,7 +54,7 @@ func execute(t testing.TB, p *Plan) []byte {
 	computed := map[EntryIndex]uint32{}
 	// learn is what S3 answers a copy of a whole object into an upload created with CRC-32.
 	learn := func(ents []PlacedEntry, k int) {
-		crc := contentCRC(&ents[k].Entry)
+		crc := contentCRC(ents[k].Entry)
 		ents[k].CRC32 = KnownCRC(crc)
 		computed[ents[k].Index] = crc
 	}

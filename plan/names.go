@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/s3zip/s3zip/internal/nameset"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -121,7 +122,11 @@ func CheckName(name string) string {
 	case len(name) >= 2 && name[1] == ':' && ('a' <= name[0]|0x20 && name[0]|0x20 <= 'z'):
 		return "name starts with a drive letter"
 	}
-	for _, seg := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
+	// Segment by segment without splitting: a slice of segments a name is
+	// millions of allocations at millions of entries.
+	for rest := strings.TrimSuffix(name, "/"); ; {
+		seg, after, more := strings.Cut(rest, "/")
+		rest = after
 		switch seg {
 		case "..":
 			return `".." path segment`
@@ -130,8 +135,10 @@ func CheckName(name string) string {
 		case "":
 			return "empty path segment"
 		}
+		if !more {
+			return ""
+		}
 	}
-	return ""
 }
 
 // CheckNames rejects, all at once, every entry whose name cannot be used.
@@ -230,14 +237,12 @@ func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 
 // checkDuplicates refuses entries with equal names, listing them.
 func checkDuplicates(entries []Entry) error {
-	seen := make(map[string]int, len(entries))
+	seen := nameset.New(len(entries), func(i int) string { return sameName(entries[i].Name) })
 	var dups map[string][]string
 	spellings := false
 	for i := range entries {
-		same := sameName(entries[i].Name)
-		first, ok := seen[same]
-		if !ok {
-			seen[same] = i
+		first := seen.Add(i)
+		if first < 0 {
 			continue
 		}
 		if dups == nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/s3zip/s3zip/internal/nameset"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -156,6 +157,49 @@ type Plan struct {
 	Alternative *Alternative `json:"alternative,omitempty"`
 }
 
+// Limits on the entries of one plan, besides S3's 10,000 parts. ZIP64
+// counts entries in 64 bits; these bind long before.
+const (
+	// MaxEntries is the most entries one plan holds: entries are numbered
+	// in 32 bits where names are compared (internal/nameset). The memory
+	// of the planner binds sooner (README "Planning at scale").
+	MaxEntries = nameset.MaxLen
+	// MaxJobBytes is the longest part job (a line of the part-job file):
+	// one Distributed Map item alone must fit its batch (ItemBatcher
+	// MaxInputBytesPerBatch, stepfn.MaxInputBytesPerBatch: plan is below
+	// internal/stepfn, so a test holds the two equal).
+	// A job grows with the entries whose CRC-32 its part needs (NeedCRC):
+	// a chain part of tens of thousands of tiny objects.
+	MaxJobBytes = 196608
+)
+
+// jobOverhead bounds a part job's bytes besides its NeedCRC list: the
+// part's fields, a source and a carried part's job.
+const jobOverhead = 2048
+
+// checkCount refuses more entries than a plan can number.
+func checkCount(n int) error {
+	if n > MaxEntries {
+		return &LimitError{fmt.Sprintf("%d entries: one plan holds at most %d (entries are numbered in 32 bits; ZIP64 would allow 2^64): split the archive", n, MaxEntries)}
+	}
+	return nil
+}
+
+// checkJobs refuses a plan with a part whose job is too long for the
+// Distributed Map to carry, naming the part and how many entries it needs
+// the CRC-32 of.
+func (p *Plan) checkJobs(parts []Part) error {
+	digits := int64(len(fmt.Sprint(len(p.Entries))))
+	for i := range parts {
+		need := int64(len(parts[i].NeedCRC))
+		if bytes := need*(digits+1) + jobOverhead; bytes > MaxJobBytes {
+			return &LimitError{fmt.Sprintf("the %s plan's part %d (a %s part of %d entries) needs the CRC-32s of %d of them before it is built: its job would be about %d bytes, over the %d a Distributed Map item may be (MaxInputBytesPerBatch): use a smaller part size, or the stream or auto strategy",
+				p.Strategy, parts[i].Number, parts[i].Kind, parts[i].Count, need, bytes, MaxJobBytes)}
+		}
+	}
+	return nil
+}
+
 // LimitError says a plan does not fit a hard limit of S3 or of the format.
 type LimitError struct{ Msg string }
 
@@ -190,6 +234,9 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 		opts.Workers = 1
 	}
 	if _, err := ParsePreference(string(opts.Prefer)); err != nil {
+		return nil, err
+	}
+	if err := checkCount(len(entries)); err != nil {
 		return nil, err
 	}
 	if err := checkEntries(entries); err != nil {
@@ -281,11 +328,14 @@ func place(entries []Entry, l layout) *Plan {
 	off := int64(0)
 	for i, src := range l.order {
 		pe := &p.Entries[i]
-		*pe = PlacedEntry{Index: EntryIndex(i), Entry: entries[src], Offset: off}
-		if pe.Size == 0 {
-			pe.CRC32 = KnownCRC(0) // the CRC-32 of no bytes
+		*pe = PlacedEntry{Index: EntryIndex(i), Entry: &entries[src], Offset: off}
+		if pe.Size == 0 && pe.CRC32 != KnownCRC(0) {
+			// The CRC-32 of no bytes, in a copy: the input is the caller's.
+			empty := entries[src]
+			empty.CRC32 = KnownCRC(0)
+			pe.Entry = &empty
 		}
-		pe.HeaderLen = localHeaderSize(&pe.Entry)
+		pe.HeaderLen = localHeaderSize(pe.Entry)
 		off = pe.End()
 	}
 	p.DirectoryOffset = off
@@ -359,6 +409,9 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 		parts[i].Number = i + 1
 	}
 	p.describeAll(parts)
+	if err := p.checkJobs(parts); err != nil {
+		return err
+	}
 	p.Parts = parts
 	return nil
 }
@@ -637,12 +690,14 @@ func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 // run and is not known yet.
 func (p *Plan) CRCsNeeded() []EntryIndex {
 	var need []EntryIndex
-	seen := map[EntryIndex]bool{}
+	// A bit an entry, not a map: a chain plan of small objects needs
+	// nearly every entry's CRC-32.
+	seen := make([]uint64, (len(p.Entries)+63)/64)
 	for _, part := range p.Parts {
 		for _, i := range part.NeedCRC {
 			// A header split between two parts is needed by both: ask once.
-			if !p.Entries[i].CRC32.Known && !seen[i] {
-				seen[i] = true
+			if bit := uint64(1) << (i % 64); !p.Entries[i].CRC32.Known && seen[i/64]&bit == 0 {
+				seen[i/64] |= bit
 				need = append(need, i)
 			}
 		}

@@ -30,15 +30,18 @@ type Segment struct {
 // First..First+Count-1 are enough); directoryOffset is where the central
 // directory starts.
 func Segments(entries []PlacedEntry, directoryOffset, start, end int64) []Segment {
-	var segs []Segment
+	k := sort.Search(len(entries), func(i int) bool { return entries[i].End() > start })
+	last := k + sort.Search(len(entries)-k, func(i int) bool { return entries[k+i].Offset >= end })
+	// A header and data an entry, and the directory: sized once, as a
+	// part of thousands of small entries is listed for every plan priced.
+	segs := make([]Segment, 0, 2*(last-k)+1)
 	clip := func(kind SegmentKind, entry int, base, from, to int64) {
 		from, to = max(from, start), min(to, end)
 		if from < to {
 			segs = append(segs, Segment{Kind: kind, Entry: entry, From: from - base, To: to - base})
 		}
 	}
-	k := sort.Search(len(entries), func(i int) bool { return entries[i].End() > start })
-	for ; k < len(entries) && entries[k].Offset < end; k++ {
+	for ; k < last; k++ {
 		e := &entries[k]
 		clip(SegmentHeader, k, e.Offset, e.Offset, e.DataOffset())
 		clip(SegmentData, k, e.DataOffset(), e.DataOffset(), e.End())

@@ -61,12 +61,26 @@ func (s Stats) StreamedFraction() float64 {
 // ranged GET per piece of an object streamed, one HEAD per CRC-32 the
 // workers need and the plan lacks, one request per part, and the create and
 // complete of the multipart upload.
-func (p *Plan) Stats() Stats {
+func (p *Plan) Stats() Stats { return p.statsOf(p.partsStats()) }
+
+// partsStats is what building each part takes (partStats), by part: auto
+// prices every candidate as a whole and batch by batch from one pass over
+// its parts (a chain part's rounds are listed once, not twice).
+func (p *Plan) partsStats() []Stats {
+	parts := make([]Stats, len(p.Parts))
+	for i := range p.Parts {
+		parts[i] = p.partStats(&p.Parts[i])
+	}
+	return parts
+}
+
+// statsOf is Stats given every part's (partsStats).
+func (p *Plan) statsOf(parts []Stats) Stats {
 	s := Stats{Entries: len(p.Entries), ArchiveBytes: p.Size, Parts: len(p.Parts), Zip64: p.Zip64}
 	s.Requests.Create, s.Requests.Complete = 1, 1
 	s.Requests.Head = len(p.CRCsNeeded())
-	for i := range p.Parts {
-		s.add(p.partStats(&p.Parts[i]))
+	for i := range parts {
+		s.add(parts[i])
 	}
 	if s.ChainParts > 0 {
 		s.Requests.UploadPart++ // the pad
@@ -159,7 +173,10 @@ type Load struct {
 // Loads cuts the workers' part jobs into batches of perBatch jobs, in the
 // order the Distributed Map reads them (a job carries the copy after it),
 // and says what each batch takes.
-func (p *Plan) Loads(perBatch int) []Load {
+func (p *Plan) Loads(perBatch int) []Load { return p.loadsOf(p.partsStats(), perBatch) }
+
+// loadsOf is Loads given every part's stats (partsStats).
+func (p *Plan) loadsOf(partStats []Stats, perBatch int) []Load {
 	perBatch = max(perBatch, 1)
 	var loads []Load
 	jobs := 0
@@ -171,7 +188,7 @@ func (p *Plan) Loads(perBatch int) []Load {
 		jobs++
 		l := &loads[len(loads)-1]
 		for k := i; k <= min(i+parts[i].Carry, len(parts)-1); k++ {
-			l.add(p.partStats(&parts[k]))
+			l.add(partStats[k])
 		}
 		i += parts[i].Carry
 	}

@@ -35,8 +35,8 @@ func (p *Plan) Validate() error {
 		if e.Offset != off {
 			add("entry %d (%q) at offset %d, want %d", i, e.Name, e.Offset, off)
 		}
-		if e.HeaderLen != localHeaderSize(&e.Entry) {
-			add("entry %d (%q) header length %d, want %d", i, e.Name, e.HeaderLen, localHeaderSize(&e.Entry))
+		if e.HeaderLen != localHeaderSize(e.Entry) {
+			add("entry %d (%q) header length %d, want %d", i, e.Name, e.HeaderLen, localHeaderSize(e.Entry))
 		}
 		off = e.End()
 	}

@@ -288,7 +288,7 @@ func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int6
 	if crc, ok := s3x.DecodeCRC(answer); ok {
 		return crc, nil
 	}
-	e := plan.PlacedEntry{Entry: plan.Entry{Name: src.Key, Source: *src, Size: size}}
+	e := plan.PlacedEntry{Entry: &plan.Entry{Name: src.Key, Source: *src, Size: size}}
 	return objectCRC(ctx, b.s3, nil, &e)
 }
 

@@ -1,6 +1,10 @@
 package zipformat
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/s3zip/s3zip/internal/nameset"
+)
 
 // FolderClash is a file entry whose name is also the folder of another
 // entry: "sub" and "sub/x" (or "sub/"). A file system holds one or the
@@ -15,13 +19,13 @@ type FolderClash struct {
 // entry under a folder whose name a file entry has, paired with the first
 // such file. same is the form names are compared in (the identity, or a
 // Unicode normalization).
+// Names are kept in a nameset, not a map: at millions of entries a map is
+// the planner's largest allocation.
 func FolderClashes(names []string, same func(string) string) []FolderClash {
-	files := make(map[string]int)
+	files := nameset.New(len(names), func(i int) string { return same(names[i]) })
 	for i, n := range names {
 		if !strings.HasSuffix(n, "/") {
-			if _, ok := files[same(n)]; !ok {
-				files[same(n)] = i
-			}
+			files.Add(i)
 		}
 	}
 	var out []FolderClash
@@ -34,7 +38,7 @@ func FolderClashes(names []string, same func(string) string) []FolderClash {
 			k = len(n)
 		}
 		for ; k > 0; k = strings.LastIndexByte(n[:k], '/') {
-			if f, ok := files[n[:k]]; ok {
+			if f := files.Find(n[:k]); f >= 0 {
 				out = append(out, FolderClash{File: f, Under: i})
 				break
 			}

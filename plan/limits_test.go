@@ -1,0 +1,75 @@
+package plan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The entry count: MaxEntries plans, one more is refused with the limit
+// that binds named (checked without making four billion entries).
+func TestEntryCountAtMaxEntries(t *testing.T) {
+	if err := checkCount(MaxEntries); err != nil {
+		t.Errorf("%d entries: %v, want no error", MaxEntries, err)
+	}
+	err := checkCount(MaxEntries + 1)
+	var limit *LimitError
+	if !errors.As(err, &limit) || !strings.Contains(err.Error(), "32 bits") || !strings.Contains(err.Error(), fmt.Sprint(MaxEntries+1)) {
+		t.Errorf("%d entries: %v, want a LimitError naming the 32-bit entry numbers", MaxEntries+1, err)
+	}
+}
+
+// A part job of exactly MaxJobBytes (as bounded) passes; one more entry
+// whose CRC-32 the part needs and it is refused, naming the part and the
+// Map's limit.
+func TestPartJobAtMaxJobBytes(t *testing.T) {
+	p := &Plan{Strategy: StrategyChain, Entries: make([]PlacedEntry, 50_000)} // 5 digits an index, and a comma
+	fit := (MaxJobBytes - jobOverhead) / 6
+	part := Part{Number: 3, Kind: PartChain, Count: fit + 1, NeedCRC: make([]EntryIndex, fit)}
+	if err := p.checkJobs([]Part{part}); err != nil {
+		t.Errorf("%d CRCs needed: %v, want no error", fit, err)
+	}
+	part.NeedCRC = append(part.NeedCRC, 1)
+	err := p.checkJobs([]Part{part})
+	var limit *LimitError
+	if !errors.As(err, &limit) || !strings.Contains(err.Error(), "part 3") || !strings.Contains(err.Error(), "MaxInputBytesPerBatch") {
+		t.Errorf("%d CRCs needed: %v, want a LimitError naming part 3 and MaxInputBytesPerBatch", fit+1, err)
+	}
+}
+
+// The bound checkJobs puts on a job holds for the jobs Encode writes: on
+// seeded plans of every strategy (chain parts of thousands of entries
+// included), each line is at most its part's NeedCRC times the digits of
+// an index and a comma, plus jobOverhead.
+func TestPartJobBoundHoldsForEncodedJobs(t *testing.T) {
+	inputs := identityInputs()
+	for _, name := range []string{"small-70000", "mixed-402"} {
+		for _, s := range strategies {
+			p := mustPlan(t, inputs[name], Options{Strategy: s, Workers: 100, PartsPerBatch: 8})
+			enc, err := p.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			digits := len(fmt.Sprint(len(p.Entries)))
+			sc := bufio.NewScanner(bytes.NewReader(enc.Parts))
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var j PartJob
+				if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+					t.Fatal(err)
+				}
+				need := len(j.NeedCRC)
+				for _, c := range j.Carried {
+					need += len(c.NeedCRC)
+				}
+				if bound := need*(digits+1) + jobOverhead; len(sc.Bytes()) > bound {
+					t.Errorf("%s/%s: part %d's job is %d bytes, over its bound %d", name, s, j.Number, len(sc.Bytes()), bound)
+				}
+			}
+		}
+	}
+}
