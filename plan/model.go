@@ -103,6 +103,9 @@ type Run struct {
 	Loads []Load
 	// HeadsUpFront are HEADs made before the workers start (CRCs).
 	HeadsUpFront int
+	// InFlight is the parts one worker builds at once (Fit.InFlight, which
+	// the worker honours); 0 is the model's Concurrency.
+	InFlight int
 }
 
 // Prediction is a predicted run.
@@ -123,19 +126,29 @@ func (m Model) String() string {
 
 // Predict prices a plan's stats run as r.
 func (m Model) Predict(s Stats, r Run) Prediction {
+	if r.InFlight > 0 {
+		m.Concurrency = r.InFlight
+	}
 	w := float64(max(r.Workers, 1))
 	conc := float64(m.Concurrency)
 	passes := math.Max(m.StreamPasses, 1)
+	// children are the Map's child executions (worker invocations), busy
+	// their time together.
+	children, busy := w, 0.0
 	var worker, stream, requests float64
 	if len(r.Loads) > 0 {
 		// Batches go to the first free worker, in order; the run waits for
-		// the last one.
+		// the last one. The Map starts no more children than batches: a
+		// worker with none is never launched nor billed.
 		stream, requests = m.loadSeconds(Load{Stats: s}, passes)
+		children = float64(len(r.Loads))
+		w = math.Min(w, children)
 		free := make(workerClock, int(w))
 		heap.Init(&free)
 		for _, l := range r.Loads {
 			st, rq := m.loadSeconds(l, passes)
 			free[0] += m.InvokeSeconds + math.Max(st, rq)
+			busy += m.InvokeSeconds + math.Max(st, rq)
 			heap.Fix(&free, 0)
 		}
 		worker = slices.Max(free)
@@ -160,6 +173,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		// worker could keep in flight: its longest chain is a floor.
 		requests = math.Max(requests, float64(s.LongestChainSteps)*m.RequestLatency)
 		worker = math.Max(stream, requests) + m.InvokeSeconds
+		busy = worker * w
 	}
 
 	// The server's share: every streamed byte is read from a source and
@@ -189,15 +203,16 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
 	p.Seconds = math.Max(worker, server) + overhead
 
-	// Cost: requests, Lambda time (every worker is billed for its share),
-	// state transitions (about three per child execution and ten for the run).
+	// Cost: requests, Lambda time (every invocation is billed for its
+	// time, and all of them for the server's share while they wait), state
+	// transitions (about three per child execution and ten for the run).
 	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
 	get := s.Requests.Get + s.Requests.Head + r.HeadsUpFront
-	lambdaSecs := math.Max(worker, server)*w + overhead
+	lambdaSecs := math.Max(busy, server*w) + overhead
 	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
-		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (w+3)*m.PriceLambdaRequest
+		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (children+3)*m.PriceLambdaRequest
 	if r.Orchestrated {
-		p.Dollars += (10 + 3*w) * m.PriceTransition
+		p.Dollars += (10 + 3*children) * m.PriceTransition
 	}
 	return p
 }

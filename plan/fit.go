@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Fit is how a plan is run on the workers it is planned for: the batch the
+// Distributed Map hands one worker invocation, how many workers those
+// batches keep busy, and how many parts a worker builds at once. Make
+// chooses it with the model; the planner writes it into the job, the Map
+// reads the batch and the concurrency from there, and the worker honours
+// InFlight, so what the model priced is what runs.
+type Fit struct {
+	// Workers is how many workers the plan uses: at most Options.Workers,
+	// fewer when there are fewer batches than workers.
+	Workers int `json:"workers"`
+	// PartsPerBatch is the most part jobs in one batch (the Map's
+	// MaxItemsPerBatch); a batch also ends before its jobs pass
+	// MaxJobBytes.
+	PartsPerBatch int `json:"partsPerBatch"`
+	// Batches is how many batches, so worker invocations, the Map makes.
+	Batches int `json:"batches"`
+	// InFlight is the parts one worker builds at once: the model's
+	// Concurrency.
+	InFlight int `json:"inFlight"`
+	// Why says why Workers and PartsPerBatch are what they are.
+	Why string `json:"why"`
+}
+
+// fitSlack is how much slower than the fastest cut a cut with fewer
+// batches may be and still be chosen: fewer child executions cost less.
+const fitSlack = 1.01
+
+// fitRun cuts a plan's part jobs into batches for opts.Workers and prices
+// the run: of batch sizes that give every worker one, two or four batches,
+// and of powers of two, the fastest predicted, or a cheaper one within
+// fitSlack of it. Small batches spread the work; large ones keep a worker's
+// InFlight parts busy when workers are few, and launch fewer child
+// executions when the Map's launch rate, not the work, bounds the run. A
+// batch size the deployment fixed (opts.PartsPerBatch) is the only one.
+func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Prediction) {
+	workers := max(opts.Workers, 1)
+	sizes := p.jobBytes()
+	jobs := 0
+	for i := range p.WorkerParts() {
+		if !p.Carried(i) {
+			jobs++
+		}
+	}
+	pers := []int{opts.PartsPerBatch}
+	if opts.PartsPerBatch <= 0 {
+		pers = pers[:0]
+		for _, k := range []int{1, 2, 4} {
+			pers = append(pers, max(1, int(ceilDiv(int64(jobs), int64(k*workers)))))
+		}
+		for b := 1; b < 2*jobs; b *= 2 {
+			pers = append(pers, b)
+		}
+		slices.Sort(pers)
+		pers = slices.Compact(pers)
+	}
+	var best Fit
+	var bestPred Prediction
+	var fastest float64
+	preds := make([]Prediction, len(pers))
+	loads := make([][]Load, len(pers))
+	for i, per := range pers {
+		loads[i] = p.loadsOf(parts, sizes, per)
+		preds[i] = m.Predict(st, Run{Workers: workers, Orchestrated: true, HeadsUpFront: st.Requests.Head, Loads: loads[i], InFlight: m.Concurrency})
+		if i == 0 || preds[i].Seconds < fastest {
+			fastest = preds[i].Seconds
+		}
+	}
+	for i, per := range pers {
+		if preds[i].Seconds > fastest*fitSlack || best.PartsPerBatch > 0 && preds[i].Dollars >= bestPred.Dollars {
+			continue
+		}
+		best, bestPred = Fit{Workers: min(workers, max(len(loads[i]), 1)), PartsPerBatch: per, Batches: len(loads[i]), InFlight: m.Concurrency}, preds[i]
+	}
+	best.Why = best.why(workers, jobs, opts.PartsPerBatch > 0, m)
+	return best, bestPred
+}
+
+// why says in words why a fit uses the workers it does.
+func (f Fit) why(workers, jobs int, fixed bool, m Model) string {
+	batches := fmt.Sprintf("batches (%d) of at most %d part jobs", f.Batches, f.PartsPerBatch)
+	switch {
+	case fixed && f.Workers < workers:
+		return fmt.Sprintf("%s, the batch the deployment fixes: no batch is left for more workers", batches)
+	case fixed:
+		return fmt.Sprintf("%s, the batch the deployment fixes, %d parts at a time on each worker", batches, f.InFlight)
+	case jobs < workers && f.Workers == jobs:
+		return fmt.Sprintf("part jobs (%d) fewer than the workers (%d): one each", jobs, workers)
+	case f.Workers < workers:
+		return fmt.Sprintf("%s, %d parts at a time on each worker, are predicted within %.0f%% of the fastest cut and cost less: more workers would wait to be launched (%.0f a second) about as long as they save", batches, f.InFlight, 100*(fitSlack-1), m.LaunchRate)
+	}
+	return fmt.Sprintf("%s, %d parts at a time on each worker: the fastest cut predicted", batches, f.InFlight)
+}
+
+// fitted sets the plan's Fit for opts.
+func (p *Plan) fitted(opts Options) (*Plan, error) {
+	parts := p.partsStats()
+	p.Fit, _ = fitRun(p, parts, p.statsOf(parts), opts, opts.model())
+	return p, nil
+}
+
+// model is the profile plans are priced with: opts.Model, else AWS's.
+func (opts Options) model() Model {
+	if opts.Model != nil {
+		return *opts.Model
+	}
+	return DefaultModel
+}
