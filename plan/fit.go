@@ -28,14 +28,20 @@ type Fit struct {
 	Why string `json:"why"`
 }
 
+// MaxBatchSeconds bounds a batch's predicted time: a worker invocation
+// ends after at most 900 s (Lambda's limit), and a batch cut off near it is
+// built again whole (DeadlineError), so batches leave it half.
+const MaxBatchSeconds = 450
+
 // fitSlack is how much slower than the fastest cut a cut with fewer
 // batches may be and still be chosen: fewer child executions cost less.
 const fitSlack = 1.01
 
 // fitRun cuts a plan's part jobs into batches for opts.Workers and prices
 // the run: of batch sizes that give every worker one, two or four batches,
-// and of powers of two, the fastest predicted, or a cheaper one within
-// fitSlack of it. Small batches spread the work; large ones keep a worker's
+// and of powers of two, whose batches are predicted to take at most
+// MaxBatchSeconds (batch size 1 always qualifies), the fastest predicted,
+// or a cheaper one within fitSlack of it. Small batches spread the work; large ones keep a worker's
 // InFlight parts busy when workers are few, and launch fewer child
 // executions when the Map's launch rate, not the work, bounds the run. A
 // batch size the deployment fixed (opts.PartsPerBatch) is the only one.
@@ -65,15 +71,17 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 	var fastest float64
 	preds := make([]Prediction, len(pers))
 	loads := make([][]Load, len(pers))
+	fits := make([]bool, len(pers))
 	for i, per := range pers {
 		loads[i] = p.loadsOf(parts, sizes, per)
+		fits[i] = per == 1 || per == opts.PartsPerBatch || !slices.ContainsFunc(loads[i], func(l Load) bool { return m.batchSeconds(l) > MaxBatchSeconds })
 		preds[i] = m.Predict(st, Run{Workers: workers, Orchestrated: true, HeadsUpFront: st.Requests.Head, Loads: loads[i], InFlight: m.Concurrency})
-		if i == 0 || preds[i].Seconds < fastest {
+		if fits[i] && (fastest == 0 || preds[i].Seconds < fastest) {
 			fastest = preds[i].Seconds
 		}
 	}
 	for i, per := range pers {
-		if preds[i].Seconds > fastest*fitSlack || best.PartsPerBatch > 0 && preds[i].Dollars >= bestPred.Dollars {
+		if !fits[i] || preds[i].Seconds > fastest*fitSlack || best.PartsPerBatch > 0 && preds[i].Dollars >= bestPred.Dollars {
 			continue
 		}
 		best, bestPred = Fit{Workers: min(workers, max(len(loads[i]), 1)), PartsPerBatch: per, Batches: len(loads[i]), InFlight: m.Concurrency}, preds[i]

@@ -146,9 +146,9 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		free := make(workerClock, int(w))
 		heap.Init(&free)
 		for _, l := range r.Loads {
-			st, rq := m.loadSeconds(l, passes)
-			free[0] += m.InvokeSeconds + math.Max(st, rq)
-			busy += m.InvokeSeconds + math.Max(st, rq)
+			t := m.batchSeconds(l)
+			free[0] += t
+			busy += t
 			heap.Fix(&free, 0)
 		}
 		worker = slices.Max(free)
@@ -223,6 +223,12 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 // GET, and UploadPart's answer. Parts in flight together wait side by side,
 // so a worker pays them once.
 const streamWaits = 4
+
+// batchSeconds is how long one worker invocation takes to build a load.
+func (m Model) batchSeconds(l Load) float64 {
+	st, rq := m.loadSeconds(l, math.Max(m.StreamPasses, 1))
+	return m.InvokeSeconds + math.Max(st, rq)
+}
 
 // loadSeconds is how long one worker takes to stream a load's bytes, and to
 // make its requests: Concurrency round trips at a time, a chain's steps

@@ -161,8 +161,9 @@ func (w *Worker) partBuilder(job *Job) *partBuilder {
 		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
 }
 
-// buildAll builds items, at most cfg.PartConcurrency at a time and within
-// cfg.MemoryBudget; near the context's deadline it starts no more. It
+// buildAll builds items, at most the job's PartsInFlight (else
+// cfg.PartConcurrency) at a time and within cfg.MemoryBudget; near the
+// context's deadline it starts no more. It
 // returns the results by item, how many items it started, and the first
 // error.
 func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]PartResult, int, error) {
@@ -171,7 +172,11 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	mem := semaphore.NewWeighted(cfg.MemoryBudget)
-	slots := make(chan struct{}, cfg.PartConcurrency)
+	inFlight := cfg.PartConcurrency
+	if b.job.PartsInFlight > 0 {
+		inFlight = b.job.PartsInFlight // what the plan was priced with
+	}
+	slots := make(chan struct{}, inFlight)
 	var (
 		mu       sync.Mutex
 		firstErr error

@@ -27,7 +27,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 			"and the work objects removed. A report (<dest>.report.json) lists every entry.")
 	rf := addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket")
 	dest := fs.String("dest", "", "write the archive to `s3://bucket/key.zip`")
-	batch := fs.Int("batch", workflow.DefaultPartsPerBatch, "part jobs per batch (the Map's MaxItemsPerBatch, as deployed)")
+	batch := fs.Int("batch", 0, "part jobs per batch (the Map's MaxItemsPerBatch), fixed as a deployment's PARTS_PER_BATCH does; 0 lets the plan cut its batches for its workers")
 	workBucket := fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing archive")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -44,7 +44,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := rf.check("create"); err != nil {
 		return err
 	}
-	if err := atLeast("create", "batch", *batch, 1); err != nil {
+	if err := atLeast("create", "batch", *batch, 0); err != nil {
 		return err
 	}
 	req, err := rf.sourceRequest("create")

@@ -39,10 +39,12 @@ type planSummary struct {
 	Requests         plan.Requests `json:"requests"`
 	Zip64            bool          `json:"zip64"`
 	PlanMillis       float64       `json:"planMillis"`
-	// Predicted on AWS by plan.DefaultModel for Workers.
-	Workers          int     `json:"workers"`
-	PredictedSeconds float64 `json:"predictedSeconds"`
-	PredictedDollars float64 `json:"predictedDollars"`
+	// Predicted on AWS by plan.DefaultModel for Workers, run as Fit cuts
+	// it: the workers it uses (Fit.Workers, at most Workers) and why.
+	Workers          int      `json:"workers"`
+	Fit              plan.Fit `json:"fit"`
+	PredictedSeconds float64  `json:"predictedSeconds"`
+	PredictedDollars float64  `json:"predictedDollars"`
 	// The read pass (--compress or --digest), before the layout: predicted
 	// with an assumed compressed/uncompressed ratio.
 	ReadJobs     int     `json:"readJobs,omitempty"`
@@ -102,9 +104,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 
 	start := time.Now()
 	// Planned and priced as the deployed planner plans and the Map runs it:
-	// in batches of the deployment's default size.
+	// in the batches the plan cuts for its workers.
 	prefer, _ := plan.ParsePreference(*rf.prefer)
-	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
+	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: workers}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
@@ -118,10 +120,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		Strategy: s, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
 		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
 		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
-		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers,
+		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: workers, Fit: p.Fit,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := predictDeployed(p, workers)
+	pred := predictDeployed(p)
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
 	if p.Alternative != nil {
 		// Priced as this plan is, not by auto's interpolated estimate.
@@ -131,7 +133,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
 		}
-		opred := predictDeployed(op, workers)
+		opred := predictDeployed(op)
 		sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
 	}
 	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
@@ -175,6 +177,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
 	fmt.Fprintf(stdout, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	fmt.Fprintf(stdout, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
 	if a := sum.Alternative; a != nil {
 		fmt.Fprintf(stdout, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
 	}
@@ -185,9 +188,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // predictDeployed prices a plan on AWS as the deployed Map runs it: in
-// batches of the deployment's default size.
-func predictDeployed(p *plan.Plan, workers int) plan.Prediction {
-	return plan.DefaultModel.Predict(p.Stats(), plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(workflow.DefaultPartsPerBatch)})
+// the batches, on the workers and with the parts in flight of its Fit.
+func predictDeployed(p *plan.Plan) plan.Prediction {
+	return plan.DefaultModel.Predict(p.Stats(), plan.Run{Workers: p.Fit.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(p.Fit.PartsPerBatch), InFlight: p.Fit.InFlight})
 }
 
 // planOnlyDestination stands in for --dest, which plan does not take: the
