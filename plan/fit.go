@@ -106,6 +106,13 @@ func (f Fit) why(workers, jobs int, fixed bool, m Model) string {
 	return fmt.Sprintf("%s, %d parts at a time on each worker: the fastest cut predicted", batches, f.InFlight)
 }
 
+// Predict prices the plan with m as its Fit runs it: batch by batch, on
+// the workers it uses, with their parts in flight — as the deployed Map
+// runs it when m is the model it was planned with.
+func (p *Plan) Predict(m Model) Prediction {
+	return m.Predict(p.Stats(), Run{Workers: p.Fit.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(p.Fit.PartsPerBatch), InFlight: p.Fit.InFlight})
+}
+
 // fitted sets the plan's Fit for opts.
 func (p *Plan) fitted(opts Options) (*Plan, error) {
 	parts := p.partsStats()

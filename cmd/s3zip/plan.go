@@ -189,9 +189,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 
 // predictDeployed prices a plan on AWS as the deployed Map runs it: in
 // the batches, on the workers and with the parts in flight of its Fit.
-func predictDeployed(p *plan.Plan) plan.Prediction {
-	return plan.DefaultModel.Predict(p.Stats(), plan.Run{Workers: p.Fit.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(p.Fit.PartsPerBatch), InFlight: p.Fit.InFlight})
-}
+func predictDeployed(p *plan.Plan) plan.Prediction { return p.Predict(plan.DefaultModel) }
 
 // planOnlyDestination stands in for --dest, which plan does not take: the
 // request must name one to be valid, and nothing is written to it.
