@@ -27,8 +27,10 @@ type Model struct {
 	RequestLatency float64
 	// CopyRate is the server-side copy rate of one UploadPartCopy, bytes/s.
 	CopyRate float64
-	// Concurrency is S3 requests one worker keeps in flight (copies, HEADs,
-	// chain rounds; streaming is bound by bandwidth instead).
+	// Concurrency is the parts one worker builds at once: copies, chains
+	// (each waiting for its round trips one after another) and streamed
+	// parts (bound by bandwidth instead). A plan's Fit.InFlight, which the
+	// worker honours (workflow Job.PartsInFlight).
 	Concurrency int
 	// StartSeconds is the fixed cost of starting a run: the state machine's
 	// transitions and the planner's invocation.
@@ -120,7 +122,7 @@ type Prediction struct {
 }
 
 func (m Model) String() string {
-	return fmt.Sprintf("%.0f Mbit/s per worker, %.0f ms per request, %.0f MB/s per copy, %d requests in flight per worker",
+	return fmt.Sprintf("%.0f Mbit/s per worker, %.0f ms per request, %.0f MB/s per copy, %d parts in flight per worker",
 		m.WorkerBandwidth*8/1e6, m.RequestLatency*1000, m.CopyRate/1e6, m.Concurrency)
 }
 
