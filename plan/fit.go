@@ -69,6 +69,7 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 	var best Fit
 	var bestPred Prediction
 	var fastest float64
+	quickest := 0 // index of the fastest cut
 	preds := make([]Prediction, len(pers))
 	loads := make([][]Load, len(pers))
 	fits := make([]bool, len(pers))
@@ -77,7 +78,7 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 		fits[i] = per == 1 || per == opts.PartsPerBatch || !slices.ContainsFunc(loads[i], func(l Load) bool { return m.batchSeconds(l) > MaxBatchSeconds })
 		preds[i] = m.Predict(st, Run{Workers: workers, Orchestrated: true, HeadsUpFront: st.Requests.Head, Loads: loads[i], InFlight: m.Concurrency})
 		if fits[i] && (fastest == 0 || preds[i].Seconds < fastest) {
-			fastest = preds[i].Seconds
+			fastest, quickest = preds[i].Seconds, i
 		}
 	}
 	for i, per := range pers {
@@ -86,24 +87,23 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 		}
 		best, bestPred = Fit{Workers: min(workers, max(len(loads[i]), 1)), PartsPerBatch: per, Batches: len(loads[i]), InFlight: m.Concurrency}, preds[i]
 	}
-	best.Why = best.why(workers, jobs, opts.PartsPerBatch > 0, m)
-	return best, bestPred
-}
-
-// why says in words why a fit uses the workers it does.
-func (f Fit) why(workers, jobs int, fixed bool, m Model) string {
-	batches := fmt.Sprintf("batches (%d) of at most %d part jobs", f.Batches, f.PartsPerBatch)
 	switch {
-	case fixed && f.Workers < workers:
-		return fmt.Sprintf("%s, the batch the deployment fixes: no batch is left for more workers", batches)
-	case fixed:
-		return fmt.Sprintf("%s, the batch the deployment fixes, %d parts at a time on each worker", batches, f.InFlight)
-	case jobs < workers && f.Workers == jobs:
-		return fmt.Sprintf("part jobs (%d) fewer than the workers (%d): one each", jobs, workers)
-	case f.Workers < workers:
-		return fmt.Sprintf("%s, %d parts at a time on each worker, are predicted within %.0f%% of the fastest cut and cost less: more workers would wait to be launched (%.0f a second) about as long as they save", batches, f.InFlight, 100*(fitSlack-1), m.LaunchRate)
+	case opts.PartsPerBatch > 0 && best.Workers < workers:
+		best.Why = fmt.Sprintf("the deployment fixes batches of at most %d part jobs: %d batches leave none for more workers", best.PartsPerBatch, best.Batches)
+	case opts.PartsPerBatch > 0:
+		best.Why = fmt.Sprintf("the deployment fixes batches of at most %d part jobs: %d batches, %d parts at a time on each worker", best.PartsPerBatch, best.Batches, best.InFlight)
+	case jobs < workers && best.Workers == jobs:
+		best.Why = fmt.Sprintf("%d part jobs for %d workers: one each", jobs, workers)
+	case bestPred.Seconds > fastest+0.005: // slower by what the summary shows
+		best.Why = fmt.Sprintf("%d batches of at most %d part jobs, %d parts at a time on each worker: %.2f s predicted, within %.0f%% of the fastest cut (%.2f s, %d batches) and $%.4f cheaper: fewer child executions",
+			best.Batches, best.PartsPerBatch, best.InFlight, bestPred.Seconds, 100*(fitSlack-1), fastest, len(loads[quickest]), preds[quickest].Dollars-bestPred.Dollars)
+	case best.Workers < workers:
+		best.Why = fmt.Sprintf("%d batches of at most %d part jobs, %d parts at a time on each worker: the fastest cut predicted; smaller batches for more workers are not faster, each one more child execution for the Map to launch (%.0f a second)",
+			best.Batches, best.PartsPerBatch, best.InFlight, m.LaunchRate)
+	default:
+		best.Why = fmt.Sprintf("%d batches of at most %d part jobs, %d parts at a time on each worker: the fastest cut predicted", best.Batches, best.PartsPerBatch, best.InFlight)
 	}
-	return fmt.Sprintf("%s, %d parts at a time on each worker: the fastest cut predicted", batches, f.InFlight)
+	return best, bestPred
 }
 
 // Predict prices the plan with m as its Fit runs it: batch by batch, on
