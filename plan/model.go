@@ -32,6 +32,11 @@ type Model struct {
 	// parts (bound by bandwidth instead). A plan's Fit.InFlight, which the
 	// worker honours (workflow Job.PartsInFlight).
 	Concurrency int
+	// UploadsInFlight is the most upload parts among them: each holds its
+	// bytes and a fan-out of GETs, so a worker assembles a few at a time
+	// (workflow's PART_CONCURRENCY) however many copies and chains it
+	// keeps in flight. 0 is Concurrency.
+	UploadsInFlight int
 	// StartSeconds is the fixed cost of starting a run: the state machine's
 	// transitions and the planner's invocation.
 	StartSeconds float64
@@ -81,7 +86,7 @@ type Model struct {
 
 // DefaultModel is the model with its stated assumptions.
 var DefaultModel = Model{
-	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100,
+	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100, UploadsInFlight: 8,
 	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
 	PriceTransition: 0.000025, WorkerMemoryGB: 1.769, StreamPasses: 2,
@@ -255,8 +260,8 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	return stream, requests
 }
 
-// streamSeconds is one worker streaming bytes in parts, Concurrency parts
-// at a time; piped of them go from GET to UploadPart in one pass. A worker
+// streamSeconds is one worker streaming bytes in parts, UploadsInFlight
+// parts at a time; piped of them go from GET to UploadPart in one pass. A worker
 // that assembles a part before sending it (passes 2) sends the first parts
 // only after reading them; later parts are read while earlier ones are
 // sent, so only that first wave crosses the link twice in a row.
@@ -265,7 +270,11 @@ func (m Model) streamSeconds(bytes, piped int64, parts int, passes float64) floa
 		return 0
 	}
 	piped = min(piped, bytes)
-	firstWave := math.Min(1, float64(m.Concurrency)/float64(max(parts, 1)))
+	uploads := m.Concurrency
+	if m.UploadsInFlight > 0 {
+		uploads = min(uploads, m.UploadsInFlight)
+	}
+	firstWave := math.Min(1, float64(uploads)/float64(max(parts, 1)))
 	return (float64(piped) + float64(bytes-piped)*(1+(passes-1)*firstWave)) / m.WorkerBandwidth
 }
 
