@@ -88,6 +88,8 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 		best, bestPred = Fit{Workers: min(workers, max(len(loads[i]), 1)), PartsPerBatch: per, Batches: len(loads[i]), InFlight: m.Concurrency}, preds[i]
 	}
 	switch {
+	case jobs == 0:
+		best.Why = "no part jobs: the finalizer builds the whole archive"
 	case opts.PartsPerBatch > 0 && best.Workers < workers:
 		best.Why = fmt.Sprintf("the deployment fixes batches of at most %d part jobs: %d batches leave none for more workers", best.PartsPerBatch, best.Batches)
 	case opts.PartsPerBatch > 0:
