@@ -10,10 +10,7 @@ import (
 // predicted cost is at most CostCap times the cheapest one's; the stream
 // plan competes too.
 func makeAuto(entries []Entry, opts Options) (*Plan, error) {
-	model := DefaultModel
-	if opts.Model != nil {
-		model = *opts.Model
-	}
+	model := opts.model()
 	capRatio := opts.CostCap
 	if capRatio <= 0 {
 		capRatio = 2
@@ -48,10 +45,10 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	var cands []candidate
 	stats := map[int]Stats{}
 	heads := map[int]int{}
-	// batched is, for a built candidate, its time batch by batch over its
-	// time spread evenly (1 without PartsPerBatch); a share in between
-	// takes the ratio in between.
-	batched := map[int]float64{}
+	// batched is, for a built candidate, its time and cost batch by batch
+	// as its Fit cuts them over those spread evenly; a share in between
+	// takes the ratios in between.
+	batched := map[int][2]float64{}
 	for _, k := range []int{-1, 0, 8} {
 		p, err := build(k)
 		if err != nil {
@@ -62,16 +59,13 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			return nil, err
 		}
 		parts := p.partsStats()
-		stats[k], batched[k] = p.statsOf(parts), 1
+		stats[k], batched[k] = p.statsOf(parts), [2]float64{1, 1}
 		heads[k] = stats[k].Requests.Head
-		if opts.PartsPerBatch > 0 {
-			r := run
-			r.HeadsUpFront = heads[k]
-			spread := model.Predict(stats[k], r).Seconds
-			r.Loads = p.loadsOf(parts, opts.PartsPerBatch)
-			if spread > 0 {
-				batched[k] = model.Predict(stats[k], r).Seconds / spread
-			}
+		r := run
+		r.HeadsUpFront = heads[k]
+		spread := model.Predict(stats[k], r)
+		if _, fit := fitRun(p, parts, stats[k], opts, model); spread.Seconds > 0 && spread.Dollars > 0 {
+			batched[k] = [2]float64{fit.Seconds / spread.Seconds, fit.Dollars / spread.Dollars}
 		}
 	}
 	for k := -1; k <= 8; k++ {
@@ -85,7 +79,9 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			}
 			f := float64(k) / 8
 			st, h, ok = mixStats(s0, s8, f), int(float64(heads[0])*(1-f)+float64(heads[8])*f), true
-			ratio = batched[0]*(1-f) + batched[8]*f
+			for i := range ratio {
+				ratio[i] = batched[0][i]*(1-f) + batched[8][i]*f
+			}
 		}
 		if !ok {
 			continue
@@ -93,7 +89,8 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 		r := run
 		r.HeadsUpFront = h
 		pred := model.Predict(st, r)
-		pred.Seconds *= ratio
+		pred.Seconds *= ratio[0]
+		pred.Dollars *= ratio[1]
 		cands = append(cands, candidate{k, pred})
 	}
 	if len(cands) == 0 {
@@ -110,6 +107,9 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p.Strategy = StrategyAuto
+	if p, err = p.fitted(opts); err != nil {
+		return nil, err
+	}
 	if cands[other].k != cands[best].k {
 		p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: cands[other].pred.Seconds, Dollars: cands[other].pred.Dollars}
 	}

@@ -146,21 +146,22 @@ func WholeCopy(entries []PlacedEntry, pc ChainPiece) (int, bool) {
 // ChainSteps is how many round trips a chain part's worker makes one after
 // another (workflow/chain.go), given which rounds plan.ChainChecksums opens
 // early: the GET of its entries; the rounds opened early, all side by side
-// (Create, then their copies); each round (Create — unless opened early —,
-// then its copies and header uploads side by side, then Complete); the copy
-// of the product into the archive. Each step waits for a request's answer;
-// the bytes the server moves are priced apart.
+// (Create, then their copies); the first round's Create, unless opened
+// early; each round's copy of what is built (beside the first round's own
+// copies and header uploads) and its Complete — the next round's Create,
+// copies and header uploads need nothing built, and are made while the
+// round before is built —; the copy of the product into the archive. Each
+// step waits for a request's answer; the bytes the server moves are priced
+// apart.
 func ChainSteps(early []bool) int {
-	steps := 2
-	opened := false
-	for _, e := range early {
-		steps += 3
-		if e {
-			steps--
-			opened = true
-		}
+	if len(early) == 0 {
+		return 2
 	}
-	if opened {
+	steps := 2 + 2*len(early)
+	if !early[0] {
+		steps++
+	}
+	if slices.Contains(early, true) {
 		steps += 2
 	}
 	return steps

@@ -70,18 +70,8 @@ func (p *Plan) Encode() (*Encoded, error) {
 	}
 	lineStart[len(p.Entries)] = int64(entries.Len())
 
-	job := func(part *Part) PartJob {
-		j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart[part.First], lineStart[part.First+EntryIndex(part.Count)]}}
-		if part.Kind == PartCopy {
-			e := &p.Entries[part.First]
-			src := e.Source
-			j.Source = &src
-			j.SourceRange = [2]int64{part.Start - e.DataOffset(), part.End - e.DataOffset()}
-			j.SourceSize = e.Size
-			j.CRC32 = e.CRC32
-		}
-		return j
-	}
+	at := func(i EntryIndex) int64 { return lineStart[i] }
+	job := func(part *Part) PartJob { return p.partJob(part, at) }
 	var parts bytes.Buffer
 	enc = json.NewEncoder(&parts)
 	jobs := 0
@@ -89,11 +79,7 @@ func (p *Plan) Encode() (*Encoded, error) {
 		if p.Carried(i) {
 			continue
 		}
-		j := job(&p.Parts[i])
-		for k := 1; k <= p.Parts[i].Carry; k++ {
-			j.Carried = append(j.Carried, job(&p.Parts[i+k]))
-		}
-		if err := enc.Encode(j); err != nil {
+		if err := enc.Encode(p.workerJob(i, at)); err != nil {
 			return nil, fmt.Errorf("encode part %d: %w", p.Parts[i].Number, err)
 		}
 		jobs++
@@ -108,6 +94,48 @@ func (p *Plan) Encode() (*Encoded, error) {
 		return nil, fmt.Errorf("encode plan header: %w", err)
 	}
 	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes(), Jobs: jobs}, nil
+}
+
+// partJob is part's job, given where each entry's line starts in the
+// entries file (lineStart of len(Entries) is where the file ends).
+func (p *Plan) partJob(part *Part, lineStart func(EntryIndex) int64) PartJob {
+	j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart(part.First), lineStart(part.First + EntryIndex(part.Count))}}
+	if part.Kind == PartCopy {
+		e := &p.Entries[part.First]
+		src := e.Source
+		j.Source = &src
+		j.SourceRange = [2]int64{part.Start - e.DataOffset(), part.End - e.DataOffset()}
+		j.SourceSize = e.Size
+		j.CRC32 = e.CRC32
+	}
+	return j
+}
+
+// workerJob is the job of worker part i (not a carried one), with the jobs
+// of the parts it carries.
+func (p *Plan) workerJob(i int, lineStart func(EntryIndex) int64) PartJob {
+	j := p.partJob(&p.Parts[i], lineStart)
+	for k := 1; k <= p.Parts[i].Carry; k++ {
+		j.Carried = append(j.Carried, p.partJob(&p.Parts[i+k], lineStart))
+	}
+	return j
+}
+
+// jobBytes are the lengths of the worker parts' job lines, by worker part
+// (0 for a carried part), as Encode writes them but with every entries-file
+// offset at its longest (13 digits, a terabyte of entries): no shorter than
+// the lines Encode writes, whose entries file it has not written yet.
+func (p *Plan) jobBytes() []int {
+	longest := func(EntryIndex) int64 { return 1e12 }
+	sizes := make([]int, len(p.WorkerParts()))
+	for i := range sizes {
+		if p.Carried(i) {
+			continue
+		}
+		line, _ := json.Marshal(p.workerJob(i, longest)) // numbers and strings: it always encodes
+		sizes[i] = len(line) + 1
+	}
+	return sizes
 }
 
 // DecodeEntries reads placed entries, one JSON line each.

@@ -27,9 +27,16 @@ type Model struct {
 	RequestLatency float64
 	// CopyRate is the server-side copy rate of one UploadPartCopy, bytes/s.
 	CopyRate float64
-	// Concurrency is S3 requests one worker keeps in flight (copies, HEADs,
-	// chain rounds; streaming is bound by bandwidth instead).
+	// Concurrency is the parts one worker builds at once: copies, chains
+	// (each waiting for its round trips one after another) and streamed
+	// parts (bound by bandwidth instead). A plan's Fit.InFlight, which the
+	// worker honours (workflow Job.PartsInFlight).
 	Concurrency int
+	// UploadsInFlight is the most upload parts among them: each holds its
+	// bytes and a fan-out of GETs, so a worker assembles a few at a time
+	// (workflow's PART_CONCURRENCY) however many copies and chains it
+	// keeps in flight. 0 is Concurrency.
+	UploadsInFlight int
 	// StartSeconds is the fixed cost of starting a run: the state machine's
 	// transitions and the planner's invocation.
 	StartSeconds float64
@@ -79,7 +86,7 @@ type Model struct {
 
 // DefaultModel is the model with its stated assumptions.
 var DefaultModel = Model{
-	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100,
+	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100, UploadsInFlight: 8,
 	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
 	PriceTransition: 0.000025, WorkerMemoryGB: 1.769, StreamPasses: 2,
@@ -103,6 +110,9 @@ type Run struct {
 	Loads []Load
 	// HeadsUpFront are HEADs made before the workers start (CRCs).
 	HeadsUpFront int
+	// InFlight is the parts one worker builds at once (Fit.InFlight, which
+	// the worker honours); 0 is the model's Concurrency.
+	InFlight int
 }
 
 // Prediction is a predicted run.
@@ -117,25 +127,35 @@ type Prediction struct {
 }
 
 func (m Model) String() string {
-	return fmt.Sprintf("%.0f Mbit/s per worker, %.0f ms per request, %.0f MB/s per copy, %d requests in flight per worker",
+	return fmt.Sprintf("%.0f Mbit/s per worker, %.0f ms per request, %.0f MB/s per copy, %d parts in flight per worker",
 		m.WorkerBandwidth*8/1e6, m.RequestLatency*1000, m.CopyRate/1e6, m.Concurrency)
 }
 
 // Predict prices a plan's stats run as r.
 func (m Model) Predict(s Stats, r Run) Prediction {
+	if r.InFlight > 0 {
+		m.Concurrency = r.InFlight
+	}
 	w := float64(max(r.Workers, 1))
 	conc := float64(m.Concurrency)
 	passes := math.Max(m.StreamPasses, 1)
+	// children are the Map's child executions (worker invocations), busy
+	// their time together.
+	children, busy := w, 0.0
 	var worker, stream, requests float64
 	if len(r.Loads) > 0 {
 		// Batches go to the first free worker, in order; the run waits for
-		// the last one.
+		// the last one. The Map starts no more children than batches: a
+		// worker with none is never launched nor billed.
 		stream, requests = m.loadSeconds(Load{Stats: s}, passes)
+		children = float64(len(r.Loads))
+		w = math.Min(w, children)
 		free := make(workerClock, int(w))
 		heap.Init(&free)
 		for _, l := range r.Loads {
-			st, rq := m.loadSeconds(l, passes)
-			free[0] += m.InvokeSeconds + math.Max(st, rq)
+			t := m.batchSeconds(l)
+			free[0] += t
+			busy += t
 			heap.Fix(&free, 0)
 		}
 		worker = slices.Max(free)
@@ -160,11 +180,32 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		// worker could keep in flight: its longest chain is a floor.
 		requests = math.Max(requests, float64(s.LongestChainSteps)*m.RequestLatency)
 		worker = math.Max(stream, requests) + m.InvokeSeconds
+		busy = worker * w
 	}
 
-	// The server's share: every streamed byte is read from a source and
-	// sent as a part, every copied byte copied, every request answered,
-	// every chain round assembled by a Complete.
+	server := m.serverSeconds(s)
+	overhead := m.overheadSeconds(s, r, w, conc)
+	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
+	p.Seconds = math.Max(worker, server) + overhead
+
+	// Cost: requests, Lambda time (every invocation is billed for its
+	// time, and all of them for the server's share while they wait), state
+	// transitions (about three per child execution and ten for the run).
+	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
+	get := s.Requests.Get + s.Requests.Head + r.HeadsUpFront
+	lambdaSecs := math.Max(busy, server*w) + overhead
+	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
+		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (children+3)*m.PriceLambdaRequest
+	if r.Orchestrated {
+		p.Dollars += (10 + 3*children) * m.PriceTransition
+	}
+	return p
+}
+
+// serverSeconds is the server's share: every streamed byte is read from a
+// source and sent as a part, every copied byte copied, every request
+// answered, every chain round assembled by a Complete.
+func (m Model) serverSeconds(s Stats) float64 {
 	var server float64
 	rate := func(work, perSecond float64) float64 {
 		if perSecond <= 0 {
@@ -176,7 +217,13 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	server += rate(float64(s.ServerCopiedBytes), m.ServerCopyRate)
 	server += rate(float64(s.Requests.Total()), m.ServerRequestRate)
 	server += float64(s.ServerCopiedBytes-s.CopiedBytes) * m.CompletePerByte
+	return server
+}
 
+// overheadSeconds is what the run waits for besides the workers and the
+// server: listing, HEADs up front, start, launch, the chains' pad, the
+// final Complete.
+func (m Model) overheadSeconds(s Stats, r Run, w, conc float64) float64 {
 	overhead := float64(ceilDiv(int64(s.Entries), 1000))*m.ListPageSeconds +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +
 		float64(s.ArchiveBytes)*m.CompletePerByte
@@ -186,20 +233,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	if s.ChainParts > 0 {
 		overhead += PadSize / m.WorkerBandwidth // the planner uploads the chains' pad
 	}
-	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
-	p.Seconds = math.Max(worker, server) + overhead
-
-	// Cost: requests, Lambda time (every worker is billed for its share),
-	// state transitions (about three per child execution and ten for the run).
-	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
-	get := s.Requests.Get + s.Requests.Head + r.HeadsUpFront
-	lambdaSecs := math.Max(worker, server)*w + overhead
-	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
-		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (w+3)*m.PriceLambdaRequest
-	if r.Orchestrated {
-		p.Dollars += (10 + 3*w) * m.PriceTransition
-	}
-	return p
+	return overhead
 }
 
 // streamWaits are the round trips a worker streaming a part waits for
@@ -208,6 +242,12 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 // GET, and UploadPart's answer. Parts in flight together wait side by side,
 // so a worker pays them once.
 const streamWaits = 4
+
+// batchSeconds is how long one worker invocation takes to build a load.
+func (m Model) batchSeconds(l Load) float64 {
+	st, rq := m.loadSeconds(l, math.Max(m.StreamPasses, 1))
+	return m.InvokeSeconds + math.Max(st, rq)
+}
 
 // loadSeconds is how long one worker takes to stream a load's bytes, and to
 // make its requests: Concurrency round trips at a time, a chain's steps
@@ -232,8 +272,8 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	return stream, requests
 }
 
-// streamSeconds is one worker streaming bytes in parts, Concurrency parts
-// at a time; piped of them go from GET to UploadPart in one pass. A worker
+// streamSeconds is one worker streaming bytes in parts, UploadsInFlight
+// parts at a time; piped of them go from GET to UploadPart in one pass. A worker
 // that assembles a part before sending it (passes 2) sends the first parts
 // only after reading them; later parts are read while earlier ones are
 // sent, so only that first wave crosses the link twice in a row.
@@ -242,7 +282,11 @@ func (m Model) streamSeconds(bytes, piped int64, parts int, passes float64) floa
 		return 0
 	}
 	piped = min(piped, bytes)
-	firstWave := math.Min(1, float64(m.Concurrency)/float64(max(parts, 1)))
+	uploads := m.Concurrency
+	if m.UploadsInFlight > 0 {
+		uploads = min(uploads, m.UploadsInFlight)
+	}
+	firstWave := math.Min(1, float64(uploads)/float64(max(parts, 1)))
 	return (float64(piped) + float64(bytes-piped)*(1+(passes-1)*firstWave)) / m.WorkerBandwidth
 }
 

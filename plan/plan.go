@@ -155,6 +155,8 @@ type Plan struct {
 	// Alternative is, for auto, the plan the other preference would have
 	// chosen, as predicted; nil when it is the same plan.
 	Alternative *Alternative `json:"alternative,omitempty"`
+	// Fit is how the plan is run on Options.Workers (fit.go).
+	Fit Fit `json:"fit"`
 }
 
 // Limits on the entries of one plan, besides S3's 10,000 parts. ZIP64
@@ -260,7 +262,11 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 		l = chainLayout(entries)
 	}
 	chain := func(span) bool { return opts.Strategy == StrategyChain }
-	return planWith(entries, l, opts, chain)
+	p, err := planWith(entries, l, opts, chain)
+	if err != nil {
+		return nil, err
+	}
+	return p.fitted(opts)
 }
 
 // fitPartSize raises the streamed part size, up to MaxPartSize, so that

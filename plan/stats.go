@@ -170,22 +170,33 @@ type Load struct {
 	Stats
 }
 
-// Loads cuts the workers' part jobs into batches of perBatch jobs, in the
-// order the Distributed Map reads them (a job carries the copy after it),
-// and says what each batch takes.
-func (p *Plan) Loads(perBatch int) []Load { return p.loadsOf(p.partsStats(), perBatch) }
+// Loads cuts the workers' part jobs into batches as the Distributed Map's
+// ItemBatcher does — perBatch jobs, fewer when their lines would pass
+// MaxJobBytes (MaxInputBytesPerBatch) with the batch's job beside them — in
+// the order the Map reads them (a job carries the copy after it), and says
+// what each batch takes.
+func (p *Plan) Loads(perBatch int) []Load { return p.loadsOf(p.partsStats(), p.jobBytes(), perBatch) }
 
-// loadsOf is Loads given every part's stats (partsStats).
-func (p *Plan) loadsOf(partStats []Stats, perBatch int) []Load {
+// batchJobBytes is the room a batch keeps for its BatchInput (the
+// workflow's Job: keys, destination, upload ID; under 1 KiB).
+const batchJobBytes = 4096
+
+// loadsOf is Loads given every part's stats (partsStats) and job line
+// lengths (jobBytes).
+func (p *Plan) loadsOf(partStats []Stats, jobBytes []int, perBatch int) []Load {
 	perBatch = max(perBatch, 1)
 	var loads []Load
-	jobs := 0
+	jobs, bytes := 0, 0
 	parts := p.WorkerParts()
 	for i := 0; i < len(parts); i++ {
-		if jobs%perBatch == 0 {
+		if jobs == perBatch || jobs > 0 && bytes+jobBytes[i] > MaxJobBytes-batchJobBytes {
+			jobs, bytes = 0, 0
+		}
+		if jobs == 0 {
 			loads = append(loads, Load{})
 		}
 		jobs++
+		bytes += jobBytes[i]
 		l := &loads[len(loads)-1]
 		for k := i; k <= min(i+parts[i].Carry, len(parts)-1); k++ {
 			l.add(partStats[k])

@@ -112,9 +112,22 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 				return nil, fmt.Errorf("chain round %d: %w", r, err)
 			}
 		}
+		// The next round's upload and its pieces need nothing this round
+		// builds: they are sent while it is built, so that every round
+		// after the first waits only for its copy of what is built and its
+		// completion (plan.ChainSteps).
+		ahead, aheadCtx := errgroup.WithContext(ctx)
+		if r+1 < len(rounds) {
+			ahead.Go(func() error { return ch.prepare(aheadCtx, r+1) })
+		}
 		next, n, err := ups[r].finish(ctx, entries, x)
 		if err != nil {
+			ahead.Go(func() error { return err }) // stops the next round's preparation
+			ahead.Wait()
 			return nil, fmt.Errorf("chain round %d: %w", r, err)
+		}
+		if err := ahead.Wait(); err != nil {
+			return nil, fmt.Errorf("chain round %d: %w", r+1, err)
 		}
 		ups[r] = nil
 		// This round has copied what was built: the object before it is
@@ -225,15 +238,35 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 	return crcs, nil
 }
 
+// prepare opens round r's upload, unless it is open, and sends its pieces:
+// the copies of sources and the header bytes.
+func (ch *chainBuild) prepare(ctx context.Context, r int) error {
+	u := ch.ups[r]
+	if u == nil {
+		var err error
+		if u, err = ch.openRound(ctx, r, false); err != nil {
+			return err
+		}
+		ch.ups[r] = u
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if !u.copied {
+		g.Go(func() error { return u.copyPieces(gctx, ch.entries) })
+	}
+	g.Go(func() error { return u.sendPieces(gctx, ch.entries) })
+	return g.Wait()
+}
+
 // roundUpload is a chain round's two-or-more-part upload in the work
 // bucket: [what is built so far][the round's pieces].
 type roundUpload struct {
-	c                ChainS3
-	bucket, key, id  string
-	checksum         bool // created with CRC-32: every part's CRC-32 is listed at completion
-	pieces           []plan.ChainPiece
-	etags, sums      []string // by part number - 1
-	copied, finished bool
+	c                      ChainS3
+	bucket, key, id        string
+	checksum               bool // created with CRC-32: every part's CRC-32 is listed at completion
+	pieces                 []plan.ChainPiece
+	etags, sums            []string // by part number - 1
+	copied, sent, finished bool
+	uploaded               int64 // bytes sent (sendPieces)
 }
 
 // openRound creates round r's upload in the work bucket; with checksum, one
@@ -298,20 +331,16 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	if x.content < s3x.MinPartSize {
 		from, lead = to-s3x.MinPartSize, s3x.MinPartSize-x.content
 	}
-	// The bytes sent first: a missing CRC stops the round before anything is in flight.
-	bodies := make([][]byte, len(u.pieces))
-	for i, pc := range u.pieces {
-		if !pc.Copy {
-			var err error
-			if bodies[i], err = sentBytes(ctx, u.c, entries, pc); err != nil {
-				return x, 0, err
-			}
-		}
+	var added int64
+	for _, pc := range u.pieces {
+		added += pc.Size
 	}
-	var uploaded, added int64
 	g, gctx := errgroup.WithContext(ctx)
 	if !u.copied {
 		g.Go(func() error { return u.copyPieces(gctx, entries) })
+	}
+	if !u.sent {
+		g.Go(func() error { return u.sendPieces(gctx, entries) })
 	}
 	g.Go(func() error {
 		// (the first round copies the whole pad)
@@ -323,8 +352,44 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		u.etags[0], u.sums[0], err = copied(out, u.bucket, x.key)
 		return err
 	})
+	if err := g.Wait(); err != nil {
+		return x, 0, err
+	}
+	parts := make([]types.CompletedPart, len(u.etags))
+	for i, t := range u.etags {
+		parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: aws.String(t)}
+		if u.checksum {
+			parts[i].ChecksumCRC32 = aws.String(u.sums[i])
+		}
+	}
+	in := &s3.CompleteMultipartUploadInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+	if u.checksum {
+		in.ChecksumType = types.ChecksumTypeFullObject
+	}
+	if _, err := u.c.CompleteMultipartUpload(ctx, in); err != nil {
+		return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
+	}
+	u.finished = true
+	return built{key: u.key, lead: lead, content: x.content + added}, u.uploaded, nil
+}
+
+// sendPieces sends the round's header bytes (and ranges S3 cannot copy) as
+// their parts. Every byte is made first: a missing CRC stops the round
+// before anything is in flight.
+func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry) error {
+	bodies := make([][]byte, len(u.pieces))
 	for i, pc := range u.pieces {
-		added += pc.Size
+		if !pc.Copy {
+			var err error
+			if bodies[i], err = sentBytes(ctx, u.c, entries, pc); err != nil {
+				return err
+			}
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var uploaded int64
+	for i, pc := range u.pieces {
 		if pc.Copy {
 			continue
 		}
@@ -349,25 +414,10 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return x, 0, err
+		return err
 	}
-	parts := make([]types.CompletedPart, len(u.etags))
-	for i, t := range u.etags {
-		parts[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: aws.String(t)}
-		if u.checksum {
-			parts[i].ChecksumCRC32 = aws.String(u.sums[i])
-		}
-	}
-	in := &s3.CompleteMultipartUploadInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
-	if u.checksum {
-		in.ChecksumType = types.ChecksumTypeFullObject
-	}
-	if _, err := u.c.CompleteMultipartUpload(ctx, in); err != nil {
-		return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
-	}
-	u.finished = true
-	return built{key: u.key, lead: lead, content: x.content + added}, uploaded, nil
+	u.sent, u.uploaded = true, uploaded
+	return nil
 }
 
 // sentBytes are the bytes of a piece the worker sends: local headers (or

@@ -36,8 +36,9 @@ type Config struct {
 	// PieceSize is how much of an object one read job reads and compresses
 	// (its compressed copy is held in memory): at most half MemoryBudget.
 	PieceSize int64
-	// PartsPerBatch is how many part jobs one worker invocation builds (the
-	// BuildParts Map's ItemBatcher, through Job.PartsPerBatch).
+	// PartsPerBatch fixes how many part jobs one worker invocation builds
+	// (the BuildParts Map's ItemBatcher, through Job.PartsPerBatch); 0, the
+	// default, lets each plan cut its batches for its workers (plan.Fit).
 	PartsPerBatch int
 	// MaxReadsPerBatch bounds how many read jobs one reader invocation runs
 	// (the ReadEntries Map's ItemBatcher, through ReadPlan.ReadsPerBatch).
@@ -85,9 +86,6 @@ func (c Config) Defaults() Config {
 		c.PieceSize = DefaultPieceSize
 	}
 	c.PieceSize = min(c.PieceSize, c.MemoryBudget/2)
-	if c.PartsPerBatch <= 0 {
-		c.PartsPerBatch = DefaultPartsPerBatch
-	}
 	if c.MaxReadsPerBatch <= 0 {
 		c.MaxReadsPerBatch = DefaultMaxReadsPerBatch
 	}
@@ -100,9 +98,12 @@ func (c Config) Defaults() Config {
 // (MaxItemsPerBatchPath), the local runner batches by the same fields, and a
 // deployment changes them through PARTS_PER_BATCH and MAX_READS_PER_BATCH.
 const (
-	// DefaultPartsPerBatch part jobs per worker invocation: a part is 5 MiB
+	// DefaultPartsPerBatch part jobs per worker invocation is the batch a
+	// caller that fixes one usually takes (PARTS_PER_BATCH): a part is 5 MiB
 	// to 5 GiB, so 8 keep an invocation well inside its timeout while
-	// sparing 7 of 8 child executions.
+	// sparing 7 of 8 child executions. Unfixed, each plan cuts its own
+	// (plan.Fit), its batches' predicted time bounded by
+	// plan.MaxBatchSeconds.
 	DefaultPartsPerBatch = 8
 	// DefaultMaxReadsPerBatch read jobs (pieces of at most PieceSize) per
 	// reader invocation at most; fewer when there are few jobs for the

@@ -58,6 +58,10 @@ type Job struct {
 	WorkerParts    int         `json:"workerParts"` // part jobs: lines of parts.jsonl
 	MaxConcurrency int         `json:"maxConcurrency"`
 	PartsPerBatch  int         `json:"partsPerBatch"` // BuildParts' MaxItemsPerBatchPath
+	// PartsInFlight is the parts one worker builds at once, as the plan
+	// was priced (plan.Fit.InFlight); 0 leaves the deployment's
+	// PART_CONCURRENCY.
+	PartsInFlight int `json:"partsInFlight,omitempty"`
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`

@@ -28,7 +28,9 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 	job := &Job{
 		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
+		Destination: req.Destination, WorkerParts: enc.Jobs, Overwrite: req.Options.Overwrite,
+		// The Map runs the plan as it was cut and priced for its workers.
+		MaxConcurrency: p.Fit.Workers, PartsPerBatch: p.Fit.PartsPerBatch, PartsInFlight: p.Fit.InFlight,
 	}
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {

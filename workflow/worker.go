@@ -161,8 +161,11 @@ func (w *Worker) partBuilder(job *Job) *partBuilder {
 		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
 }
 
-// buildAll builds items, at most cfg.PartConcurrency at a time and within
-// cfg.MemoryBudget; near the context's deadline it starts no more. It
+// buildAll builds items, at most the job's PartsInFlight (else
+// cfg.PartConcurrency) at a time, of them at most cfg.PartConcurrency
+// upload parts (each holds its bytes and a fan-out of GETs: a Lambda has
+// 1,024 file descriptors), and within cfg.MemoryBudget; near the context's
+// deadline it starts no more. It
 // returns the results by item, how many items it started, and the first
 // error.
 func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]PartResult, int, error) {
@@ -171,7 +174,12 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	mem := semaphore.NewWeighted(cfg.MemoryBudget)
-	slots := make(chan struct{}, cfg.PartConcurrency)
+	inFlight := cfg.PartConcurrency
+	if b.job.PartsInFlight > 0 {
+		inFlight = b.job.PartsInFlight // what the plan was priced with
+	}
+	slots := make(chan struct{}, inFlight)
+	uploads := make(chan struct{}, cfg.PartConcurrency) // plan.Model.UploadsInFlight
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -203,15 +211,30 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 		if ctx.Err() != nil {
 			break
 		}
+		upload := item.Kind == plan.PartUpload
+		if upload {
+			select {
+			case uploads <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		if err := mem.Acquire(ctx, need); err != nil {
-			<-slots
 			break
 		}
 		started++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { mem.Release(need); <-slots }()
+			defer func() {
+				mem.Release(need)
+				if upload {
+					<-uploads
+				}
+				<-slots
+			}()
 			t0 := b.now()
 			r, err := b.buildJob(ctx, item)
 			if err != nil {

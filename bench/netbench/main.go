@@ -53,14 +53,15 @@ type runSpec struct {
 	Stands        string // the design it reproduces
 }
 
-// runList is the comparison: the single-Lambda anchors (stream-1 and duo-1,
-// every part in one invocation, as the published designs build), duo and
-// auto at every N of scale (perBatch parts per batch), and chain at the
-// largest N.
+// runList is the comparison: the single-Lambda anchors (stream-1, duo-1 and
+// chain-1, every part in one invocation, as the published designs build),
+// duo and auto at every N of scale (perBatch parts per batch), and chain at
+// the largest N.
 func runList(scale []int, perBatch int) []runSpec {
 	runs := []runSpec{
 		{"stream-1", "stream", 1, 0, "one Lambda streams every byte (Gen1)"},
 		{"duo-1", "duo", 1, 0, "one Lambda, server-side copies (Duo)"},
+		{"chain-1", "chain", 1, 0, "one Lambda, server-side append chains"},
 	}
 	for _, n := range scale {
 		if n > 1 {

@@ -260,6 +260,15 @@ func (r *report) verdict() (lines, why []string, worstRun string) {
 		why = append(why, "speedup_auto_vs_duo1 is na: "+r.missing("duo-1", duo1, "auto", auto))
 		lines = append(lines, "speedup_auto_vs_duo1=na")
 	}
+	// Chain at one worker against duo at one worker: how much faster one
+	// Lambda is when it keeps its chains' round trips in flight.
+	switch chain1 := r.find("chain-1"); {
+	case duo1 != nil && chain1 != nil && chain1.MedianSeconds > 0:
+		lines = append(lines, fmt.Sprintf("chain1_vs_duo1=%.2f", duo1.MedianSeconds/chain1.MedianSeconds))
+	default:
+		why = append(why, "chain1_vs_duo1 is na: "+r.missing("duo-1", duo1, "chain-1", chain1))
+		lines = append(lines, "chain1_vs_duo1=na")
+	}
 	chain := r.find(fmt.Sprintf("chain-%d", r.Workers))
 	if chain != nil && chain.ArchiveBytes > 0 {
 		lines = append(lines, fmt.Sprintf("chain_streamed_fraction=%.4f", float64(chain.StreamedBytes)/float64(chain.ArchiveBytes)))

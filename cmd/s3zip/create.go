@@ -58,7 +58,7 @@ func newCreateFlags() (*flags, *createFlags) {
 	return fs, &createFlags{
 		rf:           addRequestFlags(fs, "archive the objects a CSV or JSON Lines manifest at `s3://bucket/key` lists (instead of --source); lines without a bucket name objects in the manifest's bucket"),
 		dest:         fs.String("dest", "", "write the archive to `s3://bucket/key.zip`"),
-		batch:        fs.Int("batch", workflow.DefaultPartsPerBatch, "part jobs per batch (the Map's MaxItemsPerBatch, as deployed)"),
+		batch:        fs.Int("batch", 0, "part jobs per batch (the Map's MaxItemsPerBatch), fixed as a deployment's PARTS_PER_BATCH does; 0 lets the plan cut its batches for its workers"),
 		workBucket:   fs.String("work-bucket", "", "`bucket` for plans and temporary objects (default: the destination bucket)"),
 		overwrite:    fs.Bool("overwrite", false, "replace an existing archive"),
 		asJSON:       fs.Bool("json", false, "print the result as JSON"),
@@ -74,7 +74,7 @@ func (cf *createFlags) request() (workflow.Request, error) {
 	if err := cf.rf.check("create"); err != nil {
 		return workflow.Request{}, err
 	}
-	if err := atLeast("create", "batch", *cf.batch, 1); err != nil {
+	if err := atLeast("create", "batch", *cf.batch, 0); err != nil {
 		return workflow.Request{}, err
 	}
 	req, err := cf.rf.sourceRequest("create")

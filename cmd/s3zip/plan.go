@@ -35,10 +35,12 @@ type planSummary struct {
 	Requests         plan.Requests `json:"requests"`
 	Zip64            bool          `json:"zip64"`
 	PlanMillis       float64       `json:"planMillis"`
-	// Predicted on AWS by plan.DefaultModel for Workers.
-	Workers          int     `json:"workers"`
-	PredictedSeconds float64 `json:"predictedSeconds"`
-	PredictedDollars float64 `json:"predictedDollars"`
+	// Predicted on AWS by plan.DefaultModel for Workers, run as Fit cuts
+	// it: the workers it uses (Fit.Workers, at most Workers) and why.
+	Workers          int      `json:"workers"`
+	Fit              plan.Fit `json:"fit"`
+	PredictedSeconds float64  `json:"predictedSeconds"`
+	PredictedDollars float64  `json:"predictedDollars"`
 	// The read pass (--compress or --digest), before the layout: predicted
 	// with an assumed compressed/uncompressed ratio.
 	ReadJobs     int     `json:"readJobs,omitempty"`
@@ -68,10 +70,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	start := time.Now()
 	// Planned and priced as the deployed planner plans and the Map runs it:
-	// in batches of the deployment's default size.
+	// in the batches the plan cuts for its workers.
 	s, _ := plan.ParseStrategy(*rf.strategy)
 	prefer, _ := plan.ParsePreference(*rf.prefer)
-	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers, PartsPerBatch: workflow.DefaultPartsPerBatch}
+	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers}
 	p, err := plan.Make(entries, opts)
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
@@ -153,10 +155,10 @@ func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSumma
 		Strategy: opts.Strategy, Entries: st.Entries, ArchiveBytes: st.ArchiveBytes, StreamedBytes: st.StreamedBytes,
 		CopiedBytes: st.CopiedBytes, StreamedFraction: st.StreamedFraction(), Parts: st.Parts,
 		UploadParts: st.UploadParts, CopyParts: st.CopyParts, ChainParts: st.ChainParts, ChainRounds: st.ChainRounds,
-		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: opts.Workers,
+		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: opts.Workers, Fit: p.Fit,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := predictDeployed(p, opts.Workers)
+	pred := predictDeployed(p)
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
 	return sum
 }
@@ -173,7 +175,7 @@ func (sum *planSummary) priceAlternative(p *plan.Plan, entries []plan.Entry, opt
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
 	}
-	opred := predictDeployed(op, opts.Workers)
+	opred := predictDeployed(op)
 	sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
 	return nil
 }
@@ -215,6 +217,7 @@ func (sum *planSummary) print(w io.Writer) {
 		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
 	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	fmt.Fprintf(w, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
 	if a := sum.Alternative; a != nil {
 		fmt.Fprintf(w, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
 	}
@@ -224,10 +227,8 @@ func (sum *planSummary) print(w io.Writer) {
 }
 
 // predictDeployed prices a plan on AWS as the deployed Map runs it: in
-// batches of the deployment's default size.
-func predictDeployed(p *plan.Plan, workers int) plan.Prediction {
-	return plan.DefaultModel.Predict(p.Stats(), plan.Run{Workers: workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(workflow.DefaultPartsPerBatch)})
-}
+// the batches, on the workers and with the parts in flight of its Fit.
+func predictDeployed(p *plan.Plan) plan.Prediction { return p.Predict(plan.DefaultModel) }
 
 // planOnlyDestination stands in for --dest, which plan does not take: the
 // request must name one to be valid, and nothing is written to it.

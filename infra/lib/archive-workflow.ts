@@ -111,8 +111,9 @@ export interface ArchiveWorkflowProps {
   readonly abort?: FunctionSizing;
 
   /**
-   * Part jobs per worker invocation (env PARTS_PER_BATCH; the planner writes it into the job and
-   * the ASL's ItemBatcher reads it from there). @default workflow.DefaultPartsPerBatch (Go)
+   * Part jobs per worker invocation, fixed for every plan (env PARTS_PER_BATCH; the planner writes it
+   * into the job and the ASL's ItemBatcher reads it from there). @default each plan cuts its own for
+   * its workers (plan.Fit, Go)
    */
   readonly partsPerBatch?: number;
   /** Most read jobs per reader invocation (env MAX_READS_PER_BATCH). @default workflow.DefaultMaxReadsPerBatch (Go) */
