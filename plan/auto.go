@@ -10,89 +10,16 @@ import (
 // predicted cost is at most CostCap times the cheapest one's; the stream
 // plan competes too.
 func makeAuto(entries []Entry, opts Options) (*Plan, error) {
-	model := opts.model()
 	capRatio := opts.CostCap
 	if capRatio <= 0 {
 		capRatio = 2
 	}
-	run := Run{Workers: opts.Workers, Orchestrated: true}
-	// Candidates: stream everything, or the duo layout with a share of its
-	// runs chained (0, 1/8, …, all). Only predictions are kept; the chosen
-	// plan is built again, so that one plan at a time is in memory.
-	duo := duoLayout(entries)
-	build := func(k int) (*Plan, error) {
-		sub := opts
-		if k < 0 {
-			sub.Strategy = StrategyStream
-			return planWith(entries, streamLayout(entries), sub, func(span) bool { return false })
-		}
-		acc := 0.0
-		sub.Strategy = StrategyAuto
-		return planWith(entries, duo, sub, func(span) bool {
-			acc += float64(k) / 8
-			if acc >= 1-1e-9 {
-				acc--
-				return true
-			}
-			return false
-		})
+	a := &autoChoice{entries: entries, opts: opts, model: opts.model(), run: Run{Workers: opts.Workers, Orchestrated: true},
+		duo: duoLayout(entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
+	if err := a.measure(); err != nil {
+		return nil, err
 	}
-	// Stats of a share of chained runs are interpolated between none and all.
-	type candidate struct {
-		k    int
-		pred Prediction
-	}
-	var cands []candidate
-	stats := map[int]Stats{}
-	heads := map[int]int{}
-	// batched is, for a built candidate, its time and cost batch by batch
-	// as its Fit cuts them over those spread evenly; a share in between
-	// takes the ratios in between.
-	batched := map[int][2]float64{}
-	for _, k := range []int{-1, 0, 8} {
-		p, err := build(k)
-		if err != nil {
-			var le *LimitError
-			if isLimit(err, &le) {
-				continue // this candidate does not fit; others may
-			}
-			return nil, err
-		}
-		parts := p.partsStats()
-		stats[k], batched[k] = p.statsOf(parts), [2]float64{1, 1}
-		heads[k] = stats[k].Requests.Head
-		r := run
-		r.HeadsUpFront = heads[k]
-		spread := model.Predict(stats[k], r)
-		if _, fit := fitRun(p, parts, stats[k], opts, model); spread.Seconds > 0 && spread.Dollars > 0 {
-			batched[k] = [2]float64{fit.Seconds / spread.Seconds, fit.Dollars / spread.Dollars}
-		}
-	}
-	for k := -1; k <= 8; k++ {
-		st, ok := stats[k]
-		h, ratio := heads[k], batched[k]
-		if !ok && k > 0 && k < 8 {
-			s0, ok0 := stats[0]
-			s8, ok8 := stats[8]
-			if !ok0 || !ok8 {
-				continue
-			}
-			f := float64(k) / 8
-			st, h, ok = mixStats(s0, s8, f), int(float64(heads[0])*(1-f)+float64(heads[8])*f), true
-			for i := range ratio {
-				ratio[i] = batched[0][i]*(1-f) + batched[8][i]*f
-			}
-		}
-		if !ok {
-			continue
-		}
-		r := run
-		r.HeadsUpFront = h
-		pred := model.Predict(st, r)
-		pred.Seconds *= ratio[0]
-		pred.Dollars *= ratio[1]
-		cands = append(cands, candidate{k, pred})
-	}
+	cands := a.candidates()
 	if len(cands) == 0 {
 		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}
 	}
@@ -102,7 +29,7 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	}
 	best := choose(preds, opts.Prefer, capRatio)
 	other := choose(preds, opposite(opts.Prefer), capRatio)
-	p, err := build(cands[best].k)
+	p, err := a.build(cands[best].k)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +41,107 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 		p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: cands[other].pred.Seconds, Dollars: cands[other].pred.Dollars}
 	}
 	return p, nil
+}
+
+// autoChoice holds auto's candidates: stream everything (k = -1), or the
+// duo layout with k eighths of its runs chained (0, 1/8, …, all). Only
+// predictions are kept; the chosen plan is built again, so that one plan at
+// a time is in memory.
+type autoChoice struct {
+	entries []Entry
+	opts    Options
+	model   Model
+	run     Run
+	duo     layout
+	// Of the candidates built (-1, 0, 8): their stats, HEADs up front, and
+	// their time and cost batch by batch as their Fit cuts them over those
+	// spread evenly (batched); a share in between takes the ratios in
+	// between.
+	stats   map[int]Stats
+	heads   map[int]int
+	batched map[int][2]float64
+}
+
+// candidate is a share k of chained runs and its prediction.
+type candidate struct {
+	k    int
+	pred Prediction
+}
+
+// build plans candidate k.
+func (a *autoChoice) build(k int) (*Plan, error) {
+	sub := a.opts
+	if k < 0 {
+		sub.Strategy = StrategyStream
+		return planWith(a.entries, streamLayout(a.entries), sub, func(span) bool { return false })
+	}
+	acc := 0.0
+	sub.Strategy = StrategyAuto
+	return planWith(a.entries, a.duo, sub, func(span) bool {
+		acc += float64(k) / 8
+		if acc >= 1-1e-9 {
+			acc--
+			return true
+		}
+		return false
+	})
+}
+
+// measure builds the stream, no-chain and all-chain candidates and keeps
+// what pricing them needs; one that does not fit a limit is left out.
+func (a *autoChoice) measure() error {
+	for _, k := range []int{-1, 0, 8} {
+		p, err := a.build(k)
+		if err != nil {
+			var le *LimitError
+			if isLimit(err, &le) {
+				continue // this candidate does not fit; others may
+			}
+			return err
+		}
+		parts := p.partsStats()
+		a.stats[k], a.batched[k] = p.statsOf(parts), [2]float64{1, 1}
+		a.heads[k] = a.stats[k].Requests.Head
+		r := a.run
+		r.HeadsUpFront = a.heads[k]
+		spread := a.model.Predict(a.stats[k], r)
+		if _, fit := fitRun(p, parts, a.stats[k], a.opts, a.model); spread.Seconds > 0 && spread.Dollars > 0 {
+			a.batched[k] = [2]float64{fit.Seconds / spread.Seconds, fit.Dollars / spread.Dollars}
+		}
+	}
+	return nil
+}
+
+// candidates prices every share: those built as measured, those in
+// between with stats interpolated between none and all chained.
+func (a *autoChoice) candidates() []candidate {
+	var cands []candidate
+	for k := -1; k <= 8; k++ {
+		st, ok := a.stats[k]
+		h, ratio := a.heads[k], a.batched[k]
+		if !ok && k > 0 && k < 8 {
+			s0, ok0 := a.stats[0]
+			s8, ok8 := a.stats[8]
+			if !ok0 || !ok8 {
+				continue
+			}
+			f := float64(k) / 8
+			st, h, ok = mixStats(s0, s8, f), int(float64(a.heads[0])*(1-f)+float64(a.heads[8])*f), true
+			for i := range ratio {
+				ratio[i] = a.batched[0][i]*(1-f) + a.batched[8][i]*f
+			}
+		}
+		if !ok {
+			continue
+		}
+		r := a.run
+		r.HeadsUpFront = h
+		pred := a.model.Predict(st, r)
+		pred.Seconds *= ratio[0]
+		pred.Dollars *= ratio[1]
+		cands = append(cands, candidate{k, pred})
+	}
+	return cands
 }
 
 // Preference is what auto minimises.

@@ -38,7 +38,14 @@ func (e *CRCMismatchError) Error() string {
 // index. A header whose CRC is neither known nor computable is an error:
 // it never writes a guess.
 func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[EntryIndex]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[EntryIndex]uint32, error) {
-	return BuildPartWithTails(part, entries, directoryOffset, directory, readAll, nil)
+	return BuildPartWithTails(part, entries, Directory{Offset: directoryOffset, Read: directory}, readAll, nil)
+}
+
+// Directory is where the central directory starts and, for a final part,
+// how its bytes are read (BuildPart's directory).
+type Directory struct {
+	Offset int64
+	Read   func(computed map[EntryIndex]uint32) ([]byte, error)
 }
 
 // Tail is the CRC-32 of an entry's last Len bytes of data, which a copy
@@ -51,9 +58,9 @@ type Tail struct {
 // BuildPartWithTails is BuildPart for a part that streams the start of an
 // entry whose rest is copied after it: tails (by entry index) give the rest's
 // CRC-32, so the entry's is computed from the bytes read and the tail's.
-func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[EntryIndex]uint32) ([]byte, error), readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
+func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
 	buf := make([]byte, part.Size())
-	segs := Segments(entries, directoryOffset, part.Start, part.End)
+	segs := Segments(entries, dir.Offset, part.Start, part.End)
 	var reads []DataRead
 	pos := int64(0)
 	for _, s := range segs {
@@ -88,17 +95,17 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, directoryOffset int64
 				computed[e.Index] = got
 			}
 		case SegmentDirectory:
-			if directory == nil {
+			if dir.Read == nil {
 				return nil, nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
 			}
-			dir, err := directory(computed)
+			b, err := dir.Read(computed)
 			if err != nil {
 				return nil, nil, err
 			}
-			if int64(len(dir)) < n {
-				return nil, nil, fmt.Errorf("part %d: central directory from byte %d is %d bytes, need %d", part.Number, s.From, len(dir), n)
+			if int64(len(b)) < n {
+				return nil, nil, fmt.Errorf("part %d: central directory from byte %d is %d bytes, need %d", part.Number, s.From, len(b), n)
 			}
-			copy(buf[pos:pos+n], dir[:n])
+			copy(buf[pos:pos+n], b[:n])
 		}
 		pos += n
 	}

@@ -96,7 +96,7 @@ func execute(t testing.TB, p *Plan) []byte {
 			}
 			parts[i] = buildChain(t, part, ents)
 		case PartUpload:
-			buf, crcs, err := BuildPartWithTails(part, ents, p.DirectoryOffset, nil, readAll, tail)
+			buf, crcs, err := BuildPartWithTails(part, ents, Directory{Offset: p.DirectoryOffset}, readAll, tail)
 			if err != nil {
 				t.Fatalf("part %d: %v", part.Number, err)
 			}

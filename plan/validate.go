@@ -26,6 +26,34 @@ func (p *Plan) Validate() error {
 			bad = append(bad, fmt.Sprintf(format, a...))
 		}
 	}
+	p.validateEntries(add)
+	if n := len(p.Parts); n == 0 {
+		add("no parts")
+	} else if n > MaxParts {
+		add("%d parts, over the S3 limit of %d", n, MaxParts)
+	}
+	pos := int64(0)
+	for i := range p.Parts {
+		p.validatePart(add, i, pos)
+		pos = p.Parts[i].End
+	}
+	p.validateDescriptions(add)
+	if pos != p.Size {
+		add("parts end at %d, archive is %d bytes", pos, p.Size)
+	}
+	if len(p.Parts) > 0 && p.FinalPart().Start > p.DirectoryOffset {
+		add("the first final part starts at %d, after the central directory at %d", p.FinalPart().Start, p.DirectoryOffset)
+	}
+	if bad != nil {
+		return &InvalidPlanError{bad}
+	}
+	return nil
+}
+
+// validateEntries checks the entries lie one after another from 0, each
+// numbered by its place, with the header length its name and sizes need,
+// and the central directory right after them.
+func (p *Plan) validateEntries(add func(format string, a ...any)) {
 	off := int64(0)
 	for i := range p.Entries {
 		e := &p.Entries[i]
@@ -43,60 +71,62 @@ func (p *Plan) Validate() error {
 	if p.DirectoryOffset != off {
 		add("central directory at %d, want %d", p.DirectoryOffset, off)
 	}
-	if n := len(p.Parts); n == 0 {
-		add("no parts")
-	} else if n > MaxParts {
-		add("%d parts, over the S3 limit of %d", n, MaxParts)
+}
+
+// validatePart checks part i, which must start at pos: its number, its
+// size within S3's part limits, finals last and holding the directory, a
+// copy within its entry.
+func (p *Plan) validatePart(add func(format string, a ...any), i int, pos int64) {
+	part := &p.Parts[i]
+	last := i == len(p.Parts)-1
+	if part.Number != i+1 {
+		add("part %d numbered %d", i+1, part.Number)
 	}
-	pos := int64(0)
-	for i := range p.Parts {
-		part := &p.Parts[i]
-		last := i == len(p.Parts)-1
-		if part.Number != i+1 {
-			add("part %d numbered %d", i+1, part.Number)
-		}
-		if part.Start != pos {
-			add("part %d starts at %d, want %d", part.Number, part.Start, pos)
-		}
-		pos = part.End
-		size := part.Size()
-		if size <= 0 && !(last && size == 0) {
-			add("part %d is %d bytes", part.Number, size)
-		}
-		if size > MaxPartSize {
-			add("part %d is %d bytes, over the 5 GiB part limit", part.Number, size)
-		}
-		if !last && size < MinPartSize {
-			add("part %d is %d bytes, under the 5 MiB minimum for all but the last part", part.Number, size)
-		}
-		if last && !part.Final {
-			add("the last part %d is not final: the finalizer writes the central directory", part.Number)
-		}
-		if i > 0 && p.Parts[i-1].Final && !part.Final {
-			add("part %d follows a final part and is not final: the finalizer's parts come last", part.Number)
-		}
-		if !part.Final && part.End > p.DirectoryOffset {
-			add("part %d ends at %d, in the central directory at %d, and is not final: only the finalizer writes the directory", part.Number, part.End, p.DirectoryOffset)
-		}
-		switch part.Kind {
-		case PartUpload:
-		case PartChain:
-			if part.Final {
-				add("the final part %d is a chain: the central directory must be written", part.Number)
-			}
-		case PartCopy:
-			if part.Count != 1 {
-				add("copy part %d spans %d entries", part.Number, part.Count)
-			} else if e := &p.Entries[part.First]; part.Start < e.DataOffset() || part.End > e.End() {
-				add("copy part %d [%d,%d) is outside the data of entry %q [%d,%d)", part.Number, part.Start, part.End, e.Name, e.DataOffset(), e.End())
-			}
-			if part.Final {
-				add("the final part %d is a copy: the central directory must be written", part.Number)
-			}
-		default:
-			add("part %d has unknown kind %q", part.Number, part.Kind)
-		}
+	if part.Start != pos {
+		add("part %d starts at %d, want %d", part.Number, part.Start, pos)
 	}
+	size := part.Size()
+	if size <= 0 && !(last && size == 0) {
+		add("part %d is %d bytes", part.Number, size)
+	}
+	if size > MaxPartSize {
+		add("part %d is %d bytes, over the 5 GiB part limit", part.Number, size)
+	}
+	if !last && size < MinPartSize {
+		add("part %d is %d bytes, under the 5 MiB minimum for all but the last part", part.Number, size)
+	}
+	if last && !part.Final {
+		add("the last part %d is not final: the finalizer writes the central directory", part.Number)
+	}
+	if i > 0 && p.Parts[i-1].Final && !part.Final {
+		add("part %d follows a final part and is not final: the finalizer's parts come last", part.Number)
+	}
+	if !part.Final && part.End > p.DirectoryOffset {
+		add("part %d ends at %d, in the central directory at %d, and is not final: only the finalizer writes the directory", part.Number, part.End, p.DirectoryOffset)
+	}
+	switch part.Kind {
+	case PartUpload:
+	case PartChain:
+		if part.Final {
+			add("the final part %d is a chain: the central directory must be written", part.Number)
+		}
+	case PartCopy:
+		if part.Count != 1 {
+			add("copy part %d spans %d entries", part.Number, part.Count)
+		} else if e := &p.Entries[part.First]; part.Start < e.DataOffset() || part.End > e.End() {
+			add("copy part %d [%d,%d) is outside the data of entry %q [%d,%d)", part.Number, part.Start, part.End, e.Name, e.DataOffset(), e.End())
+		}
+		if part.Final {
+			add("the final part %d is a copy: the central directory must be written", part.Number)
+		}
+	default:
+		add("part %d has unknown kind %q", part.Number, part.Kind)
+	}
+}
+
+// validateDescriptions checks each part's entries, needed CRCs and carries
+// are what describing its bytes again gives.
+func (p *Plan) validateDescriptions(add func(format string, a ...any)) {
 	want := slices.Clone(p.Parts)
 	p.describeAll(want)
 	for i := range want {
@@ -106,14 +136,4 @@ func (p *Plan) Validate() error {
 				want.First, want.Count, want.NeedCRC, want.Carry, want.CarriedAs)
 		}
 	}
-	if pos != p.Size {
-		add("parts end at %d, archive is %d bytes", pos, p.Size)
-	}
-	if len(p.Parts) > 0 && p.FinalPart().Start > p.DirectoryOffset {
-		add("the first final part starts at %d, after the central directory at %d", p.FinalPart().Start, p.DirectoryOffset)
-	}
-	if bad != nil {
-		return &InvalidPlanError{bad}
-	}
-	return nil
 }

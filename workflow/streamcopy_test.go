@@ -171,7 +171,7 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
 	}
 	item := in.Items[0]
-	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, nil, func(reads []plan.DataRead) error {
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
 		for _, r := range reads {
 			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
 		}

@@ -421,11 +421,11 @@ type finalDirectory struct {
 // checks. dir is nil except for the final parts: worker parts end before the
 // directory.
 func (u archiveUpload) uploadPart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail, dir *finalDirectory) (*PartResult, error) {
-	directoryOffset, directory := part.End, (func(map[plan.EntryIndex]uint32) ([]byte, error))(nil)
+	d := plan.Directory{Offset: part.End}
 	if dir != nil {
-		directoryOffset, directory = dir.offset, dir.read
+		d = plan.Directory{Offset: dir.offset, Read: dir.read}
 	}
-	buf, computed, err := plan.BuildPartWithTails(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
+	buf, computed, err := plan.BuildPartWithTails(part, entries, d, func(reads []plan.DataRead) error {
 		return forEach(ctx, u.cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
 			return getRange(ctx, u.c, sourceOf(r.Entry.Source), r.From, r.Dst)
