@@ -294,12 +294,7 @@ func (job ReadJob) readOp() string {
 func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, error) {
 	src := job.Source
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
-	if src.ETag != "" {
-		in.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		in.VersionId = &src.VersionID
-	}
+	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	out, err := r.S3.GetObject(ctx, in)
 	if err != nil {
 		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)

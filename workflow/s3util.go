@@ -90,17 +90,24 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 	return b, nil
 }
 
+// pin is the If-Match and VersionId that read a source as it was planned:
+// nil where the plan pinned none.
+func pin(etag, versionID string) (ifMatch, version *string) {
+	if etag != "" {
+		ifMatch = &etag
+	}
+	if versionID != "" {
+		version = &versionID
+	}
+	return ifMatch, version
+}
+
 // getRange reads bytes [from, from+len(dst)) of an object into dst, pinned
 // by ETag.
 func getRange(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) error {
 	to := from + int64(len(dst))
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
-	if src.ETag != "" {
-		in.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		in.VersionId = &src.VersionID
-	}
+	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	out, err := c.GetObject(ctx, in)
 	if err != nil {
 		return s3Error("GetObject", src.Bucket, src.Key, !src.work, err)

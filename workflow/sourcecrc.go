@@ -36,12 +36,7 @@ func storedCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (uint32
 func headCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (crc uint32, ok, composite bool, err error) {
 	src := e.Source
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
-	if src.ETag != "" {
-		in.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		in.VersionId = &src.VersionID
-	}
+	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	h, err := c.HeadObject(ctx, in)
 	if err != nil {
 		return 0, false, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
@@ -77,12 +72,7 @@ func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.Placed
 	// No whole-object CRC stored (none, another algorithm, or a composite of
 	// parts) and none computed by S3: read the object.
 	gin := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key}
-	if src.ETag != "" {
-		gin.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		gin.VersionId = &src.VersionID
-	}
+	gin.IfMatch, gin.VersionId = pin(src.ETag, src.VersionID)
 	out, err := c.GetObject(ctx, gin)
 	if err != nil {
 		return 0, s3Error("GetObject", src.Bucket, src.Key, true, err)
