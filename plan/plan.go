@@ -36,7 +36,7 @@ const (
 	// server-side (chain parts) so that no object bytes pass through workers.
 	StrategyChain Strategy = "chain"
 	// StrategyAuto chooses per run between streaming and chaining with the
-	// cost model (model.go): fastest under a cost cap.
+	// cost model (model.go): fastest under a cost cap (auto.go).
 	StrategyAuto Strategy = "auto"
 	// StrategyDuo copies every object it can server-side (UploadPartCopy) and
 	// streams small objects, headers and short prefixes in the parts between.

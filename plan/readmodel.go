@@ -32,7 +32,7 @@ func (m Model) PredictRead(rp ReadPass, workers int) Prediction {
 	piece := float64(rp.Bytes) / float64(rp.Jobs)
 	perJob := math.Max(piece/m.WorkerBandwidth, piece/DeflateRate) + piece*rp.Ratio/m.WorkerBandwidth + 2*m.RequestLatency
 	worker := rounds * perJob
-	overhead := m.StartSeconds + w/m.LaunchRate + 1 // PlanReads and the second planning step
+	overhead := m.StartSeconds + w/m.LaunchRate + 1 // the read pass's planning (workflow's planReads) and the second planning step
 	p := Prediction{WorkerSecs: worker, StreamSecs: worker, OverheadSecs: overhead, Seconds: worker + overhead}
 	lambdaSecs := float64(rp.Jobs)*perJob + overhead
 	per := max(rp.PerBatch, 1)

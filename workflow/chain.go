@@ -62,19 +62,31 @@ type built struct {
 	lead, content int64
 }
 
-func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
+// chainBuild is one chain part being built: its entries, its rounds, their
+// uploads while they are open, and the attempt that names its round objects.
+type chainBuild struct {
+	*partBuilder
+	item    *plan.PartJob
+	entries []plan.PlacedEntry
+	rounds  []plan.ChainRound
+	ups     []*roundUpload
+	attempt string
+}
+
+func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
+	job := b.job
 	if job.PadKey == "" {
 		return nil, fmt.Errorf("chain part but the job has no pad object (planner too old?)")
 	}
-	entries, err := readEntries(ctx, w.S3, job, item)
+	entries, err := readEntries(ctx, b.s3, job, item)
 	if err != nil {
 		return nil, err
 	}
 	learn(entries, learned)
 	rounds := plan.ChainRounds(entries, item.Start, item.End)
-	attempt := newAttempt()
-	ups := make([]*roundUpload, len(rounds))
-	bin := newRoundBin(ctx, w.S3, job.WorkBucket, w.logger().With("execution", job.Execution, "part", item.Number))
+	ch := &chainBuild{partBuilder: b, item: item, entries: entries, rounds: rounds, ups: make([]*roundUpload, len(rounds)), attempt: newAttempt()}
+	ups := ch.ups
+	bin := newRoundBin(ctx, b.s3, job.WorkBucket, b.log.With("execution", job.Execution, "part", item.Number))
 	x := built{key: job.PadKey, lead: plan.PadSize}
 	// Whatever fails, no round's upload is left behind, nor the last round
 	// object: the work bucket holds a few round objects per chain at most.
@@ -89,14 +101,14 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 		}
 		bin.close()
 	}()
-	crcs, err := w.startChecksummedRounds(ctx, cfg, job, item, entries, rounds, ups, attempt)
+	crcs, err := ch.startChecksummedRounds(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var uploaded int64
-	for r, round := range rounds {
+	for r := range rounds {
 		if ups[r] == nil {
-			if ups[r], err = openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), round, false); err != nil {
+			if ups[r], err = ch.openRound(ctx, r, false); err != nil {
 				return nil, fmt.Errorf("chain round %d: %w", r, err)
 			}
 		}
@@ -112,11 +124,25 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 		}
 		x, uploaded = next, uploaded+n
 	}
+	r, err := ch.copyProduct(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	r.StreamedBytes, r.CopiedBytes = uploaded, item.Size()-uploaded
+	r.addCRCs(learned)
+	r.addCRCs(crcs)
+	return r, nil
+}
+
+// copyProduct copies the chain's last round object, the part's bytes after
+// its lead of pad, into the archive's upload.
+func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, error) {
+	job, item := ch.job, ch.item
 	if x.content != item.Size() {
 		return nil, fmt.Errorf("internal error: chain built %d bytes, the part is %d", x.content, item.Size())
 	}
 	product := s3x.CopyPart(destPart(job, item.Number), s3x.Pinned{Bucket: job.WorkBucket, Key: x.key, Size: x.lead + x.content}, x.lead, x.lead+x.content)
-	out, err := w.S3.UploadPartCopy(ctx, product)
+	out, err := ch.s3.UploadPartCopy(ctx, product)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
 	}
@@ -124,14 +150,10 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 	if err != nil {
 		return nil, err
 	}
-	if want, ok := chainCRC(entries, item); ok && got != "" && got != s3x.CRCBase64(want) {
+	if want, ok := chainCRC(ch.entries, item); ok && got != "" && got != s3x.CRCBase64(want) {
 		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, s3x.CRCBase64(want))}
 	}
-	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got,
-		StreamedBytes: uploaded, CopiedBytes: item.Size() - uploaded}
-	r.addCRCs(learned)
-	r.addCRCs(crcs)
-	return r, nil
+	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got}, nil
 }
 
 // startChecksummedRounds opens the rounds plan.ChainChecksums gives a
@@ -140,8 +162,9 @@ func (w *Worker) chainPart(ctx context.Context, cfg Config, job *Job, item *plan
 // sets them in entries and returns them by entry index. A round whose answer
 // is not a usable CRC-32 is given up (it is built later, plain) and the
 // object's CRC is asked for or read instead.
-func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, entries []plan.PlacedEntry, rounds []plan.ChainRound, ups []*roundUpload, attempt string) (map[plan.EntryIndex]uint32, error) {
-	sums, _ := plan.ChainChecksums(entries, rounds)
+func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.EntryIndex]uint32, error) {
+	job, item, entries, ups := ch.job, ch.item, ch.entries, ch.ups
+	sums, _ := plan.ChainChecksums(entries, ch.rounds)
 	var which []int
 	for r, ok := range sums {
 		if ok {
@@ -150,9 +173,9 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 	}
 	var mu sync.Mutex
 	crcs := map[plan.EntryIndex]uint32{}
-	err := forEach(ctx, cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
+	err := forEach(ctx, ch.cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
 		r := which[k]
-		u, err := openRound(ctx, w.S3, job.WorkBucket, chainKey(job, item.Number, attempt, r), rounds[r], true)
+		u, err := ch.openRound(ctx, r, true)
 		if err != nil {
 			return fmt.Errorf("chain round %d: %w", r, err)
 		}
@@ -172,7 +195,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 			crc, ok := s3x.DecodeCRC(u.sums[i+1])
 			if !ok {
 				usable = false
-				if crc, err = objectCRC(ctx, w.S3, nil, e); err != nil {
+				if crc, err = objectCRC(ctx, ch.s3, nil, e); err != nil {
 					return fmt.Errorf("chain round %d: %w", r, err)
 				}
 			}
@@ -186,7 +209,7 @@ func (w *Worker) startChecksummedRounds(ctx context.Context, cfg Config, job *Jo
 		if !usable {
 			// A part checksum that is not a CRC-32 would fail the round's
 			// completion: build this round plain, later.
-			w.logger().Warn("S3 answered a whole-object copy without a usable CRC-32; asked for it instead",
+			ch.log.Warn("S3 answered a whole-object copy without a usable CRC-32; asked for it instead",
 				"execution", job.Execution, "part", item.Number, "round", r)
 			u.abort(ctx)
 			mu.Lock()
@@ -213,7 +236,10 @@ type roundUpload struct {
 	copied, finished bool
 }
 
-func openRound(ctx context.Context, c ChainS3, bucket, key string, round plan.ChainRound, checksum bool) (*roundUpload, error) {
+// openRound creates round r's upload in the work bucket; with checksum, one
+// created with CRC-32, whose completion lists every part's.
+func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*roundUpload, error) {
+	c, bucket, key, round := ch.s3, ch.job.WorkBucket, chainKey(ch.job, ch.item.Number, ch.attempt, r), ch.rounds[r]
 	in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key}
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
@@ -355,7 +381,7 @@ func sentBytes(ctx context.Context, c objectGetter, entries []plan.PlacedEntry, 
 		if s.Kind == plan.SegmentData {
 			n := len(out)
 			out = out[:n+int(s.To-s.From)]
-			if err := getRange(ctx, c, sourceOf(e.Source), s.From, s.To, out[n:], true); err != nil {
+			if err := getRange(ctx, c, sourceOf(e.Source), s.From, out[n:]); err != nil {
 				return nil, err
 			}
 			continue

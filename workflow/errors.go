@@ -131,7 +131,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 	}
 	status, code := s3ref.Status(err)
-	if r := refused(op, bucket, key, status, code, err); r != nil {
+	if r := refused(fmt.Sprintf("%s s3://%s/%s", op, bucket, key), status, code, err); r != nil {
 		return r
 	}
 	switch {

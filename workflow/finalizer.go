@@ -127,53 +127,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	if err != nil {
 		return nil, err
 	}
-
-	// The directory is made as it is read, one final part at a time: the
-	// finalizer holds a part, never the whole directory (millions of
-	// entries make gigabytes of it). Its CRC-32 is taken on the way.
-	dirCRC := crc32.NewIEEE()
-	dir := io.TeeReader(p.DirectoryReader(), dirCRC)
-	completed := false
-	for _, final := range p.FinalParts() {
-		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
-			for i, v := range computed {
-				p.Entries[i].CRC32 = plan.KnownCRC(v)
-			}
-			b := make([]byte, final.End-max(final.Start, p.DirectoryOffset))
-			if _, err := io.ReadFull(dir, b); err != nil {
-				return nil, fmt.Errorf("central directory: %w", err)
-			}
-			return b, nil
-		}
-		var last *PartResult
-		if final.Start >= p.DirectoryOffset {
-			// Directory only: read into the part's buffer, no copy.
-			var b []byte
-			if b, err = readDirectory(nil); err == nil {
-				last, err = sendPart(ctx, f.S3, &job, final.Number, b)
-			}
-		} else {
-			last, err = uploadPart(ctx, f.S3, cfg, &job, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], p.DirectoryOffset, readDirectory, nil)
-		}
-		if err != nil {
-			if !s3ref.IsCode(err, "NoSuchUpload") {
-				return nil, fmt.Errorf("final part %d: %w", final.Number, err)
-			}
-			completed = true // a previous run completed the upload (check makes sure)
-			break
-		}
-		byPart[final.Number] = *last
-		stats.StreamedBytesActual += last.StreamedBytes
-	}
-	if completed {
-		// The CRCs all came from the plan and the workers: read the whole
-		// directory for its CRC-32.
-		dirCRC.Reset()
-		if _, err := io.Copy(dirCRC, p.DirectoryReader()); err != nil {
-			return nil, fmt.Errorf("central directory: %w", err)
-		}
-	}
-	archiveCRC, err := p.ArchiveCRCOfDirectory(dirCRC.Sum32())
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: &job}, p, byPart, &stats)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +153,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
 	reportKey := ReportKey(job.Destination)
 	out := &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}
-	if err := f.writeReport(ctx, &job, p, archive, stats, reportKey); err != nil {
+	if err := f.writeReport(ctx, &job, p, archive, stats); err != nil {
 		// The archive is complete and checked. Failing now would have the
 		// Abort state discard a good archive for want of its description.
 		log.Warn("report not written", "report", out.Report, "error", err.Error())
@@ -211,6 +165,60 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	}
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
 	return out, nil
+}
+
+// sendFinalParts sends the final parts: the entries after the last worker
+// part, and the central directory. The directory is made as it is read, one
+// final part at a time: the finalizer holds a part, never the whole
+// directory (millions of entries make gigabytes of it). Its CRC-32 is taken
+// on the way. It returns the archive's CRC-32, and whether an earlier run
+// completed the upload already.
+func sendFinalParts(ctx context.Context, u archiveUpload, p *plan.Plan, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
+	dirCRC := crc32.NewIEEE()
+	dir := io.TeeReader(p.DirectoryReader(), dirCRC)
+	completed := false
+	var err error
+	for _, final := range p.FinalParts() {
+		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
+			for i, v := range computed {
+				p.Entries[i].CRC32 = plan.KnownCRC(v)
+			}
+			b := make([]byte, final.End-max(final.Start, p.DirectoryOffset))
+			if _, err := io.ReadFull(dir, b); err != nil {
+				return nil, fmt.Errorf("central directory: %w", err)
+			}
+			return b, nil
+		}
+		var last *PartResult
+		if final.Start >= p.DirectoryOffset {
+			// Directory only: read into the part's buffer, no copy.
+			var b []byte
+			if b, err = readDirectory(nil); err == nil {
+				last, err = sendPart(ctx, u.c, u.job, final.Number, b)
+			}
+		} else {
+			last, err = u.uploadPart(ctx, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], nil, &finalDirectory{p.DirectoryOffset, readDirectory})
+		}
+		if err != nil {
+			if !s3ref.IsCode(err, "NoSuchUpload") {
+				return 0, false, fmt.Errorf("final part %d: %w", final.Number, err)
+			}
+			completed = true // a previous run completed the upload (check makes sure)
+			break
+		}
+		byPart[final.Number] = *last
+		stats.StreamedBytesActual += last.StreamedBytes
+	}
+	if completed {
+		// The CRCs all came from the plan and the workers: read the whole
+		// directory for its CRC-32.
+		dirCRC.Reset()
+		if _, err := io.Copy(dirCRC, p.DirectoryReader()); err != nil {
+			return 0, false, fmt.Errorf("central directory: %w", err)
+		}
+	}
+	archiveCRC, err := p.ArchiveCRCOfDirectory(dirCRC.Sum32())
+	return archiveCRC, completed, err
 }
 
 // finishedBefore recognises a run again after an earlier run finished all
@@ -377,7 +385,9 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 	return &Archive{URI: d.URI(), Size: p.Size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }
 
-func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *Archive, stats ReportStats, key string) error {
+// writeReport writes the archive's report beside it (ReportKey).
+func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *Archive, stats ReportStats) error {
+	key := ReportKey(job.Destination)
 	r := Report{Archive: *a, Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
 	for i := range p.Entries {
 		e := &p.Entries[i]

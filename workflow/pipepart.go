@@ -46,99 +46,25 @@ var errNotPiped = errors.New("part not piped")
 // means the part needs more probes than plan.MaxCRCProbes or more read
 // ahead than that, or a probe failed or its answer carried no CRC-32 of the
 // range.
-func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail, probe *crcProbe) (*PartResult, error) {
+func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
 	probes, reads := plan.SplitCRCProbes(entries, segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
 	if !plan.Piped(segs, probes, reads) {
 		return nil, errNotPiped
 	}
-	// The CRC-32 of every data segment: known, probed, or read ahead (its
-	// bytes then sent from memory).
-	segCRC := make([]uint32, len(segs))
-	probed := make([]bool, len(segs))
-	ahead := make([][]byte, len(segs))
-	err := forEach(ctx, cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
-		if k >= len(probes) {
-			i := reads[k-len(probes)]
-			s, e := segs[i], &entries[segs[i].Entry]
-			buf := make([]byte, s.To-s.From)
-			if err := getRange(ctx, c, sourceOf(e.Source), s.From, s.To, buf, true); err != nil {
-				return err
-			}
-			segCRC[i], probed[i], ahead[i] = crc32.ChecksumIEEE(buf), true, buf
-			return nil
-		}
-		i := probes[k]
-		s, e := segs[i], &entries[segs[i].Entry]
-		crc, err := probeCRC(ctx, probe, e, s.From, s.To)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
-			// A server without copies, a copy refused: the part is
-			// assembled instead, whose reads say what is wrong if anything is.
-			err = fmt.Errorf("%w: %v", errNotPiped, err)
-		}
-		if err != nil {
-			return err
-		}
-		segCRC[i], probed[i] = crc, true
-		return nil
-	})
+	pp := &pipedPart{part: part, entries: entries, segs: segs,
+		segCRC: make([]uint32, len(segs)), probed: make([]bool, len(segs)), ahead: make([][]byte, len(segs))}
+	if err := b.learnSegmentCRCs(ctx, pp, probes, reads); err != nil {
+		return nil, err
+	}
+	computed := pp.entryCRCs(tails)
+	body, partCRC, err := pp.body(ctx, b.s3, computed)
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range segs {
-		if s.Kind == plan.SegmentData && !probed[i] {
-			segCRC[i] = entries[s.Entry].CRC32.Sum // CRCProbes left only segments whose CRC-32 the plan knows
-		}
-	}
-	// The entries' CRC-32s the headers carry: whole in this part, or a start
-	// here and a tail copied.
-	computed := map[plan.EntryIndex]uint32{}
-	for i, s := range segs {
-		if s.Kind != plan.SegmentData || s.From != 0 {
-			continue
-		}
-		e := &entries[s.Entry]
-		switch tail, hasTail := tails[e.Index]; {
-		case s.To == e.Size:
-			computed[e.Index] = segCRC[i]
-		case hasTail && s.To+tail.Len == e.Size:
-			computed[e.Index] = zipformat.CombineCRC(segCRC[i], tail.CRC, tail.Len)
-		}
-	}
-	// The body, piece by piece, and the part's CRC-32 from its pieces'.
-	var pieces []io.ReadSeeker
-	var lens []int64
-	var partCRC uint32
-	for i, s := range segs {
-		n := s.To - s.From
-		e := &entries[s.Entry]
-		switch s.Kind {
-		case plan.SegmentHeader:
-			crc, ok := e.CRC32.Sum, e.CRC32.Known
-			if v, got := computed[e.Index]; got {
-				crc, ok = v, true
-			}
-			if !ok {
-				return nil, &plan.UnknownCRCError{Entry: e.Name}
-			}
-			hdr := plan.AppendLocalHeader(nil, e, crc)[s.From:s.To]
-			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
-			pieces = append(pieces, bytes.NewReader(hdr))
-		case plan.SegmentData:
-			partCRC = zipformat.CombineCRC(partCRC, segCRC[i], n)
-			if ahead[i] != nil {
-				pieces = append(pieces, bytes.NewReader(ahead[i]))
-				break
-			}
-			pieces = append(pieces, newRangeReader(ctx, c, sourceOf(e.Source), s.From, s.To))
-		default:
-			return nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
-		}
-		lens = append(lens, n)
-	}
-	body := &concatReader{pieces: pieces, lens: lens}
 	defer body.Close()
-	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
+	job := b.job
+	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(partCRC)),
@@ -159,6 +85,112 @@ func pipePart(ctx context.Context, c WorkerS3, cfg Config, job *Job, part *plan.
 	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(partCRC), StreamedBytes: part.Size()}
 	r.addCRCs(computed)
 	return r, nil
+}
+
+// pipedPart is an upload part on its way to be piped: its entries cut into
+// segments, and the CRC-32 of every data segment (segCRC): known, probed,
+// or read ahead (its bytes then sent from memory: ahead).
+type pipedPart struct {
+	part    *plan.Part
+	entries []plan.PlacedEntry
+	segs    []plan.Segment
+	segCRC  []uint32
+	probed  []bool
+	ahead   [][]byte
+}
+
+// learnSegmentCRCs sets the CRC-32 of every data segment of pp: the probes'
+// from S3's answers, the reads' from their bytes, the rest from the plan.
+func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int) error {
+	segs, entries, segCRC, probed, ahead := pp.segs, pp.entries, pp.segCRC, pp.probed, pp.ahead
+	err := forEach(ctx, b.cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
+		if k >= len(probes) {
+			i := reads[k-len(probes)]
+			s, e := segs[i], &entries[segs[i].Entry]
+			buf := make([]byte, s.To-s.From)
+			if err := getRange(ctx, b.s3, sourceOf(e.Source), s.From, buf); err != nil {
+				return err
+			}
+			segCRC[i], probed[i], ahead[i] = crc32.ChecksumIEEE(buf), true, buf
+			return nil
+		}
+		i := probes[k]
+		s, e := segs[i], &entries[segs[i].Entry]
+		crc, err := probeCRC(ctx, b.probe, e, s.From, s.To)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
+			// A server without copies, a copy refused: the part is
+			// assembled instead, whose reads say what is wrong if anything is.
+			err = fmt.Errorf("%w: %v", errNotPiped, err)
+		}
+		if err != nil {
+			return err
+		}
+		segCRC[i], probed[i] = crc, true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, s := range segs {
+		if s.Kind == plan.SegmentData && !probed[i] {
+			segCRC[i] = entries[s.Entry].CRC32.Sum // CRCProbes left only segments whose CRC-32 the plan knows
+		}
+	}
+	return nil
+}
+
+// entryCRCs are the entries' CRC-32s the headers carry: whole in this part,
+// or a start here and a tail copied.
+func (pp *pipedPart) entryCRCs(tails map[plan.EntryIndex]plan.Tail) map[plan.EntryIndex]uint32 {
+	computed := map[plan.EntryIndex]uint32{}
+	for i, s := range pp.segs {
+		if s.Kind != plan.SegmentData || s.From != 0 {
+			continue
+		}
+		e := &pp.entries[s.Entry]
+		switch tail, hasTail := tails[e.Index]; {
+		case s.To == e.Size:
+			computed[e.Index] = pp.segCRC[i]
+		case hasTail && s.To+tail.Len == e.Size:
+			computed[e.Index] = zipformat.CombineCRC(pp.segCRC[i], tail.CRC, tail.Len)
+		}
+	}
+	return computed
+}
+
+// body is the part's body, piece by piece, and its CRC-32 from its pieces'.
+func (pp *pipedPart) body(ctx context.Context, c objectGetter, computed map[plan.EntryIndex]uint32) (*concatReader, uint32, error) {
+	var pieces []io.ReadSeeker
+	var lens []int64
+	var partCRC uint32
+	for i, s := range pp.segs {
+		n := s.To - s.From
+		e := &pp.entries[s.Entry]
+		switch s.Kind {
+		case plan.SegmentHeader:
+			crc, ok := e.CRC32.Sum, e.CRC32.Known
+			if v, got := computed[e.Index]; got {
+				crc, ok = v, true
+			}
+			if !ok {
+				return nil, 0, &plan.UnknownCRCError{Entry: e.Name}
+			}
+			hdr := plan.AppendLocalHeader(nil, e, crc)[s.From:s.To]
+			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
+			pieces = append(pieces, bytes.NewReader(hdr))
+		case plan.SegmentData:
+			partCRC = zipformat.CombineCRC(partCRC, pp.segCRC[i], n)
+			if pp.ahead[i] != nil {
+				pieces = append(pieces, bytes.NewReader(pp.ahead[i]))
+				break
+			}
+			pieces = append(pieces, newRangeReader(ctx, c, sourceOf(e.Source), s.From, s.To))
+		default:
+			return nil, 0, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", pp.part.Number)
+		}
+		lens = append(lens, n)
+	}
+	return &concatReader{pieces: pieces, lens: lens}, partCRC, nil
 }
 
 // probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from

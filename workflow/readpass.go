@@ -186,45 +186,14 @@ type Reader struct {
 // the job's intermediate object. Memory: the compressed piece (at most the
 // piece and a little) and the compressor's state.
 func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
-	src := job.Source
-	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
-	if src.ETag != "" {
-		in.IfMatch = &src.ETag
-	}
-	if src.VersionID != "" {
-		in.VersionId = &src.VersionID
-	}
-	out, err := r.S3.GetObject(ctx, in)
+	piece, err := r.getPiece(ctx, job)
 	if err != nil {
-		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
+		return nil, err
 	}
-	defer out.Body.Close()
+	defer piece.Close()
 	res := &ReadResult{Entry: job.Entry, Piece: job.Piece}
-	raw := crc32.NewIEEE()
-	var sum hash.Hash
-	var sink io.Writer = raw
-	if job.SHA256 {
-		sum = sha256.New()
-		sink = io.MultiWriter(raw, sum)
-	}
-	what := fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, job.Offset, job.Offset+job.Length-1)
-	body := io.TeeReader(io.LimitReader(out.Body, job.Length), sink)
-	// finish reads what is left for the digest and checks the length.
-	finish := func(read int64) error {
-		if sum != nil {
-			n, err := io.Copy(io.Discard, body)
-			if err != nil {
-				return &TransientError{Op: what, Err: err}
-			}
-			read += n
-			res.SHA256 = hex.EncodeToString(sum.Sum(nil))
-		}
-		if read != job.Length && (sum != nil || !res.Stored) {
-			return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
-		}
-		res.RawCRC32 = plan.KnownCRC(raw.Sum32())
-		return nil
-	}
+	pr := newPieceRead(piece, job, res)
+	body, finish, what := pr.body, pr.finish, job.readOp()
 	if job.Hash {
 		res.Stored = true
 		return res, finish(0)
@@ -236,26 +205,13 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return nil, requestError("options.level %d: %v", job.Level, err)
 	}
 	if job.Auto {
-		// Auto tries the piece's start: a known compressed format, or a
-		// sample that does not shrink enough, and the piece is stored. The
-		// rest of it is not read.
-		sample := make([]byte, min(job.Length, autoSample))
-		if _, err := io.ReadFull(body, sample); err != nil {
-			return nil, &TransientError{Op: what, Err: err}
-		}
-		if job.Piece == 0 && compressedMagicBytes(sample) {
-			res.Stored = true
-			return res, finish(int64(len(sample)))
-		}
-		if _, err := fw.Write(sample); err != nil {
+		stored, sampled, err := autoStores(body, fw, &comp, job)
+		if err != nil {
 			return nil, err
 		}
-		if err := fw.Flush(); err != nil {
-			return nil, err
-		}
-		if float64(comp.Len()) > autoMaxRatio*float64(len(sample)) {
+		if stored {
 			res.Stored = true
-			return res, finish(int64(len(sample)))
+			return res, finish(sampled)
 		}
 	}
 	n, err := io.Copy(fw, body)
@@ -283,13 +239,104 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return res, nil
 	}
 	res.Size, res.CRC32 = int64(comp.Len()), plan.KnownCRC(crc32.ChecksumIEEE(comp.Bytes()))
-	// No stored checksum: the layout copies ranges of these objects, and
-	// the plan carries their CRC-32 itself.
-	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp.Bytes()), ContentLength: aws.Int64(int64(comp.Len()))}, plain); err != nil {
-		return nil, s3Error("PutObject", job.Bucket, job.Key, false, err)
+	if err := r.putPiece(ctx, job, comp.Bytes()); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// pieceRead is a piece as it is read: its bytes go through its CRC-32 (and
+// its SHA-256, when the job asks for it) on the way.
+type pieceRead struct {
+	job  ReadJob
+	res  *ReadResult
+	body io.Reader
+	raw  hash.Hash32
+	sum  hash.Hash // nil without digests
+}
+
+func newPieceRead(piece io.Reader, job ReadJob, res *ReadResult) *pieceRead {
+	pr := &pieceRead{job: job, res: res, raw: crc32.NewIEEE()}
+	var sink io.Writer = pr.raw
+	if job.SHA256 {
+		pr.sum = sha256.New()
+		sink = io.MultiWriter(pr.raw, pr.sum)
+	}
+	pr.body = io.TeeReader(io.LimitReader(piece, job.Length), sink)
+	return pr
+}
+
+// finish reads what is left for the digest and checks the length, given
+// the bytes read so far.
+func (pr *pieceRead) finish(read int64) error {
+	job, res, src := pr.job, pr.res, pr.job.Source
+	if pr.sum != nil {
+		n, err := io.Copy(io.Discard, pr.body)
+		if err != nil {
+			return &TransientError{Op: job.readOp(), Err: err}
+		}
+		read += n
+		res.SHA256 = hex.EncodeToString(pr.sum.Sum(nil))
+	}
+	if read != job.Length && (pr.sum != nil || !res.Stored) {
+		return &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("bytes %d-%d: read %d, planned %d", job.Offset, job.Offset+job.Length-1, read, job.Length)}
+	}
+	res.RawCRC32 = plan.KnownCRC(pr.raw.Sum32())
+	return nil
+}
+
+// readOp names the job's read in errors.
+func (job ReadJob) readOp() string {
+	return fmt.Sprintf("read s3://%s/%s bytes %d-%d", job.Source.Bucket, job.Source.Key, job.Offset, job.Offset+job.Length-1)
+}
+
+// getPiece opens the job's piece of its source, pinned by ETag.
+func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, error) {
+	src := job.Source
+	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
+	if src.ETag != "" {
+		in.IfMatch = &src.ETag
+	}
+	if src.VersionID != "" {
+		in.VersionId = &src.VersionID
+	}
+	out, err := r.S3.GetObject(ctx, in)
+	if err != nil {
+		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
+	}
+	return out.Body, nil
+}
+
+// autoStores is auto's try of the piece's start: a known compressed
+// format, or a sample that does not shrink enough, and the piece is stored
+// (the rest of it is not read). It returns the choice and the bytes read;
+// the sample is in fw, comp its compressed bytes so far.
+func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJob) (stored bool, sampled int64, err error) {
+	sample := make([]byte, min(job.Length, autoSample))
+	if _, err := io.ReadFull(body, sample); err != nil {
+		return false, 0, &TransientError{Op: job.readOp(), Err: err}
+	}
+	if job.Piece == 0 && compressedMagicBytes(sample) {
+		return true, int64(len(sample)), nil
+	}
+	if _, err := fw.Write(sample); err != nil {
+		return false, 0, err
+	}
+	if err := fw.Flush(); err != nil {
+		return false, 0, err
+	}
+	return float64(comp.Len()) > autoMaxRatio*float64(len(sample)), int64(len(sample)), nil
+}
+
+// putPiece writes a compressed piece to the job's intermediate object. No
+// stored checksum: the layout copies ranges of these objects, and the plan
+// carries their CRC-32 itself.
+func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte) error {
+	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp), ContentLength: aws.Int64(int64(len(comp)))}, plain); err != nil {
+		return s3Error("PutObject", job.Bucket, job.Key, false, err)
+	}
+	return nil
 }
 
 // mergeS3 is what joining an entry's pieces needs of S3.
@@ -322,13 +369,31 @@ func dropPieces(ctx context.Context, c mergeS3, bucket string, keys []string) {
 // from: an entry that shrank becomes a DEFLATE entry whose source is its
 // intermediate object (its pieces joined by a multipart upload); the others
 // stay STORED from their sources.
-func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry, jobs []ReadJob, results []ReadResult) error {
-	if len(jobs) != len(results) {
-		return fmt.Errorf("read pass: %d results for %d jobs", len(results), len(jobs))
+func (pl *Planner) applyReads(ctx context.Context, cfg Config, entries []plan.Entry, jobs []ReadJob, results []ReadResult) error {
+	byEntry, err := matchReads(entries, jobs, results)
+	if err != nil {
+		return err
 	}
-	type piece struct {
-		job ReadJob
-		res ReadResult
+	idx := make([]int, 0, len(byEntry))
+	for i := range byEntry {
+		idx = append(idx, i)
+	}
+	return forEach(ctx, cfg.HeadConcurrency, len(idx), func(ctx context.Context, k int) error {
+		return deflated(ctx, pl.S3, &entries[idx[k]], byEntry[idx[k]])
+	})
+}
+
+// readPiece is a read job and its result.
+type readPiece struct {
+	job ReadJob
+	res ReadResult
+}
+
+// matchReads matches the read results to their jobs, sets the digests and
+// CRC-32s read whole in entries, and returns the compressed pieces by entry.
+func matchReads(entries []plan.Entry, jobs []ReadJob, results []ReadResult) (map[int][]readPiece, error) {
+	if len(jobs) != len(results) {
+		return nil, fmt.Errorf("read pass: %d results for %d jobs", len(results), len(jobs))
 	}
 	// Results are matched to jobs by entry and piece, not by position: a
 	// map's result files need not keep the jobs' order.
@@ -337,81 +402,81 @@ func applyReads(ctx context.Context, c mergeS3, cfg Config, entries []plan.Entry
 	for _, r := range results {
 		got[jobKey{r.Entry, r.Piece}] = r
 	}
-	byEntry := map[int][]piece{}
+	byEntry := map[int][]readPiece{}
 	for _, j := range jobs {
 		r, ok := got[jobKey{j.Entry, j.Piece}]
 		if !ok {
-			return fmt.Errorf("read pass: no result for entry %d piece %d (s3://%s/%s)", j.Entry, j.Piece, j.Source.Bucket, j.Source.Key)
+			return nil, fmt.Errorf("read pass: no result for entry %d piece %d (s3://%s/%s)", j.Entry, j.Piece, j.Source.Bucket, j.Source.Key)
 		}
 		e := &entries[j.Entry]
 		if j.SHA256 {
 			if len(r.SHA256) != 2*sha256.Size {
-				return fmt.Errorf("read pass: the result for s3://%s/%s has no SHA-256", e.Source.Bucket, e.Source.Key)
+				return nil, fmt.Errorf("read pass: the result for s3://%s/%s has no SHA-256", e.Source.Bucket, e.Source.Key)
 			}
 			e.SHA256 = r.SHA256
 		}
 		if j.Hash {
 			if e.CRC32.Known && e.CRC32.Sum != r.RawCRC32.Sum {
-				return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, r.RawCRC32.Sum, e.CRC32.Sum)}
+				return nil, &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, r.RawCRC32.Sum, e.CRC32.Sum)}
 			}
 			e.CRC32 = r.RawCRC32 // read whole: its CRC is known now
 			continue
 		}
-		byEntry[j.Entry] = append(byEntry[j.Entry], piece{j, r})
+		byEntry[j.Entry] = append(byEntry[j.Entry], readPiece{j, r})
 	}
-	idx := make([]int, 0, len(byEntry))
-	for i := range byEntry {
-		idx = append(idx, i)
+	return byEntry, nil
+}
+
+// deflated makes an entry whose pieces shrank a DEFLATE entry of its
+// intermediate object, its pieces joined when there are more than one; an
+// entry that grew, or whose piece was stored, stays as it is. Either way the
+// pieces no entry reads are dropped.
+func deflated(ctx context.Context, c mergeS3, e *plan.Entry, pieces []readPiece) error {
+	var written []string // pieces with an object
+	for _, p := range pieces {
+		if !p.res.Stored {
+			written = append(written, p.job.Key)
+		}
 	}
-	return forEach(ctx, cfg.HeadConcurrency, len(idx), func(ctx context.Context, k int) error {
-		e := &entries[idx[k]]
-		pieces := byEntry[idx[k]]
-		var written []string // pieces with an object
-		for _, p := range pieces {
-			if !p.res.Stored {
-				written = append(written, p.job.Key)
-			}
+	var raw, comp uint32
+	var size int64
+	for _, p := range pieces {
+		if p.res.Stored {
+			// A piece not worth compressing: the whole entry is stored.
+			dropPieces(ctx, c, p.job.Bucket, written)
+			return nil
 		}
-		var raw, comp uint32
-		var size int64
-		for _, p := range pieces {
-			if p.res.Stored {
-				// A piece not worth compressing: the whole entry is stored.
-				dropPieces(ctx, c, p.job.Bucket, written)
-				return nil
-			}
-			raw = zipformat.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
-			comp = zipformat.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
-			size += p.res.Size
-		}
-		if e.CRC32.Known && e.CRC32.Sum != raw {
-			return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, raw, e.CRC32.Sum)}
-		}
-		if size >= e.Size {
-			dropPieces(ctx, c, pieces[0].job.Bucket, written)
-			return nil // grew
-		}
-		src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
-		if len(pieces) > 1 {
-			// (A key beside the pieces, not above them: a POSIX-backed
-			// server cannot hold both k and k/….)
-			src.Key = strings.TrimSuffix(src.Key, ".0")
-			if err := joinPieces(ctx, c, src, pieces[0].job.Bucket, func(yield func(string, int64) bool) {
-				for _, p := range pieces {
-					if !yield(p.job.Key, p.res.Size) {
-						return
-					}
+		raw = zipformat.CombineCRC(raw, p.res.RawCRC32.Sum, p.job.Length)
+		comp = zipformat.CombineCRC(comp, p.res.CRC32.Sum, p.res.Size)
+		size += p.res.Size
+	}
+	if e.CRC32.Known && e.CRC32.Sum != raw {
+		return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, raw, e.CRC32.Sum)}
+	}
+	if size >= e.Size {
+		dropPieces(ctx, c, pieces[0].job.Bucket, written)
+		return nil // grew
+	}
+	src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
+	if len(pieces) > 1 {
+		// (A key beside the pieces, not above them: a POSIX-backed
+		// server cannot hold both k and k/….)
+		src.Key = strings.TrimSuffix(src.Key, ".0")
+		if err := joinPieces(ctx, c, src, pieces[0].job.Bucket, func(yield func(string, int64) bool) {
+			for _, p := range pieces {
+				if !yield(p.job.Key, p.res.Size) {
+					return
 				}
-			}); err != nil {
-				return err
 			}
-			dropPieces(ctx, c, src.Bucket, written)
+		}); err != nil {
+			return err
 		}
-		origin := e.Source
-		e.RawSize, e.RawCRC32, e.Origin = e.Size, plan.KnownCRC(raw), &origin
-		e.Method, e.Source, e.Size, e.CRC32 = plan.MethodDeflate, src, size, plan.KnownCRC(comp)
-		return nil
-	})
+		dropPieces(ctx, c, src.Bucket, written)
+	}
+	origin := e.Source
+	e.RawSize, e.RawCRC32, e.Origin = e.Size, plan.KnownCRC(raw), &origin
+	e.Method, e.Source, e.Size, e.CRC32 = plan.MethodDeflate, src, size, plan.KnownCRC(comp)
+	return nil
 }
 
 // joinPieces joins pieces into dst by a multipart upload: a piece of at
@@ -527,15 +592,20 @@ func ReadsPerBatch(jobs, concurrency, most int) int {
 }
 
 // Start is the planner Lambda's handler, for PlanArchive and PlanLayout
-// alike. Given a request that needs its entries read (and no read pass
-// done), it lists them, writes the read jobs and returns the ReadPlan the
-// ReadEntries Map runs; otherwise, or given the read pass's outcome
-// (in.Reads), it plans the layout and returns the Job. A request with
-// nothing to read (compression none, no digests) costs nothing more than it
-// did before the read pass existed.
+// alike. It reads and checks the request once; given a request that needs
+// its entries read (and no read pass done), it lists them, writes the read
+// jobs and returns the ReadPlan the ReadEntries Map runs; otherwise, or
+// given the read pass's outcome (in.Reads), it plans the layout and returns
+// the Job. A request with nothing to read (compression none, no digests)
+// costs nothing more than it did before the read pass existed.
 func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, error) {
-	if in.Reads == nil && pl.NeedsReadPass(ctx, in.Request) {
-		rp, err := pl.PlanReads(ctx, in)
+	cfg := pl.Config.Defaults()
+	req, err := pl.begin(ctx, cfg, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Reads == nil && req.Options.needsReadPass() {
+		rp, err := pl.planReads(ctx, cfg, req, in.Execution)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -544,7 +614,7 @@ func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, er
 		}
 		in.Reads = &rp.Reads // nothing to read (e.g. only empty objects): on to the layout
 	}
-	job, err := pl.Plan(ctx, in)
+	job, err := pl.plan(ctx, cfg, req, in)
 	return job, nil, err
 }
 
@@ -561,22 +631,11 @@ func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
 	return job, nil
 }
 
-// NeedsReadPass reports whether the request asks for the entries' bytes to
-// be read before the layout (compression deflate or auto, or digests).
-func (pl *Planner) NeedsReadPass(ctx context.Context, raw json.RawMessage) bool {
-	req, err := pl.readRequest(ctx, pl.Config.Defaults(), raw)
-	return err == nil && req.Options.needsReadPass()
-}
-
-// PlanReads is the planner's first half when a read pass is needed: it
-// checks the request, lists the entries, and writes them and the read jobs
-// to the work prefix. Plan, given the results (PlanInput.Reads), does the rest.
-func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, error) {
-	cfg := pl.Config.Defaults()
-	req, err := pl.begin(ctx, cfg, in)
-	if err != nil {
-		return nil, err
-	}
+// planReads is the planner's first half when a read pass is needed: given
+// the checked request, it lists the entries, and writes them and the read
+// jobs to the work prefix. plan, given the results (PlanInput.Reads), does
+// the rest.
+func (pl *Planner) planReads(ctx context.Context, cfg Config, req *Request, execution string) (*ReadPlan, error) {
 	entries, err := pl.listed(ctx, cfg, req)
 	if err != nil {
 		return nil, err
@@ -585,13 +644,11 @@ func (pl *Planner) PlanReads(ctx context.Context, in PlanInput) (*ReadPlan, erro
 	if err := checksumsFileFree(entries, req.Options.ChecksumsFile); err != nil {
 		return nil, err
 	}
-	prefix := cfg.workPrefix(in.Execution)
+	prefix := cfg.workPrefix(execution)
 	jobs := readJobs(entries, req.Options, cfg.PieceSize, cfg.WorkBucket, prefix)
-	rp := &ReadPlan{Execution: in.Execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix, Jobs: len(jobs),
+	rp := &ReadPlan{Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix, Jobs: len(jobs),
 		Reads: ReadsDone{EntriesKey: prefix + "reads/entries.json", JobsKey: prefix + "reads/jobs.json"}}
-	if rp.MaxConcurrency = req.Options.MaxConcurrency; rp.MaxConcurrency == 0 {
-		rp.MaxConcurrency = cfg.DefaultMaxConcurrency
-	}
+	rp.MaxConcurrency = maxConcurrency(cfg, req)
 	rp.ReadsPerBatch = ReadsPerBatch(len(jobs), rp.MaxConcurrency, cfg.MaxReadsPerBatch)
 	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.EntriesKey, entries); err != nil {
 		return nil, err
@@ -685,7 +742,7 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, ex
 			return nil, fmt.Errorf("read pass: %w", err)
 		}
 	}
-	if err := applyReads(ctx, pl.S3, cfg, entries, jobs, results); err != nil {
+	if err := pl.applyReads(ctx, cfg, entries, jobs, results); err != nil {
 		return nil, err
 	}
 	if req.Options.sha256() {
@@ -696,7 +753,7 @@ func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, ex
 		}
 	}
 	if name := req.Options.ChecksumsFile; name != "" {
-		return addChecksumsFile(ctx, pl.S3, entries, name, cfg.WorkBucket, cfg.workPrefix(execution))
+		return pl.addChecksumsFile(ctx, entries, name, cfg.WorkBucket, cfg.workPrefix(execution))
 	}
 	return entries, nil
 }
@@ -744,13 +801,13 @@ func checksumsFileFree(entries []plan.Entry, name string) error {
 // addChecksumsFile writes the checksums file to the work prefix and adds it
 // as the last entry (STORED; its CRC-32 is known from its bytes). Its name
 // is free (checksumsFileFree).
-func addChecksumsFile(ctx context.Context, c objectPutter, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
+func (pl *Planner) addChecksumsFile(ctx context.Context, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
 	body, err := checksumsFile(entries)
 	if err != nil {
 		return nil, err
 	}
 	key := prefix + "checksums"
-	out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))},
+	out, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))},
 		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
 	if err != nil {
 		return nil, s3Error("PutObject", bucket, key, false, err)

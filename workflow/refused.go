@@ -45,8 +45,9 @@ var statusRefusals = map[int]string{
 	http.StatusNotImplemented:      "NotImplemented",
 }
 
-// refused returns the RefusedError for a permanent answer, or nil.
-func refused(op, bucket, key string, status int, code string, err error) error {
+// refused returns the RefusedError for a permanent answer to op (the
+// operation and the object it was on), or nil.
+func refused(op string, status int, code string, err error) error {
 	if code == "" {
 		code = statusRefusals[status]
 	}
@@ -54,5 +55,5 @@ func refused(op, bucket, key string, status int, code string, err error) error {
 	if !ok {
 		return nil
 	}
-	return &RefusedError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Code: code, Fix: fix, Err: err}
+	return &RefusedError{Op: op, Code: code, Fix: fix, Err: err}
 }

@@ -133,6 +133,20 @@ func (r *Request) Validate() error {
 			bad = append(bad, s)
 		}
 	}
+	r.checkSource(add)
+	r.checkDestination(add)
+	r.Options.checkLayout(add)
+	r.Options.checkArchiveObject(add)
+	r.Options.checkRun(add)
+	if bad != nil {
+		return &RequestError{bad}
+	}
+	return nil
+}
+
+// checkSource adds the problems of the request's source: one way to name
+// the objects, and well-formed names.
+func (r *Request) checkSource(add func(string)) {
 	src := r.Source
 	switch {
 	case src.Manifest != nil && src.Inventory != nil:
@@ -166,6 +180,12 @@ func (r *Request) Validate() error {
 	default:
 		add("source is missing: give source.bucket (and source.prefix), source.manifest or source.inventory")
 	}
+}
+
+// checkDestination adds the problems of the archive's destination,
+// including one inside the source the archive is made from.
+func (r *Request) checkDestination(add func(string)) {
+	src := r.Source
 	add(checkBucket("destination.bucket", r.Destination.Bucket))
 	add(checkKey("destination.key", r.Destination.Key))
 	if strings.HasSuffix(r.Destination.Key, "/") {
@@ -174,7 +194,11 @@ func (r *Request) Validate() error {
 	if src.Manifest == nil && src.Bucket != "" && src.Bucket == r.Destination.Bucket && strings.HasPrefix(r.Destination.Key, src.Prefix) {
 		add(fmt.Sprintf("destination s3://%s/%s is inside the source prefix s3://%s/%s: the archive would include itself on a later run; write it elsewhere", r.Destination.Bucket, r.Destination.Key, src.Bucket, src.Prefix))
 	}
-	o := r.Options
+}
+
+// checkLayout adds the problems of the options that lay the archive out and
+// name its entries.
+func (o Options) checkLayout(add func(string)) {
 	if _, err := plan.ParseStrategy(o.Strategy); err != nil {
 		add("options.strategy: " + err.Error())
 	}
@@ -187,6 +211,11 @@ func (r *Request) Validate() error {
 	if _, err := plan.ParseDuplicatePolicy(o.Duplicates); err != nil {
 		add("options.duplicates: " + err.Error())
 	}
+}
+
+// checkArchiveObject adds the problems of the options S3 applies to the
+// archive object: storage class, encryption, tags, metadata.
+func (o Options) checkArchiveObject(add func(string)) {
 	if !storageClasses[o.StorageClass] {
 		add(fmt.Sprintf("options.storageClass %q is not an S3 storage class", o.StorageClass))
 	}
@@ -219,6 +248,11 @@ func (r *Request) Validate() error {
 	if metaBytes > 2048 {
 		add(fmt.Sprintf("options.metadata is %d bytes; S3 allows 2 KB of user metadata", metaBytes))
 	}
+}
+
+// checkRun adds the problems of the options that size the run and say what
+// it reads: concurrency, part size, compression and digests.
+func (o Options) checkRun(add func(string)) {
 	if o.MaxConcurrency < 0 || o.MaxConcurrency > 10000 {
 		add(fmt.Sprintf("options.maxConcurrency %d: want 1 to 10000 (0 for the deployment's default)", o.MaxConcurrency))
 	}
@@ -250,8 +284,4 @@ func (r *Request) Validate() error {
 	} else if o.Level != 0 && !o.needsReadPass() {
 		add("options.level applies to compression deflate or auto; set options.compression too")
 	}
-	if bad != nil {
-		return &RequestError{bad}
-	}
-	return nil
 }

@@ -90,9 +90,10 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 	return b, nil
 }
 
-// getRange reads bytes [from, to) of an object into dst, pinned by ETag.
-// source says whether a missing or changed object is a changed source.
-func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int64, dst []byte, source bool) error {
+// getRange reads bytes [from, from+len(dst)) of an object into dst, pinned
+// by ETag.
+func getRange(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) error {
+	to := from + int64(len(dst))
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
 	if src.ETag != "" {
 		in.IfMatch = &src.ETag
@@ -102,7 +103,7 @@ func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int6
 	}
 	out, err := c.GetObject(ctx, in)
 	if err != nil {
-		return s3Error("GetObject", src.Bucket, src.Key, source, err)
+		return s3Error("GetObject", src.Bucket, src.Key, !src.work, err)
 	}
 	defer out.Body.Close()
 	if n := aws.ToInt64(out.ContentLength); n != to-from {
@@ -115,7 +116,12 @@ func getRange(ctx context.Context, c objectGetter, src *sourceRef, from, to int6
 	return nil
 }
 
-type sourceRef struct{ Bucket, Key, ETag, VersionID string }
+type sourceRef struct {
+	Bucket, Key, ETag, VersionID string
+	// work says the object is s3zip's own (the plan's entries), not a
+	// source: missing or changed, it is not a changed source.
+	work bool
+}
 
 // s3Named names a failed S3 call for the create state machine: s3Error,
 // as s3x.Under's ErrorNamer.

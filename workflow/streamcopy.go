@@ -30,17 +30,18 @@ import (
 // S3 checks the bytes against it (BadDigest if the source changed between
 // the reads, which If-Match also forbids). The payload is sent unsigned:
 // the CRC-32 S3 verifies covers it, and signing it would mean a third read.
-func (w *Worker) streamCopyRange(ctx context.Context, job *Job, item *plan.PartJob) (*PartResult, error) {
+func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (*PartResult, error) {
+	job := b.job
 	src := sourceOf(*item.Source)
 	from, to := item.SourceRange[0], item.SourceRange[1]
-	crc, read, err := rangeCRC(ctx, w.S3, src, item)
+	crc, read, err := rangeCRC(ctx, b.s3, src, item)
 	if err != nil {
 		return nil, err
 	}
-	w.logger().Info("streaming a copy part", "execution", job.Execution, "part", item.Number, "bytes", to-from, "readForCRC", read)
-	body := newRangeReader(ctx, w.S3, src, from, to)
+	b.log.Info("streaming a copy part", "execution", job.Execution, "part", item.Number, "bytes", to-from, "readForCRC", read)
+	body := newRangeReader(ctx, b.s3, src, from, to)
 	defer body.Close()
-	out, err := w.S3.UploadPart(ctx, &s3.UploadPartInput{
+	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(item.Number)), Body: body, ContentLength: aws.Int64(to - from),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)),

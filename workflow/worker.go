@@ -106,18 +106,68 @@ func putCRCs(ctx context.Context, c objectPutter, job *Job, firstPart int, out *
 // retried batch uploads the same bytes under the same part numbers. Near the
 // Lambda deadline it stops starting parts and returns DeadlineError.
 func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error) {
-	cfg := w.Config.Defaults()
 	job := in.BatchInput.Job
 	if job.UploadID == "" || job.WorkBucket == "" || job.EntriesKey == "" {
 		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")
 	}
 	log := w.logger().With("execution", job.Execution)
+	b := w.partBuilder(&job)
+	defer b.probe.close(ctx)
+	results, started, err := b.buildAll(ctx, in.Items)
+	if err != nil {
+		log.Error("batch failed", "error", err.Error())
+		return nil, err
+	}
+	if started < len(in.Items) {
+		if _, hasDeadline := ctx.Deadline(); ctx.Err() != nil && !hasDeadline {
+			return nil, ctx.Err()
+		}
+		return nil, &DeadlineError{Done: started, Left: len(in.Items) - started}
+	}
+	out := &BatchResult{}
+	for _, r := range results {
+		out.Parts = append(out.Parts, r...)
+	}
+	if len(in.Items) > 0 {
+		if err := putCRCs(ctx, w.S3, &job, in.Items[0].Number, out); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("batch built", "parts", len(out.Parts))
+	return out, nil
+}
+
+// partBuilder builds the parts of one batch. Its fields are what every part
+// of the batch shares: the client, the settings, the job (the archive's
+// upload, the work bucket), the batch's CRC probe, the log and the clock; a
+// part's own inputs are its methods' arguments.
+type partBuilder struct {
+	s3  WorkerS3
+	cfg Config
+	job *Job
+	// probe is the upload the batch's CRC probes copy into: one of its own,
+	// never the archive's (pipePart), aborted when the batch ends.
+	probe *crcProbe
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+func (w *Worker) partBuilder(job *Job) *partBuilder {
 	now := w.Now
 	if now == nil {
 		now = time.Now
 	}
-	deadline, hasDeadline := ctx.Deadline()
+	return &partBuilder{s3: w.S3, cfg: w.Config.Defaults(), job: job, log: w.logger(), now: now,
+		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
+}
 
+// buildAll builds items, at most cfg.PartConcurrency at a time and within
+// cfg.MemoryBudget; near the context's deadline it starts no more. It
+// returns the results by item, how many items it started, and the first
+// error.
+func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]PartResult, int, error) {
+	cfg, log := b.cfg, b.log.With("execution", b.job.Execution)
+	deadline, hasDeadline := ctx.Deadline()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	mem := semaphore.NewWeighted(cfg.MemoryBudget)
@@ -125,7 +175,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 	var (
 		mu       sync.Mutex
 		firstErr error
-		results  = make([][]PartResult, len(in.Items))
+		results  = make([][]PartResult, len(items))
 		wg       sync.WaitGroup
 	)
 	fail := func(err error) {
@@ -136,14 +186,10 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 		}
 		mu.Unlock()
 	}
-	// The batch's CRC probes copy into an upload of their own, never into
-	// the archive's (pipePart), aborted when the batch ends.
-	probe := &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}
-	defer probe.close(ctx)
 	started := 0
-	for i := range in.Items {
-		item := &in.Items[i]
-		if hasDeadline && deadline.Sub(now()) < cfg.DeadlineMargin {
+	for i := range items {
+		item := &items[i]
+		if hasDeadline && deadline.Sub(b.now()) < cfg.DeadlineMargin {
 			break
 		}
 		need := int64(0)
@@ -166,38 +212,18 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 		go func() {
 			defer wg.Done()
 			defer func() { mem.Release(need); <-slots }()
-			t0 := now()
-			r, err := w.buildJob(ctx, cfg, &job, item, probe)
+			t0 := b.now()
+			r, err := b.buildJob(ctx, item)
 			if err != nil {
 				fail(fmt.Errorf("part %d (%s, bytes %d-%d): %w", item.Number, item.Kind, item.Start, item.End-1, err))
 				return
 			}
 			results[i] = r
-			log.Debug("part built", "part", item.Number, "kind", item.Kind, "bytes", item.Size(), "millis", now().Sub(t0).Milliseconds())
+			log.Debug("part built", "part", item.Number, "kind", item.Kind, "bytes", item.Size(), "millis", b.now().Sub(t0).Milliseconds())
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		log.Error("batch failed", "error", firstErr.Error())
-		return nil, firstErr
-	}
-	if started < len(in.Items) {
-		if err := ctx.Err(); err != nil && !hasDeadline {
-			return nil, err
-		}
-		return nil, &DeadlineError{Done: started, Left: len(in.Items) - started}
-	}
-	out := &BatchResult{}
-	for _, r := range results {
-		out.Parts = append(out.Parts, r...)
-	}
-	if len(in.Items) > 0 {
-		if err := putCRCs(ctx, w.S3, &job, in.Items[0].Number, out); err != nil {
-			return nil, err
-		}
-	}
-	log.Info("batch built", "parts", len(out.Parts))
-	return out, nil
+	return results, started, firstErr
 }
 
 func (w *Worker) logger() *slog.Logger {
@@ -209,7 +235,7 @@ func (w *Worker) logger() *slog.Logger {
 
 // buildJob builds a part job: first the copies it carries, whose CRC-32s
 // S3's answers give, then the part itself, whose headers need them.
-func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, probe *crcProbe) ([]PartResult, error) {
+func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartResult, error) {
 	var out []PartResult
 	learned := map[plan.EntryIndex]uint32{}
 	tails := map[plan.EntryIndex]plan.Tail{}
@@ -218,13 +244,13 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 		if c.Kind != plan.PartCopy || c.Source == nil {
 			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
 		}
-		r, err := w.copyPart(ctx, cfg, job, c)
+		r, err := b.copyPart(ctx, c)
 		if err != nil {
 			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 		}
 		switch c.CarriedAs {
 		case plan.CarriedWhole:
-			crc, err := w.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
+			crc, err := b.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
 			if err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 			}
@@ -240,7 +266,7 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 			// copied range's own; without one, the whole object's is asked.
 			if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
 				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
-			} else if learned[c.First], err = w.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
+			} else if learned[c.First], err = b.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 			}
 		default:
@@ -248,7 +274,7 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 		}
 		out = append(out, *r)
 	}
-	r, err := w.buildPart(ctx, cfg, job, item, learned, tails, probe)
+	r, err := b.buildPart(ctx, item, learned, tails)
 	if err != nil {
 		return nil, err
 	}
@@ -258,35 +284,37 @@ func (w *Worker) buildJob(ctx context.Context, cfg Config, job *Job, item *plan.
 // copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
 // answer to the copy; when the answer has none (or a composite of the
 // source's parts), it asks or reads the object as the planner would.
-func (w *Worker) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
+func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
 	if crc, ok := s3x.DecodeCRC(answer); ok {
 		return crc, nil
 	}
 	e := plan.PlacedEntry{Entry: plan.Entry{Name: src.Key, Source: *src, Size: size}}
-	return objectCRC(ctx, w.S3, nil, &e)
+	return objectCRC(ctx, b.s3, nil, &e)
 }
 
-func (w *Worker) buildPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail, probe *crcProbe) (*PartResult, error) {
+// buildPart builds the part itself, given the CRC-32s its copies taught
+// (learned, tails).
+func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
-		return w.copyPart(ctx, cfg, job, item)
+		return b.copyPart(ctx, item)
 	case plan.PartChain:
-		return w.chainPart(ctx, cfg, job, item, learned)
+		return b.chainPart(ctx, item, learned)
 	case plan.PartUpload:
-		entries, err := readEntries(ctx, w.S3, job, item)
+		entries, err := readEntries(ctx, b.s3, b.job, item)
 		if err != nil {
 			return nil, err
 		}
 		learn(entries, learned)
 		// One pass where the CRC-32s can be had without reading (pipePart);
 		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
-		r, err := pipePart(ctx, w.S3, cfg, job, &item.Part, entries, tails, probe)
+		r, err := b.pipePart(ctx, &item.Part, entries, tails)
 		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
 			return nil, err
 		}
 		if err != nil {
-			w.logger().Debug("part assembled, not piped", "execution", job.Execution, "part", item.Number, "reason", err.Error())
-			r, err = uploadPart(ctx, w.S3, cfg, job, &item.Part, entries, item.End, nil, tails) // worker parts end before the directory
+			b.log.Debug("part assembled, not piped", "execution", b.job.Execution, "part", item.Number, "reason", err.Error())
+			r, err = b.upload().uploadPart(ctx, &item.Part, entries, tails, nil) // worker parts end before the directory
 			if err != nil {
 				return nil, err
 			}
@@ -326,7 +354,7 @@ func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJ
 	}
 	from, to := item.EntriesRange[0], item.EntriesRange[1]
 	buf := make([]byte, to-from)
-	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey}, from, to, buf, false); err != nil {
+	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey, work: true}, from, buf); err != nil {
 		return nil, fmt.Errorf("plan entries: %w", err)
 	}
 	entries, err := plan.DecodeEntries(bytes.NewReader(buf))
@@ -348,19 +376,42 @@ type uploadS3 interface {
 	partUploader
 }
 
+// archiveUpload is the archive's multipart upload as the worker and the
+// finalizer send parts to it: the client, the settings that bound the reads,
+// the job that names the upload.
+type archiveUpload struct {
+	c   uploadS3
+	cfg Config
+	job *Job
+}
+
+func (b *partBuilder) upload() archiveUpload { return archiveUpload{c: b.s3, cfg: b.cfg, job: b.job} }
+
+// finalDirectory is the central directory in a final part: where it starts,
+// and how its bytes are had once the part's entries' CRC-32s are known.
+type finalDirectory struct {
+	offset int64
+	read   func(computed map[plan.EntryIndex]uint32) ([]byte, error)
+}
+
 // uploadPart assembles an upload part and sends it with its CRC-32, which S3
-// checks. directory is nil except for the final part.
-func uploadPart(ctx context.Context, c uploadS3, cfg Config, job *Job, part *plan.Part, entries []plan.PlacedEntry, directoryOffset int64, directory func(map[plan.EntryIndex]uint32) ([]byte, error), tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+// checks. dir is nil except for the final parts: worker parts end before the
+// directory.
+func (u archiveUpload) uploadPart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail, dir *finalDirectory) (*PartResult, error) {
+	directoryOffset, directory := part.End, (func(map[plan.EntryIndex]uint32) ([]byte, error))(nil)
+	if dir != nil {
+		directoryOffset, directory = dir.offset, dir.read
+	}
 	buf, computed, err := plan.BuildPartWithTails(part, entries, directoryOffset, directory, func(reads []plan.DataRead) error {
-		return forEach(ctx, cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
+		return forEach(ctx, u.cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
-			return getRange(ctx, c, sourceOf(r.Entry.Source), r.From, r.To, r.Dst, true)
+			return getRange(ctx, u.c, sourceOf(r.Entry.Source), r.From, r.Dst)
 		})
 	}, tails)
 	if err != nil {
 		return nil, err
 	}
-	r, err := sendPart(ctx, c, job, part.Number, buf)
+	r, err := sendPart(ctx, u.c, u.job, part.Number, buf)
 	if err != nil {
 		return nil, err
 	}
@@ -391,14 +442,15 @@ func sendPart(ctx context.Context, c uploadS3, job *Job, n int, buf []byte) (*Pa
 }
 
 // copyPart copies a range of a source into the upload, pinned by ETag.
-func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.PartJob) (*PartResult, error) {
+func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartResult, error) {
+	job := b.job
 	src := item.Source
 	if src == nil {
 		return nil, fmt.Errorf("copy part has no source")
 	}
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
-	out, err := w.S3.UploadPartCopy(ctx, in)
+	out, err := b.s3.UploadPartCopy(ctx, in)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
 	}
@@ -413,9 +465,9 @@ func (w *Worker) copyPart(ctx context.Context, cfg Config, job *Job, item *plan.
 		// source's stored checksum for a copy. Upload the same part number
 		// again, streamed, with a checksum computed from its bytes: it
 		// replaces the copy, whatever the range's size.
-		w.logger().Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
+		b.log.Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
-		r, err := w.streamCopyRange(ctx, job, item)
+		r, err := b.streamCopyRange(ctx, item)
 		if err != nil {
 			return nil, fmt.Errorf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s); streaming the range instead: %w", src.Bucket, src.Key, from, to-1, got, reason, err)
 		}

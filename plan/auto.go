@@ -1,0 +1,207 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+)
+
+// makeAuto plans the duo layout and chooses which of its runs to build
+// server-side (chain) and which to stream: the fastest choice whose
+// predicted cost is at most CostCap times the cheapest one's; the stream
+// plan competes too.
+func makeAuto(entries []Entry, opts Options) (*Plan, error) {
+	model := DefaultModel
+	if opts.Model != nil {
+		model = *opts.Model
+	}
+	capRatio := opts.CostCap
+	if capRatio <= 0 {
+		capRatio = 2
+	}
+	run := Run{Workers: opts.Workers, Orchestrated: true}
+	// Candidates: stream everything, or the duo layout with a share of its
+	// runs chained (0, 1/8, …, all). Only predictions are kept; the chosen
+	// plan is built again, so that one plan at a time is in memory.
+	duo := duoLayout(entries)
+	build := func(k int) (*Plan, error) {
+		sub := opts
+		if k < 0 {
+			sub.Strategy = StrategyStream
+			return planWith(entries, streamLayout(entries), sub, func(span) bool { return false })
+		}
+		acc := 0.0
+		sub.Strategy = StrategyAuto
+		return planWith(entries, duo, sub, func(span) bool {
+			acc += float64(k) / 8
+			if acc >= 1-1e-9 {
+				acc--
+				return true
+			}
+			return false
+		})
+	}
+	// Stats of a share of chained runs are interpolated between none and all.
+	type candidate struct {
+		k    int
+		pred Prediction
+	}
+	var cands []candidate
+	stats := map[int]Stats{}
+	heads := map[int]int{}
+	// batched is, for a built candidate, its time batch by batch over its
+	// time spread evenly (1 without PartsPerBatch); a share in between
+	// takes the ratio in between.
+	batched := map[int]float64{}
+	for _, k := range []int{-1, 0, 8} {
+		p, err := build(k)
+		if err != nil {
+			var le *LimitError
+			if isLimit(err, &le) {
+				continue // this candidate does not fit; others may
+			}
+			return nil, err
+		}
+		stats[k], heads[k], batched[k] = p.Stats(), len(p.CRCsNeeded()), 1
+		if opts.PartsPerBatch > 0 {
+			r := run
+			r.HeadsUpFront = heads[k]
+			spread := model.Predict(stats[k], r).Seconds
+			r.Loads = p.Loads(opts.PartsPerBatch)
+			if spread > 0 {
+				batched[k] = model.Predict(stats[k], r).Seconds / spread
+			}
+		}
+	}
+	for k := -1; k <= 8; k++ {
+		st, ok := stats[k]
+		h, ratio := heads[k], batched[k]
+		if !ok && k > 0 && k < 8 {
+			s0, ok0 := stats[0]
+			s8, ok8 := stats[8]
+			if !ok0 || !ok8 {
+				continue
+			}
+			f := float64(k) / 8
+			st, h, ok = mixStats(s0, s8, f), int(float64(heads[0])*(1-f)+float64(heads[8])*f), true
+			ratio = batched[0]*(1-f) + batched[8]*f
+		}
+		if !ok {
+			continue
+		}
+		r := run
+		r.HeadsUpFront = h
+		pred := model.Predict(st, r)
+		pred.Seconds *= ratio
+		cands = append(cands, candidate{k, pred})
+	}
+	if len(cands) == 0 {
+		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}
+	}
+	preds := make([]Prediction, len(cands))
+	for i, c := range cands {
+		preds[i] = c.pred
+	}
+	best := choose(preds, opts.Prefer, capRatio)
+	other := choose(preds, opposite(opts.Prefer), capRatio)
+	p, err := build(cands[best].k)
+	if err != nil {
+		return nil, err
+	}
+	p.Strategy = StrategyAuto
+	if cands[other].k != cands[best].k {
+		p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: cands[other].pred.Seconds, Dollars: cands[other].pred.Dollars}
+	}
+	return p, nil
+}
+
+// Preference is what auto minimises.
+type Preference string
+
+const (
+	// PreferTime is the fastest plan whose predicted cost is within
+	// Options.CostCap of the cheapest.
+	PreferTime Preference = "time"
+	// PreferCost is the cheapest plan whose predicted time is within
+	// CostPreferenceSlack of the fastest.
+	PreferCost Preference = "cost"
+)
+
+// CostPreferenceSlack is how much slower than the fastest plan a plan
+// preferred for its cost may be.
+const CostPreferenceSlack = 1.5
+
+// ParsePreference reads a preference; "" is PreferTime.
+func ParsePreference(s string) (Preference, error) {
+	switch Preference(s) {
+	case "", PreferTime:
+		return PreferTime, nil
+	case PreferCost:
+		return PreferCost, nil
+	}
+	return "", fmt.Errorf("prefer %q: want time or cost", s)
+}
+
+func opposite(p Preference) Preference {
+	if p == PreferCost {
+		return PreferTime
+	}
+	return PreferCost
+}
+
+// Alternative is the plan auto did not choose, as predicted.
+type Alternative struct {
+	Prefer  Preference `json:"prefer"`
+	Seconds float64    `json:"seconds"`
+	Dollars float64    `json:"dollars"`
+}
+
+// choose picks among predictions: for time, the fastest within capRatio of
+// the cheapest; for cost, the cheapest within CostPreferenceSlack of the
+// fastest. Ties go to the first, so the choice is deterministic.
+func choose(preds []Prediction, prefer Preference, capRatio float64) int {
+	cheapest, fastest := preds[0].Dollars, preds[0].Seconds
+	for _, p := range preds {
+		cheapest, fastest = math.Min(cheapest, p.Dollars), math.Min(fastest, p.Seconds)
+	}
+	best := -1
+	for i, p := range preds {
+		if prefer == PreferCost {
+			if p.Seconds <= CostPreferenceSlack*fastest && (best < 0 || p.Dollars < preds[best].Dollars) {
+				best = i
+			}
+			continue
+		}
+		if p.Dollars <= capRatio*cheapest && (best < 0 || p.Seconds < preds[best].Seconds) {
+			best = i
+		}
+	}
+	return best
+}
+
+// mixStats is (1-f)·a + f·b, field by field.
+func mixStats(a, b Stats, f float64) Stats {
+	mi := func(x, y int) int { return int(math.Round(float64(x)*(1-f) + float64(y)*f)) }
+	m64 := func(x, y int64) int64 { return int64(math.Round(float64(x)*(1-f) + float64(y)*f)) }
+	return Stats{
+		Entries: a.Entries, ArchiveBytes: a.ArchiveBytes, Zip64: a.Zip64,
+		StreamedBytes: m64(a.StreamedBytes, b.StreamedBytes), PipedBytes: m64(a.PipedBytes, b.PipedBytes), CopiedBytes: m64(a.CopiedBytes, b.CopiedBytes),
+		ServerCopiedBytes: m64(a.ServerCopiedBytes, b.ServerCopiedBytes),
+		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
+		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
+		LongestChain: map[bool]int{true: b.LongestChain, false: a.LongestChain}[f > 0], // any chained run may be the longest
+		ChainSteps:   mi(a.ChainSteps, b.ChainSteps), LongestChainSteps: map[bool]int{true: b.LongestChainSteps, false: a.LongestChainSteps}[f > 0],
+		Requests: Requests{
+			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
+			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),
+			Create: mi(a.Requests.Create, b.Requests.Create), Complete: mi(a.Requests.Complete, b.Requests.Complete), Delete: mi(a.Requests.Delete, b.Requests.Delete),
+		},
+	}
+}
+
+func isLimit(err error, target **LimitError) bool {
+	le, ok := err.(*LimitError)
+	if ok {
+		*target = le
+	}
+	return ok
+}

@@ -1,0 +1,181 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// writePlan writes the plan, its entries and part jobs (and the pad chains
+// start from) to the execution's work prefix, and returns the job that
+// names them.
+func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string) (*Job, error) {
+	enc, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	prefix := cfg.workPrefix(execution)
+	job := &Job{
+		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
+		Destination: req.Destination, WorkerParts: enc.Jobs, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
+	}
+	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
+	if p.Stats().ChainParts > 0 {
+		job.PadKey = prefix + "pad"
+		objects[job.PadKey] = make([]byte, plan.PadSize)
+	}
+	for key, body := range objects {
+		// No stored checksum, whatever the client's default: chains copy
+		// ranges of the pad (see plan.ChainChecksums).
+		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}, plain); err != nil {
+			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
+		}
+	}
+	return job, nil
+}
+
+// uploadRecordKey is where a planner records the upload it created, so that
+// a planner run again for the same execution can abort it.
+func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
+
+// abortEarlierAttempt: a planner run again for the same execution (its
+// Lambda retried after it had created an upload) aborts the earlier
+// attempt's upload, which nothing else would ever complete or abort.
+func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
+	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
+	if err != nil {
+		if s3x.NotFound(err) {
+			return nil
+		}
+		return err
+	}
+	var earlier Job
+	if json.Unmarshal(doc, &earlier) != nil || earlier.UploadID == "" {
+		return nil
+	}
+	d := earlier.Destination
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
+		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+	}
+	return nil
+}
+
+// startUpload creates the archive's multipart upload (with the deployment's
+// default KMS key when the request names no encryption) and records it.
+func (pl *Planner) startUpload(ctx context.Context, cfg Config, req *Request, job *Job) error {
+	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
+		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
+	}
+	var err error
+	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
+		return err
+	}
+	key := job.uploadRecordKey()
+	doc, _ := json.Marshal(job)
+	if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
+		// Nothing records the upload yet: abort it here, or it is lost.
+		d := job.Destination
+		_, _ = pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
+		return s3Error("PutObject", job.WorkBucket, key, false, err)
+	}
+	return nil
+}
+
+func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, error) {
+	d, o := req.Destination, req.Options
+	in := &s3.CreateMultipartUploadInput{
+		Bucket: &d.Bucket, Key: &d.Key,
+		ContentType:       aws.String("application/zip"),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		ChecksumType:      types.ChecksumTypeFullObject,
+		Metadata:          o.Metadata,
+	}
+	if o.StorageClass != "" {
+		in.StorageClass = types.StorageClass(o.StorageClass)
+	}
+	if o.SSE != nil {
+		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE.Type)
+		if o.SSE.KMSKeyID != "" {
+			in.SSEKMSKeyId = &o.SSE.KMSKeyID
+		}
+	}
+	if len(o.Tags) > 0 {
+		keys := make([]string, 0, len(o.Tags))
+		for k := range o.Tags {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		q := url.Values{}
+		for _, k := range keys {
+			q.Set(k, o.Tags[k])
+		}
+		in.Tagging = aws.String(q.Encode())
+	}
+	// A create whose answer is lost may still have made an upload, which
+	// nothing would know to abort. So the planner retries it itself, one
+	// attempt at a time, and aborts the uploads of this key begun since its
+	// first attempt (other than the one it keeps): before each retry, and
+	// after a success or a final failure if a clean-up did not go through.
+	started := time.Now().Add(-createSkew)
+	strays := false // a failed attempt may have left an upload
+	clean := func(keep string) {
+		bg := context.WithoutCancel(ctx)
+		if strays && cleanRetry.Do(bg, func(int) error { return abortStrays(bg, pl.S3, d, started, keep) }) == nil {
+			strays = false
+		}
+	}
+	var id string
+	err := createRetry.Do(ctx, func(int) error {
+		out, err := pl.S3.CreateMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		if err == nil {
+			id = aws.ToString(out.UploadId)
+			clean(id)
+			return nil
+		}
+		strays = true
+		clean("")
+		return s3Error("CreateMultipartUpload", d.Bucket, d.Key, false, err)
+	})
+	return id, err
+}
+
+// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt²;
+// cleanRetry the clean-up of the uploads its failed attempts may have left,
+// at once, whatever failed.
+var (
+	createRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Squared(100 * time.Millisecond)}
+	cleanRetry  = s3x.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
+)
+
+// createSkew allows for the server's clock being behind ours.
+const createSkew = 5 * time.Second
+
+// abortStrays aborts the uploads of exactly d's key initiated since t,
+// except keep.
+func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.Time, keep string) error {
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &d.Bucket, Prefix: &d.Key})
+	if err != nil {
+		return s3Error("ListMultipartUploads", d.Bucket, d.Key, false, err)
+	}
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
+			continue
+		}
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
+			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+		}
+	}
+	return nil
+}
