@@ -1,0 +1,253 @@
+package s3x
+
+// The key space under a prefix, numbered so that it can be cut. S3 lists
+// keys in UTF-8 byte order, which is the order of their runes; with the
+// runes keys are seen to use as digits (and "the key ended" as digit 0
+// below all of them), the keys after a prefix become numbers in the same
+// order, and a range of keys can be cut where the numbers are evenly (or
+// geometrically) spaced. The cut points are only guesses at where keys
+// lie: every point is checked as a string, and listing is exact whatever
+// they are; good guesses only make the pieces even.
+
+import (
+	"math"
+	"math/big"
+	"slices"
+	"unicode/utf8"
+)
+
+// maxDigits bounds how many runes of a key the numbering looks at: S3
+// keys are at most 1,024 bytes, and cuts need only tell apart keys a page
+// apart.
+const maxDigits = 256
+
+// alphabet is the set of runes seen in keys after the prefix: the digits
+// of the numbering.
+type alphabet struct {
+	ascii [utf8.RuneSelf]bool
+	other map[rune]bool
+}
+
+// add puts the runes of s into the alphabet.
+func (a *alphabet) add(s string) {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			a.ascii[r] = true
+			continue
+		}
+		if a.other == nil {
+			a.other = map[rune]bool{}
+		}
+		a.other[r] = true
+	}
+}
+
+// clone is a copy to grow apart from a.
+func (a *alphabet) clone() *alphabet {
+	c := &alphabet{ascii: a.ascii}
+	if a.other != nil {
+		c.other = make(map[rune]bool, len(a.other))
+		for r := range a.other {
+			c.other[r] = true
+		}
+	}
+	return c
+}
+
+// runes are the alphabet in order.
+func (a *alphabet) runes() []rune {
+	var rs []rune
+	for r, ok := range a.ascii {
+		if ok {
+			rs = append(rs, rune(r))
+		}
+	}
+	other := make([]rune, 0, len(a.other))
+	for r := range a.other {
+		other = append(other, r)
+	}
+	slices.Sort(other)
+	return append(rs, other...)
+}
+
+// numbering maps key suffixes to numbers of width digits in base
+// len(runes)+1, preserving order (strictly for suffixes over the runes and
+// no longer than width).
+type numbering struct {
+	runes []rune
+	base  *big.Int
+	width int
+}
+
+func newNumbering(runes []rune, width int) numbering {
+	return numbering{runes: runes, base: big.NewInt(int64(len(runes) + 1)), width: min(max(width, 1), maxDigits)}
+}
+
+// digit is r's digit: 1 + its place among the runes; a rune between two of
+// them takes the lower one's, so order is kept if not strictly.
+func (n numbering) digit(r rune) int64 {
+	i, found := slices.BinarySearch(n.runes, r)
+	if found {
+		return int64(i + 1)
+	}
+	return int64(i)
+}
+
+// value is the number of suffix s.
+func (n numbering) value(s string) *big.Int {
+	v, d := new(big.Int), new(big.Int)
+	rs := []rune(s)
+	for i := range n.width {
+		v.Mul(v, n.base)
+		if i < len(rs) {
+			v.Add(v, d.SetInt64(n.digit(rs[i])))
+		}
+	}
+	return v
+}
+
+// top is the largest number: every digit the last rune.
+func (n numbering) top() *big.Int {
+	v := new(big.Int).Exp(n.base, big.NewInt(int64(n.width)), nil)
+	return v.Sub(v, big.NewInt(1))
+}
+
+// suffix is the string of number v, up to its first 0 digit (a key ends
+// there): at most v itself.
+func (n numbering) suffix(v *big.Int) string {
+	digits := make([]int64, n.width)
+	q, r := new(big.Int).Set(v), new(big.Int)
+	for i := n.width - 1; i >= 0; i-- {
+		q.QuoRem(q, n.base, r)
+		digits[i] = r.Int64()
+	}
+	var s []rune
+	for _, d := range digits {
+		if d == 0 {
+			break
+		}
+		s = append(s, n.runes[d-1])
+	}
+	return string(s)
+}
+
+// spanSample is what listing a range of keys has shown so far: the first
+// and the last key S3 gave it, after how many pages.
+type spanSample struct {
+	prefix        string
+	first, cursor string
+	pages         int
+	upTo          string // the range's last possible key, when bounded
+	bounded       bool
+}
+
+// cutPlan is where to cut a range: ahead is the number of pages the range
+// seems to hold beyond the page being listed (+Inf when it is unbounded:
+// where its keys end is unknown), and geometry(j, n) the j-th of n cuts,
+// the first just past the page in flight (the cursor plus one page's span
+// of the key space).
+type cutPlan struct {
+	num      numbering
+	ahead    float64
+	geometry func(j, n int) *big.Int
+}
+
+// plan numbers the range's keys and estimates what lies ahead.
+func (s spanSample) plan(abc *alphabet) (cutPlan, bool) {
+	a := abc.clone()
+	width := 0
+	for _, k := range []string{s.first, s.cursor, s.upTo} {
+		suffix := trimPrefix(k, s.prefix)
+		a.add(suffix)
+		width = max(width, utf8.RuneCountInString(suffix)+1)
+	}
+	num := newNumbering(a.runes(), width)
+	if len(num.runes) == 0 || s.pages == 0 {
+		return cutPlan{}, false
+	}
+	first, cursor := num.value(trimPrefix(s.first, s.prefix)), num.value(trimPrefix(s.cursor, s.prefix))
+	end := num.top()
+	if s.bounded {
+		end = num.value(trimPrefix(s.upTo, s.prefix))
+	}
+	step := new(big.Int).Sub(cursor, first)
+	step.Quo(step, big.NewInt(int64(s.pages)))
+	if step.Sign() <= 0 {
+		step.SetInt64(1)
+	}
+	start := new(big.Int).Add(cursor, step)
+	if start.Cmp(end) >= 0 {
+		return cutPlan{}, false
+	}
+	left := new(big.Int).Sub(end, start)
+	logAhead := logInt(left) - logInt(step)
+	p := cutPlan{num: num, ahead: math.Exp(logAhead)}
+	if s.bounded {
+		// Keys seen on both sides: spread evenly between them.
+		p.geometry = func(j, n int) *big.Int {
+			v := new(big.Int).Mul(left, big.NewInt(int64(j)))
+			return v.Add(v.Quo(v, big.NewInt(int64(n))), start)
+		}
+	} else {
+		// Where the keys end is unknown: pieces grow geometrically from
+		// one page's span to the top of the key space, so a dense run
+		// (numbered keys) is found in a few rounds, and keys spread over
+		// the whole space get pieces within a few times of each other.
+		p.ahead = math.Inf(1)
+		p.geometry = func(j, n int) *big.Int {
+			if j == 0 {
+				return start
+			}
+			return addScaled(start, step, logAhead*float64(j)/float64(n))
+		}
+	}
+	return p, true
+}
+
+// cuts are up to n keys strictly between the cursor and the range's end,
+// in order: the range ends at the first, and a new range runs from each to
+// the next (the last to the range's end).
+func (p cutPlan) cuts(s spanSample, n int) []string {
+	var keys []string
+	last := s.cursor
+	for j := range n {
+		k := s.prefix + p.num.suffix(p.geometry(j, n))
+		if k <= last || s.bounded && k >= s.upTo || !utf8.ValidString(k) {
+			continue
+		}
+		keys = append(keys, k)
+		last = k
+	}
+	return keys
+}
+
+func trimPrefix(k, prefix string) string {
+	if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+		return k[len(prefix):]
+	}
+	return ""
+}
+
+// logInt is the natural logarithm of x > 0.
+func logInt(x *big.Int) float64 {
+	if x.Sign() <= 0 {
+		return 0
+	}
+	f, _ := new(big.Float).SetInt(x).Float64()
+	if !math.IsInf(f, 0) {
+		return math.Log(f)
+	}
+	shift := x.BitLen() - 64
+	top, _ := new(big.Float).SetInt(new(big.Int).Rsh(x, uint(shift))).Float64()
+	return math.Log(top) + float64(shift)*math.Ln2
+}
+
+// addScaled is base + unit·e^y.
+func addScaled(base, unit *big.Int, y float64) *big.Int {
+	whole := math.Floor(y / math.Ln2)
+	m := new(big.Float).SetPrec(128).SetFloat64(math.Exp(y - whole*math.Ln2))
+	m.SetMantExp(m, int(whole))
+	m.Mul(m, new(big.Float).SetPrec(128).SetInt(unit))
+	v, _ := m.Int(nil)
+	return v.Add(v, base)
+}

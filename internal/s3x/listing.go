@@ -1,0 +1,236 @@
+package s3x
+
+// Listing a prefix with many requests in flight. One paginator lists
+// 1,000 keys a round trip: 10,000 round trips one after another for 10 M
+// keys. Here the key space under the prefix is cut into ranges, each
+// listed by its own requests (StartAfter its first key, continuation
+// tokens after that, stopping at its last), and a range that turns out
+// large is cut again whenever a request slot is free: listing is bounded
+// by how many requests are in flight, not by one chain of them. Pages come
+// out in key order, exactly the objects one paginator gives.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// DefaultListConcurrency is how many ListObjectsV2 requests one listing
+// keeps in flight. A page of 1,000 keys takes one Lambda vCPU about
+// PARSE ms to decode; at S3's ~50–100 ms a page, 16 in flight keep a
+// planner's CPU, not S3, the bound (bench: tests/load TestListingRate).
+const DefaultListConcurrency = 16
+
+// ListOptions say how a listing runs.
+type ListOptions struct {
+	// Concurrency is the most ListObjectsV2 requests in flight; 1 (or
+	// less) is one paginator.
+	Concurrency int
+	// PageKeys is each request's MaxKeys; 0 is S3's default and most,
+	// 1,000.
+	PageKeys int32
+	// Requests, when set, is told of every ListObjectsV2 request made.
+	Requests func()
+}
+
+// minCutPages is the fewest pages a range must seem to hold beyond the one
+// in flight, per piece, to be cut: a smaller one is done in a round trip
+// or two, and each cut costs a request that may find nothing.
+const minCutPages = 2
+
+// span is one range of the key space being listed: keys after after, up
+// to upTo when bounded.
+type span struct {
+	after   string
+	upTo    string
+	bounded bool
+	token   string // the next page's continuation token
+	first   string // the first key S3 gave this span
+	cursor  string // the last
+	pages   int
+	abc     *alphabet
+	ahead   float64 // pages it seems to hold beyond the one in flight; 0 until a page shows
+	busy    bool    // a request is in flight
+	done    bool
+	ready   [][]types.Object // listed, not yet given to fn: a span before this one is still listing
+}
+
+type pageOf struct {
+	s   *span
+	out *s3.ListObjectsV2Output
+	err error
+}
+
+// List calls fn with the objects under the prefix in key order, page by
+// page, one call after another: the same objects, in the same order, as
+// one paginator gives (its pages may be cut elsewhere). Up to
+// opt.Concurrency requests are in flight; pages listed ahead of their turn
+// wait in memory. The first failure ends the listing.
+func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn func([]types.Object) error) error {
+	slots := max(opt.Concurrency, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Room for every request in flight: after a failure the others finish
+	// into it and nothing waits for them.
+	pages := make(chan pageOf, slots)
+	spans := []*span{{abc: &alphabet{}}}
+	inFlight := 0
+	request := func(s *span) {
+		in := &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: &u.Prefix}
+		if opt.PageKeys > 0 {
+			in.MaxKeys = aws.Int32(opt.PageKeys)
+		}
+		switch {
+		case s.token != "":
+			in.ContinuationToken = aws.String(s.token)
+		case s.cursor != "":
+			in.StartAfter = aws.String(s.cursor)
+		case s.after != "":
+			in.StartAfter = aws.String(s.after)
+		}
+		s.busy = true
+		inFlight++
+		if opt.Requests != nil {
+			opt.Requests()
+		}
+		go func() {
+			out, err := c.ListObjectsV2(ctx, in)
+			pages <- pageOf{s, out, err}
+		}()
+	}
+	for {
+		for _, s := range spans {
+			if inFlight < slots && !s.busy && !s.done {
+				request(s)
+			}
+		}
+		for _, s := range u.cut(&spans, slots-inFlight) {
+			request(s)
+		}
+		if inFlight == 0 {
+			return nil
+		}
+		p := <-pages
+		inFlight--
+		p.s.busy = false
+		if p.err != nil {
+			return u.Named("ListObjectsV2", u.Bucket, u.Prefix, p.err)
+		}
+		if err := u.take(p.s, p.out); err != nil {
+			return err
+		}
+		// Give fn every page whose turn has come.
+		for len(spans) > 0 {
+			s := spans[0]
+			for _, objs := range s.ready {
+				if err := fn(objs); err != nil {
+					return err
+				}
+			}
+			s.ready = nil
+			if !s.done {
+				break
+			}
+			spans = spans[1:]
+		}
+	}
+}
+
+// take keeps the keys of a page that are the span's and moves it on.
+func (u Under) take(s *span, out *s3.ListObjectsV2Output) error {
+	objs := out.Contents
+	if n := len(objs); n > 0 {
+		last := aws.ToString(objs[n-1].Key)
+		if s.cursor != "" && last <= s.cursor {
+			return fmt.Errorf("ListObjectsV2 %s: the page after %q ends at %q, not after it: the server does not list in key order", u, s.cursor, last)
+		}
+		if s.first == "" {
+			s.first = aws.ToString(objs[0].Key)
+		}
+		s.cursor = last
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		k := aws.ToString(o.Key)
+		if s.bounded && k > s.upTo {
+			s.done = true
+			break
+		}
+		if k > s.after { // a server that ignores StartAfter repeats earlier keys
+			kept = append(kept, o)
+			s.abc.add(trimPrefix(k, u.Prefix))
+		}
+	}
+	if len(kept) > 0 {
+		s.ready = append(s.ready, kept)
+	}
+	s.pages++
+	s.token = aws.ToString(out.NextContinuationToken)
+	switch {
+	case !aws.ToBool(out.IsTruncated), s.bounded && s.cursor >= s.upTo:
+		s.done = true
+	case s.token == "" && len(objs) == 0:
+		return fmt.Errorf("ListObjectsV2 %s after %q: a truncated page with neither keys nor a continuation token", u, max(s.cursor, s.after))
+	}
+	s.ahead = 0
+	if !s.done {
+		if p, ok := s.sample(u.Prefix).plan(s.abc); ok {
+			s.ahead = p.ahead
+		}
+	}
+	return nil
+}
+
+func (s *span) sample(prefix string) spanSample {
+	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, pages: s.pages, upTo: s.upTo, bounded: s.bounded}
+}
+
+// cut gives idle request slots work: the spans that seem to hold the most
+// are cut, each new range a span of its own, placed in key order. It
+// returns the new spans.
+func (u Under) cut(spans *[]*span, idle int) []*span {
+	var made []*span
+	for idle > 0 {
+		var big *span
+		for _, s := range *spans {
+			if !s.done && s.ahead >= minCutPages && (big == nil || s.ahead > big.ahead) {
+				big = s
+			}
+		}
+		if big == nil {
+			return made
+		}
+		sample := big.sample(u.Prefix)
+		big.ahead = 0 // until its next page shows more
+		p, ok := sample.plan(big.abc)
+		if !ok {
+			continue
+		}
+		n := idle
+		if p.ahead < float64(n*minCutPages) {
+			n = int(p.ahead / minCutPages)
+		}
+		keys := p.cuts(sample, n+1) // the first ends big, each other starts a span
+		if len(keys) < 2 {
+			continue
+		}
+		at := slices.Index(*spans, big)
+		var pieces []*span
+		for i, k := range keys[1:] {
+			s := &span{after: k, upTo: big.upTo, bounded: big.bounded, abc: big.abc.clone()}
+			if i+2 < len(keys) {
+				s.upTo, s.bounded = keys[i+2], true
+			}
+			pieces = append(pieces, s)
+		}
+		big.upTo, big.bounded = keys[0], true
+		*spans = slices.Insert(*spans, at+1, pieces...)
+		made = append(made, pieces...)
+		idle -= len(pieces)
+	}
+	return made
+}
