@@ -214,16 +214,16 @@ func (u Under) cut(spans *[]*span, idle int) []*span {
 		if p.ahead < float64(n*minCutPages) {
 			n = int(p.ahead / minCutPages)
 		}
-		keys := p.cuts(sample, n+1) // the first ends big, each other starts a span
-		if len(keys) < 2 {
+		keys := p.cuts(sample, n) // big now ends at the first; a span starts at each
+		if len(keys) == 0 {
 			continue
 		}
 		at := slices.Index(*spans, big)
 		var pieces []*span
-		for i, k := range keys[1:] {
+		for i, k := range keys {
 			s := &span{after: k, upTo: big.upTo, bounded: big.bounded, abc: big.abc.clone()}
-			if i+2 < len(keys) {
-				s.upTo, s.bounded = keys[i+2], true
+			if i+1 < len(keys) {
+				s.upTo, s.bounded = keys[i+1], true
 			}
 			pieces = append(pieces, s)
 		}
