@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -84,13 +85,9 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 		}
 	}()
 	var entries []plan.Entry
-	p := s3.NewListObjectsV2Paginator(pl.S3, &s3.ListObjectsV2Input{Bucket: &b, Prefix: &prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s3Error("ListObjectsV2", b, prefix, false, err)
-		}
-		for _, o := range page.Contents {
+	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
+	err := under.List(ctx, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, func(objs []types.Object) error {
+		for _, o := range objs {
 			key := aws.ToString(o.Key)
 			size := aws.ToInt64(o.Size)
 			if key == prefix && strings.HasSuffix(key, "/") && size == 0 {
@@ -108,6 +105,10 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				Dir:     strings.HasSuffix(key, "/") && size == 0,
 			})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return entries, nil
 }

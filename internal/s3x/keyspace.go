@@ -131,6 +131,11 @@ func (n numbering) suffix(v *big.Int) string {
 	return string(s)
 }
 
+// gapPages is the most pages a range's estimate is believed for: 10^8
+// keys, more than anyone keeps under one prefix. Past it the numbering
+// spans a gap in the keys (the next folder), not keys.
+const gapPages = 1e5
+
 // spanSample is what listing a range of keys has shown so far: the first
 // and the last key S3 gave it, after how many pages.
 type spanSample struct {
@@ -143,9 +148,9 @@ type spanSample struct {
 
 // cutPlan is where to cut a range: ahead is the number of pages the range
 // seems to hold beyond the page being listed (+Inf when it is unbounded:
-// where its keys end is unknown), and geometry(j, n) the j-th of n cuts,
-// the first just past the page in flight (the cursor plus one page's span
-// of the key space).
+// where its keys end is unknown), and geometry(j, n) where the j-th of n
+// pieces of the rest starts, the first just past the page in flight (the
+// cursor plus one page's span of the key space).
 type cutPlan struct {
 	num      numbering
 	ahead    float64
@@ -182,18 +187,25 @@ func (s spanSample) plan(abc *alphabet) (cutPlan, bool) {
 	left := new(big.Int).Sub(end, start)
 	logAhead := logInt(left) - logInt(step)
 	p := cutPlan{num: num, ahead: math.Exp(logAhead)}
-	if s.bounded {
-		// Keys seen on both sides: spread evenly between them.
+	switch {
+	case s.bounded && p.ahead < gapPages:
+		// Keys seen on both sides, a plausible number of pages apart:
+		// spread the cuts evenly between them.
 		p.geometry = func(j, n int) *big.Int {
 			v := new(big.Int).Mul(left, big.NewInt(int64(j)))
 			return v.Add(v.Quo(v, big.NewInt(int64(n))), start)
 		}
-	} else {
-		// Where the keys end is unknown: pieces grow geometrically from
-		// one page's span to the top of the key space, so a dense run
-		// (numbered keys) is found in a few rounds, and keys spread over
-		// the whole space get pieces within a few times of each other.
-		p.ahead = math.Inf(1)
+	default:
+		// The end is more pages away than any prefix holds (keys in
+		// folders: the next folder's name is far from this one's keys in
+		// the numbering), or unknown: pieces grow geometrically from one
+		// page's span to the end (of the key space, when unbounded), so
+		// the keys near (a dense run) are cut finely and the rest coarsely,
+		// and a prefix of keys spread evenly gets pieces within a few times
+		// of each other.
+		if !s.bounded {
+			p.ahead = math.Inf(1)
+		}
 		p.geometry = func(j, n int) *big.Int {
 			if j == 0 {
 				return start
@@ -205,13 +217,36 @@ func (s spanSample) plan(abc *alphabet) (cutPlan, bool) {
 }
 
 // cuts are up to n keys strictly between the cursor and the range's end,
-// in order: the range ends at the first, and a new range runs from each to
-// the next (the last to the range's end).
-func (p cutPlan) cuts(s spanSample, n int) []string {
+// in order, cutting what lies past the page in flight into n+1 pieces:
+// the range keeps the first (it ends at the first key), a new range runs
+// from each key to the next (the last to the range's end). Where folders
+// (sorted: common prefixes a listing by delimiter found) lie ahead, the
+// pieces start at them, as many folders to a piece: real boundaries, where
+// the numbering can only guess.
+func (p cutPlan) cuts(s spanSample, folders []string, n int) []string {
+	from := s.prefix + p.num.suffix(p.geometry(0, n+1))
+	lo, _ := slices.BinarySearch(folders, from+"\x00")
+	hi := len(folders)
+	if s.bounded {
+		hi, _ = slices.BinarySearch(folders, s.upTo)
+	}
+	var points []string
+	if ahead := folders[lo:max(lo, hi)]; len(ahead) > 0 {
+		m := min(n, len(ahead))
+		for j := range m {
+			points = append(points, ahead[(j+1)*len(ahead)/(m+1)])
+		}
+		if m == len(ahead) {
+			points = ahead
+		}
+	} else {
+		for j := 1; j <= n; j++ {
+			points = append(points, s.prefix+p.num.suffix(p.geometry(j, n+1)))
+		}
+	}
 	var keys []string
 	last := s.cursor
-	for j := range n {
-		k := s.prefix + p.num.suffix(p.geometry(j, n))
+	for _, k := range points {
 		if k <= last || s.bounded && k >= s.upTo || !utf8.ValidString(k) {
 			continue
 		}

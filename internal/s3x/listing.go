@@ -49,7 +49,7 @@ type span struct {
 	upTo    string
 	bounded bool
 	token   string // the next page's continuation token
-	first   string // the first key S3 gave this span
+	first   string // the first key of the last page S3 gave this span
 	cursor  string // the last
 	pages   int
 	abc     *alphabet
@@ -59,31 +59,77 @@ type span struct {
 	ready   [][]types.Object // listed, not yet given to fn: a span before this one is still listing
 }
 
-type pageOf struct {
-	s   *span
-	out *s3.ListObjectsV2Output
-	err error
+// answer is a request's outcome: a page of a span, or (s nil) the
+// folders under level.
+type answer struct {
+	s     *span
+	level string
+	depth int
+	out   *s3.ListObjectsV2Output
+	err   error
 }
+
+// How far a listing looks for folders before it cuts: down to
+// maxFolderDepth levels below the prefix, until it knows folderGoal
+// folders per request slot, with at most seekGoal requests per slot.
+// Folders are where keys named by date, host or tenant (logs/2025/01/…)
+// really split, which no numbering of the first page's keys can tell.
+const (
+	maxFolderDepth = 4
+	folderGoal     = 4
+	seekGoal       = 2
+)
 
 // List calls fn with the objects under the prefix in key order, page by
 // page, one call after another: the same objects, in the same order, as
 // one paginator gives (its pages may be cut elsewhere). Up to
 // opt.Concurrency requests are in flight; pages listed ahead of their turn
 // wait in memory. The first failure ends the listing.
+//
+// With more than one request in flight, the first pages are asked for
+// together with the folders under the prefix (Delimiter "/", level by
+// level while they are few): where there are folders, ranges start at
+// them; within a folder, and where there are none, the numbering of the
+// keys seen places the cuts (keyspace.go).
 func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn func([]types.Object) error) error {
 	slots := max(opt.Concurrency, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Room for every request in flight: after a failure the others finish
 	// into it and nothing waits for them.
-	pages := make(chan pageOf, slots)
+	answers := make(chan answer, slots)
 	spans := []*span{{abc: &alphabet{}}}
-	inFlight := 0
-	request := func(s *span) {
-		in := &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: &u.Prefix}
+	var folders []string // sorted
+	// Every span ends with a request that may find little: a span is made
+	// for every page's worth of keys listed, no faster, so the requests
+	// are at most about twice the pages (and the spans double each round
+	// trip until the slots are full).
+	pageKeys := int(opt.PageKeys)
+	if pageKeys <= 0 {
+		pageKeys = 1000
+	}
+	inFlight, listed, made := 0, 0, 0
+	type level struct {
+		prefix string
+		depth  int
+	}
+	var toSeek []level // folders to look into, when a slot is free
+	seeking, sought := 0, 0
+	ask := func(a answer, in *s3.ListObjectsV2Input) {
 		if opt.PageKeys > 0 {
 			in.MaxKeys = aws.Int32(opt.PageKeys)
 		}
+		inFlight++
+		if opt.Requests != nil {
+			opt.Requests()
+		}
+		go func() {
+			a.out, a.err = c.ListObjectsV2(ctx, in)
+			answers <- a
+		}()
+	}
+	page := func(s *span) {
+		in := &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: &u.Prefix}
 		switch {
 		case s.token != "":
 			in.ContinuationToken = aws.String(s.token)
@@ -93,36 +139,58 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 			in.StartAfter = aws.String(s.after)
 		}
 		s.busy = true
-		inFlight++
-		if opt.Requests != nil {
-			opt.Requests()
-		}
-		go func() {
-			out, err := c.ListObjectsV2(ctx, in)
-			pages <- pageOf{s, out, err}
-		}()
+		ask(answer{s: s}, in)
+	}
+	seek := func(l level) {
+		seeking++
+		sought++
+		ask(answer{level: l.prefix, depth: l.depth}, &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: aws.String(l.prefix), Delimiter: aws.String("/")})
+	}
+	if slots > 1 {
+		toSeek = append(toSeek, level{u.Prefix, 1})
 	}
 	for {
 		for _, s := range spans {
 			if inFlight < slots && !s.busy && !s.done {
-				request(s)
+				page(s)
 			}
 		}
-		for _, s := range u.cut(&spans, slots-inFlight) {
-			request(s)
+		for len(toSeek) > 0 && inFlight < slots {
+			seek(toSeek[0])
+			toSeek = toSeek[1:]
+		}
+		if seeking == 0 && len(toSeek) == 0 { // cut where the folders are, once they are known
+			for _, s := range u.cut(&spans, folders, min(slots-inFlight, listed/pageKeys-made+slots)) {
+				page(s)
+				made++
+			}
 		}
 		if inFlight == 0 {
 			return nil
 		}
-		p := <-pages
+		a := <-answers
 		inFlight--
-		p.s.busy = false
-		if p.err != nil {
-			return u.Named("ListObjectsV2", u.Bucket, u.Prefix, p.err)
+		if a.err != nil {
+			return u.Named("ListObjectsV2", u.Bucket, u.Prefix, a.err)
 		}
-		if err := u.take(p.s, p.out); err != nil {
+		if a.s == nil {
+			seeking--
+			for _, cp := range a.out.CommonPrefixes {
+				f := aws.ToString(cp.Prefix)
+				folders = append(folders, f)
+				if a.depth < maxFolderDepth && len(folders) < folderGoal*slots && sought+len(toSeek) < seekGoal*slots {
+					toSeek = append(toSeek, level{f, a.depth + 1})
+				}
+			}
+			slices.Sort(folders)
+			continue
+		}
+		a.s.busy = false
+		kept, err := u.take(a.s, a.out)
+		if err != nil {
 			return err
 		}
+		listed += kept
 		// Give fn every page whose turn has come.
 		for len(spans) > 0 {
 			s := spans[0]
@@ -140,17 +208,16 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 	}
 }
 
-// take keeps the keys of a page that are the span's and moves it on.
-func (u Under) take(s *span, out *s3.ListObjectsV2Output) error {
+// take keeps the keys of a page that are the span's, says how many, and
+// moves the span on.
+func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
 	objs := out.Contents
 	if n := len(objs); n > 0 {
 		last := aws.ToString(objs[n-1].Key)
 		if s.cursor != "" && last <= s.cursor {
-			return fmt.Errorf("ListObjectsV2 %s: the page after %q ends at %q, not after it: the server does not list in key order", u, s.cursor, last)
+			return 0, fmt.Errorf("ListObjectsV2 %s: the page after %q ends at %q, not after it: the server does not list in key order", u, s.cursor, last)
 		}
-		if s.first == "" {
-			s.first = aws.ToString(objs[0].Key)
-		}
+		s.first = aws.ToString(objs[0].Key)
 		s.cursor = last
 	}
 	kept := objs[:0]
@@ -174,7 +241,7 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) error {
 	case !aws.ToBool(out.IsTruncated), s.bounded && s.cursor >= s.upTo:
 		s.done = true
 	case s.token == "" && len(objs) == 0:
-		return fmt.Errorf("ListObjectsV2 %s after %q: a truncated page with neither keys nor a continuation token", u, max(s.cursor, s.after))
+		return 0, fmt.Errorf("ListObjectsV2 %s after %q: a truncated page with neither keys nor a continuation token", u, max(s.cursor, s.after))
 	}
 	s.ahead = 0
 	if !s.done {
@@ -182,17 +249,17 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) error {
 			s.ahead = p.ahead
 		}
 	}
-	return nil
+	return len(kept), nil
 }
 
 func (s *span) sample(prefix string) spanSample {
-	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, pages: s.pages, upTo: s.upTo, bounded: s.bounded}
+	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, pages: 1, upTo: s.upTo, bounded: s.bounded}
 }
 
 // cut gives idle request slots work: the spans that seem to hold the most
 // are cut, each new range a span of its own, placed in key order. It
 // returns the new spans.
-func (u Under) cut(spans *[]*span, idle int) []*span {
+func (u Under) cut(spans *[]*span, folders []string, idle int) []*span {
 	var made []*span
 	for idle > 0 {
 		var big *span
@@ -214,7 +281,7 @@ func (u Under) cut(spans *[]*span, idle int) []*span {
 		if p.ahead < float64(n*minCutPages) {
 			n = int(p.ahead / minCutPages)
 		}
-		keys := p.cuts(sample, n) // big now ends at the first; a span starts at each
+		keys := p.cuts(sample, folders, n) // big now ends at the first; a span starts at each
 		if len(keys) == 0 {
 			continue
 		}
@@ -227,6 +294,9 @@ func (u Under) cut(spans *[]*span, idle int) []*span {
 			}
 			pieces = append(pieces, s)
 		}
+		if debugCuts != nil {
+			debugCuts(big.first, big.cursor, big.pages, keys, big.upTo, big.bounded)
+		}
 		big.upTo, big.bounded = keys[0], true
 		*spans = slices.Insert(*spans, at+1, pieces...)
 		made = append(made, pieces...)
@@ -234,3 +304,5 @@ func (u Under) cut(spans *[]*span, idle int) []*span {
 	}
 	return made
 }
+
+var debugCuts func(first, cursor string, pages int, keys []string, upTo string, bounded bool)

@@ -121,9 +121,10 @@ func TestListMatchesOnePaginator(t *testing.T) {
 			if pages >= 4*concurrency && f.most.Load() < concurrency/2 {
 				t.Errorf("%d pages listed with at most %d requests in flight: the listing is not parallel (asked for %d)", pages, f.most.Load(), concurrency)
 			}
-			// Requests grow with pages: every cut costs at most one
-			// request that finds its range empty or short.
-			if limit := 2*pages + 2*concurrency; int(f.all.Load()) > limit {
+			// Requests grow with pages: a range is cut off for every
+			// page's worth of keys listed, and each costs at most one
+			// request that finds it empty or short.
+			if limit := 2*pages + 3*concurrency; int(f.all.Load()) > limit {
 				t.Errorf("%d requests for %d pages; at most %d expected", f.all.Load(), pages, limit)
 			}
 		})
