@@ -294,9 +294,6 @@ func (u Under) cut(spans *[]*span, folders []string, idle int) []*span {
 			}
 			pieces = append(pieces, s)
 		}
-		if debugCuts != nil {
-			debugCuts(big.first, big.cursor, big.pages, keys, big.upTo, big.bounded)
-		}
 		big.upTo, big.bounded = keys[0], true
 		*spans = slices.Insert(*spans, at+1, pieces...)
 		made = append(made, pieces...)
@@ -304,5 +301,3 @@ func (u Under) cut(spans *[]*span, folders []string, idle int) []*span {
 	}
 	return made
 }
-
-var debugCuts func(first, cursor string, pages int, keys []string, upTo string, bounded bool)
