@@ -100,10 +100,10 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 	answers := make(chan answer, slots)
 	spans := []*span{{abc: &alphabet{}}}
 	var folders []string // sorted
-	// Every span ends with a request that may find little: a span is made
-	// for every page's worth of keys listed, no faster, so the requests
-	// are at most about twice the pages (and the spans double each round
-	// trip until the slots are full).
+	// Every span ends with a request that may find little: two spans are
+	// made for every page's worth of keys listed, no faster, so a listing
+	// of a few pages makes few more requests than one paginator (and one
+	// of many pages has its slots full after a few round trips).
 	pageKeys := int(opt.PageKeys)
 	if pageKeys <= 0 {
 		pageKeys = 1000
@@ -155,12 +155,15 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 				page(s)
 			}
 		}
-		for len(toSeek) > 0 && inFlight < slots {
+		// Folders are looked for as pages come (each level costs a
+		// request per folder): a listing of a few pages makes few
+		// requests to cut it.
+		for len(toSeek) > 0 && inFlight < slots && sought <= 2*listed/pageKeys {
 			seek(toSeek[0])
 			toSeek = toSeek[1:]
 		}
-		if seeking == 0 && len(toSeek) == 0 { // cut where the folders are, once they are known
-			for _, s := range u.cut(&spans, folders, min(slots-inFlight, listed/pageKeys-made+slots)) {
+		if seeking == 0 { // cut where the folders are, once those asked for are known
+			for _, s := range u.cut(&spans, folders, min(slots-inFlight, 2*listed/pageKeys-made)) {
 				page(s)
 				made++
 			}
