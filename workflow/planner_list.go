@@ -69,10 +69,12 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	return entries, nil
 }
 
-// listEntries lists the source prefix. Work objects (a killed run's plans,
-// pads and chain rounds, in whatever bucket it used) are never sources: a
-// prefix inside the work prefix is refused, and work objects under a prefix
-// that contains it are skipped.
+// listEntries lists the source prefix, cfg.ListConcurrency requests in
+// flight (s3x.Under.List: the entries come in key order, as one paginator
+// gives them). Work objects (a killed run's plans, pads and chain rounds,
+// in whatever bucket it used) are never sources: a prefix inside the work
+// prefix is refused, and work objects under a prefix that contains it are
+// skipped.
 func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
 	b, prefix := req.Source.Bucket, req.Source.Prefix
 	if strings.HasPrefix(prefix, cfg.WorkPrefix) {

@@ -137,11 +137,12 @@ func (n numbering) suffix(v *big.Int) string {
 const gapPages = 1e5
 
 // spanSample is what listing a range of keys has shown so far: the first
-// and the last key S3 gave it, after how many pages.
+// and the last key of the last page S3 gave it (the keys near the cursor
+// are the best guide to the keys ahead: a page across a folder's end spans
+// more of the numbering than the pages after it).
 type spanSample struct {
 	prefix        string
 	first, cursor string
-	pages         int
 	upTo          string // the range's last possible key, when bounded
 	bounded       bool
 }
@@ -167,7 +168,7 @@ func (s spanSample) plan(abc *alphabet) (cutPlan, bool) {
 		width = max(width, utf8.RuneCountInString(suffix)+1)
 	}
 	num := newNumbering(a.runes(), width)
-	if len(num.runes) == 0 || s.pages == 0 {
+	if len(num.runes) == 0 || s.cursor == "" {
 		return cutPlan{}, false
 	}
 	first, cursor := num.value(trimPrefix(s.first, s.prefix)), num.value(trimPrefix(s.cursor, s.prefix))
@@ -176,7 +177,6 @@ func (s spanSample) plan(abc *alphabet) (cutPlan, bool) {
 		end = num.value(trimPrefix(s.upTo, s.prefix))
 	}
 	step := new(big.Int).Sub(cursor, first)
-	step.Quo(step, big.NewInt(int64(s.pages)))
 	if step.Sign() <= 0 {
 		step.SetInt64(1)
 	}

@@ -70,7 +70,7 @@ func TestCutsStayInsideTheRange(t *testing.T) {
 			abc := &alphabet{}
 			abc.add(trimPrefix(tc.first, "p/"))
 			abc.add(trimPrefix(tc.cursor, "p/"))
-			s := spanSample{prefix: "p/", first: tc.first, cursor: tc.cursor, pages: 1, upTo: tc.upTo, bounded: tc.upTo != ""}
+			s := spanSample{prefix: "p/", first: tc.first, cursor: tc.cursor, upTo: tc.upTo, bounded: tc.upTo != ""}
 			p, ok := s.plan(abc)
 			if !ok {
 				t.Fatal("no plan for a range with keys ahead")
@@ -101,7 +101,7 @@ func TestCutsStayInsideTheRange(t *testing.T) {
 func TestPlanEstimatesWhatIsAhead(t *testing.T) {
 	abc := &alphabet{}
 	abc.add("0123456789")
-	s := spanSample{prefix: "p/", first: "p/00001000", cursor: "p/00001999", pages: 1, upTo: "p/00011000", bounded: true}
+	s := spanSample{prefix: "p/", first: "p/00001000", cursor: "p/00001999", upTo: "p/00011000", bounded: true}
 	p, ok := s.plan(abc)
 	// 9 pages of keys; the numbering's base is 11 (ten digits and "the
 	// key ended"), not 10, so it is an estimate.

@@ -51,7 +51,6 @@ type span struct {
 	token   string // the next page's continuation token
 	first   string // the first key of the last page S3 gave this span
 	cursor  string // the last
-	pages   int
 	abc     *alphabet
 	ahead   float64 // pages it seems to hold beyond the one in flight; 0 until a page shows
 	busy    bool    // a request is in flight
@@ -238,7 +237,6 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
 	if len(kept) > 0 {
 		s.ready = append(s.ready, kept)
 	}
-	s.pages++
 	s.token = aws.ToString(out.NextContinuationToken)
 	switch {
 	case !aws.ToBool(out.IsTruncated), s.bounded && s.cursor >= s.upTo:
@@ -256,7 +254,7 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
 }
 
 func (s *span) sample(prefix string) spanSample {
-	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, pages: 1, upTo: s.upTo, bounded: s.bounded}
+	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, upTo: s.upTo, bounded: s.bounded}
 }
 
 // cut gives idle request slots work: the spans that seem to hold the most
