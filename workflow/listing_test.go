@@ -56,11 +56,11 @@ func TestPlannerListsInParallel(t *testing.T) {
 	}
 	srv.PutObjects(t, "src", objects)
 	client := srv.Client(t)
-	entries := func(t *testing.T, prefix string, concurrency int) ([]plan.Entry, error, *listCounter) {
+	entries := func(t *testing.T, prefix string, concurrency int) ([]plan.Entry, *listCounter, error) {
 		c := &listCounter{Client: client, delay: 5 * time.Millisecond}
 		pl := &Planner{S3: c, Config: Config{WorkBucket: "work", ListConcurrency: concurrency}}
 		got, _, err := pl.Entries(t.Context(), request("auto", prefix, "out.zip", ""))
-		return got, err, c
+		return got, c, err
 	}
 	for _, tc := range []struct {
 		prefix   string
@@ -69,8 +69,8 @@ func TestPlannerListsInParallel(t *testing.T) {
 		{"nest/", true}, {"flat/", true}, {"uni/", false}, {"", true}, {"none/", false},
 	} {
 		t.Run("prefix="+tc.prefix, func(t *testing.T) {
-			want, wantErr, one := entries(t, tc.prefix, 1)
-			got, err, many := entries(t, tc.prefix, 0) // the default
+			want, one, wantErr := entries(t, tc.prefix, 1)
+			got, many, err := entries(t, tc.prefix, 0) // the default
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Fatalf("listing in parallel: error %v; one request at a time: %v", err, wantErr)
 			}
