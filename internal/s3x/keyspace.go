@@ -230,28 +230,34 @@ func (p cutPlan) cuts(s spanSample, folders []string, n int) []string {
 	if s.bounded {
 		hi, _ = slices.BinarySearch(folders, s.upTo)
 	}
-	var points []string
+	var keys []string
+	last := s.cursor
+	keep := func(k string) {
+		if k > last && (!s.bounded || k < s.upTo) && utf8.ValidString(k) {
+			keys = append(keys, k)
+			last = k
+		}
+	}
 	if ahead := folders[lo:max(lo, hi)]; len(ahead) > 0 {
 		m := min(n, len(ahead))
 		for j := range m {
-			points = append(points, ahead[(j+1)*len(ahead)/(m+1)])
+			keep(ahead[(j+1)*len(ahead)/(m+1)])
 		}
-		if m == len(ahead) {
-			points = ahead
-		}
-	} else {
-		for j := 1; j <= n; j++ {
-			points = append(points, s.prefix+p.num.suffix(p.geometry(j, n+1)))
-		}
+		return keys
 	}
-	var keys []string
-	last := s.cursor
-	for _, k := range points {
-		if k <= last || s.bounded && k >= s.upTo || !utf8.ValidString(k) {
-			continue
+	for j := 1; j <= n; j++ {
+		// Rounded to the shortest key past the cut before it: where keys
+		// are named in levels (a date, a host, a number) the cut falls
+		// where a level's next name begins, not in the empty space the
+		// numbering sees after the last name it knows.
+		k := s.prefix + p.num.suffix(p.geometry(j, n+1))
+		for i := range k {
+			if i > len(s.prefix) && k[:i] > last {
+				k = k[:i]
+				break
+			}
 		}
-		keys = append(keys, k)
-		last = k
+		keep(k)
 	}
 	return keys
 }

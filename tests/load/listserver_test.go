@@ -12,7 +12,8 @@ import (
 
 // listServer answers ListObjectsV2 (and nothing else) for one bucket of
 // keys held in memory, as S3 does: in key order after start-after or the
-// continuation token (here the last key given), max-keys at a time. It
+// continuation token (here the last key given), max-keys at a time, keys
+// past the delimiter rolled up into common prefixes. It
 // costs next to nothing per request, as S3's listing does to its caller:
 // behind a proxy adding S3's latency it shows what a listing's requests in
 // flight gain where the server is not the bound (versitygw, walking its
@@ -29,6 +30,7 @@ func listServer(t *testing.T, keys []string) string {
 		Size         int64
 		StorageClass string
 	}
+	type commonPrefix struct{ Prefix string }
 	type result struct {
 		XMLName               xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
 		Name                  string
@@ -40,6 +42,7 @@ func listServer(t *testing.T, keys []string) string {
 		IsTruncated           bool
 		NextContinuationToken string `xml:",omitempty"`
 		Contents              []object
+		CommonPrefixes        []commonPrefix
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -56,15 +59,28 @@ func listServer(t *testing.T, keys []string) string {
 			limit, _ = strconv.Atoi(s)
 		}
 		res := result{Name: strings.Trim(r.URL.Path, "/"), Prefix: prefix, MaxKeys: limit}
+		delim := q.Get("delimiter")
 		i, _ := slices.BinarySearch(keys, max(after+"\x00", prefix))
 		for ; i < len(keys) && strings.HasPrefix(keys[i], prefix); i++ {
-			if len(res.Contents) == limit {
-				res.IsTruncated, res.NextContinuationToken = true, res.Contents[limit-1].Key
+			k := keys[i]
+			folder := ""
+			if j := strings.Index(k[len(prefix):], delim); delim != "" && j >= 0 {
+				folder = k[:len(prefix)+j+1] // rolled up into its common prefix
+				if n := len(res.CommonPrefixes); n > 0 && res.CommonPrefixes[n-1].Prefix == folder {
+					continue
+				}
+			}
+			if res.KeyCount == limit {
+				res.IsTruncated, res.NextContinuationToken = true, keys[i-1]
 				break
 			}
-			res.Contents = append(res.Contents, object{Key: keys[i], LastModified: "2025-01-01T00:00:00.000Z", ETag: `"e"`, StorageClass: "STANDARD"})
+			res.KeyCount++
+			if folder != "" {
+				res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{folder})
+				continue
+			}
+			res.Contents = append(res.Contents, object{Key: k, LastModified: "2025-01-01T00:00:00.000Z", ETag: `"e"`, StorageClass: "STANDARD"})
 		}
-		res.KeyCount = len(res.Contents)
 		w.Header().Set("Content-Type", "application/xml")
 		_ = xml.NewEncoder(w).Encode(res)
 	}))
