@@ -86,9 +86,10 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 			pl.logger().Warn("skipped work objects under the source prefix", "source", "s3://"+b+"/"+prefix, "workPrefix", cfg.WorkPrefix, "objects", skipped)
 		}
 	}()
-	var entries []plan.Entry
-	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
-	err := under.List(ctx, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, func(objs []types.Object) error {
+	// Pages listed ahead of their turn wait as entries, which the plan
+	// holds anyway, not as S3's objects.
+	page := func(objs []types.Object) []plan.Entry {
+		var entries []plan.Entry
 		for _, o := range objs {
 			key := aws.ToString(o.Key)
 			size := aws.ToInt64(o.Size)
@@ -107,6 +108,12 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				Dir:     strings.HasSuffix(key, "/") && size == 0,
 			})
 		}
+		return entries
+	}
+	var entries []plan.Entry
+	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
+	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, page, func(listed []plan.Entry) error {
+		entries = append(entries, listed...)
 		return nil
 	})
 	if err != nil {

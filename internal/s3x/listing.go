@@ -55,7 +55,6 @@ type span struct {
 	ahead   float64 // pages it seems to hold beyond the one in flight; 0 until a page shows
 	busy    bool    // a request is in flight
 	done    bool
-	ready   [][]types.Object // listed, not yet given to fn: a span before this one is still listing
 }
 
 // answer is a request's outcome: a page of a span, or (s nil) the
@@ -83,7 +82,8 @@ const (
 // page, one call after another: the same objects, in the same order, as
 // one paginator gives (its pages may be cut elsewhere). Up to
 // opt.Concurrency requests are in flight; pages listed ahead of their turn
-// wait in memory. The first failure ends the listing.
+// wait in memory (ListPages keeps less of them). The first failure ends
+// the listing.
 //
 // With more than one request in flight, the first pages are asked for
 // together with the folders under the prefix (Delimiter "/", level by
@@ -91,6 +91,16 @@ const (
 // them; within a folder, and where there are none, the numbering of the
 // keys seen places the cuts (keyspace.go).
 func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn func([]types.Object) error) error {
+	return ListPages(ctx, u, c, opt, func(objs []types.Object) []types.Object { return objs }, fn)
+}
+
+// ListPages is List with each page first turned by keep into what the
+// caller holds of it (as it arrives, one page at a time): a page listed
+// ahead of its turn waits as that, not as S3's objects, whose pointers
+// cost several times the bytes of a key, a size and an ETag. Listing is
+// ahead of its turn for most pages (every range but the first lists at
+// once), so this is what a big listing holds.
+func ListPages[T any](ctx context.Context, u Under, c ObjectLister, opt ListOptions, keep func([]types.Object) T, fn func(T) error) error {
 	slots := max(opt.Concurrency, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -98,7 +108,8 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 	// into it and nothing waits for them.
 	answers := make(chan answer, slots)
 	spans := []*span{{abc: &alphabet{}}}
-	var folders []string // sorted
+	ready := map[*span][]T{} // listed, not yet given to fn: a span before is still listing
+	var folders []string     // sorted
 	// Every span ends with a request that may find little: two spans are
 	// made for every page's worth of keys listed, no faster, so a listing
 	// of a few pages makes few more requests than one paginator (and one
@@ -192,16 +203,19 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 		if err != nil {
 			return err
 		}
-		listed += kept
+		listed += len(kept)
+		if len(kept) > 0 {
+			ready[a.s] = append(ready[a.s], keep(kept))
+		}
 		// Give fn every page whose turn has come.
 		for len(spans) > 0 {
 			s := spans[0]
-			for _, objs := range s.ready {
-				if err := fn(objs); err != nil {
+			for _, page := range ready[s] {
+				if err := fn(page); err != nil {
 					return err
 				}
 			}
-			s.ready = nil
+			delete(ready, s)
 			if !s.done {
 				break
 			}
@@ -210,14 +224,14 @@ func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn fun
 	}
 }
 
-// take keeps the keys of a page that are the span's, says how many, and
-// moves the span on.
-func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
+// take returns the objects of a page that are the span's and moves the
+// span on.
+func (u Under) take(s *span, out *s3.ListObjectsV2Output) ([]types.Object, error) {
 	objs := out.Contents
 	if n := len(objs); n > 0 {
 		last := aws.ToString(objs[n-1].Key)
 		if s.cursor != "" && last <= s.cursor {
-			return 0, fmt.Errorf("ListObjectsV2 %s: the page after %q ends at %q, not after it: the server does not list in key order", u, s.cursor, last)
+			return nil, fmt.Errorf("ListObjectsV2 %s: the page after %q ends at %q, not after it: the server does not list in key order", u, s.cursor, last)
 		}
 		s.first = aws.ToString(objs[0].Key)
 		s.cursor = last
@@ -234,15 +248,12 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
 			s.abc.add(trimPrefix(k, u.Prefix))
 		}
 	}
-	if len(kept) > 0 {
-		s.ready = append(s.ready, kept)
-	}
 	s.token = aws.ToString(out.NextContinuationToken)
 	switch {
 	case !aws.ToBool(out.IsTruncated), s.bounded && s.cursor >= s.upTo:
 		s.done = true
 	case s.token == "" && len(objs) == 0:
-		return 0, fmt.Errorf("ListObjectsV2 %s after %q: a truncated page with neither keys nor a continuation token", u, max(s.cursor, s.after))
+		return nil, fmt.Errorf("ListObjectsV2 %s after %q: a truncated page with neither keys nor a continuation token", u, max(s.cursor, s.after))
 	}
 	s.ahead = 0
 	if !s.done {
@@ -250,7 +261,7 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) (int, error) {
 			s.ahead = p.ahead
 		}
 	}
-	return len(kept), nil
+	return kept, nil
 }
 
 func (s *span) sample(prefix string) spanSample {
