@@ -204,3 +204,38 @@ func TestListFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestListPagesGivesWhatKeepMade: fn gets, in key order, what keep made of
+// each page, and keep sees every key once.
+func TestListPagesGivesWhatKeepMade(t *testing.T) {
+	keys := keyShapes(30_000)["hex"]
+	type kept struct {
+		first string
+		n     int
+	}
+	f := &keyList{keys: keys, latency: time.Millisecond}
+	var got []kept
+	seen := 0
+	err := ListPages(t.Context(), Under{Bucket: "b", Prefix: "p/"}, f, ListOptions{Concurrency: 8},
+		func(objs []types.Object) kept {
+			seen += len(objs)
+			return kept{*objs[0].Key, len(objs)}
+		},
+		func(k kept) error {
+			got = append(got, k)
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, k := range got {
+		if k.first != keys[n] {
+			t.Fatalf("page %d starts at %q, want %q (the key after the pages before it)", i, k.first, keys[n])
+		}
+		n += k.n
+	}
+	if n != len(keys) || seen != len(keys) {
+		t.Fatalf("fn got pages of %d keys, keep saw %d; want %d each", n, seen, len(keys))
+	}
+}
