@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -110,16 +111,18 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 		}
 		return entries
 	}
-	var entries []plan.Entry
+	var pages [][]plan.Entry
 	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
 	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, page, func(listed []plan.Entry) error {
-		entries = append(entries, listed...)
+		pages = append(pages, listed)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return entries, nil
+	// One allocation of the right size: growing a slice page by page
+	// would hold its last two sizes at once.
+	return slices.Concat(pages...), nil
 }
 
 func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
