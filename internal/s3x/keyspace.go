@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -262,9 +263,11 @@ func (p cutPlan) cuts(s spanSample, folders []string, n int) []string {
 	return keys
 }
 
+// trimPrefix is k after the prefix, "" for a key not under it (S3 lists
+// none).
 func trimPrefix(k, prefix string) string {
-	if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-		return k[len(prefix):]
+	if rest, ok := strings.CutPrefix(k, prefix); ok {
+		return rest
 	}
 	return ""
 }
