@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -131,10 +132,10 @@ func TestListingRate(t *testing.T) {
 			var seqSecs float64
 			for _, conc := range []int{1, s3x.DefaultListConcurrency} {
 				var keys []string
-				requests := 0
+				c := &counted{ObjectLister: via.c}
 				began, cpu := time.Now(), cpuTime()
-				err := s3x.Under{Bucket: "src", Prefix: sh.prefix, Named: named}.List(context.Background(), via.c,
-					s3x.ListOptions{Concurrency: conc, Requests: func() { requests++ }},
+				err := s3x.Under{Bucket: "src", Prefix: sh.prefix, Named: named}.List(context.Background(), c,
+					s3x.ListOptions{Concurrency: conc},
 					func(objs []types.Object) error {
 						for _, o := range objs {
 							keys = append(keys, aws.ToString(o.Key))
@@ -145,6 +146,7 @@ func TestListingRate(t *testing.T) {
 					t.Fatal(err)
 				}
 				secs, cpuSecs := time.Since(began).Seconds(), (cpuTime() - cpu).Seconds()
+				requests := int(c.requests.Load())
 				if len(keys) != n || !slices.IsSorted(keys) {
 					t.Fatalf("%s via %s, %d in flight: %d keys (sorted: %v), want %d", sh.prefix, via.name, conc, len(keys), slices.IsSorted(keys), n)
 				}
@@ -162,6 +164,17 @@ func TestListingRate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// counted is a client with its ListObjectsV2 requests counted.
+type counted struct {
+	s3x.ObjectLister
+	requests atomic.Int64
+}
+
+func (c *counted) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	c.requests.Add(1)
+	return c.ObjectLister.ListObjectsV2(ctx, in, opts...)
 }
 
 // cpuTime is the CPU time this process has used (the client's decoding,
