@@ -261,6 +261,30 @@ func (u Under) take(s *span, out *s3.ListObjectsV2Output) ([]types.Object, error
 	return kept, nil
 }
 
+// pagesAhead is how many pages the span seems to hold past the one in
+// flight. Where its last page went past folders, folders are smaller than
+// pages, and those still ahead say how much is left better than the
+// numbering, which sees the gap between one folder's keys and the next
+// folder's name as room for keys.
+func (s *span) pagesAhead(folders []string) float64 {
+	passed := countBetween(folders, s.first, s.cursor, true)
+	if s.ahead == 0 || passed == 0 {
+		return s.ahead
+	}
+	return float64(countBetween(folders, s.cursor, s.upTo, s.bounded)) / float64(passed)
+}
+
+// countBetween is how many of the sorted keys are after lo and before hi
+// (or at all after lo when unbounded).
+func countBetween(keys []string, lo, hi string, bounded bool) int {
+	from, _ := slices.BinarySearch(keys, lo+"\x00")
+	to := len(keys)
+	if bounded {
+		to, _ = slices.BinarySearch(keys, hi)
+	}
+	return max(0, to-from)
+}
+
 func (s *span) sample(prefix string) spanSample {
 	return spanSample{prefix: prefix, first: s.first, cursor: s.cursor, upTo: s.upTo, bounded: s.bounded}
 }
@@ -272,9 +296,10 @@ func (u Under) cut(spans *[]*span, folders []string, idle int) []*span {
 	var made []*span
 	for idle > 0 {
 		var big *span
+		most := 0.0
 		for _, s := range *spans {
-			if !s.done && s.ahead >= minCutPages && (big == nil || s.ahead > big.ahead) {
-				big = s
+			if ahead := s.pagesAhead(folders); !s.done && ahead >= minCutPages && ahead > most {
+				big, most = s, ahead
 			}
 		}
 		if big == nil {
@@ -287,8 +312,8 @@ func (u Under) cut(spans *[]*span, folders []string, idle int) []*span {
 			continue
 		}
 		n := idle
-		if p.ahead < float64(n*minCutPages) {
-			n = int(p.ahead / minCutPages)
+		if most < float64(n*minCutPages) {
+			n = int(most / minCutPages)
 		}
 		keys := p.cuts(sample, folders, n) // big now ends at the first; a span starts at each
 		if len(keys) == 0 {

@@ -92,6 +92,17 @@ func keyShapes(n int) map[string][]string {
 		},
 		"two levels": func(i int) string { return fmt.Sprintf("%02d/%03d/%05d", i%13, i%101, i) },
 		"3 folders":  func(i int) string { return fmt.Sprintf("%d/%08d", i%3, i) },
+		// S3 keeps '/'-runs and any UTF-8 (versitygw, on POSIX paths,
+		// folds "a//b" into "a/b": only a fake holds them here).
+		"runs and unicode": func(i int) string {
+			parts := []string{"a", "/", "//", "///", "é", "日本", "🙂", "-", "."}
+			rng := rand.New(rand.NewPCG(uint64(i), 2))
+			var b strings.Builder
+			for range 1 + rng.IntN(5) {
+				b.WriteString(parts[rng.IntN(len(parts))])
+			}
+			return fmt.Sprintf("%s%d", b.String(), i)
+		},
 	}
 	out := map[string][]string{}
 	for name, key := range shapes {
