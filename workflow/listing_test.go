@@ -39,8 +39,9 @@ func (c *listCounter) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Inp
 // and the planner Lambda run) lists a source prefix of several pages with
 // many ListObjectsV2 requests in flight, and its entries are exactly those
 // of one request at a time, for folders in folders, a flat folder of
-// numbered keys, unicode and '/'-runs, the whole bucket and a prefix with
-// no keys.
+// numbered keys, unicode and '/'-runs (versitygw stores a//b as a/b, as
+// POSIX paths are: what it lists is compared; s3x's fake server keeps
+// them), the whole bucket and a prefix with no keys.
 func TestPlannerListsInParallel(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.CreateBucket(t, "src")
