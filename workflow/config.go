@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -21,6 +22,7 @@ type Config struct {
 	ControlBucket         string   // where request objects and manifests may also be read
 	DestinationKMSKeyID   string   // default SSE-KMS key of archives (a request's options.sse wins)
 	HeadConcurrency       int      // HEADs in flight while planning
+	ListConcurrency       int      // ListObjectsV2 requests in flight listing a source prefix (s3x.DefaultListConcurrency)
 	GetConcurrency        int      // ranged GETs in flight per part being assembled
 	PartConcurrency       int      // parts in flight per worker
 	MemoryBudget          int64    // bytes of part buffers in flight per worker
@@ -69,6 +71,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.HeadConcurrency <= 0 {
 		c.HeadConcurrency = 64
+	}
+	if c.ListConcurrency <= 0 {
+		c.ListConcurrency = s3x.DefaultListConcurrency
 	}
 	if c.GetConcurrency <= 0 {
 		c.GetConcurrency = 32
@@ -138,6 +143,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}{
 		{"DEFAULT_MAX_CONCURRENCY", &c.DefaultMaxConcurrency},
 		{"HEAD_CONCURRENCY", &c.HeadConcurrency},
+		{"LIST_CONCURRENCY", &c.ListConcurrency},
 		{"GET_CONCURRENCY", &c.GetConcurrency},
 		{"PART_CONCURRENCY", &c.PartConcurrency},
 		{"MAX_ENTRIES", &c.MaxEntries},

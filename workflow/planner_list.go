@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -68,10 +70,12 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	return entries, nil
 }
 
-// listEntries lists the source prefix. Work objects (a killed run's plans,
-// pads and chain rounds, in whatever bucket it used) are never sources: a
-// prefix inside the work prefix is refused, and work objects under a prefix
-// that contains it are skipped.
+// listEntries lists the source prefix, cfg.ListConcurrency requests in
+// flight (s3x.Under.List: the entries come in key order, as one paginator
+// gives them). Work objects (a killed run's plans, pads and chain rounds,
+// in whatever bucket it used) are never sources: a prefix inside the work
+// prefix is refused, and work objects under a prefix that contains it are
+// skipped.
 func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
 	b, prefix := req.Source.Bucket, req.Source.Prefix
 	if strings.HasPrefix(prefix, cfg.WorkPrefix) {
@@ -83,14 +87,11 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 			pl.logger().Warn("skipped work objects under the source prefix", "source", "s3://"+b+"/"+prefix, "workPrefix", cfg.WorkPrefix, "objects", skipped)
 		}
 	}()
-	var entries []plan.Entry
-	p := s3.NewListObjectsV2Paginator(pl.S3, &s3.ListObjectsV2Input{Bucket: &b, Prefix: &prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s3Error("ListObjectsV2", b, prefix, false, err)
-		}
-		for _, o := range page.Contents {
+	// Pages listed ahead of their turn wait as entries, which the plan
+	// holds anyway, not as S3's objects.
+	page := func(objs []types.Object) []plan.Entry {
+		var entries []plan.Entry
+		for _, o := range objs {
 			key := aws.ToString(o.Key)
 			size := aws.ToInt64(o.Size)
 			if key == prefix && strings.HasSuffix(key, "/") && size == 0 {
@@ -108,8 +109,20 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				Dir:     strings.HasSuffix(key, "/") && size == 0,
 			})
 		}
+		return entries
 	}
-	return entries, nil
+	var pages [][]plan.Entry
+	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
+	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, page, func(listed []plan.Entry) error {
+		pages = append(pages, listed)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One allocation of the right size: growing a slice page by page
+	// would hold its last two sizes at once.
+	return slices.Concat(pages...), nil
 }
 
 func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {

@@ -47,19 +47,9 @@ type Under struct {
 func (u Under) String() string { return "s3://" + u.Bucket + "/" + u.Prefix }
 
 // EachPage calls fn with each page of the objects under the prefix, in key
-// order.
+// order, one request after another.
 func (u Under) EachPage(ctx context.Context, c ObjectLister, fn func([]types.Object) error) error {
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: &u.Prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return u.Named("ListObjectsV2", u.Bucket, u.Prefix, err)
-		}
-		if err := fn(page.Contents); err != nil {
-			return err
-		}
-	}
-	return nil
+	return u.List(ctx, c, ListOptions{Concurrency: 1}, fn)
 }
 
 // Keys returns the keys under the prefix, in key order.

@@ -3,7 +3,8 @@
 // and the loop that retries them (Retry), which answers say "no such object
 // or upload" (NotFound), CRC-32 as S3 writes it, the UploadPartCopy of a
 // byte range of a pinned source (CopyPart), and what lies under a prefix:
-// its keys, its objects deleted, its uploads (Under).
+// its keys, listed with many requests in flight (Under.List), its objects
+// deleted, its uploads (Under).
 package s3x
 
 import (

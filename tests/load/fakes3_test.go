@@ -75,7 +75,9 @@ func (s *syntheticS3) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input
 	out := &s3.ListObjectsV2Output{}
 	switch b {
 	case srcBucket:
-		from := 0
+		// After StartAfter, as S3 lists: the planner lists ranges of the
+		// key space side by side.
+		from := sort.Search(s.n, func(i int) bool { return synthKey(i) > aws.ToString(in.StartAfter) })
 		if tok := aws.ToString(in.ContinuationToken); tok != "" {
 			from, _ = strconv.Atoi(tok)
 		}

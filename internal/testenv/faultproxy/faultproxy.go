@@ -19,6 +19,7 @@
 package faultproxy
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -172,6 +173,11 @@ type Config struct {
 	Seed   uint64
 	Rules  []Rule        // the first matching rule that fires wins
 	Hold   time.Duration // longest a Timeout holds a request (default 30s)
+	// Latency, when set, is S3's time to first byte: no forwarded request
+	// is answered sooner than this after it arrived (loopback answers in a
+	// tenth of a millisecond, S3 in 10–30 ms), so what many requests in
+	// flight gain over one at a time shows here as it does there.
+	Latency time.Duration
 	// SourceSize, when set, makes the proxy enforce, whatever the rules, an
 	// S3 rule versitygw does not: a ranged UploadPartCopy of a source of
 	// MinRangedCopySource bytes or less is answered 400 InvalidRequest, as
@@ -223,6 +229,12 @@ func Start(cfg Config) (*Proxy, error) {
 			pr.Out.Host = pr.In.Host // SigV4 signed the Host the client used
 		},
 		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, DisableCompression: true},
+		ModifyResponse: func(resp *http.Response) error {
+			if at, ok := resp.Request.Context().Value(arrivalKey{}).(time.Time); ok {
+				time.Sleep(cfg.Latency - time.Since(at))
+			}
+			return nil
+		},
 		// An S3 client must see transport trouble as such, not a proxy's 502.
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if _, ok := w.(http.Hijacker); ok {
@@ -307,8 +319,14 @@ func (p *Proxy) Summary() string {
 	return s
 }
 
+// arrivalKey holds when a request arrived, for Config.Latency.
+type arrivalKey struct{}
+
 // ServeHTTP decides the request's fate and carries it out.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.cfg.Latency > 0 {
+		r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
+	}
 	op := Classify(r)
 	if why, refuse := p.strict(op, r); refuse {
 		p.mu.Lock()

@@ -156,3 +156,36 @@ func TestAgainstVersitygw(t *testing.T) {
 	}
 	_ = http.StatusOK
 }
+
+// TestLatency: with Config.Latency, no request is answered sooner than
+// that after it arrived, and requests in flight together wait together
+// (a server-side delay, not a queue).
+func TestLatency(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer backend.Close()
+	const latency = 100 * time.Millisecond
+	p, err := Start(Config{Target: backend.URL, Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	began := time.Now()
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			resp, err := http.Get(p.URL() + "/b/k")
+			if err == nil {
+				resp.Body.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(began); took < latency || took > 4*latency {
+		t.Fatalf("8 requests at once through a proxy of %v latency took %v: want one latency, not less, not one each", latency, took)
+	}
+}
