@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -208,4 +209,62 @@ func TestCRCsTheLayoutNeedsAreLearnedByTheReadPass(t *testing.T) {
 	}
 	e.checkArchive(t, "out/a.zip", "in/")
 	e.assertClean(t)
+}
+
+// Pinning stays what it was when the planner looked a manifest's objects up
+// itself: an object changed after the pin round — before the CRC round asks
+// for its CRC-32, or before a worker copies it — fails the run with
+// SourceChangedError (If-Match on the pinned ETag), never archives other
+// bytes, and leaves nothing behind.
+func TestManifestSourceChangedAfterThePin(t *testing.T) {
+	for _, when := range []string{"before-the-crc-round", "before-the-build"} {
+		t.Run(when, func(t *testing.T) {
+			var objects []object
+			var list strings.Builder
+			list.WriteString("key\n")
+			for i := range 5 {
+				objects = append(objects, object{key: fmt.Sprintf("in/%d.bin", i), size: 3*mib + i})
+				fmt.Fprintf(&list, "in/%d.bin\n", i)
+			}
+			e := newEnv(t, objects)
+			e.srv.PutObject(t, "src", "lists/m.csv", []byte(list.String()))
+			r := e.runner()
+			changed := false
+			change := func() {
+				if !changed {
+					changed = true
+					for _, o := range objects {
+						e.srv.PutObject(t, "src", o.key, make([]byte, o.size))
+					}
+				}
+			}
+			reader := &Reader{S3: e.s3}
+			r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+				if when == "before-the-crc-round" && in.Items[0].Lookup == LookupCRC {
+					change()
+				}
+				return reader.ReadBatch(ctx, in)
+			}
+			w := &Worker{S3: e.s3, Config: r.Config}
+			r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
+				if when == "before-the-build" {
+					change()
+				}
+				return w.Build(ctx, in)
+			}
+			req := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/m.csv"}},"destination":{"bucket":"dst","key":"out/a.zip"},"options":{"strategy":"stream","partSize":5242880}}`
+			_, err := r.Run(context.Background(), []byte(req), "exec-"+when)
+			var sce *SourceChangedError
+			if !errors.As(err, &sce) {
+				t.Fatalf("err = %v, want SourceChangedError", err)
+			}
+			if !changed {
+				t.Fatalf("the run ended before the sources were changed")
+			}
+			e.assertClean(t)
+			if _, err := e.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("out/a.zip")}); err == nil {
+				t.Error("an archive was left at the destination")
+			}
+		})
+	}
 }
