@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
@@ -266,5 +267,45 @@ func TestManifestSourceChangedAfterThePin(t *testing.T) {
 				t.Error("an archive was left at the destination")
 			}
 		})
+	}
+}
+
+// What a listing's checksum algorithms and type say of an object's CRC-32,
+// and what is noted of it, in key order or not (an inventory's).
+func TestStoredCRCs(t *testing.T) {
+	crc32, sha, crc64 := types.ChecksumAlgorithmCrc32, types.ChecksumAlgorithmSha256, types.ChecksumAlgorithmCrc64nvme
+	for _, tc := range []struct {
+		name       string
+		algorithms []types.ChecksumAlgorithm
+		typ        types.ChecksumType
+		want       string
+	}{
+		{"says-nothing", nil, "", ""},
+		{"crc32-whole-object", []types.ChecksumAlgorithm{crc32}, types.ChecksumTypeFullObject, ""},
+		{"crc32-type-not-given", []types.ChecksumAlgorithm{crc32}, "", ""},
+		{"crc32-of-parts", []types.ChecksumAlgorithm{crc32}, types.ChecksumTypeComposite, StoredComposite},
+		{"another-algorithm", []types.ChecksumAlgorithm{sha}, types.ChecksumTypeFullObject, StoredNone},
+		{"crc64nvme-only", []types.ChecksumAlgorithm{crc64}, types.ChecksumTypeFullObject, StoredNone},
+	} {
+		if got := storedKind(tc.algorithms, tc.typ); got != tc.want {
+			t.Errorf("%s: storedKind = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	var s storedCRCs
+	for _, n := range []struct{ bucket, key, kind string }{
+		{"b", "z", StoredNone}, {"b", "a", StoredNone}, {"b", "m", StoredComposite}, {"b", "k", ""}, {"c", "a", StoredComposite},
+	} {
+		s.note(n.bucket, n.key, n.kind)
+	}
+	for src, want := range map[plan.Source]string{
+		{Bucket: "b", Key: "a"}: StoredNone, {Bucket: "b", Key: "z"}: StoredNone, {Bucket: "b", Key: "m"}: StoredComposite,
+		{Bucket: "b", Key: "k"}: "", {Bucket: "c", Key: "a"}: StoredComposite, {Bucket: "c", Key: "z"}: "", {Bucket: "d", Key: "a"}: "",
+	} {
+		if got := s.of(src); got != want {
+			t.Errorf("of(%s/%s) = %q, want %q", src.Bucket, src.Key, got, want)
+		}
+	}
+	if got := (*storedCRCs)(nil).of(plan.Source{Bucket: "b", Key: "a"}); got != "" {
+		t.Errorf("nothing noted: %q", got)
 	}
 }
