@@ -606,7 +606,8 @@ type ReadPlan struct {
 }
 
 // ReadsPerBatch is the read plan's batch size: jobs spread over the
-// concurrency, at most most per batch (Config.MaxReadsPerBatch).
+// concurrency, at most most per batch (Config.MaxReadsPerBatch for read
+// jobs, DefaultLookupsPerBatch for lookups).
 func ReadsPerBatch(jobs, concurrency, most int) int {
 	if concurrency < 1 {
 		concurrency = 1
