@@ -230,14 +230,15 @@ func TestManifestSourceChangedAfterThePin(t *testing.T) {
 			e := newEnv(t, objects)
 			e.srv.PutObject(t, "src", "lists/m.csv", []byte(list.String()))
 			r := e.runner()
+			var once sync.Once
 			changed := false
-			change := func() {
-				if !changed {
-					changed = true
+			change := func() { // batches run at once: the first changes the sources, the others wait for it
+				once.Do(func() {
 					for _, o := range objects {
 						e.srv.PutObject(t, "src", o.key, make([]byte, o.size))
 					}
-				}
+					changed = true
+				})
 			}
 			reader := &Reader{S3: e.s3}
 			r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
