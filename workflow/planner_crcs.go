@@ -14,15 +14,15 @@ import (
 // known, auto could choose another layout (it prices the lookups).
 func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error) {
 	jobs := r.crcJobs(p)
-	if len(jobs) == 0 {
+	if jobs.n == 0 {
 		return nil, nil
 	}
 	if r.here {
-		results, err := r.lookUpHere(ctx, jobs)
+		got, err := r.lookUpHere(ctx, jobs)
 		if err != nil {
 			return nil, err
 		}
-		return nil, applyCRCs(p, jobs, results)
+		return nil, applyCRCs(p, jobs.refs(), got)
 	}
 	job, err := r.pl.writePlan(ctx, r.cfg, r.req, p, r.execution)
 	if err != nil {
@@ -41,32 +41,37 @@ func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error
 // the tail's start combines it with S3's answer to the copy of the rest
 // (plan.Plan.CopiedTails), so a tail the listing said stores none is not
 // asked at all. Every other one is learned, never guessed.
-func (r *planRun) crcJobs(p *plan.Plan) []ReadJob {
+func (r *planRun) crcJobs(p *plan.Plan) roundJobs {
 	need := p.CRCsNeeded()
 	if len(need) == 0 {
-		return nil
+		return roundJobs{}
 	}
 	tails := p.CopiedTails()
-	jobs := make([]ReadJob, 0, len(need))
+	kept := need[:0]
 	for _, i := range need {
-		e := &p.Entries[i]
-		job := ReadJob{Entry: int(i), Source: e.Source, Length: e.Size, Lookup: LookupCRC, Stored: r.stored.of(e.Source),
-			Bucket: r.cfg.WorkBucket, Key: r.prefix + "crc-probe"}
-		if tails[i] {
-			if job.Stored != "" {
-				continue
-			}
-			job.Lookup, job.Bucket, job.Key = LookupStoredCRC, "", ""
+		if !tails[i] || r.stored.of(p.Entries[i].Source) == "" {
+			kept = append(kept, i)
 		}
-		jobs = append(jobs, job)
 	}
-	return jobs
+	return roundJobs{n: len(kept), job: func(k int) ReadJob {
+		i := kept[k]
+		e := &p.Entries[i]
+		if tails[i] {
+			return ReadJob{Entry: int(i), Source: e.Source, Length: e.Size, Lookup: LookupStoredCRC}
+		}
+		return ReadJob{Entry: int(i), Source: e.Source, Length: e.Size, Lookup: LookupCRC, Stored: r.stored.of(e.Source),
+			Bucket: r.cfg.WorkBucket, Key: r.prefix + "crc-probe"}
+	}}
 }
 
 // crcsLearned is the plan the CRC round was for, read back, with the
 // CRC-32s the round learned.
 func (r *planRun) crcsLearned(ctx context.Context, d *ReadsDone) (*plan.Plan, error) {
-	jobs, results, err := r.roundDone(ctx, d, nil)
+	var jobs []lookupRef
+	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
+		return nil, err
+	}
+	got, err := r.roundAnswers(ctx, d, len(jobs))
 	if err != nil {
 		return nil, err
 	}
@@ -78,24 +83,20 @@ func (r *planRun) crcsLearned(ctx context.Context, d *ReadsDone) (*plan.Plan, er
 	if err != nil {
 		return nil, fmt.Errorf("crc round: the plan: %w", err)
 	}
-	return p, applyCRCs(p, jobs, results)
+	return p, applyCRCs(p, jobs, got)
 }
 
-// applyCRCs sets the CRC-32s the lookups learned. Only a copied tail's may
-// stay unknown.
-func applyCRCs(p *plan.Plan, jobs []ReadJob, results []ReadResult) error {
-	looked, err := lookedUp(len(p.Entries), jobs, results)
+// applyCRCs sets the CRC-32s the lookups learned (a copied tail's may stay
+// unknown: Validate refuses any other that does).
+func applyCRCs(p *plan.Plan, jobs []lookupRef, got answers) error {
+	err := eachLooked(len(p.Entries), jobs, got, func(i int, l *Looked) error {
+		if l.CRC32.Known {
+			p.Entries[i].CRC32 = l.CRC32
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("crc round: %w", err)
-	}
-	for _, j := range jobs {
-		e, l := &p.Entries[j.Entry], looked[j.Entry]
-		switch {
-		case l.CRC32.Known:
-			e.CRC32 = l.CRC32
-		case j.Lookup == LookupCRC:
-			return fmt.Errorf("crc round: the lookup of s3://%s/%s learned no CRC-32", j.Source.Bucket, j.Source.Key)
-		}
 	}
 	return nil
 }

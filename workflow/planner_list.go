@@ -35,27 +35,12 @@ func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if !r.here {
-		rp, err := r.handOver(ctx, StagePin, entries, jobs)
-		return nil, rp, err
+	if r.here {
+		entries, err = r.pinHere(ctx, entries, jobs)
+		return entries, nil, err
 	}
-	results, err := r.lookUpHere(ctx, jobs)
-	if err != nil {
-		return nil, nil, err
-	}
-	entries, err = r.applyPins(entries, jobs, results)
-	return entries, nil, err
-}
-
-// pinned is the manifest's entries once the pin round looked their objects
-// up.
-func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
-	var entries []plan.Entry
-	jobs, results, err := r.roundDone(ctx, d, &entries)
-	if err != nil {
-		return nil, err
-	}
-	return r.applyPins(entries, jobs, results)
+	rp, err := r.handOver(ctx, StagePin, entries, jobs)
+	return nil, rp, err
 }
 
 // entryLimit refuses more entries than the deployment allows.

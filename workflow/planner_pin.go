@@ -1,7 +1,9 @@
 package workflow
 
 import (
+	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/s3zip/s3zip/manifest"
@@ -15,21 +17,48 @@ import (
 // than sent as If-Match, whose failure would read as the source changing
 // mid-run. entries are named (folders added): the k-th with a source is
 // the k-th line's.
-func pinJobs(entries []plan.Entry, lines []manifest.Line) ([]ReadJob, error) {
-	jobs := make([]ReadJob, 0, len(lines))
-	for i, e := range entries {
-		if e.Source.Key == "" {
-			continue // a folder options.directories added
+func pinJobs(entries []plan.Entry, lines []manifest.Line) (roundJobs, error) {
+	at := make([]int, 0, len(lines)) // the entry of each line
+	for i := range entries {
+		if entries[i].Source.Key != "" { // not a folder options.directories added
+			at = append(at, i)
 		}
-		if len(jobs) == len(lines) {
-			break
-		}
-		jobs = append(jobs, ReadJob{Entry: i, Source: plan.Source{Bucket: e.Source.Bucket, Key: e.Source.Key}, Lookup: LookupPin, Line: lines[len(jobs)].LineNum})
 	}
-	if len(jobs) != len(lines) || (len(jobs) > 0 && entries[jobs[len(jobs)-1].Entry].Source.Key != lines[len(lines)-1].Key) {
-		return nil, fmt.Errorf("internal error: %d manifest lines, and the named entries do not follow them", len(lines))
+	if len(at) != len(lines) {
+		return roundJobs{}, fmt.Errorf("internal error: %d manifest lines, %d named entries with an object", len(lines), len(at))
 	}
-	return jobs, nil
+	return roundJobs{n: len(at), job: func(k int) ReadJob {
+		e := &entries[at[k]]
+		return ReadJob{Entry: at[k], Source: plan.Source{Bucket: e.Source.Bucket, Key: e.Source.Key}, Lookup: LookupPin, Line: lines[k].LineNum}
+	}}, nil
+}
+
+// pinHere looks a manifest's objects up in process and pins them (Plan,
+// `s3zip plan`).
+func (r *planRun) pinHere(ctx context.Context, entries []plan.Entry, jobs roundJobs) ([]plan.Entry, error) {
+	got, err := r.lookUpHere(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	return r.applyPins(entries, jobs.refs(), got)
+}
+
+// pinned is the manifest's entries once the pin round looked their objects
+// up.
+func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
+	var entries []plan.Entry
+	var jobs []lookupRef
+	if err := r.roundFile(ctx, d, d.EntriesKey, &entries); err != nil {
+		return nil, err
+	}
+	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
+		return nil, err
+	}
+	got, err := r.roundAnswers(ctx, d, len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	return r.applyPins(entries, jobs, got)
 }
 
 // applyPins sets what the pin round learned of each manifest object in its
@@ -37,25 +66,35 @@ func pinJobs(entries []plan.Entry, lines []manifest.Line) ([]ReadJob, error) {
 // recorded, not returned, so that one run lists every missing object and
 // wrong size, in line order. An entry that is no folder after all (a name
 // ending in "/", a size) is refused as naming would have.
-func (r *planRun) applyPins(entries []plan.Entry, jobs []ReadJob, results []ReadResult) ([]plan.Entry, error) {
-	looked, err := lookedUp(len(entries), jobs, results)
-	if err != nil {
-		return nil, fmt.Errorf("pin round: %w", err)
+func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers) ([]plan.Entry, error) {
+	type problem struct {
+		line int
+		what string
 	}
-	var problems []string
+	var problems []problem
 	folders := false // an entry is a folder, or is not, only as it turned out
-	for _, j := range jobs {
-		e, l := &entries[j.Entry], looked[j.Entry]
+	err := eachLooked(len(entries), jobs, got, func(i int, l *Looked) error {
+		e := &entries[i]
 		dir := e.Dir
-		if problem := pin(e, l, j.Line); problem != "" {
-			problems = append(problems, problem)
-			continue
+		if what := pin(e, l); what != "" {
+			line := lineOf(jobs, i)
+			problems = append(problems, problem{line, fmt.Sprintf("manifest line %d: s3://%s/%s %s", line, e.Source.Bucket, e.Source.Key, what)})
+			return nil
 		}
 		folders = folders || e.Dir != dir
 		r.stored.note(e.Source.Bucket, e.Source.Key, l.Stored)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pin round: %w", err)
 	}
 	if problems != nil {
-		return nil, &RequestError{problems}
+		sort.Slice(problems, func(a, b int) bool { return problems[a].line < problems[b].line })
+		bad := make([]string, len(problems))
+		for k, p := range problems {
+			bad[k] = p.what
+		}
+		return nil, &RequestError{bad}
 	}
 	if folders {
 		if err := checkSourceNames(r.req, entries); err != nil {
@@ -68,19 +107,27 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []ReadJob, results []Read
 	return entries, nil
 }
 
+// lineOf is the manifest line of entry i (jobs are in entry order).
+func lineOf(jobs []lookupRef, i int) int {
+	k := sort.Search(len(jobs), func(k int) bool { return jobs[k].Entry >= i })
+	if k < len(jobs) && jobs[k].Entry == i {
+		return jobs[k].Line
+	}
+	return 0
+}
+
 // pin sets what HeadObject said of a manifest's object in its entry, or
-// says what is wrong with the line.
-func pin(e *plan.Entry, l *Looked, line int) string {
-	where := fmt.Sprintf("manifest line %d: s3://%s/%s", line, e.Source.Bucket, e.Source.Key)
+// says what is wrong with it.
+func pin(e *plan.Entry, l *Looked) string {
 	switch {
 	case l.Missing:
-		return where + " does not exist"
+		return "does not exist"
 	case e.Source.ETag != "" && !sameETag(e.Source.ETag, l.ETag):
-		return fmt.Sprintf("%s has ETag %s, the manifest says %s (the object is not the one the manifest describes)", where, l.ETag, e.Source.ETag)
+		return fmt.Sprintf("has ETag %s, the manifest says %s (the object is not the one the manifest describes)", l.ETag, e.Source.ETag)
 	case e.Size >= 0 && e.Size != l.Size:
-		return fmt.Sprintf("%s is %d bytes, the manifest says %d", where, l.Size, e.Size)
+		return fmt.Sprintf("is %d bytes, the manifest says %d", l.Size, e.Size)
 	case l.CRC32.Known && e.CRC32.Known && e.CRC32.Sum != l.CRC32.Sum:
-		return fmt.Sprintf("%s has CRC-32 %08x, the manifest says %08x", where, l.CRC32.Sum, e.CRC32.Sum)
+		return fmt.Sprintf("has CRC-32 %08x, the manifest says %08x", l.CRC32.Sum, e.CRC32.Sum)
 	}
 	e.Size, e.Source.ETag, e.Source.VersionID, e.ModTime = l.Size, l.ETag, l.VersionID, l.ModTime
 	if l.CRC32.Known {

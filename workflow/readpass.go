@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/stepfn"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -644,21 +643,6 @@ func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchRe
 	return out, nil
 }
 
-// readReadResults collects the read results of every ReadEntries batch from
-// the Map's ResultWriter layout.
-func readReadResults(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails) ([]ReadResult, error) {
-	var results []ReadResult
-	err := eachMapOutput(ctx, c, d, func(output []byte) error {
-		var out ReadBatchResult
-		if err := json.Unmarshal(output, &out); err != nil {
-			return fmt.Errorf("reader output: %w", err)
-		}
-		results = append(results, out.Results...)
-		return nil
-	})
-	return results, err
-}
-
 // readRound is the read pass's round: the read jobs the entries need,
 // handed to the ReadEntries Map; with none (e.g. only empty objects), the
 // entries as the read pass leaves them.
@@ -672,15 +656,26 @@ func (r *planRun) readRound(ctx context.Context, entries []plan.Entry) ([]plan.E
 		entries, err := r.readsFinished(ctx, entries)
 		return entries, nil, err
 	}
-	rp, err := r.handOver(ctx, StageRead, entries, jobs)
+	rp, err := r.handOver(ctx, StageRead, entries, jobsOf(jobs))
 	return nil, rp, err
 }
 
 // readDone reads the read round's entries and results and applies them.
 func (r *planRun) readDone(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
 	var entries []plan.Entry
-	jobs, results, err := r.roundDone(ctx, d, &entries)
+	var jobs []ReadJob
+	if err := r.roundFile(ctx, d, d.EntriesKey, &entries); err != nil {
+		return nil, err
+	}
+	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
+		return nil, err
+	}
+	got, err := r.roundAnswers(ctx, d, len(jobs))
 	if err != nil {
+		return nil, err
+	}
+	var results []ReadResult
+	if err := got(func(res ReadResult) error { results = append(results, res); return nil }); err != nil {
 		return nil, err
 	}
 	// Before the read results replace compressed entries' sources with
