@@ -46,15 +46,7 @@ func (r *planRun) pinHere(ctx context.Context, entries []plan.Entry, jobs roundJ
 // pinned is the manifest's entries once the pin round looked their objects
 // up.
 func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
-	var entries []plan.Entry
-	var jobs []lookupRef
-	if err := r.roundFile(ctx, d, d.EntriesKey, &entries); err != nil {
-		return nil, err
-	}
-	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
-		return nil, err
-	}
-	got, err := r.roundAnswers(ctx, d, len(jobs))
+	entries, jobs, got, err := roundBack[lookupRef](ctx, r, d)
 	if err != nil {
 		return nil, err
 	}

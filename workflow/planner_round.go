@@ -133,6 +133,24 @@ func (r *planRun) roundFile(ctx context.Context, d *ReadsDone, key string, v any
 	return nil
 }
 
+// roundBack reads back a round that wrote entries of its own: its
+// entries, its jobs (as J: ReadJob, lookupRef) and its answers.
+func roundBack[J any](ctx context.Context, r *planRun, d *ReadsDone) ([]plan.Entry, []J, answers, error) {
+	var entries []plan.Entry
+	var jobs []J
+	if err := r.roundFile(ctx, d, d.EntriesKey, &entries); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
+		return nil, nil, nil, err
+	}
+	got, err := r.roundAnswers(ctx, d, len(jobs))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return entries, jobs, got, nil
+}
+
 // answers are a round's results, one at a time: from the Map's result
 // files, or from a batch run here.
 type answers func(fn func(ReadResult) error) error

@@ -662,15 +662,7 @@ func (r *planRun) readRound(ctx context.Context, entries []plan.Entry) ([]plan.E
 
 // readDone reads the read round's entries and results and applies them.
 func (r *planRun) readDone(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
-	var entries []plan.Entry
-	var jobs []ReadJob
-	if err := r.roundFile(ctx, d, d.EntriesKey, &entries); err != nil {
-		return nil, err
-	}
-	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
-		return nil, err
-	}
-	got, err := r.roundAnswers(ctx, d, len(jobs))
+	entries, jobs, got, err := roundBack[ReadJob](ctx, r, d)
 	if err != nil {
 		return nil, err
 	}
