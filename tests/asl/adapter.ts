@@ -66,6 +66,17 @@ const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
 const MAP_ADAPTER_ARN = 'arn:aws:lambda:us-east-1:123456789012:function:s3zip-local-distributed-map';
 /** Longest Task timeout setTimeout can hold (~24 days); a Map state has no timeout. */
 const NO_TIMEOUT_SECONDS = 2_000_000;
+/**
+ * A Task without TimeoutSeconds waits 99,999,999 s on Step Functions (the states language's
+ * default: the function's own timeout ends it first); aws-local-stepfunctions gives it 60 s,
+ * which fails a planner that lists a million keys for longer with States.Timeout here but not
+ * on AWS. The adapter gives such Tasks the longest timeout setTimeout holds.
+ */
+export function withStepFunctionsTaskTimeout(state: Json): void {
+  if (state.Type === 'Task' && state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
+    state.TimeoutSeconds = NO_TIMEOUT_SECONDS;
+  }
+}
 
 /** Distributed Map fields the adapter implements or carries over. Anything else is refused. */
 const MAP_FIELDS = new Set([
@@ -169,6 +180,7 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       if (state.Retry && deps.retryMs !== undefined) retryOverrides[name] = deps.retryMs;
       if (state.Retry && deps.retryScale !== undefined) state.Retry = scaleRetry(state.Retry, deps.retryScale);
       if (state.Type === 'Task') {
+        withStepFunctionsTaskTimeout(state);
         if (state.Resource === LAMBDA_INVOKE) {
           handlers[name] = async (input) => {
             checkPayload(`state ${name} input`, input);
