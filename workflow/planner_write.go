@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"sort"
 	"time"
 
@@ -20,32 +23,79 @@ import (
 // start from) to the execution's work prefix, and returns the job that
 // names them.
 func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string) (*Job, error) {
-	enc, err := p.Encode()
+	files, err := spoolPlan(p)
 	if err != nil {
 		return nil, err
 	}
+	defer files.remove()
 	prefix := cfg.workPrefix(execution)
 	job := &Job{
 		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: enc.Jobs, Overwrite: req.Options.Overwrite,
+		Destination: req.Destination, WorkerParts: files.jobs, Overwrite: req.Options.Overwrite,
 		// The Map runs the plan as it was cut and priced for its workers.
 		MaxConcurrency: p.Fit.Workers, PartsPerBatch: p.Fit.PartsPerBatch, PartsInFlight: p.Fit.InFlight,
 	}
-	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
+	objects := map[string]io.ReadSeeker{job.PlanKey: bytes.NewReader(files.header), job.EntriesKey: files.entries, job.PartsKey: files.parts}
 	if p.Stats().ChainParts > 0 {
 		job.PadKey = prefix + "pad"
-		objects[job.PadKey] = make([]byte, plan.PadSize)
+		objects[job.PadKey] = bytes.NewReader(make([]byte, plan.PadSize))
 	}
 	for key, body := range objects {
+		size, err := body.Seek(0, io.SeekEnd)
+		if err == nil {
+			_, err = body.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("plan file for %s: %w", key, err)
+		}
 		// No stored checksum, whatever the client's default: chains copy
 		// ranges of the pad (see plan.ChainChecksums).
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}, plain); err != nil {
+		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: body, ContentLength: aws.Int64(size)}, plain); err != nil {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
 	return job, nil
+}
+
+// planFiles are a plan's entries and part-job files, written to the temp
+// directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
+// they are made, and its header. The entries file of ten million entries
+// is gigabytes: held in memory it would be most of the planner's.
+type planFiles struct {
+	header         []byte
+	entries, parts *os.File
+	jobs           int
+}
+
+// spoolPlan writes p's files to the temp directory.
+func spoolPlan(p *plan.Plan) (*planFiles, error) {
+	f := &planFiles{}
+	var err error
+	if f.entries, err = os.CreateTemp("", "s3zip-entries-*.jsonl"); err != nil {
+		return nil, fmt.Errorf("plan entries file: %w (the planner writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	if f.parts, err = os.CreateTemp("", "s3zip-parts-*.jsonl"); err != nil {
+		f.remove()
+		return nil, fmt.Errorf("plan part-job file: %w (the planner writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	if f.header, f.jobs, err = p.EncodeTo(f.entries, f.parts); err != nil {
+		f.remove()
+		return nil, fmt.Errorf("write the plan to %s: %w (the planner's /tmp must hold the entries file: infra/README.md)", os.TempDir(), err)
+	}
+	return f, nil
+}
+
+// remove closes and deletes the files: a warm Lambda's /tmp outlives the
+// invocation.
+func (f *planFiles) remove() {
+	for _, file := range []*os.File{f.entries, f.parts} {
+		if file != nil {
+			file.Close()
+			os.Remove(file.Name())
+		}
+	}
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that
