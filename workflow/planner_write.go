@@ -28,17 +28,13 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 		return nil, err
 	}
 	defer files.remove()
-	prefix := cfg.workPrefix(execution)
-	job := &Job{
-		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
-		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: files.jobs, Overwrite: req.Options.Overwrite,
-		// The Map runs the plan as it was cut and priced for its workers.
-		MaxConcurrency: p.Fit.Workers, PartsPerBatch: p.Fit.PartsPerBatch, PartsInFlight: p.Fit.InFlight,
-	}
+	job := pl.planFiles(cfg, req, execution)
+	job.WorkerParts = files.jobs
+	// The Map runs the plan as it was cut and priced for its workers.
+	job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight = p.Fit.Workers, p.Fit.PartsPerBatch, p.Fit.InFlight
 	objects := map[string]io.ReadSeeker{job.PlanKey: bytes.NewReader(files.header), job.EntriesKey: files.entries, job.PartsKey: files.parts}
 	if p.Stats().ChainParts > 0 {
-		job.PadKey = prefix + "pad"
+		job.PadKey = job.WorkPrefix + "pad"
 		objects[job.PadKey] = bytes.NewReader(make([]byte, plan.PadSize))
 	}
 	for key, body := range objects {
@@ -59,19 +55,48 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 	return job, nil
 }
 
-// planFiles are a plan's entries and part-job files, written to the temp
+// planFiles is the job of an execution's plan files, before they are
+// written (WorkerParts, PadKey) and the upload is created (UploadID).
+func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
+	prefix := cfg.workPrefix(execution)
+	return &Job{
+		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
+		Destination: req.Destination, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
+	}
+}
+
+// readPlan reads a job's plan back: the finalizer's, and the planner's
+// after a CRC round.
+func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	entries, err := getBytes(ctx, c, job.WorkBucket, job.EntriesKey, 4<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
+}
+
+// spooledPlan is a plan's entries and part-job files, written to the temp
 // directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
 // they are made, and its header. The entries file of ten million entries
 // is gigabytes: held in memory it would be most of the planner's.
-type planFiles struct {
+type spooledPlan struct {
 	header         []byte
 	entries, parts *os.File
 	jobs           int
 }
 
 // spoolPlan writes p's files to the temp directory.
-func spoolPlan(p *plan.Plan) (*planFiles, error) {
-	f := &planFiles{}
+func spoolPlan(p *plan.Plan) (*spooledPlan, error) {
+	f := &spooledPlan{}
 	var err error
 	if f.entries, err = os.CreateTemp("", "s3zip-entries-*.jsonl"); err != nil {
 		return nil, fmt.Errorf("plan entries file: %w (the planner writes it to $TMPDIR, /tmp on Lambda)", err)
@@ -89,7 +114,7 @@ func spoolPlan(p *plan.Plan) (*planFiles, error) {
 
 // remove closes and deletes the files: a warm Lambda's /tmp outlives the
 // invocation.
-func (f *planFiles) remove() {
+func (f *spooledPlan) remove() {
 	for _, file := range []*os.File{f.entries, f.parts} {
 		if file != nil {
 			file.Close()
