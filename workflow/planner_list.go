@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/arena"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
@@ -129,6 +130,14 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	// holds anyway, not as S3's objects.
 	page := func(objs []types.Object) []plan.Entry {
 		var entries []plan.Entry
+		// A page's keys and ETags in one block, not two strings an object
+		// held from S3's answer (internal/arena).
+		var text arena.Strings
+		n := 0
+		for _, o := range objs {
+			n += len(aws.ToString(o.Key)) + len(aws.ToString(o.ETag))
+		}
+		text.Reserve(n)
 		for _, o := range objs {
 			key := aws.ToString(o.Key)
 			size := aws.ToInt64(o.Size)
@@ -139,10 +148,11 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				skipped++
 				continue
 			}
+			key = text.Join(key)
 			stored.note(b, key, storedKind(o.ChecksumAlgorithm, o.ChecksumType))
 			entries = append(entries, plan.Entry{
 				Name:    plan.NameFor(key, prefix, names),
-				Source:  plan.Source{Bucket: b, Key: key, ETag: aws.ToString(o.ETag)},
+				Source:  plan.Source{Bucket: b, Key: key, ETag: text.Join(aws.ToString(o.ETag))},
 				Size:    size,
 				ModTime: aws.ToTime(o.LastModified),
 				Dir:     strings.HasSuffix(key, "/") && size == 0,
