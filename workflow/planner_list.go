@@ -129,7 +129,7 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	// Pages listed ahead of their turn wait as entries, which the plan
 	// holds anyway, not as S3's objects.
 	page := func(objs []types.Object) []plan.Entry {
-		var entries []plan.Entry
+		entries := make([]plan.Entry, 0, len(objs))
 		// A page's keys and ETags in one block, not two strings an object
 		// held from S3's answer (internal/arena).
 		var text arena.Strings

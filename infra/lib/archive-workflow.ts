@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -143,6 +143,13 @@ export interface ArchiveWorkflowProps {
 // Measured as deployed (make test-scale, each function its own process): at
 // 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
 // 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
+/**
+ * The planner's /tmp: it writes the plan's entries file there before putting it (about 210 bytes an
+ * entry, 2.1 GB at 10 M; workflow/planner_write.go) — Lambda's default 512 MiB holds 2.4 M entries.
+ * infra/README.md, "Sizing, measured".
+ */
+export const PLANNER_TMP = Size.mebibytes(4096);
+
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
   planner: { memorySize: 2048, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most
@@ -194,6 +201,18 @@ export interface GoFunctionProps {
   readonly environment: Record<string, string>;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
+  /** Its /tmp. @default Lambda's 512 MiB */
+  readonly ephemeralStorageSize?: Size;
+}
+
+/**
+ * The Go runtime's soft memory limit (GOMEMLIMIT) for a function of memorySize MB: the collector
+ * runs harder as the heap nears it instead of letting it grow to twice what is live (GOGC), which
+ * is what a planner holding millions of entries would otherwise take. The rest is the runtime's
+ * own, the binary and the kernel's buffers.
+ */
+export function goMemoryLimit(memorySize: number): string {
+  return `${Math.floor(memorySize * 0.9)}MiB`;
 }
 
 /**
@@ -227,9 +246,10 @@ export function goFunction(scope: Construct, logicalId: string, p: GoFunctionPro
     code: lambda.Code.fromAsset(assetDir),
     memorySize: p.memorySize,
     timeout: p.timeout,
+    ephemeralStorageSize: p.ephemeralStorageSize,
     role,
     logGroup,
-    environment: p.environment,
+    environment: { ...p.environment, GOMEMLIMIT: goMemoryLimit(p.memorySize) },
   });
 }
 
@@ -369,6 +389,7 @@ export class ArchiveWorkflow extends Construct {
         description,
         ...sizing(name),
         environment: env,
+        ephemeralStorageSize: name === 'planner' ? PLANNER_TMP : undefined,
         logRetention,
         removalPolicy,
       });
