@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -169,9 +168,26 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	if err != nil {
 		return nil, err
 	}
-	// One allocation of the right size: growing a slice page by page
-	// would hold its last two sizes at once.
-	return slices.Concat(pages...), nil
+	return joinPages(pages), nil
+}
+
+// joinPages joins listed pages into one slice of the right size (growing
+// one page by page would hold its last two sizes at once), letting each
+// page go once it is copied: the collector, kept under the function's
+// memory by its limit (lambdaenv.MemoryShare), takes them back as the
+// copy grows, so the entries are not held twice (at ten million, 1.6 GB
+// each).
+func joinPages(pages [][]plan.Entry) []plan.Entry {
+	n := 0
+	for _, p := range pages {
+		n += len(p)
+	}
+	entries := make([]plan.Entry, 0, n)
+	for i := range pages {
+		entries = append(entries, pages[i]...)
+		pages[i] = nil
+	}
+	return entries
 }
 
 // manifestEntries reads the manifest: an entry per line (its object not

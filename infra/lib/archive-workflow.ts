@@ -140,9 +140,6 @@ export interface ArchiveWorkflowProps {
   readonly logRetention?: logs.RetentionDays;
 }
 
-// Measured as deployed (make test-scale, each function its own process): at
-// 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
-// 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
 /**
  * The planner's /tmp: it writes the plan's entries file there before putting it (about 210 bytes an
  * entry, 2.1 GB at 10 M; workflow/planner_write.go) — Lambda's default 512 MiB holds 2.4 M entries.
@@ -150,6 +147,9 @@ export interface ArchiveWorkflowProps {
  */
 export const PLANNER_TMP = Size.mebibytes(4096);
 
+// Measured as deployed (make test-scale, each function its own process): at
+// 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
+// 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
   planner: { memorySize: 2048, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most
@@ -206,16 +206,6 @@ export interface GoFunctionProps {
 }
 
 /**
- * The Go runtime's soft memory limit (GOMEMLIMIT) for a function of memorySize MB: the collector
- * runs harder as the heap nears it instead of letting it grow to twice what is live (GOGC), which
- * is what a planner holding millions of entries would otherwise take. The rest is the runtime's
- * own, the binary and the kernel's buffers.
- */
-export function goMemoryLimit(memorySize: number): string {
-  return `${Math.floor(memorySize * 0.9)}MiB`;
-}
-
-/**
  * A Go Lambda (provided.al2023, arm64, the `bootstrap` make lambdas builds) with its own log group
  * and its own role, which holds only the right to write that log group: every other statement is
  * added by the workflow that owns it.
@@ -249,7 +239,7 @@ export function goFunction(scope: Construct, logicalId: string, p: GoFunctionPro
     ephemeralStorageSize: p.ephemeralStorageSize,
     role,
     logGroup,
-    environment: { ...p.environment, GOMEMLIMIT: goMemoryLimit(p.memorySize) },
+    environment: p.environment,
   });
 }
 

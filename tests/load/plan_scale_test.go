@@ -1,9 +1,17 @@
 package load_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,4 +56,54 @@ func planOrRefuse(t *testing.T, name string, entries []plan.Entry, s plan.Strate
 			t.Logf("planned in %s: %d parts, %d bytes", time.Since(t0).Round(time.Millisecond), st.Parts, st.ArchiveBytes)
 		}
 	})
+}
+
+// TestLoadPlanPerMillion prints what `s3zip plan --synthetic small
+// --strategy auto --workers 100` takes at 1 M and 10 M entries (README
+// "Planning at scale"): wall and CPU time, and the process's peak RSS, in
+// all and per million. It measures the CLI as a process of its own, so
+// nothing of the test's counts. S3ZIP_PLAN_COUNTS overrides the counts
+// (comma-separated).
+func TestLoadPlanPerMillion(t *testing.T) {
+	long(t)
+	counts := []int{1_000_000, 10_000_000}
+	if s := os.Getenv("S3ZIP_PLAN_COUNTS"); s != "" {
+		counts = counts[:0]
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("S3ZIP_PLAN_COUNTS %q: %v", s, err)
+			}
+			counts = append(counts, n)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "s3zip")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/s3zip").CombinedOutput(); err != nil {
+		t.Fatalf("build s3zip: %v\n%s", err, out)
+	}
+	for _, n := range counts {
+		cmd := exec.Command(bin, "plan", "--synthetic", "small", "--count", strconv.Itoa(n), "--strategy", "auto", "--workers", "100", "--json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		out, err := cmd.Output()
+		wall := time.Since(t0)
+		if err != nil {
+			t.Fatalf("plan %d entries: %v\n%s", n, err, stderr.String())
+		}
+		var sum struct {
+			Entries    int     `json:"entries"`
+			Parts      int     `json:"parts"`
+			PlanMillis float64 `json:"planMillis"`
+		}
+		if err := json.Unmarshal(out, &sum); err != nil || sum.Entries != n {
+			t.Fatalf("plan %d entries: summary %s (%v), want %d entries", n, out, err, n)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		peak := float64(ru.Maxrss<<10) / mib
+		m := float64(n) / 1e6
+		t.Logf("plan --synthetic small --count %d --strategy auto --workers 100: %d parts; %.1f s wall (%.1f s a million; Make %.1f s), %.1f s CPU (%.1f s a million), peak RSS %.0f MiB (%.0f MiB a million)",
+			n, sum.Parts, wall.Seconds(), wall.Seconds()/m, sum.PlanMillis/1000, cpu.Seconds(), cpu.Seconds()/m, peak, peak/m)
+	}
 }
