@@ -150,8 +150,10 @@ export const PLANNER_TMP = Size.mebibytes(4096);
 // Measured as deployed (make test-scale, each function its own process): at
 // 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
 // 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
+// The planner's 6,144 MB are for 10,000,000 entries (tests/load
+// TestLoadPlannerPerMillion): its entries alone are ~2.4 GB there.
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
-  planner: { memorySize: 2048, timeout: Duration.minutes(15) },
+  planner: { memorySize: 6144, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most
   // 64 MiB, held compressed) at a time; more memory would buy vCPUs it does not use.
   reader: { memorySize: 1769, timeout: Duration.minutes(15) },

@@ -150,7 +150,7 @@ describe('state machine definition', () => {
 
 describe('functions', () => {
   const expected: Record<string, { memory: number; timeout: number }> = {
-    planner: { memory: 2048, timeout: 900 },
+    planner: { memory: 6144, timeout: 900 },
     reader: { memory: 1769, timeout: 900 },
     worker: { memory: 1769, timeout: 900 },
     finalizer: { memory: 2048, timeout: 900 },
