@@ -67,21 +67,23 @@ func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 }
 
 // readPlan reads a job's plan back: the finalizer's, and the planner's
-// after a CRC round.
+// after a CRC round. The entries file is decoded as it arrives, not held
+// whole first: at ten million entries it is gigabytes.
 func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	entries, err := getBytes(ctx, c, job.WorkBucket, job.EntriesKey, 4<<30)
+	entries, err := openObject(ctx, c, job.WorkBucket, job.EntriesKey)
 	if err != nil {
 		return nil, fmt.Errorf("plan entries: %w", err)
 	}
+	defer entries.Close()
 	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("plan parts: %w", err)
 	}
-	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
+	return plan.Decode(header, entries, bytes.NewReader(parts))
 }
 
 // spooledPlan is a plan's entries and part-job files, written to the temp
