@@ -57,43 +57,92 @@ type Encoded struct {
 	Jobs    int    // lines in Parts: worker parts less the carried ones
 }
 
-// Encode serializes the plan.
+// Encode serializes the plan in memory: for tests and small plans. The
+// planner writes with EncodeTo, which holds no file.
 func (p *Plan) Encode() (*Encoded, error) {
-	var entries bytes.Buffer
-	lineStart := make([]int64, len(p.Entries)+1)
-	enc := json.NewEncoder(&entries)
-	for i := range p.Entries {
-		lineStart[i] = int64(entries.Len())
-		if err := enc.Encode(&p.Entries[i]); err != nil {
-			return nil, fmt.Errorf("encode entry %q: %w", p.Entries[i].Name, err)
-		}
+	var entries, parts bytes.Buffer
+	header, jobs, err := p.EncodeTo(&entries, &parts)
+	if err != nil {
+		return nil, err
 	}
-	lineStart[len(p.Entries)] = int64(entries.Len())
+	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes(), Jobs: jobs}, nil
+}
 
+// EncodeTo writes the entries file and the part-job file as it makes them,
+// and returns the header and the number of part jobs. Its memory is a
+// buffer and the line starts of the entries parts begin and end at, not
+// the files: at ten million entries the entries file is gigabytes.
+func (p *Plan) EncodeTo(entries, parts io.Writer) (header []byte, jobs int, err error) {
+	lineStart, err := p.encodeEntries(entries)
+	if err != nil {
+		return nil, 0, err
+	}
 	at := func(i EntryIndex) int64 { return lineStart[i] }
-	job := func(part *Part) PartJob { return p.partJob(part, at) }
-	var parts bytes.Buffer
-	enc = json.NewEncoder(&parts)
-	jobs := 0
+	out := bufio.NewWriterSize(parts, encodeBuffer)
+	enc := json.NewEncoder(out)
 	for i := range p.WorkerParts() {
 		if p.Carried(i) {
 			continue
 		}
 		if err := enc.Encode(p.workerJob(i, at)); err != nil {
-			return nil, fmt.Errorf("encode part %d: %w", p.Parts[i].Number, err)
+			return nil, 0, fmt.Errorf("encode part %d: %w", p.Parts[i].Number, err)
 		}
 		jobs++
+	}
+	if err := out.Flush(); err != nil {
+		return nil, 0, fmt.Errorf("write part jobs: %w", err)
 	}
 	h := Header{
 		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
 		DirectoryOffset: p.DirectoryOffset, DirectorySize: p.DirectorySize, Zip64: p.Zip64,
-		Parts: len(p.Parts), Final: job(p.FinalPart()), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(),
+		Parts: len(p.Parts), Final: p.partJob(p.FinalPart(), at), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(),
 	}
-	header, err := json.MarshalIndent(h, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode plan header: %w", err)
+	if header, err = json.MarshalIndent(h, "", "  "); err != nil {
+		return nil, 0, fmt.Errorf("encode plan header: %w", err)
 	}
-	return &Encoded{Header: header, Entries: entries.Bytes(), Parts: parts.Bytes(), Jobs: jobs}, nil
+	return header, jobs, nil
+}
+
+// encodeBuffer is what EncodeTo holds of a file before writing it.
+const encodeBuffer = 1 << 20
+
+// encodeEntries writes one JSON line an entry and returns where the lines
+// that parts begin and end at start (the only ones part jobs name), by
+// entry index; len(Entries) is where the file ends.
+func (p *Plan) encodeEntries(w io.Writer) (map[EntryIndex]int64, error) {
+	lineStart := make(map[EntryIndex]int64, 2*len(p.Parts))
+	for i := range p.Parts {
+		lineStart[p.Parts[i].First] = -1
+		lineStart[p.Parts[i].First+EntryIndex(p.Parts[i].Count)] = -1
+	}
+	out := bufio.NewWriterSize(w, encodeBuffer)
+	counted := &countingWriter{w: out}
+	enc := json.NewEncoder(counted)
+	for i := range p.Entries {
+		if _, ok := lineStart[EntryIndex(i)]; ok {
+			lineStart[EntryIndex(i)] = counted.n
+		}
+		if err := enc.Encode(&p.Entries[i]); err != nil {
+			return nil, fmt.Errorf("encode entry %q: %w", p.Entries[i].Name, err)
+		}
+	}
+	lineStart[EntryIndex(len(p.Entries))] = counted.n
+	if err := out.Flush(); err != nil {
+		return nil, fmt.Errorf("write entries: %w", err)
+	}
+	return lineStart, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // partJob is part's job, given where each entry's line starts in the

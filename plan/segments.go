@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -30,11 +31,17 @@ type Segment struct {
 // First..First+Count-1 are enough); directoryOffset is where the central
 // directory starts.
 func Segments(entries []PlacedEntry, directoryOffset, start, end int64) []Segment {
+	return appendSegments(nil, entries, directoryOffset, start, end)
+}
+
+// appendSegments is Segments appended to segs: pricing a plan lists every
+// part's segments into one slice reused part after part (partsStats).
+func appendSegments(segs []Segment, entries []PlacedEntry, directoryOffset, start, end int64) []Segment {
 	k := sort.Search(len(entries), func(i int) bool { return entries[i].End() > start })
 	last := k + sort.Search(len(entries)-k, func(i int) bool { return entries[k+i].Offset >= end })
 	// A header and data an entry, and the directory: sized once, as a
 	// part of thousands of small entries is listed for every plan priced.
-	segs := make([]Segment, 0, 2*(last-k)+1)
+	segs = slices.Grow(segs, 2*(last-k)+1)
 	clip := func(kind SegmentKind, entry int, base, from, to int64) {
 		from, to = max(from, start), min(to, end)
 		if from < to {
@@ -64,7 +71,11 @@ const MaxCRCProbes = 8
 // whether an entry's rest is copied by the job (its start's CRC-32 is still
 // needed: the header carries the whole entry's, combined from both).
 func CRCProbes(entries []PlacedEntry, segs []Segment, hasTail func(*PlacedEntry) bool) []int {
-	var out []int
+	return appendCRCProbes(nil, entries, segs, hasTail)
+}
+
+// appendCRCProbes is CRCProbes appended to out.
+func appendCRCProbes(out []int, entries []PlacedEntry, segs []Segment, hasTail func(*PlacedEntry) bool) []int {
 	for i, s := range segs {
 		if s.Kind != SegmentData {
 			continue
@@ -92,6 +103,11 @@ const MaxReadAhead = 1 << 20
 // (CRCProbes) into those it probes with a copy and those it reads ahead:
 // under MinCRCProbe, or a range S3 cannot copy (CopyRange).
 func SplitCRCProbes(entries []PlacedEntry, segs []Segment, need []int) (probe, read []int) {
+	return splitCRCProbes(nil, nil, entries, segs, need)
+}
+
+// splitCRCProbes is SplitCRCProbes appended to probe and read.
+func splitCRCProbes(probe, read []int, entries []PlacedEntry, segs []Segment, need []int) ([]int, []int) {
 	for _, i := range need {
 		s := segs[i]
 		if _, copyable := CopyRange(s.From, s.To, entries[s.Entry].Size); s.To-s.From < MinCRCProbe || !copyable {

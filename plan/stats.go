@@ -68,10 +68,19 @@ func (p *Plan) Stats() Stats { return p.statsOf(p.partsStats()) }
 // its parts (a chain part's rounds are listed once, not twice).
 func (p *Plan) partsStats() []Stats {
 	parts := make([]Stats, len(p.Parts))
+	var scratch partScratch
 	for i := range p.Parts {
-		parts[i] = p.partStats(&p.Parts[i])
+		parts[i] = p.partStats(&p.Parts[i], &scratch)
 	}
 	return parts
+}
+
+// partScratch is what pricing one upload part lists, reused part after
+// part: at ten million entries, listed afresh for every part of every
+// candidate auto prices, it was gigabytes of garbage.
+type partScratch struct {
+	segs              []Segment
+	need, probe, read []int
 }
 
 // statsOf is Stats given every part's (partsStats).
@@ -89,7 +98,7 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 }
 
 // partStats is what building one part takes.
-func (p *Plan) partStats(part *Part) Stats {
+func (p *Plan) partStats(part *Part, scratch *partScratch) Stats {
 	var s Stats
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
@@ -119,7 +128,8 @@ func (p *Plan) partStats(part *Part) Stats {
 		s.UploadParts++
 		s.StreamedBytes += part.Size()
 		s.Requests.UploadPart++
-		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
+		scratch.segs = appendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
+		segs := scratch.segs
 		for _, seg := range segs {
 			if seg.Kind == SegmentData {
 				s.Requests.Get++
@@ -128,7 +138,9 @@ func (p *Plan) partStats(part *Part) Stats {
 		// A worker's part whose CRC-32s a few copies tell is piped: each
 		// probe is an UploadPartCopy of the range into its batch's probe
 		// upload (small ranges are read ahead, by the GET counted above).
-		probes, reads := SplitCRCProbes(entries, segs, CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }))
+		scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
+		scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
+		probes, reads := scratch.probe, scratch.read
 		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
 			s.Requests.UploadPartCopy += len(probes)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/arena"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
@@ -128,7 +128,15 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	// Pages listed ahead of their turn wait as entries, which the plan
 	// holds anyway, not as S3's objects.
 	page := func(objs []types.Object) []plan.Entry {
-		var entries []plan.Entry
+		entries := make([]plan.Entry, 0, len(objs))
+		// A page's keys and ETags in one block, not two strings an object
+		// held from S3's answer (internal/arena).
+		var text arena.Strings
+		n := 0
+		for _, o := range objs {
+			n += len(aws.ToString(o.Key)) + len(aws.ToString(o.ETag))
+		}
+		text.Reserve(n)
 		for _, o := range objs {
 			key := aws.ToString(o.Key)
 			size := aws.ToInt64(o.Size)
@@ -139,10 +147,11 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				skipped++
 				continue
 			}
+			key = text.Join(key)
 			stored.note(b, key, storedKind(o.ChecksumAlgorithm, o.ChecksumType))
 			entries = append(entries, plan.Entry{
 				Name:    plan.NameFor(key, prefix, names),
-				Source:  plan.Source{Bucket: b, Key: key, ETag: aws.ToString(o.ETag)},
+				Source:  plan.Source{Bucket: b, Key: key, ETag: text.Join(aws.ToString(o.ETag))},
 				Size:    size,
 				ModTime: aws.ToTime(o.LastModified),
 				Dir:     strings.HasSuffix(key, "/") && size == 0,
@@ -159,9 +168,26 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	if err != nil {
 		return nil, err
 	}
-	// One allocation of the right size: growing a slice page by page
-	// would hold its last two sizes at once.
-	return slices.Concat(pages...), nil
+	return joinPages(pages), nil
+}
+
+// joinPages joins listed pages into one slice of the right size (growing
+// one page by page would hold its last two sizes at once), letting each
+// page go once it is copied: the collector, kept under the function's
+// memory by its limit (lambdaenv.MemoryShare), takes them back as the
+// copy grows, so the entries are not held twice (at ten million, 1.6 GB
+// each).
+func joinPages(pages [][]plan.Entry) []plan.Entry {
+	n := 0
+	for _, p := range pages {
+		n += len(p)
+	}
+	entries := make([]plan.Entry, 0, n)
+	for i := range pages {
+		entries = append(entries, pages[i]...)
+		pages[i] = nil
+	}
+	return entries
 }
 
 // manifestEntries reads the manifest: an entry per line (its object not

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"sort"
 	"time"
 
@@ -21,24 +23,32 @@ import (
 // start from) to the execution's work prefix, and returns the job that
 // names them.
 func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string) (*Job, error) {
-	enc, err := p.Encode()
+	files, err := spoolPlan(p)
 	if err != nil {
 		return nil, err
 	}
+	defer files.remove()
 	job := pl.planFiles(cfg, req, execution)
-	job.WorkerParts = enc.Jobs
+	job.WorkerParts = files.jobs
 	// The Map runs the plan as it was cut and priced for its workers.
 	job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight = p.Fit.Workers, p.Fit.PartsPerBatch, p.Fit.InFlight
-	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
+	objects := map[string]io.ReadSeeker{job.PlanKey: bytes.NewReader(files.header), job.EntriesKey: files.entries, job.PartsKey: files.parts}
 	if p.Stats().ChainParts > 0 {
 		job.PadKey = job.WorkPrefix + "pad"
-		objects[job.PadKey] = make([]byte, plan.PadSize)
+		objects[job.PadKey] = bytes.NewReader(make([]byte, plan.PadSize))
 	}
 	for key, body := range objects {
+		size, err := body.Seek(0, io.SeekEnd)
+		if err == nil {
+			_, err = body.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("plan file for %s: %w", key, err)
+		}
 		// No stored checksum, whatever the client's default: chains copy
 		// ranges of the pad (see plan.ChainChecksums).
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}, plain); err != nil {
+		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: body, ContentLength: aws.Int64(size)}, plain); err != nil {
 			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
@@ -57,21 +67,62 @@ func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 }
 
 // readPlan reads a job's plan back: the finalizer's, and the planner's
-// after a CRC round.
+// after a CRC round. The entries file is decoded as it arrives, not held
+// whole first: at ten million entries it is gigabytes.
 func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	entries, err := getBytes(ctx, c, job.WorkBucket, job.EntriesKey, 4<<30)
+	entries, err := openObject(ctx, c, job.WorkBucket, job.EntriesKey)
 	if err != nil {
 		return nil, fmt.Errorf("plan entries: %w", err)
 	}
+	defer entries.Close()
 	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("plan parts: %w", err)
 	}
-	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
+	return plan.Decode(header, entries, bytes.NewReader(parts))
+}
+
+// spooledPlan is a plan's entries and part-job files, written to the temp
+// directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
+// they are made, and its header. The entries file of ten million entries
+// is gigabytes: held in memory it would be most of the planner's.
+type spooledPlan struct {
+	header         []byte
+	entries, parts *os.File
+	jobs           int
+}
+
+// spoolPlan writes p's files to the temp directory.
+func spoolPlan(p *plan.Plan) (*spooledPlan, error) {
+	f := &spooledPlan{}
+	var err error
+	if f.entries, err = os.CreateTemp("", "s3zip-entries-*.jsonl"); err != nil {
+		return nil, fmt.Errorf("plan entries file: %w (the planner writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	if f.parts, err = os.CreateTemp("", "s3zip-parts-*.jsonl"); err != nil {
+		f.remove()
+		return nil, fmt.Errorf("plan part-job file: %w (the planner writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	if f.header, f.jobs, err = p.EncodeTo(f.entries, f.parts); err != nil {
+		f.remove()
+		return nil, fmt.Errorf("write the plan to %s: %w (the planner's /tmp must hold the entries file: infra/README.md)", os.TempDir(), err)
+	}
+	return f, nil
+}
+
+// remove closes and deletes the files: a warm Lambda's /tmp outlives the
+// invocation.
+func (f *spooledPlan) remove() {
+	for _, file := range []*os.File{f.entries, f.parts} {
+		if file != nil {
+			file.Close()
+			os.Remove(file.Name())
+		}
+	}
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that

@@ -75,19 +75,44 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 
 // getBytes reads a whole (small) object, refusing more than limit bytes.
 func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int64) ([]byte, error) {
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	body, err := openObject(ctx, c, bucket, key)
 	if err != nil {
-		return nil, s3Error("GetObject", bucket, key, false, err)
+		return nil, err
 	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", bucket, key), Err: err}
+		return nil, err
 	}
 	if int64(len(b)) > limit {
 		return nil, &objectTooLargeError{bucket: bucket, key: key, limit: limit}
 	}
 	return b, nil
+}
+
+// openObject opens an object to be read as it arrives (an entries file of
+// millions of lines is decoded so, not held whole first); a read that
+// fails is a TransientError.
+func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return nil, s3Error("GetObject", bucket, key, false, err)
+	}
+	return &objectBody{ReadCloser: out.Body, op: fmt.Sprintf("read s3://%s/%s", bucket, key)}, nil
+}
+
+// objectBody is an object's body whose failed reads are transient.
+type objectBody struct {
+	io.ReadCloser
+	op string
+}
+
+func (b *objectBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = &TransientError{Op: b.op, Err: err}
+	}
+	return n, err
 }
 
 // pin is the If-Match and VersionId that read a source as it was planned:

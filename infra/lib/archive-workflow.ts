@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -140,11 +140,20 @@ export interface ArchiveWorkflowProps {
   readonly logRetention?: logs.RetentionDays;
 }
 
+/**
+ * The planner's /tmp: it writes the plan's entries file there before putting it (about 210 bytes an
+ * entry, 2.1 GB at 10 M; workflow/planner_write.go) — Lambda's default 512 MiB holds 2.4 M entries.
+ * infra/README.md, "Sizing, measured".
+ */
+export const PLANNER_TMP = Size.mebibytes(4096);
+
 // Measured as deployed (make test-scale, each function its own process): at
 // 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
 // 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
+// The planner's 6,144 MB are for 10,000,000 entries (tests/load
+// TestLoadPlannerPerMillion): its entries alone are ~2.4 GB there.
 const DEFAULT_SIZING: Record<FunctionName, Required<FunctionSizing>> = {
-  planner: { memorySize: 2048, timeout: Duration.minutes(15) },
+  planner: { memorySize: 6144, timeout: Duration.minutes(15) },
   // 1,769 MB is one full vCPU: DEFLATE is CPU-bound and a reader compresses one piece (at most
   // 64 MiB, held compressed) at a time; more memory would buy vCPUs it does not use.
   reader: { memorySize: 1769, timeout: Duration.minutes(15) },
@@ -194,6 +203,8 @@ export interface GoFunctionProps {
   readonly environment: Record<string, string>;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
+  /** Its /tmp. @default Lambda's 512 MiB */
+  readonly ephemeralStorageSize?: Size;
 }
 
 /**
@@ -227,6 +238,7 @@ export function goFunction(scope: Construct, logicalId: string, p: GoFunctionPro
     code: lambda.Code.fromAsset(assetDir),
     memorySize: p.memorySize,
     timeout: p.timeout,
+    ephemeralStorageSize: p.ephemeralStorageSize,
     role,
     logGroup,
     environment: p.environment,
@@ -369,6 +381,7 @@ export class ArchiveWorkflow extends Construct {
         description,
         ...sizing(name),
         environment: env,
+        ephemeralStorageSize: name === 'planner' ? PLANNER_TMP : undefined,
         logRetention,
         removalPolicy,
       });

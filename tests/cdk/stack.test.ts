@@ -150,7 +150,7 @@ describe('state machine definition', () => {
 
 describe('functions', () => {
   const expected: Record<string, { memory: number; timeout: number }> = {
-    planner: { memory: 2048, timeout: 900 },
+    planner: { memory: 6144, timeout: 900 },
     reader: { memory: 1769, timeout: 900 },
     worker: { memory: 1769, timeout: 900 },
     finalizer: { memory: 2048, timeout: 900 },
@@ -190,6 +190,17 @@ describe('functions', () => {
       MemorySize: 3008,
       Timeout: 600,
     });
+  });
+
+  test('the planner has the /tmp its entries file needs; the others keep the default', () => {
+    for (const name of FUNCTION_NAMES) {
+      const p = json.Resources[ids.fn[name]].Properties!;
+      if (name === 'planner') {
+        assert.deepEqual(p.EphemeralStorage, { Size: 4096 }, 'planner /tmp (10 M entries: a 2.1 GB entries file)');
+      } else {
+        assert.equal(p.EphemeralStorage, undefined, `${name} keeps the default /tmp`);
+      }
+    }
   });
 
   test('a missing bootstrap fails synth with a hint', () => {

@@ -1,9 +1,18 @@
 package load_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,4 +57,91 @@ func planOrRefuse(t *testing.T, name string, entries []plan.Entry, s plan.Strate
 			t.Logf("planned in %s: %d parts, %d bytes", time.Since(t0).Round(time.Millisecond), st.Parts, st.ArchiveBytes)
 		}
 	})
+}
+
+// TestLoadPlanPerMillion prints what `s3zip plan --synthetic small
+// --strategy auto --workers 100` takes at 1 M and 10 M entries (README
+// "Planning at scale"): wall and CPU time, and the process's peak RSS, in
+// all and per million. It measures the CLI as a process of its own, so
+// nothing of the test's counts. S3ZIP_PLAN_COUNTS overrides the counts
+// (comma-separated).
+func TestLoadPlanPerMillion(t *testing.T) {
+	long(t)
+	counts := countsFrom(t, "S3ZIP_PLAN_COUNTS", []int{1_000_000, 10_000_000})
+	bin := filepath.Join(t.TempDir(), "s3zip")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/s3zip").CombinedOutput(); err != nil {
+		t.Fatalf("build s3zip: %v\n%s", err, out)
+	}
+	for _, n := range counts {
+		cmd := exec.Command(bin, "plan", "--synthetic", "small", "--count", strconv.Itoa(n), "--strategy", "auto", "--workers", "100", "--json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		out, err := cmd.Output()
+		wall := time.Since(t0)
+		if err != nil {
+			t.Fatalf("plan %d entries: %v\n%s", n, err, stderr.String())
+		}
+		var sum struct {
+			Entries    int     `json:"entries"`
+			Parts      int     `json:"parts"`
+			PlanMillis float64 `json:"planMillis"`
+		}
+		if err := json.Unmarshal(out, &sum); err != nil || sum.Entries != n {
+			t.Fatalf("plan %d entries: summary %s (%v), want %d entries", n, out, err, n)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		peak := float64(ru.Maxrss<<10) / mib
+		m := float64(n) / 1e6
+		t.Logf("plan --synthetic small --count %d --strategy auto --workers 100: %d parts; %.1f s wall (%.1f s a million; Make %.1f s), %.1f s CPU (%.1f s a million), peak RSS %.0f MiB (%.0f MiB a million)",
+			n, sum.Parts, wall.Seconds(), wall.Seconds()/m, sum.PlanMillis/1000, cpu.Seconds(), cpu.Seconds()/m, peak, peak/m)
+	}
+}
+
+// TestLoadPlannerPerMillion runs the planner handler alone, as deployed
+// (list -> entries -> plan -> entries and part-job files written), against
+// the in-memory S3 at 1 M entries (S3ZIP_PLANNER_COUNTS: others,
+// comma-separated), and prints its peak memory and time in all and per
+// million; like every load case it fails when the planner would not fit
+// its Lambda (infra/lib/archive-workflow.ts). Run it with the Lambda's
+// memory limit, GOMEMLIMIT at lambdaenv.MemoryShare of it, to see what the
+// Lambda sees.
+func TestLoadPlannerPerMillion(t *testing.T) {
+	long(t)
+	counts := countsFrom(t, "S3ZIP_PLANNER_COUNTS", []int{1_000_000})
+	for _, n := range counts {
+		c := newSyntheticS3(n, t.TempDir())
+		cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+		m, err := measure("planner", func() error {
+			_, err := (&workflow.Planner{S3: c, Config: cfg, Log: quiet}).Plan(context.Background(), workflow.PlanInput{Request: listRequest(srcBucket, "e/", "out/planner.zip", "auto"), Execution: fmt.Sprintf("planner-%d", n)})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("planner, %d entries: %v", n, err)
+		}
+		per := float64(n) / 1e6
+		t.Logf("planner, %d entries listed, auto: %.1f s (%.1f s a million), peak %.0f MiB (%.0f MiB a million; process HWM %.0f MiB)",
+			n, m.wall.Seconds(), m.wall.Seconds()/per, float64(m.estimate())/mib, float64(m.estimate())/mib/per, float64(m.hwm)/mib)
+		report(t, fmt.Sprintf("%d entries, the planner alone", n), []measurement{m})
+	}
+}
+
+// countsFrom reads entry counts from a comma-separated environment
+// variable, or gives def.
+func countsFrom(t *testing.T, name string, def []int) []int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	var counts []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("%s %q: %v", name, s, err)
+		}
+		counts = append(counts, n)
+	}
+	return counts
 }
