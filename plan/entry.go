@@ -97,6 +97,14 @@ type Entry struct {
 	// SHA256 is the uncompressed data's SHA-256 in hex, when the request
 	// asked for digests.
 	SHA256 string `json:"sha256,omitempty"`
+	// Mode is the Unix permission bits the object's user metadata gives
+	// (internal/objmeta), 0 when none: the central header's external
+	// attributes carry it.
+	Mode uint32 `json:"mode,omitempty"`
+	// Meta is the object's metadata extra field, encoded
+	// (zipformat.AppendMetadataExtra), when the request keeps metadata: the
+	// central header carries it, and its length is the directory's.
+	Meta []byte `json:"meta,omitempty"`
 }
 
 // Compression methods (APPNOTE 4.4.5).
