@@ -29,6 +29,8 @@ type Summary struct {
 	ExtractedBytes int64  `json:"extractedBytes"`
 	CopiedBytes    int64  `json:"copiedBytes"`
 	StreamedBytes  int64  `json:"streamedBytes"`
+	// ContentTypes counts the objects written by Content-Type.
+	ContentTypes map[string]int `json:"contentTypes"`
 }
 
 // Finalizer is the Finalize state's handler.
@@ -45,7 +47,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*Summary, e
 		return nil, err
 	}
 	return &Summary{Archive: res.Archive, ETag: res.ETag, Entries: res.Entries, Objects: len(res.Objects), Skipped: len(res.Skipped),
-		Report: res.Report, ExtractedBytes: res.Extracted, CopiedBytes: res.Copied, StreamedBytes: res.Streamed}, nil
+		Report: res.Report, ExtractedBytes: res.Extracted, CopiedBytes: res.Copied, StreamedBytes: res.Streamed, ContentTypes: res.ContentTypes}, nil
 }
 
 // finalize gathers the batches' results from S3, checks that every planned
@@ -71,7 +73,7 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(ex, written, skipped, verifyRead)
+	res := newResult(ex, jobs, written, skipped, verifyRead)
 	if res.Report, err = writeReport(ctx, f.S3, ex, res); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,7 @@ const (
 	UnixDirMode     = 0o040755
 	UnixTypeMask    = 0o170000
 	UnixPermMask    = 0o7777 // permissions, setuid, setgid, sticky
+	UnixTypeFile    = 0o100000
 	UnixTypeDir     = 0o040000
 	UnixTypeSymlink = 0o120000
 	UnixTypeFIFO    = 0o010000
