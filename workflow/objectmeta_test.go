@@ -1,0 +1,74 @@
+package workflow
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/zipformat"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// What a HeadObject says of an object's mode, time and metadata becomes
+// its entry's: s3fs's and rclone's encodings, with and without keeping
+// metadata.
+func TestMetaOf(t *testing.T) {
+	listed := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	src := plan.Source{Bucket: "b", Key: "k"}
+	for _, c := range []struct {
+		name     string
+		head     s3.HeadObjectOutput
+		keep     bool
+		mode     uint32
+		modTime  time.Time
+		wantMeta *zipformat.Metadata
+	}{
+		{name: "plain", head: s3.HeadObjectOutput{ContentType: aws.String("binary/octet-stream")}, modTime: listed},
+		{name: "s3fs", head: s3.HeadObjectOutput{Metadata: map[string]string{"mode": "33261", "mtime": "1700000000", "uid": "0", "gid": "0"}},
+			mode: 0o755, modTime: time.Unix(1700000000, 0).UTC()},
+		{name: "rclone", head: s3.HeadObjectOutput{Metadata: map[string]string{"mtime": "1614523456.123456789"}},
+			modTime: time.Unix(1614523456, 123456789).UTC()},
+		{name: "kept", keep: true,
+			head: s3.HeadObjectOutput{ContentType: aws.String("text/html"), ContentEncoding: aws.String("gzip"), CacheControl: aws.String("no-cache"),
+				Metadata: map[string]string{"mode": "100640", "owner": "ops"}},
+			mode: 0o640, modTime: listed,
+			wantMeta: &zipformat.Metadata{ContentType: "text/html", ContentEncoding: "gzip", CacheControl: "no-cache", User: map[string]string{"mode": "100640", "owner": "ops"}}},
+		{name: "kept-nothing-but-type", keep: true, head: s3.HeadObjectOutput{ContentType: aws.String("image/png"), Metadata: map[string]string{}},
+			modTime: listed, wantMeta: &zipformat.Metadata{ContentType: "image/png"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := metaOf(&c.head, src, c.keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := plan.Entry{ModTime: listed}
+			m.record(&e)
+			if e.Mode != c.mode || !e.ModTime.Equal(c.modTime) {
+				t.Errorf("mode %#o, time %v; want %#o, %v", e.Mode, e.ModTime, c.mode, c.modTime)
+			}
+			if (e.Meta != nil) != (c.wantMeta != nil) {
+				t.Fatalf("meta field %x, want %+v", e.Meta, c.wantMeta)
+			}
+			if c.wantMeta != nil {
+				got, err := zipformat.ParseMetadataExtra(e.Meta[4:])
+				if err != nil || !reflect.DeepEqual(got, c.wantMeta) {
+					t.Errorf("meta field reads %+v, %v; want %+v", got, err, c.wantMeta)
+				}
+			}
+		})
+	}
+	huge := &s3.HeadObjectOutput{Metadata: map[string]string{"a": strings.Repeat("x", 40000), "b": strings.Repeat("y", 30000)}}
+	_, err := metaOf(huge, src, true)
+	var re *RequestError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "s3://b/k") || !strings.Contains(err.Error(), "without options.keepMetadata") {
+		t.Errorf("metadata past the field's limit: got %v, want a RequestError naming the object and the way out", err)
+	}
+	if _, err := metaOf(huge, src, false); err != nil {
+		t.Errorf("not kept, its size does not matter: %v", err)
+	}
+}
