@@ -45,11 +45,3 @@ func metaOf(h *s3.HeadObjectOutput, src plan.Source, keep bool) (headMeta, error
 	m.Field = field
 	return m, err
 }
-
-// record sets what m says in entry e.
-func (m headMeta) record(e *plan.Entry) {
-	e.Mode, e.Meta = m.Mode, m.Field
-	if !m.ModTime.IsZero() {
-		e.ModTime = m.ModTime
-	}
-}

@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"maps"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/extract"
 )
@@ -117,4 +122,112 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 		}
 	}
 	return true
+}
+
+// keptObject is a source object with the metadata --keep-metadata keeps.
+type keptObject struct {
+	data                 []byte
+	typ, encoding, cache string
+	user                 map[string]string
+	wantMode             fs.FileMode // what the archive's entry says
+	wantTime             time.Time   // to the second; zero: Last-Modified
+}
+
+// An archive made with keepMetadata records each object's Content-Type,
+// Content-Encoding, Cache-Control and user metadata (rclone's mtime and
+// s3fs's mode as entry time and mode too); 7-Zip, Info-ZIP, Go's
+// archive/zip and the other readers read it as any archive; extract writes
+// every object back with exactly that metadata (and its own
+// s3zip-execution key).
+func TestKeepMetadataRoundTrip(t *testing.T) {
+	w := newWorld(t, "src")
+	objects := map[string]keptObject{
+		"site/index.html": {data: []byte("<!doctype html>"), typ: "text/html; charset=utf-8", cache: "max-age=60",
+			user: map[string]string{"mtime": "1614523456.123456789"}, wantMode: 0o644, wantTime: time.Unix(1614523456, 0)},
+		"site/app.js.gz": {data: body(3, 3000), typ: "text/javascript", encoding: "gzip", cache: "public, max-age=31536000, immutable",
+			user: map[string]string{"mode": "33261", "mtime": "1700000000", "uid": "1000", "gid": "1000"}, wantMode: 0o755, wantTime: time.Unix(1700000000, 0)},
+		"site/data.bin":  {data: body(4, 100_000), typ: "application/x-custom", user: map[string]string{"owner": "ops team", "mode": "100600"}, wantMode: 0o600},
+		"site/plain.txt": {data: []byte("no metadata but the type S3 gives"), typ: "binary/octet-stream", wantMode: 0o644},
+	}
+	for k, o := range objects {
+		in := &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String(k), Body: bytes.NewReader(o.data), ContentType: aws.String(o.typ),
+			Metadata: o.user, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32}
+		if o.encoding != "" {
+			in.ContentEncoding = aws.String(o.encoding)
+		}
+		if o.cache != "" {
+			in.CacheControl = aws.String(o.cache)
+		}
+		if _, err := w.s3.PutObject(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, strategy := range []string{"stream", "chain"} {
+		t.Run(strategy, func(t *testing.T) {
+			dest := "out/kept-" + strategy + ".zip"
+			if _, err := w.run(t, listRequest(strategy, "src", "site/", dest, map[string]any{"keepMetadata": true})); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string][]byte{}
+			for k, o := range objects {
+				want[k] = o.data
+			}
+			w.check(t, dest, wants("site/", want))
+			w.clean(t)
+
+			zr := w.openZip(t, dest)
+			for _, f := range zr.File {
+				o := objects["site/"+f.Name]
+				if f.Mode() != o.wantMode {
+					t.Errorf("%s: mode %v, want %v", f.Name, f.Mode(), o.wantMode)
+				}
+				if !o.wantTime.IsZero() && !f.Modified.Equal(o.wantTime) {
+					t.Errorf("%s: modified %v, want %v (its mtime metadata)", f.Name, f.Modified, o.wantTime)
+				}
+			}
+
+			prefix := "restored-" + strategy + "/"
+			if _, err := extract.Run(context.Background(), w.s3, extract.Request{Bucket: "dst", Key: dest, DestBucket: "dst", Prefix: prefix, Workers: 2}, nil); err != nil {
+				t.Fatal(err)
+			}
+			counts := map[string]int{}
+			for k, o := range objects {
+				key := prefix + strings.TrimPrefix(k, "site/")
+				h, err := w.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: &key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := [3]string{aws.ToString(h.ContentType), aws.ToString(h.ContentEncoding), aws.ToString(h.CacheControl)}
+				if want := [3]string{o.typ, o.encoding, o.cache}; got != want {
+					t.Errorf("%s: Content-Type, -Encoding, Cache-Control %q, want %q", key, got, want)
+				}
+				user := maps.Clone(h.Metadata)
+				if user[extract.ExecutionMetadata] == "" {
+					t.Errorf("%s: no %s metadata", key, extract.ExecutionMetadata)
+				}
+				delete(user, extract.ExecutionMetadata)
+				if wantUser := o.user; !mapsEqual(user, wantUser) && (len(user) != 0 || len(wantUser) != 0) {
+					t.Errorf("%s: user metadata %v, want exactly %v", key, user, wantUser)
+				}
+				if got := w.srv.GetObject(t, "dst", key); !bytes.Equal(got, o.data) {
+					t.Errorf("%s: %d bytes differ from the source's %d", key, len(got), len(o.data))
+				}
+				counts[o.typ]++
+			}
+			if report := w.extractReport(t, "dst", prefix); !mapsEqual(report, counts) {
+				t.Errorf("report's contentTypes %v, want %v", report, counts)
+			}
+		})
+	}
+}
+
+// openZip reads the archive at key with Go's archive/zip.
+func (w *world) openZip(t *testing.T, key string) *zip.Reader {
+	t.Helper()
+	b := w.srv.GetObject(t, "dst", key)
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zr
 }
