@@ -107,21 +107,9 @@ func TestExtractSetsContentTypeByExtension(t *testing.T) {
 			t.Errorf("%s: Content-Type %q, want %q", k, got[k], typ)
 		}
 	}
-	if report := w.extractReport(t, "dst", "www/"); !mapsEqual(report, counts) {
+	if report := w.extractReport(t, "dst", "www/"); !maps.Equal(report, counts) {
 		t.Errorf("report's contentTypes %v, want %v", report, counts)
 	}
-}
-
-func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // keptObject is a source object with the metadata --keep-metadata keeps.
@@ -206,7 +194,7 @@ func TestKeepMetadataRoundTrip(t *testing.T) {
 					t.Errorf("%s: no %s metadata", key, extract.ExecutionMetadata)
 				}
 				delete(user, extract.ExecutionMetadata)
-				if wantUser := o.user; !mapsEqual(user, wantUser) && (len(user) != 0 || len(wantUser) != 0) {
+				if wantUser := o.user; !maps.Equal(user, wantUser) {
 					t.Errorf("%s: user metadata %v, want exactly %v", key, user, wantUser)
 				}
 				if got := w.srv.GetObject(t, "dst", key); !bytes.Equal(got, o.data) {
@@ -214,7 +202,7 @@ func TestKeepMetadataRoundTrip(t *testing.T) {
 				}
 				counts[o.typ]++
 			}
-			if report := w.extractReport(t, "dst", prefix); !mapsEqual(report, counts) {
+			if report := w.extractReport(t, "dst", prefix); !maps.Equal(report, counts) {
 				t.Errorf("report's contentTypes %v, want %v", report, counts)
 			}
 		})
