@@ -36,8 +36,9 @@ var contentTypes = map[string]string{
 // the object (Override, Kept), then the fixed table, then
 // DefaultContentType.
 type ContentTypes struct {
-	// Override maps a lower-case extension with its dot (".html") to the
-	// type every entry with it gets, whatever the archive kept.
+	// Override maps a lower-case extension with its dot (".html", or
+	// ".js.gz": the longest that matches wins) to the type every entry
+	// whose name ends in it gets, whatever the archive kept.
 	Override map[string]string
 }
 
@@ -78,15 +79,26 @@ func (o *ContentTypes) String() string {
 // For is the Content-Type of the entry name, given what the archive kept
 // ("" when nothing).
 func (o ContentTypes) For(name, kept string) string {
-	ext := strings.ToLower(path.Ext(name))
-	if t, ok := o.Override[ext]; ok {
+	if t, ok := o.override(strings.ToLower(name)); ok {
 		return t
 	}
 	if kept != "" {
 		return kept
 	}
-	if t, ok := contentTypes[ext]; ok {
+	if t, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
 		return t
 	}
 	return DefaultContentType
+}
+
+// override is the override of the longest extension name ends in, so that
+// "js.gz" can be given apart from "gz".
+func (o ContentTypes) override(name string) (string, bool) {
+	best, typ := "", ""
+	for ext, t := range o.Override {
+		if len(ext) > len(best) && strings.HasSuffix(name, ext) {
+			best, typ = ext, t
+		}
+	}
+	return typ, best != ""
 }

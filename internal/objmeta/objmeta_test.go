@@ -75,7 +75,7 @@ func TestModTime(t *testing.T) {
 
 func TestContentTypes(t *testing.T) {
 	var o ContentTypes
-	for _, s := range []string{"md=text/x-markdown", ".JSON=application/ld+json"} {
+	for _, s := range []string{"md=text/x-markdown", ".JSON=application/ld+json", "gz=application/gzip", "js.gz=text/javascript"} {
 		if err := o.ParseOverride(s); err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +92,8 @@ func TestContentTypes(t *testing.T) {
 		{"kept.html", "text/plain", "text/plain"},
 		{"notes.md", "", "text/x-markdown"},
 		{"doc.json", "application/json", "application/ld+json"},
+		{"app.js.gz", "", "text/javascript"},
+		{"logs.tar.gz", "", "application/gzip"},
 	} {
 		if got := o.For(c.name, c.kept); got != c.want {
 			t.Errorf("For(%q, %q) = %q, want %q", c.name, c.kept, got, c.want)
