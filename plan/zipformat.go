@@ -27,7 +27,7 @@ func (e *PlacedEntry) header(crc uint32) *zipformat.Header {
 		Offset:           e.Offset,
 		Dir:              e.Dir,
 		Mode:             e.Mode,
-		CentralExtra:     e.Meta,
+		CentralExtra:     string(e.Meta),
 	}
 }
 

@@ -57,8 +57,8 @@ type Looked struct {
 	// Mode is the Unix mode its user metadata gives (LookupPin; ModTime is
 	// the mtime it gives, where it gives one); Meta its metadata extra
 	// field, when the job keeps metadata.
-	Mode uint32 `json:"mode,omitempty"`
-	Meta []byte `json:"meta,omitempty"`
+	Mode uint32         `json:"mode,omitempty"`
+	Meta plan.MetaField `json:"meta,omitempty"`
 }
 
 // What S3 stores of an object's CRC-32 when it stores no whole-object one

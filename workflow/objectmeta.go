@@ -20,7 +20,7 @@ import (
 type headMeta struct {
 	Mode    uint32
 	ModTime time.Time // zero: the metadata gives none (Last-Modified stands)
-	Field   []byte
+	Field   plan.MetaField
 }
 
 // metaOf reads what h says of src's metadata. An object whose metadata
@@ -42,6 +42,6 @@ func metaOf(h *s3.HeadObjectOutput, src plan.Source, keep bool) (headMeta, error
 	if errors.As(err, &tl) {
 		return m, &RequestError{[]string{fmt.Sprintf("s3://%s/%s: %v; archive it without options.keepMetadata", src.Bucket, src.Key, err)}}
 	}
-	m.Field = field
+	m.Field = plan.MetaField(field)
 	return m, err
 }

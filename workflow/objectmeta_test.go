@@ -49,11 +49,11 @@ func TestMetaOf(t *testing.T) {
 			if m.Mode != c.mode || !m.ModTime.Equal(c.modTime) {
 				t.Errorf("mode %#o, time %v; want %#o, %v", m.Mode, m.ModTime, c.mode, c.modTime)
 			}
-			if (m.Field != nil) != (c.wantMeta != nil) {
+			if (m.Field != "") != (c.wantMeta != nil) {
 				t.Fatalf("meta field %x, want %+v", m.Field, c.wantMeta)
 			}
 			if c.wantMeta != nil {
-				got, err := zipformat.ParseMetadataExtra(m.Field[4:])
+				got, err := zipformat.ParseMetadataExtra([]byte(m.Field[4:]))
 				if err != nil || !reflect.DeepEqual(got, c.wantMeta) {
 					t.Errorf("meta field reads %+v, %v; want %+v", got, err, c.wantMeta)
 				}

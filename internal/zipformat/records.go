@@ -21,7 +21,7 @@ type Header struct {
 	Mode uint32
 	// CentralExtra is further extra fields, encoded (the metadata extra
 	// field): central header only.
-	CentralExtra []byte
+	CentralExtra string
 }
 
 // Zip64Sizes reports whether either size overflows the 32-bit header fields.
@@ -140,7 +140,8 @@ func AppendCentralHeader(dst []byte, h *Header) []byte {
 		}
 	}
 	b.extTime(h.ModTime)
-	return append(b, h.CentralExtra...)
+	b.str(h.CentralExtra)
+	return b
 }
 
 // AppendEndRecords appends the end of central directory record, preceded by
