@@ -13,6 +13,20 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
+// MaxKeptMetadataBytes bounds an object's metadata extra field: S3 holds a
+// request's headers to 8 KiB (user metadata to 2 KB of them), so a field
+// of S3's metadata is smaller; the bound is what sizes the pin round's
+// batches when metadata is kept (KeptLookupsPerBatch). An object over it
+// (a server more generous than S3) fails the run, naming it.
+const MaxKeptMetadataBytes = 8 << 10
+
+// KeptLookupsPerBatch is the most pin lookups one reader invocation
+// answers when the request keeps metadata: each answer carries its field in
+// base64 (at most MaxKeptMetadataBytes·4/3, about 10.7 KiB, and some 300
+// bytes more), and a batch's result must stay under Step Functions' 256 KiB
+// (20 × 11 KiB = 220 KiB).
+const KeptLookupsPerBatch = 20
+
 // headMeta is what an entry records of its object beyond the bytes, from
 // the HeadObject that looked it up: the Unix mode and modification time
 // rclone and s3fs keep in user metadata (objmeta), and, when the request
@@ -39,8 +53,9 @@ func metaOf(h *s3.HeadObjectOutput, src plan.Source, keep bool) (headMeta, error
 	}
 	field, err := zipformat.AppendMetadataExtra(nil, kept)
 	var tl *zipformat.MetadataTooLongError
-	if errors.As(err, &tl) {
-		return m, &RequestError{[]string{fmt.Sprintf("s3://%s/%s: %v; archive it without options.keepMetadata", src.Bucket, src.Key, err)}}
+	if errors.As(err, &tl) || err == nil && len(field) > MaxKeptMetadataBytes {
+		return m, &RequestError{[]string{fmt.Sprintf("s3://%s/%s: its metadata is over the %d bytes s3zip keeps of an object's (S3's own stays under 8 KiB of headers); archive it without options.keepMetadata",
+			src.Bucket, src.Key, MaxKeptMetadataBytes)}}
 	}
 	m.Field = plan.MetaField(field)
 	return m, err

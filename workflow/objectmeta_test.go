@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -68,5 +69,26 @@ func TestMetaOf(t *testing.T) {
 	}
 	if _, err := metaOf(huge, src, false); err != nil {
 		t.Errorf("not kept, its size does not matter: %v", err)
+	}
+}
+
+// A batch of KeptLookupsPerBatch pin answers, each at its longest (a field
+// of MaxKeptMetadataBytes, a 1,024-byte version ID), fits the 256 KiB Step
+// Functions holds a Map child's result to; one more field byte is refused.
+func TestKeptLookupsFitThePayloadQuota(t *testing.T) {
+	l := &Looked{Size: 1 << 40, ETag: `"` + strings.Repeat("f", 32) + `-10000"`, VersionID: strings.Repeat("v", 1024),
+		ModTime: time.Date(2025, 12, 31, 23, 59, 59, 999999999, time.UTC), CRC32: plan.KnownCRC(0xffffffff), Stored: StoredComposite,
+		Mode: 0o7777, Meta: plan.MetaField(strings.Repeat("\xff", MaxKeptMetadataBytes))}
+	res := &ReadBatchResult{}
+	for i := range KeptLookupsPerBatch {
+		res.Results = append(res.Results, ReadResult{Entry: 10_000_000 + i, Object: l})
+	}
+	if _, err := stepfn.Payload("a kept pin batch's result", res); err != nil {
+		t.Fatal(err)
+	}
+	over := &s3.HeadObjectOutput{Metadata: map[string]string{"k": strings.Repeat("x", MaxKeptMetadataBytes)}}
+	var re *RequestError
+	if _, err := metaOf(over, plan.Source{Bucket: "b", Key: "k"}, true); !errors.As(err, &re) {
+		t.Errorf("a field over MaxKeptMetadataBytes: got %v, want a RequestError", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/extract"
 )
@@ -218,4 +220,34 @@ func (w *world) openZip(t *testing.T, key string) *zip.Reader {
 		t.Fatal(err)
 	}
 	return zr
+}
+
+// Kept metadata travels in the pin round's answers, which Step Functions
+// holds to 256 KiB per batch: objects with nearly S3's 2 KB of user
+// metadata each, in batches as large as the round's job count allows,
+// still fit (the local Map enforces the quota as AWS does).
+func TestKeepMetadataBatchesFitThePayloadQuota(t *testing.T) {
+	w := newWorld(t, "src")
+	const n = 600
+	note := strings.Repeat("m", 1900)
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			_, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String(fmt.Sprintf("many/%04d.txt", i)),
+				Body: strings.NewReader("x"), ContentType: aws.String("text/plain"), Metadata: map[string]string{"note": note}})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.run(t, listRequest("stream", "src", "many/", "out/many.zip", map[string]any{"keepMetadata": true})); err != nil {
+		t.Fatal(err)
+	}
+	zr := w.openZip(t, "out/many.zip")
+	if len(zr.File) != n {
+		t.Fatalf("%d entries, want %d", len(zr.File), n)
+	}
+	w.clean(t)
 }
