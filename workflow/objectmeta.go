@@ -20,6 +20,13 @@ import (
 // (a server more generous than S3) fails the run, naming it.
 const MaxKeptMetadataBytes = 8 << 10
 
+// MaxKeptMetadataTotal bounds the metadata a run keeps, all objects
+// together: the planner holds every entry's field until the plan is
+// written, beside the entries themselves (README "Planning at scale": some
+// 1.2 GiB at a million entries of its 2,048 MB), so a run past it is
+// refused rather than run out of memory.
+const MaxKeptMetadataTotal = 256 << 20
+
 // KeptLookupsPerBatch is the most pin lookups one reader invocation
 // answers when the request keeps metadata: each answer carries its field in
 // base64 (at most MaxKeptMetadataBytes·4/3, about 10.7 KiB, and some 300

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,5 +91,30 @@ func TestKeptLookupsFitThePayloadQuota(t *testing.T) {
 	var re *RequestError
 	if _, err := metaOf(over, plan.Source{Bucket: "b", Key: "k"}, true); !errors.As(err, &re) {
 		t.Errorf("a field over MaxKeptMetadataBytes: got %v, want a RequestError", err)
+	}
+}
+
+// The metadata a run keeps is bounded all objects together: past
+// MaxKeptMetadataTotal the pin round's answers are refused with a
+// LimitError rather than held until the planner runs out of memory.
+func TestKeptMetadataTotalBounded(t *testing.T) {
+	field := plan.MetaField(strings.Repeat("m", 8<<20)) // one string shared by every answer: cheap here
+	n := int(MaxKeptMetadataTotal/(8<<20)) + 1
+	entries := make([]plan.Entry, n)
+	jobs := make([]lookupRef, n)
+	results := make([]ReadResult, n)
+	for i := range entries {
+		entries[i] = plan.Entry{Name: fmt.Sprintf("%d", i), Source: plan.Source{Bucket: "b", Key: fmt.Sprintf("%d", i)}, Size: 1}
+		jobs[i] = lookupRef{Entry: i}
+		results[i] = ReadResult{Entry: i, Object: &Looked{Size: 1, ETag: `"e"`, Meta: field}}
+	}
+	r := &planRun{req: &Request{Source: Source{Bucket: "b"}}, stored: &storedCRCs{}}
+	_, err := r.applyPins(entries, jobs, answersOf(results))
+	var le *LimitError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "without options.keepMetadata") {
+		t.Fatalf("got %v, want a LimitError saying how to get under it", err)
+	}
+	if _, err := r.applyPins(entries[:n-1], jobs[:n-1], answersOf(results[:n-1])); err != nil {
+		t.Fatalf("at the bound: %v", err)
 	}
 }

@@ -71,6 +71,7 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 	}
 	var problems []problem
 	folders := false // an entry is a folder, or is not, only as it turned out
+	var kept int64   // metadata bytes the entries hold
 	by := "the manifest"
 	if r.req.Source.Manifest == nil {
 		by = "the listing" // or the inventory: pinned to keep metadata
@@ -89,6 +90,10 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 		}
 		folders = folders || e.Dir != dir
 		r.stored.note(e.Source.Bucket, e.Source.Key, l.Stored)
+		if kept += int64(len(e.Meta)); kept > MaxKeptMetadataTotal {
+			return &LimitError{fmt.Sprintf("the objects' kept metadata passes %d MiB by entry %d of %d; the planner holds it with the entries (docs/metadata.md): archive fewer objects per run, or without options.keepMetadata",
+				MaxKeptMetadataTotal>>20, i+1, len(entries))}
+		}
 		return nil
 	})
 	if err != nil {
