@@ -1,0 +1,60 @@
+package extract
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/s3zip/s3zip/internal/objmeta"
+	"github.com/s3zip/s3zip/internal/zipformat"
+)
+
+// What an entry's metadata field kept goes into its item, and chooses its
+// Content-Type unless the request overrides the extension; entries without
+// one get the table's.
+func TestItemsCarryKeptMetadata(t *testing.T) {
+	field, err := zipformat.AppendMetadataExtra(nil, &zipformat.Metadata{ContentType: "text/plain", CacheControl: "no-cache", User: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := stored("kept.html", 10)
+	kept.MetaField = field[4:]
+	keptCSS := stored("kept.css", 10)
+	keptCSS.MetaField = field[4:]
+	var types objmeta.ContentTypes
+	if err := types.ParseOverride("css=text/x-custom"); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, Options{SmallStored: 1 << 20, ContentTypes: types}, kept, keptCSS, stored("plain.html", 10))
+	for name, want := range map[string]string{"kept.html": "text/plain", "kept.css": "text/x-custom", "plain.html": "text/html; charset=utf-8"} {
+		it := itemOf(t, p, name)
+		if it.ContentType != want {
+			t.Errorf("%s: Content-Type %q, want %q", name, it.ContentType, want)
+		}
+		if (it.Meta != nil) != strings.HasPrefix(name, "kept") || it.Meta != nil && (it.Meta.CacheControl != "no-cache" || it.Meta.User["k"] != "v") {
+			t.Errorf("%s: meta %+v", name, it.Meta)
+		}
+	}
+}
+
+// An entry whose metadata field is malformed is refused before anything is
+// written, saying what is wrong with it.
+func TestMalformedMetadataRefused(t *testing.T) {
+	bad := stored("bad.html", 10)
+	bad.MetaField = []byte{1, 4, 9, 0} // a user record longer than the field
+	a, _ := layout(stored("good.txt", 5), bad)
+	_, err := Check(a, "out/", Options{})
+	var re *RefusedError
+	if !errors.As(err, &re) || len(re.Entries) != 1 || re.Entries[0].Name != "bad.html" || !strings.Contains(re.Entries[0].Why, "metadata extra field 0x3373") {
+		t.Fatalf("got %v, want bad.html refused for its metadata field", err)
+	}
+}
+
+// itemOf is the item that writes the named entry.
+func itemOf(t *testing.T, p *Plan, name string) Item {
+	t.Helper()
+	j := jobOf(t, p, name)
+	k := slices.IndexFunc(j.Items, func(it Item) bool { return it.Name == name })
+	return j.Items[k]
+}
