@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -152,9 +149,7 @@ func (x extractedHere) print(w io.Writer, req extract.Request) {
 
 // typeCounts is how many objects got each Content-Type, most first.
 func typeCounts(counts map[string]int) string {
-	types := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
-		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
-	})
+	types := objmeta.MostFirst(counts)
 	parts := make([]string, len(types))
 	for i, t := range types {
 		parts[i] = fmt.Sprintf("%d %s", counts[t], t)

@@ -1,6 +1,7 @@
 package objmeta
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -101,4 +102,12 @@ func (o ContentTypes) override(name string) (string, bool) {
 		}
 	}
 	return typ, best != ""
+}
+
+// MostFirst is the types counted, the most objects first (then by name):
+// how the summaries list them.
+func MostFirst(counts map[string]int) []string {
+	return slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
 }
