@@ -44,11 +44,22 @@ func TestItemsCarryKeptMetadata(t *testing.T) {
 func TestMalformedMetadataRefused(t *testing.T) {
 	bad := stored("bad.html", 10)
 	bad.MetaField = []byte{1, 4, 9, 0} // a user record longer than the field
-	a, _ := layout(stored("good.txt", 5), bad)
-	_, err := Check(a, "out/", Options{})
+	huge, err := zipformat.AppendMetadataExtra(nil, &zipformat.Metadata{User: map[string]string{"k": strings.Repeat("\x01", objmeta.MaxFieldBytes)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := stored("big.html", 10)
+	big.MetaField = huge[4:] // well formed, but its JSON (escaped) would not fit a job
+	a, _ := layout(stored("good.txt", 5), bad, big)
+	_, err = Check(a, "out/", Options{})
 	var re *RefusedError
-	if !errors.As(err, &re) || len(re.Entries) != 1 || re.Entries[0].Name != "bad.html" || !strings.Contains(re.Entries[0].Why, "metadata extra field 0x3373") {
-		t.Fatalf("got %v, want bad.html refused for its metadata field", err)
+	if !errors.As(err, &re) || len(re.Entries) != 2 {
+		t.Fatalf("got %v, want bad.html and big.html refused for their metadata fields", err)
+	}
+	for i, want := range []struct{ name, why string }{{"bad.html", "says 9 bytes"}, {"big.html", "more than the 8192 s3zip writes"}} {
+		if re.Entries[i].Name != want.name || !strings.Contains(re.Entries[i].Why, "metadata extra field 0x3373") || !strings.Contains(re.Entries[i].Why, want.why) {
+			t.Errorf("refused %+v, want %s: %s", re.Entries[i], want.name, want.why)
+		}
 	}
 }
 

@@ -231,6 +231,10 @@ func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
 			refused = append(refused, Skipped{e.Name, err.Error()})
 			continue
 		}
+		if n := len(e.MetaField); n > objmeta.MaxFieldBytes {
+			refused = append(refused, Skipped{e.Name, fmt.Sprintf("its metadata extra field 0x%04x is %d bytes, more than the %d s3zip writes (S3's headers stay under 8 KiB)", zipformat.MetadataExtraID, n, objmeta.MaxFieldBytes)})
+			continue
+		}
 		if why := unsupported(e); why != "" {
 			if opts.SkipUnsupported {
 				skipped = append(skipped, Skipped{e.Name, why})

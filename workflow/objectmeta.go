@@ -13,12 +13,11 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// MaxKeptMetadataBytes bounds an object's metadata extra field: S3 holds a
-// request's headers to 8 KiB (user metadata to 2 KB of them), so a field
-// of S3's metadata is smaller; the bound is what sizes the pin round's
-// batches when metadata is kept (KeptLookupsPerBatch). An object over it
-// (a server more generous than S3) fails the run, naming it.
-const MaxKeptMetadataBytes = 8 << 10
+// MaxKeptMetadataBytes bounds an object's metadata extra field
+// (objmeta.MaxFieldBytes): it sizes the pin round's batches when metadata
+// is kept (KeptLookupsPerBatch). An object over it (a server more generous
+// than S3) fails the run, naming it.
+const MaxKeptMetadataBytes = objmeta.MaxFieldBytes
 
 // MaxKeptMetadataTotal bounds the metadata a run keeps, all objects
 // together: the planner holds every entry's field until the plan is

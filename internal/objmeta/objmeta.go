@@ -29,6 +29,13 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
+// MaxFieldBytes bounds the metadata extra field s3zip writes for an object
+// (zipformat.AppendMetadataExtra) and reads back: S3 holds a request's
+// headers to 8 KiB (user metadata to 2 KB of them), so S3's metadata always
+// fits; the bound sizes what carries fields through Step Functions (the pin
+// round's answers, extract's jobs).
+const MaxFieldBytes = 8 << 10
+
 // User metadata keys rclone and s3fs share.
 const (
 	KeyMtime = "mtime"
