@@ -51,6 +51,19 @@ type Entry struct {
 	Mode             fs.FileMode
 	ReaderVersion    uint16 // "version needed to extract"
 	Zip64            bool   // the central header carries a ZIP64 extra field
+	// MetaField is the data of the central header's object metadata extra
+	// field (zipformat.MetadataExtraID; `create --keep-metadata` writes
+	// it), nil when it has none: Metadata decodes it.
+	MetaField []byte
+}
+
+// Metadata is what the entry's metadata extra field says of the object it
+// was made from: nil when it has none, an error when it is malformed.
+func (e *Entry) Metadata() (*zipformat.Metadata, error) {
+	if e.MetaField == nil {
+		return nil, nil
+	}
+	return zipformat.ParseMetadataExtra(e.MetaField)
 }
 
 // IsDir reports whether the entry is a directory (its name ends in "/").
@@ -435,9 +448,9 @@ func (a *Archive) readCentralHeader(cd *centralReader, i int) (Entry, error) {
 }
 
 // centralExtras reads a central header's extra fields into e: the ZIP64
-// sizes and offset, and the extended timestamp. It returns what is wrong
-// with the ZIP64 field ("" when nothing) and whether the fields were well
-// formed.
+// sizes and offset, the extended timestamp, the object metadata. It
+// returns what is wrong with the ZIP64 field ("" when nothing) and whether
+// the fields were well formed.
 func centralExtras(e *Entry, raw raw32, extra []byte) (zipErr string, ok bool) {
 	ok = extraFields(extra, func(id uint16, d readBuf) {
 		switch id {
@@ -450,6 +463,8 @@ func centralExtras(e *Entry, raw raw32, extra []byte) (zipErr string, ok bool) {
 			if len(d) >= 5 && d.u8()&1 != 0 {
 				e.Modified = time.Unix(int64(d.u32()), 0).UTC()
 			}
+		case zipformat.MetadataExtraID:
+			e.MetaField = append([]byte{}, d...) // d is the reader's buffer
 		}
 	})
 	return zipErr, ok

@@ -11,13 +11,13 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 )
@@ -67,8 +67,36 @@ func (x *executor) get(ctx context.Context, r Range) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
+// metadata is the user metadata an entry's object is written with: what
+// the archive kept of it, exactly, else the entry's modification time as
+// rclone and s3fs read it; and the execution that wrote it.
 func (x *executor) metadata(it *Item) map[string]string {
-	return map[string]string{"mtime": it.Modified.UTC().Format(time.RFC3339), ExecutionMetadata: x.ex.Execution}
+	m := map[string]string{ExecutionMetadata: x.ex.Execution}
+	if it.Meta == nil {
+		m[objmeta.KeyMtime] = objmeta.FormatMtime(it.Modified)
+		return m
+	}
+	for k, v := range it.Meta.User {
+		if k != ExecutionMetadata {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// headers are the Content-Encoding and Cache-Control the archive kept of
+// an entry's object (nil when none).
+func (it *Item) headers() (encoding, cacheControl *string) {
+	if it.Meta == nil {
+		return nil, nil
+	}
+	if it.Meta.ContentEncoding != "" {
+		encoding = &it.Meta.ContentEncoding
+	}
+	if it.Meta.CacheControl != "" {
+		cacheControl = &it.Meta.CacheControl
+	}
+	return encoding, cacheControl
 }
 
 // alreadyOurs says whether a write refused by If-None-Match met an object
@@ -134,6 +162,7 @@ func (x *executor) abortOpen(ctx context.Context) {
 // checksums when checksum is set.
 func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string, error) {
 	in := &s3.CreateMultipartUploadInput{Bucket: &x.dest, Key: &it.Key, ContentType: aws.String(it.ContentType), Metadata: x.metadata(it)}
+	in.ContentEncoding, in.CacheControl = it.headers()
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -29,6 +30,35 @@ type Summary struct {
 	ExtractedBytes int64  `json:"extractedBytes"`
 	CopiedBytes    int64  `json:"copiedBytes"`
 	StreamedBytes  int64  `json:"streamedBytes"`
+	// ContentTypes counts the objects written by Content-Type: the
+	// summaryTypes most common, the rest under OtherTypes (the report
+	// counts every one).
+	ContentTypes map[string]int `json:"contentTypes"`
+}
+
+// summaryTypes is how many Content-Types the Summary names: an archive
+// whose objects kept thousands of distinct ones must not take the output
+// past Step Functions' 256 KiB.
+const summaryTypes = 100
+
+// OtherTypes is the key the Summary counts its less common types under.
+const OtherTypes = "(other types)"
+
+// mostTypes is counts with only its most common n types, the rest summed
+// under OtherTypes.
+func mostTypes(counts map[string]int, n int) map[string]int {
+	if len(counts) <= n {
+		return counts
+	}
+	out := make(map[string]int, n+1)
+	for i, t := range objmeta.MostFirst(counts) {
+		if i < n {
+			out[t] = counts[t]
+		} else {
+			out[OtherTypes] += counts[t]
+		}
+	}
+	return out
 }
 
 // Finalizer is the Finalize state's handler.
@@ -45,7 +75,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*Summary, e
 		return nil, err
 	}
 	return &Summary{Archive: res.Archive, ETag: res.ETag, Entries: res.Entries, Objects: len(res.Objects), Skipped: len(res.Skipped),
-		Report: res.Report, ExtractedBytes: res.Extracted, CopiedBytes: res.Copied, StreamedBytes: res.Streamed}, nil
+		Report: res.Report, ExtractedBytes: res.Extracted, CopiedBytes: res.Copied, StreamedBytes: res.Streamed, ContentTypes: mostTypes(res.ContentTypes, summaryTypes)}, nil
 }
 
 // finalize gathers the batches' results from S3, checks that every planned
@@ -71,7 +101,7 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(ex, written, skipped, verifyRead)
+	res := newResult(ex, jobs, written, skipped, verifyRead)
 	if res.Report, err = writeReport(ctx, f.S3, ex, res); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,7 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 	}{req.DestBucket, req.Prefix}
 	doc.Options.Overwrite, doc.Options.SkipUnsupported = req.Overwrite, req.SkipUnsupported
 	doc.Options.SmallStored, doc.Options.ReadGroup, doc.Options.CopyPart = req.SmallStored, req.ReadGroup, req.CopyPart
+	doc.Options.ContentTypes = req.ContentTypes.Override
 	raw, _ := json.Marshal(doc)
 
 	planner := &Planner{S3: r.c, Config: cfg, Log: r.log}

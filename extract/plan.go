@@ -18,8 +18,6 @@ package extract
 import (
 	"fmt"
 	"io/fs"
-	"mime"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -28,7 +26,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -73,6 +73,9 @@ type Options struct {
 	// CopyPart is the size of the ranges a STORED entry over MaxCopyPart is
 	// copied in (default MaxCopyPart).
 	CopyPart int64
+	// ContentTypes chooses each object's Content-Type: the request's
+	// overrides by extension, what the archive kept, the fixed table.
+	ContentTypes objmeta.ContentTypes
 }
 
 // DefaultReadGroup is Options.ReadGroup's default.
@@ -117,6 +120,9 @@ type Item struct {
 	CRC32          uint32    `json:"crc32"`
 	Modified       time.Time `json:"modified"`
 	ContentType    string    `json:"contentType,omitempty"`
+	// Meta is what the archive kept of the object the entry was made from
+	// (`create --keep-metadata`): written back with it.
+	Meta *zipformat.Metadata `json:"meta,omitempty"`
 	// Replaces: an object was at Key when the extraction was planned (an
 	// --overwrite run). It is replaced by the entry's complete content in
 	// one write and never deleted, not even when the run fails, so the key
@@ -219,6 +225,14 @@ func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
 		}
 		if why := notAFile(e); why != "" {
 			skipped = append(skipped, Skipped{e.Name, why})
+			continue
+		}
+		if _, err := e.Metadata(); err != nil {
+			refused = append(refused, Skipped{e.Name, err.Error()})
+			continue
+		}
+		if n := len(e.MetaField); n > objmeta.MaxFieldBytes {
+			refused = append(refused, Skipped{e.Name, fmt.Sprintf("its metadata extra field 0x%04x is %d bytes, more than the %d s3zip writes (S3's headers stay under 8 KiB)", zipformat.MetadataExtraID, n, objmeta.MaxFieldBytes)})
 			continue
 		}
 		if why := unsupported(e); why != "" {
@@ -442,10 +456,11 @@ func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]i
 	for _, i := range order {
 		e := &a.Entries[i]
 		name, _ := entryName(e.Name) // Check refused those without one
+		meta, _ := e.Metadata()      // Check refused those it could not read
 		it := Item{
 			Entry: i, Name: e.Name, Key: prefix + name, Method: e.Method,
 			Offset: e.Offset, Bound: bound[i], DataStart: -1, CompressedSize: e.CompressedSize, Size: e.UncompressedSize,
-			CRC32: e.CRC32, Modified: e.Modified, ContentType: contentType(e.Name),
+			CRC32: e.CRC32, Modified: e.Modified, Meta: meta, ContentType: opts.ContentTypes.For(e.Name, kept(meta)),
 		}
 		p.Objects++
 		p.Bytes += it.Size
@@ -515,9 +530,10 @@ func copyRanges(start, n, part int64) []Range {
 	return rs
 }
 
-func contentType(name string) string {
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		return t
+// kept is the Content-Type the archive kept, "" when none.
+func kept(m *zipformat.Metadata) string {
+	if m == nil {
+		return ""
 	}
-	return "application/octet-stream"
+	return m.ContentType
 }

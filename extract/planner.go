@@ -11,10 +11,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
@@ -42,6 +45,9 @@ type RequestDoc struct {
 		ReadGroup       int64 `json:"readGroup,omitempty"`
 		CopyPart        int64 `json:"copyPart,omitempty"`
 		MaxConcurrency  int   `json:"maxConcurrency,omitempty"`
+		// ContentTypes maps extensions ("html" or ".html") to the
+		// Content-Type every entry with one gets (--content-type).
+		ContentTypes map[string]string `json:"contentTypes,omitempty"`
 	} `json:"options"`
 }
 
@@ -156,6 +162,12 @@ func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 	if o.SmallStored < -1 || o.ReadGroup < 0 || o.CopyPart < 0 || o.MaxConcurrency < 0 {
 		problems = append(problems, "options: sizes and maxConcurrency must not be negative (smallStored may be -1: copy every STORED entry)")
 	}
+	var types objmeta.ContentTypes
+	for _, ext := range slices.Sorted(maps.Keys(o.ContentTypes)) {
+		if err := types.ParseOverride(ext + "=" + o.ContentTypes[ext]); err != nil {
+			problems = append(problems, "options.contentTypes: "+err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return nil, Options{}, &RequestError{problems}
 	}
@@ -164,7 +176,8 @@ func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 	if o.MaxConcurrency > 0 {
 		ex.MaxConcurrency = o.MaxConcurrency
 	}
-	return ex, Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart, Model: cfg.Model}, nil
+	return ex, Options{SkipUnsupported: o.SkipUnsupported, SmallStored: o.SmallStored, ReadGroup: o.ReadGroup, CopyPart: o.CopyPart, Model: cfg.Model,
+		ContentTypes: types}, nil
 }
 
 // destination sets where the request extracts to (the one it names, or the

@@ -106,6 +106,7 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 		Bucket: &x.dest, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	}
+	in.ContentEncoding, in.CacheControl = it.headers()
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")
 	}

@@ -41,13 +41,20 @@ type Result struct {
 	// VerifyRead is archive bytes read only to check copies, on servers
 	// that cannot answer a ranged copy's CRC-32 (0 on AWS).
 	VerifyRead int64 `json:"verifyReadBytes"`
+	// ContentTypes counts the objects written by Content-Type.
+	ContentTypes map[string]int `json:"contentTypes"`
 }
 
-// newResult is the result of a planned extraction whose objects were
-// written (sorted by key) and entries skipped.
-func newResult(ex *Extraction, written []Written, skipped []Skipped, verifyRead int64) *Result {
+// newResult is the result of a planned extraction whose jobs wrote their
+// objects (written, sorted by key) and skipped entries.
+func newResult(ex *Extraction, jobs []Job, written []Written, skipped []Skipped, verifyRead int64) *Result {
 	res := &Result{Archive: fmt.Sprintf("s3://%s/%s", ex.Archive.Bucket, ex.Archive.Key), ETag: ex.Archive.ETag, Entries: ex.Entries,
-		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead}
+		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: map[string]int{}}
+	for _, j := range jobs {
+		for _, it := range j.Items {
+			res.ContentTypes[it.ContentType]++
+		}
+	}
 	for _, w := range written {
 		res.Extracted += w.Size
 	}
@@ -93,10 +100,11 @@ func accountFor(ex *Extraction, planned map[string]bool, written []Written) erro
 
 // report is the report object's content.
 type report struct {
-	Archive string    `json:"archive"`
-	ETag    string    `json:"etag"`
-	Objects []Written `json:"objects"`
-	Skipped []Skipped `json:"skipped,omitempty"`
+	Archive      string         `json:"archive"`
+	ETag         string         `json:"etag"`
+	ContentTypes map[string]int `json:"contentTypes"`
+	Objects      []Written      `json:"objects"`
+	Skipped      []Skipped      `json:"skipped,omitempty"`
 }
 
 // writeReport puts the report at the extraction's report key, as it puts
@@ -104,7 +112,7 @@ type report struct {
 // when planned; a report this execution put before (a Finalize run again)
 // counts as written. It returns the report's address.
 func writeReport(ctx context.Context, c Client, ex *Extraction, res *Result) (string, error) {
-	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
+	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, ContentTypes: res.ContentTypes, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
 	d, key := ex.DestBucket, ex.reportKey()
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),

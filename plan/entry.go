@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -89,7 +90,11 @@ type Entry struct {
 	// deflated entry's Source holds its compressed bytes, and Size and CRC32
 	// are theirs (what the archive holds, and what workers copy and check);
 	// RawSize and RawCRC32 are the uncompressed data's, which its headers carry.
-	Method   uint16 `json:"method,omitempty"`
+	Method uint16 `json:"method,omitempty"`
+	// Mode is the Unix permission bits the object's user metadata gives
+	// (internal/objmeta), 0 when none: the central header's external
+	// attributes carry it. (Beside Method, it takes no room of its own.)
+	Mode     uint32 `json:"mode,omitempty"`
 	RawSize  int64  `json:"rawSize,omitempty"`
 	RawCRC32 CRC    `json:"rawCrc32,omitzero"`
 	// Origin is a deflated entry's own object (Source is its compressed copy).
@@ -97,6 +102,30 @@ type Entry struct {
 	// SHA256 is the uncompressed data's SHA-256 in hex, when the request
 	// asked for digests.
 	SHA256 string `json:"sha256,omitempty"`
+	// Meta is the object's metadata extra field, encoded
+	// (zipformat.AppendMetadataExtra), when the request keeps metadata: the
+	// central header carries it, and its length is the directory's.
+	Meta MetaField `json:"meta,omitempty"`
+}
+
+// MetaField is an encoded extra field: bytes held in a string, 16 bytes of
+// an Entry where a slice would take 24 (and most entries have none);
+// base64 in JSON.
+type MetaField string
+
+// MarshalText writes the field as base64.
+func (f MetaField) MarshalText() ([]byte, error) {
+	return base64.StdEncoding.AppendEncode(nil, []byte(f)), nil
+}
+
+// UnmarshalText reads base64.
+func (f *MetaField) UnmarshalText(b []byte) error {
+	raw, err := base64.StdEncoding.AppendDecode(nil, b)
+	if err != nil {
+		return fmt.Errorf("metadata extra field: %w", err)
+	}
+	*f = MetaField(raw)
+	return nil
 }
 
 // Compression methods (APPNOTE 4.4.5).

@@ -12,7 +12,7 @@ func localHeaderSize(e *Entry) int64 {
 
 // centralHeaderSize is the length of an entry's central directory header.
 func centralHeaderSize(e *PlacedEntry) int64 {
-	return zipformat.CentralHeaderSize(len(e.Name), e.zip64Sizes(), e.Offset)
+	return zipformat.CentralHeaderSize(len(e.Name), len(e.Meta), e.zip64Sizes(), e.Offset)
 }
 
 // header is what e's headers say, carrying crc as the data's CRC.
@@ -26,6 +26,8 @@ func (e *PlacedEntry) header(crc uint32) *zipformat.Header {
 		UncompressedSize: e.UncompressedSize(),
 		Offset:           e.Offset,
 		Dir:              e.Dir,
+		Mode:             e.Mode,
+		CentralExtra:     string(e.Meta),
 	}
 }
 

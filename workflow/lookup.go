@@ -54,6 +54,11 @@ type Looked struct {
 	// Stored says what S3 stores of a pinned object's CRC-32 when it is not
 	// the whole object's (StoredNone, StoredComposite).
 	Stored string `json:"stored,omitempty"`
+	// Mode is the Unix mode its user metadata gives (LookupPin; ModTime is
+	// the mtime it gives, where it gives one); Meta its metadata extra
+	// field, when the job keeps metadata.
+	Mode uint32         `json:"mode,omitempty"`
+	Meta plan.MetaField `json:"meta,omitempty"`
 }
 
 // What S3 stores of an object's CRC-32 when it stores no whole-object one
@@ -196,7 +201,7 @@ func (r *Reader) lookups() int {
 func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looked, error) {
 	switch j.Lookup {
 	case LookupPin:
-		return pinObject(ctx, r.S3, j.Source)
+		return pinObject(ctx, r.S3, j.Source, j.KeepMetadata)
 	case LookupStoredCRC:
 		crc, ok, err := storedCRC(ctx, r.S3, j.Source, j.Length)
 		if err != nil || !ok {
@@ -213,9 +218,10 @@ func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looke
 	return nil, fmt.Errorf("unknown lookup %q (this reader knows %q, %q and %q)", j.Lookup, LookupPin, LookupCRC, LookupStoredCRC)
 }
 
-// pinObject is a manifest object as HeadObject describes it; a missing one
-// is an answer (the planner lists every missing line), not an error.
-func pinObject(ctx context.Context, c objectHeader, src plan.Source) (*Looked, error) {
+// pinObject is an object as HeadObject describes it, its metadata kept when
+// keep is set; a missing one is an answer (the planner lists every missing
+// line), not an error.
+func pinObject(ctx context.Context, c objectHeader, src plan.Source, keep bool) (*Looked, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		if s3x.NotFound(err) {
@@ -231,6 +237,14 @@ func pinObject(ctx context.Context, c objectHeader, src plan.Source) (*Looked, e
 		l.Stored = StoredComposite
 	default:
 		l.Stored = StoredNone
+	}
+	m, err := metaOf(h, src, keep)
+	if err != nil {
+		return nil, err
+	}
+	l.Mode, l.Meta = m.Mode, m.Field
+	if !m.ModTime.IsZero() {
+		l.ModTime = m.ModTime
 	}
 	return l, nil
 }

@@ -30,10 +30,11 @@ func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) 
 	// A manifest's objects are looked up once their entries are named: a
 	// name the archive cannot take is refused before anything is written.
 	entries, err := r.pl.named(r.cfg, r.req, found)
-	if err != nil || r.req.Source.Manifest == nil {
+	keep := r.req.Options.KeepMetadata
+	if err != nil || r.req.Source.Manifest == nil && !keep {
 		return entries, nil, err
 	}
-	jobs, err := pinJobs(entries, lines)
+	jobs, err := pinJobs(entries, lines, keep)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -97,8 +97,11 @@ func (r *planRun) handOver(ctx context.Context, stage string, entries []plan.Ent
 	rp := &ReadPlan{Execution: r.execution, WorkBucket: r.cfg.WorkBucket, WorkPrefix: r.prefix, Jobs: jobs.n,
 		MaxConcurrency: maxConcurrency(r.cfg, r.req), Reads: ReadsDone{Stage: stage, JobsKey: folder + "jobs.json"}}
 	most := DefaultLookupsPerBatch
-	if stage == StageRead {
+	switch {
+	case stage == StageRead:
 		most = r.cfg.MaxReadsPerBatch
+	case stage == StagePin && r.req.Options.KeepMetadata:
+		most = KeptLookupsPerBatch // answers carry the metadata
 	}
 	rp.ReadsPerBatch = ReadsPerBatch(jobs.n, rp.MaxConcurrency, most)
 	if entries != nil {

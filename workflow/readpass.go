@@ -134,6 +134,9 @@ type ReadJob struct {
 	// Line is a manifest object's line (LookupPin), for the problems the
 	// planner lists.
 	Line int `json:"line,omitempty"`
+	// KeepMetadata: a LookupPin answers the object's metadata extra field
+	// too (options.keepMetadata).
+	KeepMetadata bool `json:"keepMetadata,omitempty"`
 	// Stored is what S3 stores of Source's CRC-32 when the listing, the
 	// inventory or the pin said (LookupCRC: StoredNone, StoredComposite).
 	Stored string `json:"stored,omitempty"`

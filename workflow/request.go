@@ -85,6 +85,11 @@ type Options struct {
 	// Presign asks for download links of the archive and its report in the
 	// output, signed by the finalizer for this long (1s to 7d: "24h", "7d").
 	Presign string `json:"presign,omitempty"`
+	// KeepMetadata records each object's Content-Type, Content-Encoding,
+	// Cache-Control and user metadata in its central directory header
+	// (docs/metadata.md), for extract to write back: a HeadObject per
+	// object, made by the read pass's Map.
+	KeepMetadata bool `json:"keepMetadata,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
@@ -65,14 +66,15 @@ type extractFlags struct {
 	workers                         *int
 	overwrite, skip, asJSON         *bool
 	small                           *int64
+	types                           objmeta.ContentTypes
 }
 
 func newExtractFlags() (*flags, *extractFlags) {
-	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
+	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--content-type EXT=TYPE]... [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
 		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
 			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
 			"(PREFIX/"+extract.ReportName+") lists every object written.")
-	return fs, &extractFlags{
+	xf := &extractFlags{
 		endpoint:   fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
 		workers:    fs.Int("workers", 8, "jobs run at once, 1 to 1000"),
 		overwrite:  fs.Bool("overwrite", false, "replace objects that already exist under the prefix"),
@@ -82,6 +84,8 @@ func newExtractFlags() (*flags, *extractFlags) {
 		asJSON:     fs.Bool("json", false, "print the result as JSON"),
 		workBucket: fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)"),
 	}
+	fs.Var(&xf.types, "content-type", "`EXT=TYPE`: objects whose name ends in .EXT get Content-Type TYPE, whatever the archive kept (repeatable; otherwise: what the archive kept, else a fixed table by extension, else "+objmeta.DefaultContentType+")")
+	return fs, xf
 }
 
 // request is the extract the arguments and flags describe: the archive
@@ -116,7 +120,7 @@ func (xf *extractFlags) request(fs *flags, pos []string) (extract.Request, error
 	}
 	return extract.Request{
 		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *xf.overwrite, Workers: *xf.workers, WorkBucket: *xf.workBucket,
-		Options: extract.Options{SkipUnsupported: *xf.skip, SmallStored: smallStored, Model: model},
+		Options: extract.Options{SkipUnsupported: *xf.skip, SmallStored: smallStored, Model: model, ContentTypes: xf.types},
 	}, nil
 }
 
@@ -135,11 +139,25 @@ func (x extractedHere) print(w io.Writer, req extract.Request) {
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(w, "skipped     %s (listed in the report)\n", count(len(res.Skipped), "entry", "entries"))
 	}
+	fmt.Fprintf(w, "types       %s\n", typeCounts(res.ContentTypes))
 	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(res.Copied))
 	fmt.Fprintf(w, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
 	printRequests(w, x.counter)
 	fmt.Fprintf(w, "report      %s\n", res.Report)
 	fmt.Fprintf(w, "wall time   %.2f s\n", x.wall.Seconds())
+}
+
+// typeCounts is how many objects got each Content-Type, most first.
+func typeCounts(counts map[string]int) string {
+	types := objmeta.MostFirst(counts)
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("%d %s", counts[t], t)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // smallStoredOption is --small-stored as extract.Options takes it, where 0

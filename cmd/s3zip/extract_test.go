@@ -6,10 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
@@ -134,5 +138,37 @@ func TestExtractReportOfNothing(t *testing.T) {
 	}
 	if got := string(report["objects"]); got != "[]" {
 		t.Errorf(`report "objects": %s, want []`, got)
+	}
+}
+
+// --content-type EXT=TYPE (repeatable) gives every object with that
+// extension its type, over the fixed table; the summary counts the types.
+func TestExtractContentTypeFlag(t *testing.T) {
+	srv := cliServer(t)
+	srv.PutObject(t, "cli", "in.zip", storedZip(t, map[string]string{"a.html": "<p>", "b.html": "<b>", "notes.md": "# n", "c.css": "p{}"}))
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"extract", "s3://cli/in.zip", "s3://cli/out/", "--endpoint", srv.Endpoint(),
+		"--content-type", "html=text/html; charset=iso-8859-1", "--content-type", ".MD=text/x-markdown"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := srv.Client(t)
+	for key, want := range map[string]string{"a.html": "text/html; charset=iso-8859-1", "b.html": "text/html; charset=iso-8859-1",
+		"notes.md": "text/x-markdown", "c.css": "text/css; charset=utf-8"} {
+		h, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cli"), Key: aws.String("out/" + key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(h.ContentType); got != want {
+			t.Errorf("out/%s: Content-Type %q, want %q", key, got, want)
+		}
+	}
+	if want := "types       2 text/html; charset=iso-8859-1, 1 text/css; charset=utf-8, 1 text/x-markdown\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+	for _, bad := range []string{"html", "=text/html", "html="} {
+		if err := run(context.Background(), []string{"extract", "s3://cli/in.zip", "s3://cli/o2/", "--endpoint", srv.Endpoint(), "--content-type", bad}, io.Discard); err == nil || !strings.Contains(err.Error(), "want EXT=TYPE") {
+			t.Errorf("--content-type %q: got %v, want an error saying EXT=TYPE", bad, err)
+		}
 	}
 }

@@ -24,7 +24,7 @@ type requestFlags struct {
 	compress, digest, sumsFile  *string
 	workers, level              *int
 	partSize                    *int64
-	directories                 *bool
+	directories, keepMetadata   *bool
 }
 
 func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
@@ -41,10 +41,12 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
 		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
-		compress:    fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
-		digest:      fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
-		sumsFile:    fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
-		level:       fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		keepMetadata: fs.Bool("keep-metadata", false, "record each object's Content-Type, Content-Encoding, Cache-Control and user metadata in the archive "+
+			"(an extra field other readers skip; s3zip extract writes them back): one HeadObject per object, in the read pass"),
+		compress: fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
+		digest:   fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
+		sumsFile: fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
+		level:    fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
 	}
 }
 
@@ -109,7 +111,7 @@ func (f *requestFlags) check(cmd string) error {
 func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	req := workflow.Request{Options: workflow.Options{
 		Strategy: *f.strategy, Prefer: *f.prefer, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
-		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level,
+		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level, KeepMetadata: *f.keepMetadata,
 	}}
 	if *f.compress != workflow.CompressNone {
 		req.Options.Compression = *f.compress
@@ -172,6 +174,7 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.names`), "--names"},
 	{regexp.MustCompile(`options\.duplicates`), "--duplicates"},
 	{regexp.MustCompile(`options\.directories`), "--directories"},
+	{regexp.MustCompile(`options\.keepMetadata`), "--keep-metadata"},
 	{regexp.MustCompile(`duplicates policy "(\w+)"`), "--duplicates $1"},
 	{regexp.MustCompile(`source\.manifest(\.bucket|\.key)?`), "--manifest"},
 	{regexp.MustCompile(`source\.inventory(\.bucket|\.key)?`), "--inventory"},

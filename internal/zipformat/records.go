@@ -15,6 +15,13 @@ type Header struct {
 	UncompressedSize int64
 	Offset           int64 // of the local header; central header only
 	Dir              bool  // central header only: directory attributes
+	// Mode is the Unix permission bits (0 is the default, 0644 or 0755 for
+	// a directory); the type bits are the header's: a file or a directory.
+	// Central header only.
+	Mode uint32
+	// CentralExtra is further extra fields, encoded (the metadata extra
+	// field): central header only.
+	CentralExtra string
 }
 
 // Zip64Sizes reports whether either size overflows the 32-bit header fields.
@@ -76,7 +83,8 @@ func AppendLocalHeader(dst []byte, h *Header) []byte {
 }
 
 // AppendCentralHeader appends h's central directory header to dst; it is
-// CentralHeaderSize(len(h.Name), h.Zip64Sizes(), h.Offset) bytes long.
+// CentralHeaderSize(len(h.Name), len(h.CentralExtra), h.Zip64Sizes(),
+// h.Offset) bytes long.
 func AppendCentralHeader(dst []byte, h *Header) []byte {
 	b := writeBuf(dst)
 	date, clock := MSDOSTime(h.ModTime)
@@ -98,6 +106,9 @@ func AppendCentralHeader(dst []byte, h *Header) []byte {
 	if h.Dir {
 		mode, attr = UnixDirMode, MSDOSDirAttr
 	}
+	if h.Mode != 0 {
+		mode = mode&UnixTypeMask | h.Mode&UnixPermMask
+	}
 	b.u32(CentralHeaderSignature)
 	b.u16(CreatorUnix<<8 | version)
 	b.u16(version)
@@ -109,7 +120,7 @@ func AppendCentralHeader(dst []byte, h *Header) []byte {
 	b.u32(size32)
 	b.u32(raw32)
 	b.u16(uint16(len(h.Name)))
-	b.u16(uint16(zipExtra + ExtTimeExtraLen))
+	b.u16(uint16(zipExtra + ExtTimeExtraLen + int64(len(h.CentralExtra))))
 	b.u16(0) // comment length
 	b.u16(0) // disk number start
 	b.u16(0) // internal attributes
@@ -129,6 +140,7 @@ func AppendCentralHeader(dst []byte, h *Header) []byte {
 		}
 	}
 	b.extTime(h.ModTime)
+	b.str(h.CentralExtra)
 	return b
 }
 

@@ -18,11 +18,12 @@ func TestRecordSizes(t *testing.T) {
 		{Name: "big", ModTime: mod, CompressedSize: 5 << 30, UncompressedSize: 5 << 30, Offset: 1},
 		{Name: "far", ModTime: mod, CompressedSize: 1, UncompressedSize: 1, Offset: 5 << 30},
 		{Name: "edge", ModTime: mod, CompressedSize: Uint32Max, UncompressedSize: Uint32Max},
+		{Name: "kept.html", ModTime: mod, CompressedSize: 3, UncompressedSize: 3, Mode: 0o755, CentralExtra: string(keptExtra(t))},
 	} {
 		if got, want := int64(len(AppendLocalHeader(nil, &h))), LocalHeaderSize(len(h.Name), h.Zip64Sizes()); got != want {
 			t.Errorf("%s: local header %d bytes, LocalHeaderSize %d", h.Name, got, want)
 		}
-		if got, want := int64(len(AppendCentralHeader(nil, &h))), CentralHeaderSize(len(h.Name), h.Zip64Sizes(), h.Offset); got != want {
+		if got, want := int64(len(AppendCentralHeader(nil, &h))), CentralHeaderSize(len(h.Name), len(h.CentralExtra), h.Zip64Sizes(), h.Offset); got != want {
 			t.Errorf("%s: central header %d bytes, CentralHeaderSize %d", h.Name, got, want)
 		}
 	}

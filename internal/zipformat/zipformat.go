@@ -56,6 +56,8 @@ const (
 	UnixFileMode    = 0o100644
 	UnixDirMode     = 0o040755
 	UnixTypeMask    = 0o170000
+	UnixPermMask    = 0o7777 // permissions, setuid, setgid, sticky
+	UnixTypeFile    = 0o100000
 	UnixTypeDir     = 0o040000
 	UnixTypeSymlink = 0o120000
 	UnixTypeFIFO    = 0o010000
@@ -86,9 +88,9 @@ func LocalHeaderSize(nameLen int, zip64Sizes bool) int64 {
 }
 
 // CentralHeaderSize is the length of the central directory header
-// AppendCentralHeader writes.
-func CentralHeaderSize(nameLen int, zip64Sizes bool, offset int64) int64 {
-	return int64(CentralHeaderLen+nameLen+ExtTimeExtraLen) + zip64CentralExtraLen(zip64Sizes, offset)
+// AppendCentralHeader writes; extraLen is Header.CentralExtra's.
+func CentralHeaderSize(nameLen, extraLen int, zip64Sizes bool, offset int64) int64 {
+	return int64(CentralHeaderLen+nameLen+ExtTimeExtraLen+extraLen) + zip64CentralExtraLen(zip64Sizes, offset)
 }
 
 func zip64CentralExtraLen(zip64Sizes bool, offset int64) int64 {
