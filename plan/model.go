@@ -46,8 +46,13 @@ type Model struct {
 	// FinishSeconds is the finalizer's fixed cost; CompletePerPart the
 	// extra time CompleteMultipartUpload takes per part.
 	FinishSeconds, CompletePerPart float64
-	// ListPageSeconds is one ListObjectsV2 page of 1,000 keys.
-	ListPageSeconds float64
+	// ListPageSeconds is one ListObjectsV2 page of 1,000 keys: a round
+	// trip. ListConcurrency is how many the planner keeps in flight
+	// (s3x.DefaultListConcurrency, LIST_CONCURRENCY) and ListPageCPUSeconds
+	// what decoding one costs its vCPU, which bounds a listing when many
+	// pages are in flight (tests/load TestListingRate measured ~10 ms).
+	ListPageSeconds, ListPageCPUSeconds float64
+	ListConcurrency                     int
 	// InvokeSeconds is the fixed cost of one batch of parts (a worker
 	// invocation: start, clients, result).
 	InvokeSeconds float64
@@ -87,7 +92,7 @@ type Model struct {
 // DefaultModel is the model with its stated assumptions.
 var DefaultModel = Model{
 	WorkerBandwidth: 75e6, RequestLatency: 0.025, CopyRate: 200e6, Concurrency: 100, UploadsInFlight: 8,
-	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1,
+	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1, ListPageCPUSeconds: 0.01, ListConcurrency: 16,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
 	PriceTransition: 0.000025, WorkerMemoryGB: 1.769, StreamPasses: 2,
 }
@@ -224,7 +229,7 @@ func (m Model) serverSeconds(s Stats) float64 {
 // server: listing, HEADs up front, start, launch, the chains' pad, the
 // final Complete.
 func (m Model) overheadSeconds(s Stats, r Run, w, conc float64) float64 {
-	overhead := float64(ceilDiv(int64(s.Entries), 1000))*m.ListPageSeconds +
+	overhead := m.listSeconds(s.Entries) +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +
 		float64(s.ArchiveBytes)*m.CompletePerByte
 	if r.Orchestrated {
@@ -234,6 +239,18 @@ func (m Model) overheadSeconds(s Stats, r Run, w, conc float64) float64 {
 		overhead += PadSize / m.WorkerBandwidth // the planner uploads the chains' pad
 	}
 	return overhead
+}
+
+// listSeconds is listing n keys as the planner does (s3x.Under.List): the
+// first page alone, the rest ListConcurrency at a time, or as fast as one
+// vCPU decodes them.
+func (m Model) listSeconds(n int) float64 {
+	pages := ceilDiv(int64(n), 1000)
+	if pages == 0 {
+		return 0
+	}
+	trips := 1 + ceilDiv(pages-1, int64(max(m.ListConcurrency, 1)))
+	return math.Max(float64(trips)*m.ListPageSeconds, float64(pages)*m.ListPageCPUSeconds)
 }
 
 // streamWaits are the round trips a worker streaming a part waits for

@@ -92,3 +92,25 @@ func TestAutoPricesBatchByBatch(t *testing.T) {
 		}
 	}
 }
+
+// Listing is priced as the planner lists (s3x.Under.List): the first page
+// alone, then ListConcurrency pages a round trip, no faster than one vCPU
+// decodes them; not one page after another (10,000 round trips for 10 M
+// keys, which priced a 10 M run at over 1,000 s of listing alone).
+func TestListingPricedAsThePlannerLists(t *testing.T) {
+	m := DefaultModel
+	for _, c := range []struct {
+		keys int
+		want float64
+	}{
+		{0, 0},
+		{1000, m.ListPageSeconds},                   // one page: one round trip
+		{3000, 2 * m.ListPageSeconds},               // the first, then the rest at once
+		{17_000, 2 * m.ListPageSeconds},             // 16 pages after the first, at once
+		{10_000_000, 10_000 * m.ListPageCPUSeconds}, // decoding bounds it at 100 s (16 pages a round trip would take 62.6 s)
+	} {
+		if got := m.listSeconds(c.keys); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("listing %d keys: %.3f s, want %.3f s", c.keys, got, c.want)
+		}
+	}
+}
