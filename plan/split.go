@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
@@ -214,6 +216,16 @@ func (p *Plan) ArchivePlan(k int) *Plan {
 		v.Parts = append(v.Parts, part)
 	}
 	return v
+}
+
+// ArchiveOf is the number of entry i's archive in a split plan, from 1
+// (name-0001.zip); 0 in a plan of one archive.
+func (p *Plan) ArchiveOf(i EntryIndex) int {
+	if !p.Split() {
+		return 0
+	}
+	k, _ := slices.BinarySearchFunc(p.Archives, i, func(a Archive, i EntryIndex) int { return cmp.Compare(a.First, i+1) })
+	return k
 }
 
 // archiveParts are archive k's worker and final parts in the split plan.

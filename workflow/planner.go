@@ -62,6 +62,9 @@ type Job struct {
 	// was priced (plan.Fit.InFlight); 0 leaves the deployment's
 	// PART_CONCURRENCY.
 	PartsInFlight int `json:"partsInFlight,omitempty"`
+	// Archives is how many archives a split run writes (0: one, at
+	// Destination, with UploadID); each part job names its archive's upload.
+	Archives int `json:"archives,omitempty"`
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`
@@ -106,15 +109,16 @@ func (pl *Planner) plan(ctx context.Context, cfg Config, req *Request, in PlanIn
 	if err != nil {
 		return nil, err
 	}
-	job, err := pl.writePlan(ctx, cfg, req, p, in.Execution)
-	if err != nil {
-		return nil, err
-	}
+	job := pl.planFiles(cfg, req, in.Execution)
 	job.Output = newOutputSpec(req, in)
 	if err := pl.abortEarlierAttempt(ctx, job); err != nil {
 		return nil, err
 	}
-	if err := pl.startUpload(ctx, cfg, req, job); err != nil {
+	// The uploads first: a split plan's part jobs name their archive's.
+	if err := pl.startUploads(ctx, cfg, req, job, p); err != nil {
+		return nil, err
+	}
+	if err := pl.writePlan(ctx, p, job); err != nil {
 		return nil, err
 	}
 	st := p.Stats()

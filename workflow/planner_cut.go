@@ -14,7 +14,13 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	concurrency := maxConcurrency(cfg, req)
 	prefer, _ := plan.ParsePreference(req.Options.Prefer)
 	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
-	p, err := plan.Make(entries, opts)
+	var p *plan.Plan
+	var err error
+	if l := req.Options.splitLimits(); l.On() {
+		p, err = plan.MakeSplit(entries, opts, l)
+	} else {
+		p, err = plan.Make(entries, opts)
+	}
 	if err != nil {
 		return nil, planError(err)
 	}

@@ -16,25 +16,30 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// writePlan writes the plan, its entries and part jobs (and the pad chains
-// start from) to the execution's work prefix, and returns the job that
-// names them.
-func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string) (*Job, error) {
-	enc, err := p.Encode()
-	if err != nil {
-		return nil, err
-	}
+// planFiles is the job of an execution's plan files, before they are
+// written (writePlan) and the upload is created (UploadID).
+func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 	prefix := cfg.workPrefix(execution)
-	job := &Job{
+	return &Job{
 		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: enc.Jobs, Overwrite: req.Options.Overwrite,
-		// The Map runs the plan as it was cut and priced for its workers.
-		MaxConcurrency: p.Fit.Workers, PartsPerBatch: p.Fit.PartsPerBatch, PartsInFlight: p.Fit.InFlight,
+		Destination: req.Destination, Overwrite: req.Options.Overwrite,
 	}
+}
+
+// writePlan writes the plan, its entries and part jobs (and the pad chains
+// start from) to the job's work prefix.
+func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error {
+	enc, err := p.Encode()
+	if err != nil {
+		return err
+	}
+	job.WorkerParts = enc.Jobs
+	// The Map runs the plan as it was cut and priced for its workers.
+	job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight = p.Fit.Workers, p.Fit.PartsPerBatch, p.Fit.InFlight
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {
-		job.PadKey = prefix + "pad"
+		job.PadKey = job.WorkPrefix + "pad"
 		objects[job.PadKey] = make([]byte, plan.PadSize)
 	}
 	for key, body := range objects {
@@ -42,10 +47,10 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 		// ranges of the pad (see plan.ChainChecksums).
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}, plain); err != nil {
-			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
+			return s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
-	return job, nil
+	return nil
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that
@@ -56,30 +61,36 @@ func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 // Lambda retried after it had created an upload) aborts the earlier
 // attempt's upload, which nothing else would ever complete or abort.
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
-	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
-	if err != nil {
-		if s3x.NotFound(err) {
-			return nil
-		}
+	earlier, err := readUploadRecord(ctx, pl.S3, job.WorkBucket, job.WorkPrefix)
+	if err != nil || earlier == nil {
 		return err
 	}
-	var earlier Job
-	if json.Unmarshal(doc, &earlier) != nil || earlier.UploadID == "" {
+	d := earlier.Destination
+	if err := abortArchives(ctx, pl.S3, d.Bucket, earlier.Archives); err != nil {
+		return err
+	}
+	if earlier.UploadID == "" {
 		return nil
 	}
-	d := earlier.Destination
 	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
 }
 
-// startUpload creates the archive's multipart upload (with the deployment's
-// default KMS key when the request names no encryption) and records it.
-func (pl *Planner) startUpload(ctx context.Context, cfg Config, req *Request, job *Job) error {
+// startUploads creates the archive's upload, or a split plan's archives'.
+func (pl *Planner) startUploads(ctx context.Context, cfg Config, req *Request, job *Job, p *plan.Plan) error {
 	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
 		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
 	}
+	if p.Split() {
+		return pl.startArchiveUploads(ctx, cfg, req, job, p)
+	}
+	return pl.startUpload(ctx, req, job)
+}
+
+// startUpload creates the archive's multipart upload and records it.
+func (pl *Planner) startUpload(ctx context.Context, req *Request, job *Job) error {
 	var err error
 	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
 		return err

@@ -85,6 +85,11 @@ type Options struct {
 	// Presign asks for download links of the archive and its report in the
 	// output, signed by the finalizer for this long (1s to 7d: "24h", "7d").
 	Presign string `json:"presign,omitempty"`
+	// SplitSize and SplitEntries split the archive: each archive at most
+	// this many bytes (unless one entry alone is more) and entries, named
+	// name-0001.zip, name-0002.zip, … (split.go). 0 leaves a bound off.
+	SplitSize    int64 `json:"splitSize,omitempty"`
+	SplitEntries int   `json:"splitEntries,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.
@@ -144,6 +149,7 @@ func (r *Request) Validate() error {
 	r.Options.checkLayout(add)
 	r.Options.checkArchiveObject(add)
 	r.Options.checkRun(add)
+	r.Options.checkSplit(add)
 	add(checkPresign(r.Options.Presign))
 	add(checkRequestID(r.ID))
 	if bad != nil {
