@@ -24,27 +24,31 @@ type requestFlags struct {
 	compress, digest, sumsFile  *string
 	workers, level              *int
 	partSize                    *int64
+	splitSize                   *int64
+	splitEntries                *int
 	directories                 *bool
 }
 
 func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 	return &requestFlags{
-		fs:          fs,
-		source:      fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
-		manifest:    fs.String("manifest", "", manifestHelp),
-		inventory:   fs.String("inventory", "", "archive the objects an S3 Inventory report (CSV or Parquet) lists: its `s3://bucket/…/manifest.json`; with --source, only its keys under that prefix"),
-		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
-		strategy:    fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
-		prefer:      fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan within 2× the cheapest's cost) or cost (the cheapest within 1.5× the fastest's time)"),
-		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
-		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
-		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
-		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
-		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
-		compress:    fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
-		digest:      fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
-		sumsFile:    fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
-		level:       fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		fs:           fs,
+		source:       fs.String("source", "", "archive every object under `s3://bucket/prefix/` (end the prefix in / to name a folder)"),
+		manifest:     fs.String("manifest", "", manifestHelp),
+		inventory:    fs.String("inventory", "", "archive the objects an S3 Inventory report (CSV or Parquet) lists: its `s3://bucket/…/manifest.json`; with --source, only its keys under that prefix"),
+		endpoint:     fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
+		strategy:     fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
+		prefer:       fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan within 2× the cheapest's cost) or cost (the cheapest within 1.5× the fastest's time)"),
+		names:        fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
+		duplicates:   fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
+		workers:      fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
+		partSize:     fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
+		directories:  fs.Bool("directories", false, "add directory entries for folder paths"),
+		compress:     fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
+		digest:       fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
+		sumsFile:     fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
+		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		splitSize:    fs.Int64("split-size", 0, "split the archive into name-0001.zip, name-0002.zip, … of at most this many `bytes` each (an entry larger stands alone), each a whole ZIP; 0: one archive"),
+		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size); 0: no limit"),
 	}
 }
 
@@ -89,6 +93,16 @@ func (f *requestFlags) check(cmd string) error {
 	if *f.sumsFile != "" && *f.digest == "" {
 		bad = append(bad, "--checksums-file needs --digest sha256")
 	}
+	// 0 is the request's "no limit"; typed, it is a limit that cannot be kept.
+	if n := *f.splitSize; (n != 0 || f.fs.given("split-size")) && n < plan.MinSplitBytes {
+		bad = append(bad, fmt.Sprintf("--split-size %d: want at least %d bytes, the smallest archive (one empty entry with a one-character name: its two headers and the end records)", n, plan.MinSplitBytes))
+	}
+	if n := *f.splitEntries; (n != 0 || f.fs.given("split-entries")) && n < 1 {
+		bad = append(bad, fmt.Sprintf("--split-entries %d: want 1 or more entries an archive", n))
+	}
+	if (*f.splitSize > 0 || *f.splitEntries > 0) && *f.sumsFile != "" {
+		bad = append(bad, "--checksums-file cannot go with --split-size or --split-entries: one listing would be in one archive and name entries of the others (the report gives every entry's SHA-256 with --digest sha256)")
+	}
 	if len(bad) == 1 {
 		return usageErrorf("%s: %s", cmd, bad[0])
 	}
@@ -110,6 +124,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	req := workflow.Request{Options: workflow.Options{
 		Strategy: *f.strategy, Prefer: *f.prefer, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
 		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level,
+		SplitSize: *f.splitSize, SplitEntries: *f.splitEntries,
 	}}
 	if *f.compress != workflow.CompressNone {
 		req.Options.Compression = *f.compress
@@ -163,6 +178,9 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.maxConcurrency`), "--workers"},
 	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.partSize`), "--part-size"},
+	{regexp.MustCompile(`options\.splitSize or splitEntries`), "--split-size or --split-entries"},
+	{regexp.MustCompile(`options\.splitSize`), "--split-size"},
+	{regexp.MustCompile(`options\.splitEntries`), "--split-entries"},
 	{regexp.MustCompile(`options\.strategy`), "--strategy"},
 	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.compression`), "--compress"},
