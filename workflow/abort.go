@@ -20,7 +20,7 @@ type AborterS3 interface {
 	uploadAborter
 	uploadLister
 	objectDeleter
-	objectGetter
+	archiveDiscarder // a failed split run's archives completed
 }
 
 // Aborter cleans up after a failed execution: the multipart upload (aborted
@@ -42,7 +42,10 @@ type AbortOutput struct {
 	Error         string `json:"error"`
 	Cause         string `json:"cause"`
 	UploadAborted bool   `json:"uploadAborted"`
-	WorkDeleted   int    `json:"workObjectsDeleted"`
+	// ArchivesDeleted are the archives of a split run its finalizer had
+	// completed before the run failed.
+	ArchivesDeleted int `json:"archivesDeleted,omitempty"`
+	WorkDeleted     int `json:"workObjectsDeleted"`
 }
 
 // caught is a Step Functions error as a Catch records it.
@@ -86,6 +89,9 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 				return out, err
 			}
 			out.UploadAborted = true
+		}
+		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec.Destination.Bucket, bucket, prefix, len(rec.Archives)); err != nil {
+			return out, err
 		}
 	}
 	if strings.HasPrefix(out.Error, "States.") {

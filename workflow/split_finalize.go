@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,14 +11,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
 // finalizeSplit finalizes a split run: each archive's central directory
 // sent and its upload completed with its CRC-32, one after another, then
-// one report and one output listing them all. When an archive fails, the
-// ones this run completed before it are deleted: a failed split run leaves
-// none of its archives (Abort aborts the uploads left).
+// one report and one output listing them all. Each archive completed is
+// recorded in the work prefix (doneKey): if the run fails after all (a
+// later archive, a finalizer retried until the state machine gives up),
+// Abort deletes them, so a failed split run leaves none of its archives.
+// The finalizer does not: a retry of it carries on from them.
 func (f *Finalizer) finalizeSplit(ctx context.Context, cfg Config, job *Job, p *plan.Plan, results []PartResult, started time.Time) (*FinalizeOutput, error) {
 	byArchive := make([][]PartResult, len(p.Archives))
 	for _, r := range results {
@@ -38,8 +42,10 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, cfg Config, job *Job, p *
 	for k := range p.Archives {
 		a, st, err := f.finalizeArchive(ctx, cfg, job, p, k, byArchive[k])
 		if err != nil {
-			err = fmt.Errorf("archive %d of %d, %s: %w", k+1, len(p.Archives), ArchiveKey(job.Destination.Key, k), err)
-			return nil, f.discard(ctx, job, archives, err)
+			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(p.Archives), ArchiveKey(job.Destination.Key, k), err)
+		}
+		if err := writeJSON(ctx, f.S3, job.WorkBucket, doneKey(job.WorkPrefix, k), completedArchive{Key: ArchiveKey(job.Destination.Key, k), ETag: a.ETag}); err != nil {
+			return nil, fmt.Errorf("archive %d of %d is complete, but recording it failed: %w", k+1, len(p.Archives), err)
 		}
 		archives = append(archives, *a)
 		stats.StreamedBytesActual += st.StreamedBytesActual
@@ -111,25 +117,53 @@ func rebaseCRCs(crcs map[string]string, delta int) map[string]string {
 	return out
 }
 
-// discard deletes the archives this run completed, when a later one
-// failed: a split run leaves all of its archives or none. One that is no
-// longer what this run wrote (another writer's since) is left alone.
-func (f *Finalizer) discard(ctx context.Context, job *Job, done []Archive, cause error) error {
-	ctx = context.WithoutCancel(ctx)
-	d := job.Destination
-	var left []string
-	for k, a := range done {
-		key := ArchiveKey(d.Key, k)
-		h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
-		if err != nil || aws.ToString(h.ETag) != a.ETag {
+// completedArchive is the record of an archive a split run completed.
+type completedArchive struct {
+	Key  string `json:"key"`
+	ETag string `json:"etag"`
+}
+
+// doneKey is where the finalizer records archive k of a split run as
+// completed.
+func doneKey(workPrefix string, k int) string {
+	return fmt.Sprintf("%sdone/%04d.json", workPrefix, k+1)
+}
+
+// discardArchives deletes the archives of a failed split run that its
+// finalizer recorded as completed, each only while it is still the object
+// this run completed (its ETag): another writer's since is left alone.
+func discardArchives(ctx context.Context, c archiveDiscarder, bucket, workBucket, workPrefix string, archives int) (int, error) {
+	deleted := 0
+	for k := range archives {
+		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
+		if s3x.NotFound(err) {
 			continue
 		}
-		if _, err := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &key}); err != nil {
-			left = append(left, a.URI)
+		var done completedArchive
+		if err == nil {
+			err = json.Unmarshal(doc, &done)
 		}
+		if err != nil {
+			return deleted, fmt.Errorf("the record of archive %d: %w", k+1, err)
+		}
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key})
+		if s3x.NotFound(err) || err == nil && aws.ToString(h.ETag) != done.ETag {
+			continue
+		}
+		if err != nil {
+			return deleted, s3Error("HeadObject", bucket, done.Key, false, err)
+		}
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &done.Key}); err != nil {
+			return deleted, s3Error("DeleteObject", bucket, done.Key, false, err)
+		}
+		deleted++
 	}
-	if left != nil {
-		return fmt.Errorf("%w; deleting the archives completed before it failed too, delete them yourself: %v", cause, left)
-	}
-	return cause
+	return deleted, nil
+}
+
+// archiveDiscarder is what discarding a failed split run's archives needs.
+type archiveDiscarder interface {
+	objectGetter
+	objectHeader
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }

@@ -516,8 +516,15 @@ export class ArchiveWorkflow extends Construct {
       destinationObjectsFor(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']),
       ...destinationWrite,
     ]);
-    // Abort aborts the job's upload by its id; it never lists the destination's uploads.
-    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
+    // Abort aborts the job's upload by its id; it never lists the destination's uploads. A split
+    // run's archives the finalizer completed before the run failed are deleted (HEAD to find each
+    // still the one this run made, by its ETag; then DeleteObject): a failed run leaves none.
+    const destinationDiscard = new iam.PolicyStatement({
+      sid: 'DestinationArchivesDiscard',
+      actions: ['s3:GetObject', 's3:DeleteObject'],
+      resources: [destinationObjects],
+    });
+    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0], destinationDiscard]);
 
     // KMS only where a key is configured, only on that key, and only what each function's S3 calls
     // make S3 ask KMS for (tests/deployed checks every call and lists any grant none used): a data

@@ -305,7 +305,7 @@ describe('IAM: least privilege', () => {
     }
   });
 
-  test('destination: each function gets the calls it makes (tests/deployed measures them), abort only aborts', () => {
+  test('destination: each function gets the calls it makes (tests/deployed measures them), abort aborts and deletes a failed split run\'s archives', () => {
     const dest = `arn:<AWS::Partition>:s3:::${DESTINATION_BUCKET}/archives/*`;
     const writeSets: Record<string, string[]> = {
       planner: ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
@@ -317,7 +317,8 @@ describe('IAM: least privilege', () => {
       assert.deepEqual([...actions].sort(), writeSets[name], name);
     }
     const abort = actionsOn(statementsOfRole(json, ids.role.abort), dest);
-    assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts']);
+    // Never PutObject: abort writes nothing to the destination.
+    assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:ListMultipartUploadParts']);
     assert.equal(actionsOn(statementsOfRole(json, ids.role.reader), dest).size, 0, 'the reader never touches the destination');
   });
 
