@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"time"
@@ -23,7 +24,7 @@ func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 	return &Job{
 		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
 		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, Overwrite: req.Options.Overwrite,
+		Destination: req.Destination, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
 	}
 }
 
@@ -51,6 +52,24 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 		}
 	}
 	return nil
+}
+
+// readPlan reads a job's plan back: the finalizer's, and the planner's
+// after a CRC round.
+func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	entries, err := getBytes(ctx, c, job.WorkBucket, job.EntriesKey, 4<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that
