@@ -90,7 +90,7 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 			}
 			out.UploadAborted = true
 		}
-		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec.Destination.Bucket, bucket, prefix, len(rec.Archives)); err != nil {
+		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec); err != nil {
 			return out, err
 		}
 	}

@@ -155,7 +155,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		}
 	}
 	if p.Split() {
-		return f.finalizeSplit(ctx, cfg, &job, p, results, started)
+		return f.finalizeSplit(ctx, splitFinal{cfg, &job, p}, results, started)
 	}
 	byPart, stats, err := mergeResults(p, results)
 	if err != nil {

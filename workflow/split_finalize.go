@@ -22,7 +22,8 @@ import (
 // later archive, a finalizer retried until the state machine gives up),
 // Abort deletes them, so a failed split run leaves none of its archives.
 // The finalizer does not: a retry of it carries on from them.
-func (f *Finalizer) finalizeSplit(ctx context.Context, cfg Config, job *Job, p *plan.Plan, results []PartResult, started time.Time) (*FinalizeOutput, error) {
+func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results []PartResult, started time.Time) (*FinalizeOutput, error) {
+	job, p := run.job, run.p
 	byArchive := make([][]PartResult, len(p.Archives))
 	for _, r := range results {
 		if r.Archive < 0 || r.Archive >= len(p.Archives) {
@@ -40,7 +41,7 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, cfg Config, job *Job, p *
 	stats := ReportStats{Stats: p.Stats()}
 	archives := make([]Archive, 0, len(p.Archives))
 	for k := range p.Archives {
-		a, st, err := f.finalizeArchive(ctx, cfg, job, p, k, byArchive[k])
+		a, st, err := f.finalizeArchive(ctx, run, k, byArchive[k])
 		if err != nil {
 			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(p.Archives), ArchiveKey(job.Destination.Key, k), err)
 		}
@@ -70,7 +71,8 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, cfg Config, job *Job, p *
 // finalizeArchive finalizes archive k of a split plan as Finalize does one
 // archive: its workers' parts checked, its final parts sent, its upload
 // completed and the result checked.
-func (f *Finalizer) finalizeArchive(ctx context.Context, cfg Config, job *Job, p *plan.Plan, k int, results []PartResult) (*Archive, ReportStats, error) {
+func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, results []PartResult) (*Archive, ReportStats, error) {
+	cfg, job, p := run.cfg, run.job, run.p
 	a := p.ArchivePlan(k)
 	aj := job.forArchive(p.Archives[k].Upload)
 	first := p.Archives[k].First
@@ -98,6 +100,13 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, cfg Config, job *Job, p
 	}
 	out.Entries = len(a.Entries)
 	return out, stats, nil
+}
+
+// splitFinal is what finalizing every archive of a split run shares.
+type splitFinal struct {
+	cfg Config
+	job *Job
+	p   *plan.Plan
 }
 
 // rebaseCRCs moves CRC-32s keyed by entry index by delta.
@@ -132,9 +141,10 @@ func doneKey(workPrefix string, k int) string {
 // discardArchives deletes the archives of a failed split run that its
 // finalizer recorded as completed, each only while it is still the object
 // this run completed (its ETag): another writer's since is left alone.
-func discardArchives(ctx context.Context, c archiveDiscarder, bucket, workBucket, workPrefix string, archives int) (int, error) {
+func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord) (int, error) {
+	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
 	deleted := 0
-	for k := range archives {
+	for k := range rec.Archives {
 		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
 		if s3x.NotFound(err) {
 			continue

@@ -244,9 +244,6 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 				fail(fmt.Errorf("%spart %d (%s, bytes %d-%d): %w", archiveOf(item), item.Number, item.Kind, item.Start, item.End-1, err))
 				return
 			}
-			for k := range r {
-				r[k].Archive = item.Archive
-			}
 			results[i] = r
 			log.Debug("part built", "part", item.Number, "kind", item.Kind, "bytes", item.Size(), "millis", b.now().Sub(t0).Milliseconds())
 		}()
@@ -326,7 +323,11 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 	if err != nil {
 		return nil, err
 	}
-	return append([]PartResult{*r}, out...), nil
+	out = append([]PartResult{*r}, out...)
+	for k := range out {
+		out[k].Archive = item.Archive // a split run's: the finalizer completes each archive
+	}
+	return out, nil
 }
 
 // copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
