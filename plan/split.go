@@ -24,7 +24,8 @@ import (
 //     the rest. A part's Number and bytes are its archive's (each archive
 //     is its own multipart upload); Part.Archive says which.
 //   - Size is the archives' bytes together; DirectoryOffset and
-//     DirectorySize are not set. Archives holds each one's layout, and
+//     DirectorySize are not set; Strategy is the first archive's (auto may
+//     choose another for each: Archive.Strategy). Archives holds each one's layout, and
 //     ArchivePlan gives an archive as a plan of its own, for what is done
 //     to one archive (its central directory, its CRC-32, its completion).
 
@@ -177,9 +178,6 @@ func joinArchives(plans []*Plan, l SplitLimits) *Plan {
 		}
 		p.Size += a.Size
 		p.Zip64 = p.Zip64 || a.Zip64
-		if a.Strategy != p.Strategy {
-			p.Strategy = StrategyAuto // auto chose differently for different archives
-		}
 	}
 	p.Parts = append(p.Parts, finals...)
 	return p
