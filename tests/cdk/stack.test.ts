@@ -322,7 +322,7 @@ describe('IAM: least privilege', () => {
     assert.equal(actionsOn(statementsOfRole(json, ids.role.reader), dest).size, 0, 'the reader never touches the destination');
   });
 
-  test('work prefix: planner, reader and worker write, planner drops joined pieces, reader aborts its probe upload, workers delete consumed chain rounds, the finalizer records a split run's archives, finalizer and abort delete', () => {
+  test('work prefix: planner, reader and worker write, planner drops joined pieces, reader aborts its probe upload, workers delete consumed chain rounds, the finalizer records a split run\'s archives, finalizer and abort delete', () => {
     const work = `<${ids.workBucket}.Arn>/s3zip-work/*`;
     for (const name of FUNCTION_NAMES) {
       const actions = actionsOn(statementsOfRole(json, ids.role[name]), work);
