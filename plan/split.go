@@ -36,6 +36,17 @@ type SplitLimits struct {
 	Bytes int64
 	// Entries is the most entries an archive may hold.
 	Entries int
+	// Listing, when set, is a listing of its entries each archive will end
+	// with (a checksums file, SHA256SUMS): an entry of that name, one line
+	// an entry. Every archive leaves room for it, within both limits.
+	Listing *Listing
+}
+
+// Listing is an entry listing the archive's other entries, one line each.
+type Listing struct {
+	Name string
+	// Line is the length of an entry's line in the listing.
+	Line func(e *Entry) int64
 }
 
 // On says whether the limits split anything.
@@ -60,6 +71,8 @@ func (l SplitLimits) Check() error {
 		return fmt.Errorf("split size %d bytes: the smallest archive (one empty entry with a one-character name: its two headers and the end records) is %d bytes; want at least that", l.Bytes, MinSplitBytes)
 	case l.Entries < 0:
 		return fmt.Errorf("split entries %d: want 1 or more (0 for no limit)", l.Entries)
+	case l.Listing != nil && l.Entries == 1:
+		return fmt.Errorf("split entries 1: each archive also holds its listing %s; want 2 or more", l.Listing.Name)
 	}
 	return nil
 }
@@ -109,11 +122,20 @@ func (p *Plan) uploads() int { return max(1, len(p.Archives)) }
 func SplitEntries(entries []Entry, l SplitLimits) [][2]int {
 	var runs [][2]int
 	start, size := 0, int64(0)
-	end := zipformat.EndRecordsSize(true)
+	end, most := zipformat.EndRecordsSize(true), l.Entries
+	if l.Listing != nil {
+		// The listing's headers (its size grows with the lines below), and
+		// its place among the entries.
+		end += entryCost(l.Listing.Name, 0)
+		most--
+	}
 	for i := range entries {
 		e := &entries[i]
-		cost := zipformat.LocalHeaderSize(len(e.Name), e.zip64Sizes()) + e.Size + zipformat.CentralHeaderSize(len(e.Name), e.zip64Sizes(), zipformat.Uint32Max)
-		full := l.Entries > 0 && i-start >= l.Entries || l.Bytes > 0 && size+cost+end > l.Bytes
+		cost := entryCost(e.Name, e.Size)
+		if l.Listing != nil {
+			cost += l.Listing.Line(e)
+		}
+		full := l.Entries > 0 && i-start >= most || l.Bytes > 0 && size+cost+end > l.Bytes
 		if i > start && full {
 			runs = append(runs, [2]int{start, i})
 			start, size = i, 0
@@ -121,6 +143,21 @@ func SplitEntries(entries []Entry, l SplitLimits) [][2]int {
 		size += cost
 	}
 	return append(runs, [2]int{start, len(entries)})
+}
+
+// CheckArchives refuses more archives than a run names.
+func CheckArchives(entries, archives int) error {
+	if archives > MaxArchives {
+		return &LimitError{fmt.Sprintf("%d entries under the split limits make %d archives; a run writes at most %d (name-0001 to name-%04d): raise the split size or entries", entries, archives, MaxArchives, MaxArchives)}
+	}
+	return nil
+}
+
+// entryCost is the most an entry of a name and size adds to an archive:
+// its local header, data and central header (with a ZIP64 offset).
+func entryCost(name string, size int64) int64 {
+	z := zipformat.NeedsZip64Sizes(size)
+	return zipformat.LocalHeaderSize(len(name), z) + size + zipformat.CentralHeaderSize(len(name), z, zipformat.Uint32Max)
 }
 
 // MakeSplit plans entries as archives under the limits (SplitEntries), each
@@ -132,12 +169,23 @@ func MakeSplit(entries []Entry, opts Options, l SplitLimits) (*Plan, error) {
 	if err := checkCount(len(entries)); err != nil {
 		return nil, err
 	}
+	// Names across archives too: the archives are extracted side by side.
 	if err := checkEntries(entries); err != nil {
 		return nil, err
 	}
-	runs := SplitEntries(entries, l)
-	if len(runs) > MaxArchives {
-		return nil, &LimitError{fmt.Sprintf("%d entries under the split limits make %d archives; a run writes at most %d (name-0001 to name-%04d): raise the split size or entries", len(entries), len(runs), MaxArchives, MaxArchives)}
+	return MakeArchives(entries, SplitEntries(entries, l), opts, l)
+}
+
+// MakeArchives plans the runs of entries (SplitEntries' cut, each run's
+// listing added) as archives, each planned as Make plans one, joined into
+// one plan. The limits say which archives are oversize. Make checks each
+// run's names; a listing's name is in every archive.
+func MakeArchives(entries []Entry, runs [][2]int, opts Options, l SplitLimits) (*Plan, error) {
+	if err := checkCount(len(entries)); err != nil {
+		return nil, err
+	}
+	if err := CheckArchives(len(entries), len(runs)); err != nil {
+		return nil, err
 	}
 	plans := make([]*Plan, len(runs))
 	for k, r := range runs {

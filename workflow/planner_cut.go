@@ -17,9 +17,12 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
 	var p *plan.Plan
 	var err error
-	if l := req.Options.splitLimits(); l.On() {
+	switch l := req.Options.splitLimits(); {
+	case l.On() && req.Options.ChecksumsFile != "":
+		p, err = pl.listedArchives(ctx, cfg, req, entries, execution, opts)
+	case l.On():
 		p, err = plan.MakeSplit(entries, opts, l)
-	} else {
+	default:
 		p, err = plan.Make(entries, opts)
 	}
 	if err != nil {

@@ -39,8 +39,8 @@ func (o Options) checkSplit(add func(string)) {
 	if l.Entries < 0 {
 		add(fmt.Sprintf("options.splitEntries %d: want 1 or more, or 0 for no limit", l.Entries))
 	}
-	if l.On() && o.ChecksumsFile != "" {
-		add("options.checksumsFile cannot go with options.splitSize or splitEntries: one listing would be in one archive and name entries of the others; leave it out (the report gives every entry's SHA-256 with options.digests)")
+	if l.Entries == 1 && o.ChecksumsFile != "" {
+		add(fmt.Sprintf("options.splitEntries 1 with options.checksumsFile: each archive also holds its own %s; want 2 or more", o.ChecksumsFile))
 	}
 }
 
@@ -53,6 +53,40 @@ func ArchiveKey(key string, k int) string {
 		ext = "" // a dot in a folder's name, or a name that is all extension
 	}
 	return fmt.Sprintf("%s-%04d%s", strings.TrimSuffix(key, ext), k+1, ext)
+}
+
+// listedArchives plans a split run whose archives each end with the
+// checksums file of their own entries (options.checksumsFile), so that
+// `unzip name-0002.zip && sha256sum -c SHA256SUMS` checks that archive: the
+// cut leaves room for it in each (plan.Listing), then each archive's is
+// written to the work prefix and added as its last entry.
+func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, opts plan.Options) (*plan.Plan, error) {
+	l := req.Options.splitLimits()
+	l.Listing = &plan.Listing{Name: req.Options.ChecksumsFile, Line: func(e *plan.Entry) int64 { return int64(len(checksumLine(e))) }}
+	if err := l.Check(); err != nil {
+		return nil, &RequestError{[]string{err.Error()}}
+	}
+	runs := plan.SplitEntries(entries, l)
+	if err := plan.CheckArchives(len(entries), len(runs)); err != nil {
+		return nil, err
+	}
+	listings := make([]plan.Entry, len(runs))
+	prefix := cfg.workPrefix(execution)
+	err := forEach(ctx, cfg.HeadConcurrency, len(runs), func(ctx context.Context, k int) error {
+		var err error
+		listings[k], err = pl.checksumsEntry(ctx, entries[runs[k][0]:runs[k][1]], l.Listing.Name, cfg.WorkBucket, fmt.Sprintf("%schecksums-%04d", prefix, k+1))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	listed := make([]plan.Entry, 0, len(entries)+len(runs))
+	for k, r := range runs {
+		start := len(listed)
+		listed = append(append(listed, entries[r[0]:r[1]]...), listings[k])
+		runs[k] = [2]int{start, len(listed)}
+	}
+	return plan.MakeArchives(listed, runs, opts, l)
 }
 
 // uploadRecord is what the planner records of the uploads it created

@@ -100,9 +100,6 @@ func (f *requestFlags) check(cmd string) error {
 	if n := *f.splitEntries; (n != 0 || f.fs.given("split-entries")) && n < 1 {
 		bad = append(bad, fmt.Sprintf("--split-entries %d: want 1 or more entries an archive", n))
 	}
-	if (*f.splitSize > 0 || *f.splitEntries > 0) && *f.sumsFile != "" {
-		bad = append(bad, "--checksums-file cannot go with --split-size or --split-entries: one listing would be in one archive and name entries of the others (the report gives every entry's SHA-256 with --digest sha256)")
-	}
 	if len(bad) == 1 {
 		return usageErrorf("%s: %s", cmd, bad[0])
 	}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -143,6 +144,65 @@ func TestSplitEntriesAndTheKeyNames(t *testing.T) {
 	}
 	if want := []string{"out/logs-0001:3", "out/logs-0002:3", "out/logs-0003:1"}; !slices.Equal(got, want) {
 		t.Errorf("archives %v, want %v", got, want)
+	}
+	w.clean(t)
+}
+
+// TestSplitChecksumsFiles: with options.checksumsFile each archive of a
+// split run ends with its own SHA256SUMS, listing exactly its other
+// entries, so `unzip name-000N.zip && sha256sum -c SHA256SUMS` checks that
+// archive alone; the split size holds with the listings in.
+func TestSplitChecksumsFiles(t *testing.T) {
+	const splitSize = 3 * mib
+	w := newWorld(t, "src")
+	objs := map[string][]byte{}
+	for i, n := range []int{mib, 700_000, 2 * mib, 10, 1_500_000, 0, 5 * mib} {
+		objs[fmt.Sprintf("p/%02d.bin", i)] = body(uint64(300+i), n)
+	}
+	w.put(t, "src", objs)
+	dest := "out/sums.zip"
+	res, err := w.run(t, listRequest("auto", "src", "p/", dest, map[string]any{"splitSize": splitSize, "digests": []string{"sha256"}, "checksumsFile": "SHA256SUMS"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Output.Archives) < 3 {
+		t.Fatalf("%d archives, want several", len(res.Output.Archives))
+	}
+	listed := 0
+	for k, a := range res.Output.Archives {
+		path := filepath.Join(t.TempDir(), "a.zip")
+		w.srv.DownloadFile(t, "dst", workflow.ArchiveKey(dest, k), path)
+		got, err := zipcheck.CheckReader(zipcheck.ReaderGo, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var here []zipcheck.Want
+		var sums []string
+		var listing zipcheck.Entry
+		for _, e := range got {
+			if e.Name == "SHA256SUMS" {
+				listing = e
+				continue
+			}
+			b := objs["p/"+e.Name]
+			here = append(here, zipcheck.WantBytes(e.Name, b))
+			sums = append(sums, fmt.Sprintf("%x  %s\n", sha256.Sum256(b), e.Name))
+		}
+		// The listing is in the sources' order (by name); the directory may be in the strategy's.
+		slices.SortFunc(sums, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
+		body := []byte(strings.Join(sums, ""))
+		// Every reader sees the entries' bytes, and the listing is theirs.
+		zipcheck.Check(t, path, append(here, zipcheck.WantBytes("SHA256SUMS", body)))
+		if listing.Name == "" {
+			t.Errorf("archive %d has no SHA256SUMS", k+1)
+		}
+		if a.Size > splitSize && len(here) != 1 {
+			t.Errorf("archive %d is %d bytes with %d entries and its listing, over the split size %d", k+1, a.Size, len(here), splitSize)
+		}
+		listed += len(here)
+	}
+	if listed != len(objs) {
+		t.Errorf("the listings name %d entries, the sources are %d", listed, len(objs))
 	}
 	w.clean(t)
 }
