@@ -40,7 +40,7 @@ func (o Options) checkSplit(add func(string)) {
 		add(fmt.Sprintf("options.splitEntries %d: want 1 or more, or 0 for no limit", l.Entries))
 	}
 	if l.Entries == 1 && o.ChecksumsFile != "" {
-		add(fmt.Sprintf("options.splitEntries 1 with options.checksumsFile: each archive also holds its own %s; want 2 or more", o.ChecksumsFile))
+		add(fmt.Sprintf("options.splitEntries 1 with options.checksumsFile: each archive also holds its own %s; want 2 or more entries an archive", o.ChecksumsFile))
 	}
 }
 
