@@ -139,18 +139,6 @@ func (pl *Planner) startArchiveUploads(ctx context.Context, cfg Config, req *Req
 	return nil
 }
 
-// checkKeyFree refuses a key that holds an object.
-func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
-	_, err := pl.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
-	switch {
-	case err == nil:
-		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case !s3x.NotFound(err):
-		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
-	}
-	return nil
-}
-
 // abortArchives aborts the archives' uploads that were created, and says
 // which it could not.
 func abortArchives(ctx context.Context, c uploadLister, bucket string, uploads []plan.Upload) error {
