@@ -143,9 +143,19 @@ func (p *Plan) jobBytes() []int {
 		}
 		line, _ := json.Marshal(p.workerJob(i, longest)) // numbers and strings: it always encodes
 		sizes[i] = len(line) + 1
+		if p.Split() {
+			// The uploads its job and its carried ones will name, which the
+			// run creates after planning: at their longest.
+			sizes[i] += (1 + p.Parts[i].Carry) * maxUploadBytes
+		}
 	}
 	return sizes
 }
+
+// maxUploadBytes bounds what naming an upload adds to a part job: a key of
+// S3's 1,024 bytes, an upload ID (AWS's are about 100 characters; 512
+// allows for other servers') and the field's JSON.
+const maxUploadBytes = len(`,"upload":{"key":"","uploadId":""}`) + 1024 + 512
 
 // DecodeEntries reads placed entries, one JSON line each.
 func DecodeEntries(r io.Reader) ([]PlacedEntry, error) {

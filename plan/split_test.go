@@ -113,6 +113,7 @@ func TestSplitPlanRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	est := p.jobBytes() // as the plan's batches were cut, before the uploads exist
 	for k := range p.Archives {
 		p.Archives[k].Upload = &Upload{Key: fmt.Sprintf("out-%04d.zip", k+1), UploadID: fmt.Sprintf("id%d", k)}
 	}
@@ -140,6 +141,20 @@ func TestSplitPlanRoundTrip(t *testing.T) {
 	}
 	if len(seen) < 2 {
 		t.Errorf("part jobs of %d archives; the plan's workers build parts of every archive but the small ones", len(seen))
+	}
+	// The batches were cut from job lengths estimated before the uploads
+	// existed: each line with its upload named is within its estimate.
+	p.Archives[0].Upload.Key = strings.Repeat("k", 1024)
+	enc, _ = p.Encode()
+	lines := bytes.SplitAfter(enc.Parts, []byte("\n"))
+	for i, n := 0, 0; i < len(p.WorkerParts()); i++ {
+		if p.Carried(i) {
+			continue
+		}
+		if len(lines[n]) > est[i] {
+			t.Errorf("part job %d is %d bytes, estimated at most %d", i, len(lines[n]), est[i])
+		}
+		n++
 	}
 }
 

@@ -31,7 +31,7 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results [
 		}
 		byArchive[r.Archive] = append(byArchive[r.Archive], r)
 	}
-	if !job.Overwrite {
+	if !job.Overwrite && !f.completedBefore(ctx, job) {
 		// The planner found the report's key free; another writer may have
 		// taken it since. Fail now, while the uploads can still be aborted.
 		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
@@ -100,6 +100,14 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, 
 	}
 	out.Entries = len(a.Entries)
 	return out, stats, nil
+}
+
+// completedBefore says whether an earlier run of this finalizer completed
+// the first archive (its done record): it checked the report's key then,
+// and may have written the report since.
+func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
+	_, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &job.WorkBucket, Key: aws.String(doneKey(job.WorkPrefix, 0))})
+	return err == nil
 }
 
 // splitFinal is what finalizing every archive of a split run shares.

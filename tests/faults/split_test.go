@@ -3,7 +3,11 @@ package faults_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -105,6 +110,86 @@ func TestSplitRunFailsWhole(t *testing.T) {
 				obs = append(obs, "BAD: left behind s3://dst/"+aws.ToString(o.Key))
 			}
 			w.conclude(t, started, nil, c.expected, obs, pass)
+		})
+	}
+}
+
+// crashSplitAt is a finalizer whose Lambda dies right after S3 completed
+// the second archive, or took the run's report.
+type crashSplitAt struct {
+	workflow.FinalizerS3
+	op        string // "complete-2" or "report"
+	completes int
+}
+
+func (c *crashSplitAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	out, err := c.FinalizerS3.CompleteMultipartUpload(ctx, in, o...)
+	if err == nil {
+		if c.completes++; c.op == "complete-2" && c.completes == 2 {
+			panic(errCrashed)
+		}
+	}
+	return out, err
+}
+
+func (c *crashSplitAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	out, err := c.FinalizerS3.PutObject(ctx, in, o...)
+	if err == nil && c.op == "report" && strings.HasSuffix(aws.ToString(in.Key), ".report.json") {
+		panic(errCrashed)
+	}
+	return out, err
+}
+
+// TestSplitFinalizerRerun: a split run's finalizer dies after completing
+// its second archive, or after writing the report, and runs again with the
+// same input: it carries on from the archives already there (their
+// uploads are gone) and its own report, and finishes with every archive.
+func TestSplitFinalizerRerun(t *testing.T) {
+	w := newWorld(t)
+	w.putSources(t, "d/", 1)
+	for _, op := range []string{"complete-2", "report"} {
+		t.Run("crash-after-"+op, func(t *testing.T) {
+			started := time.Now()
+			ctx := context.Background()
+			dest := "out/split-rerun-" + op + ".zip"
+			job, err := (&workflow.Planner{S3: w.direct, Config: config(), Log: quiet}).Plan(ctx, workflow.PlanInput{Request: splitRequest("duo", "d/", dest), Execution: "split-rerun-" + op})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
+			if err := finalizeUntilCrash(ctx, &workflow.Finalizer{S3: &crashSplitAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in); !errors.Is(err, errCrashed) {
+				w.conclude(t, started, nil, wantArchive, []string{fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err)}, false)
+				return
+			}
+			out, err := (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Finalize(ctx, in)
+			var obs []string
+			pass := err == nil && len(out.Archives) >= 3
+			if err != nil {
+				obs = append(obs, "BAD: the second run: "+err.Error())
+			} else {
+				want := w.wants("d/")
+				var got []zipcheck.Want
+				for k, a := range out.Archives {
+					path := filepath.Join(t.TempDir(), fmt.Sprintf("%d.zip", k))
+					w.srv.DownloadFile(t, "dst", workflow.ArchiveKey(dest, k), path)
+					entries, rerr := zipcheck.CheckReader(zipcheck.ReaderGo, path)
+					if rerr != nil || len(entries) != a.Entries {
+						pass = false
+						obs = append(obs, fmt.Sprintf("BAD: archive %d: %v, %d entries (output: %d)", k+1, rerr, len(entries), a.Entries))
+					}
+					for _, e := range entries {
+						got = append(got, zipcheck.Want{Name: e.Name, Size: e.Size, SHA256: e.SHA256})
+					}
+				}
+				sort.Slice(got, func(a, b int) bool { return got[a].Name < got[b].Name })
+				if !slices.Equal(got, want) {
+					pass = false
+					obs = append(obs, fmt.Sprintf("BAD: the archives hold %d entries, not the %d sources' bytes", len(got), len(want)))
+				} else {
+					obs = append(obs, fmt.Sprintf("%d archives, together the sources", len(out.Archives)))
+				}
+			}
+			w.conclude(t, started, nil, wantArchive, obs, pass)
 		})
 	}
 }
