@@ -29,6 +29,9 @@ type Header struct {
 	Final          PartJob `json:"final"`
 	DirectoryParts []Part  `json:"directoryParts,omitempty"`
 	Stats          Stats   `json:"stats"`
+	// Archives are a split plan's (split.go); Final and DirectoryParts are
+	// then every archive's final parts, in archive order.
+	Archives []Archive `json:"archives,omitempty"`
 }
 
 // PartJob is one line of the part-job file: a part and what a worker needs
@@ -47,6 +50,9 @@ type PartJob struct {
 	// Carried are the jobs of the parts this one carries (Part.Carry): the
 	// worker builds them first and they have no line of their own.
 	Carried []PartJob `json:"carried,omitempty"`
+	// Upload is, in a split plan, the multipart upload of the part's
+	// archive (Part.Archive), which the part is sent to.
+	Upload *Upload `json:"upload,omitempty"`
 }
 
 // Encoded is a serialized plan.
@@ -95,7 +101,7 @@ func (p *Plan) EncodeTo(entries, parts io.Writer) (header []byte, jobs int, err 
 	h := Header{
 		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
 		DirectoryOffset: p.DirectoryOffset, DirectorySize: p.DirectorySize, Zip64: p.Zip64,
-		Parts: len(p.Parts), Final: p.partJob(p.FinalPart(), at), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(),
+		Parts: len(p.Parts), Final: p.partJob(p.FinalPart(), at), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(), Archives: p.Archives,
 	}
 	if header, err = json.MarshalIndent(h, "", "  "); err != nil {
 		return nil, 0, fmt.Errorf("encode plan header: %w", err)
@@ -149,6 +155,9 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // entries file (lineStart of len(Entries) is where the file ends).
 func (p *Plan) partJob(part *Part, lineStart func(EntryIndex) int64) PartJob {
 	j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart(part.First), lineStart(part.First + EntryIndex(part.Count))}}
+	if p.Split() {
+		j.Upload = p.Archives[part.Archive].Upload
+	}
 	if part.Kind == PartCopy {
 		e := &p.Entries[part.First]
 		src := e.Source
@@ -183,9 +192,19 @@ func (p *Plan) jobBytes() []int {
 		}
 		line, _ := json.Marshal(p.workerJob(i, longest)) // numbers and strings: it always encodes
 		sizes[i] = len(line) + 1
+		if p.Split() {
+			// The uploads its job and its carried ones will name, which the
+			// run creates after planning: at their longest.
+			sizes[i] += (1 + p.Parts[i].Carry) * maxUploadBytes
+		}
 	}
 	return sizes
 }
+
+// maxUploadBytes bounds what naming an upload adds to a part job: a key of
+// S3's 1,024 bytes, an upload ID (AWS's are about 100 characters; 512
+// allows for other servers') and the field's JSON.
+const maxUploadBytes = len(`,"upload":{"key":"","uploadId":""}`) + 1024 + 512
 
 // DecodeEntries reads placed entries, one JSON line each.
 func DecodeEntries(r io.Reader) ([]PlacedEntry, error) {
@@ -233,7 +252,7 @@ func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
 	if h.Version != FormatVersion {
 		return nil, fmt.Errorf("plan header: version %d, this build reads %d", h.Version, FormatVersion)
 	}
-	p := &Plan{Strategy: h.Strategy, Size: h.Size, DirectoryOffset: h.DirectoryOffset, DirectorySize: h.DirectorySize, Zip64: h.Zip64}
+	p := &Plan{Strategy: h.Strategy, Size: h.Size, DirectoryOffset: h.DirectoryOffset, DirectorySize: h.DirectorySize, Zip64: h.Zip64, Archives: h.Archives}
 	var err error
 	if p.Entries, err = DecodeEntries(entries); err != nil {
 		return nil, err

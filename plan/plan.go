@@ -96,6 +96,9 @@ type Part struct {
 	// Final marks the last parts, built by the finalizer: they carry the
 	// central directory and end records (FinalParts).
 	Final bool `json:"final,omitempty"`
+	// Archive is which archive of a split plan the part is of (split.go);
+	// Number and the bytes are that archive's.
+	Archive int `json:"archive,omitempty"`
 }
 
 // Size is the part's length in bytes.
@@ -157,6 +160,8 @@ type Plan struct {
 	Alternative *Alternative `json:"alternative,omitempty"`
 	// Fit is how the plan is run on Options.Workers (fit.go).
 	Fit Fit `json:"fit"`
+	// Archives are the archives of a split plan (split.go); nil for one.
+	Archives []Archive `json:"archives,omitempty"`
 }
 
 // Limits on the entries of one plan, besides S3's 10,000 parts. ZIP64

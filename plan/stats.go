@@ -86,7 +86,7 @@ type partScratch struct {
 // statsOf is Stats given every part's (partsStats).
 func (p *Plan) statsOf(parts []Stats) Stats {
 	s := Stats{Entries: len(p.Entries), ArchiveBytes: p.Size, Parts: len(p.Parts), Zip64: p.Zip64}
-	s.Requests.Create, s.Requests.Complete = 1, 1
+	s.Requests.Create, s.Requests.Complete = p.uploads(), p.uploads()
 	s.Requests.Head = len(p.CRCsNeeded())
 	for i := range parts {
 		s.add(parts[i])

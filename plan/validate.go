@@ -20,6 +20,9 @@ func (e *InvalidPlanError) Error() string {
 // and only they, carrying the central directory, marked Final; the CRCs
 // each part needs listed.
 func (p *Plan) Validate() error {
+	if p.Split() {
+		return p.validateSplit()
+	}
 	var bad []string
 	add := func(format string, a ...any) {
 		if len(bad) < 50 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // AborterS3 is what the abort handler needs of S3.
@@ -19,7 +20,7 @@ type AborterS3 interface {
 	uploadAborter
 	uploadLister
 	objectDeleter
-	objectGetter
+	archiveDiscarder // a failed split run's archives completed
 }
 
 // Aborter cleans up after a failed execution: the multipart upload (aborted
@@ -41,7 +42,10 @@ type AbortOutput struct {
 	Error         string `json:"error"`
 	Cause         string `json:"cause"`
 	UploadAborted bool   `json:"uploadAborted"`
-	WorkDeleted   int    `json:"workObjectsDeleted"`
+	// ArchivesDeleted are the archives of a split run its finalizer had
+	// completed before the run failed.
+	ArchivesDeleted int `json:"archivesDeleted,omitempty"`
+	WorkDeleted     int `json:"workObjectsDeleted"`
 }
 
 // caught is a Step Functions error as a Catch records it.
@@ -67,21 +71,28 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 	// recorded, never from the failed state: when planning fails, that is
 	// the user's request, and it may name anything.
 	bucket, prefix := cfg.WorkBucket, cfg.workPrefix(in.Execution)
-	doc, err := getBytes(ctx, a.S3, bucket, prefix+"upload.json", 1<<20)
-	switch {
-	case err == nil:
-		var job Job
-		if err := json.Unmarshal(doc, &job); err != nil {
-			return out, fmt.Errorf("upload record s3://%s/%supload.json: %w", bucket, prefix, err)
+	rec, err := readUploadRecord(ctx, a.S3, bucket, prefix)
+	if err != nil {
+		return out, err
+	}
+	if rec != nil && rec.Destination.Bucket != "" {
+		// One upload, or a split run's, one an archive.
+		uploads := rec.Archives
+		if rec.UploadID != "" {
+			uploads = append(uploads, plan.Upload{Key: rec.Destination.Key, UploadID: rec.UploadID})
 		}
-		if job.UploadID != "" && job.Destination.Bucket != "" {
-			if err := a.abortUpload(ctx, &job); err != nil {
+		for _, u := range uploads {
+			if u.UploadID == "" {
+				continue // its create failed
+			}
+			if err := a.abortUpload(ctx, rec.forArchive(&u)); err != nil {
 				return out, err
 			}
 			out.UploadAborted = true
 		}
-	case !s3x.NotFound(err):
-		return out, err
+		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec); err != nil {
+			return out, err
+		}
 	}
 	if strings.HasPrefix(out.Error, "States.") {
 		// A failed Distributed Map reports only that too many batches

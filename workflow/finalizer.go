@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,6 +60,8 @@ type Archive struct {
 	Size  int64  `json:"size"`
 	ETag  string `json:"etag"`
 	CRC32 string `json:"crc32"`
+	// Entries is, for each archive of a split run, how many it holds.
+	Entries int `json:"entries,omitempty"`
 }
 
 // FinalizeOutput is the workflow's result, the execution's output: a
@@ -68,9 +71,12 @@ type FinalizeOutput struct {
 	RequestID string  `json:"requestId"` // the request's id, or the execution's name
 	Execution string  `json:"execution"` // the execution's name
 	Archive   Archive `json:"archive"`
-	Report    string  `json:"report"` // "" when it could not be written (Warnings says why)
-	Entries   int     `json:"entries"`
-	Parts     int     `json:"parts"`
+	// Archives are every archive of a split run, in order (Archive is the
+	// first); absent for one archive.
+	Archives []Archive `json:"archives,omitempty"`
+	Report   string    `json:"report"` // "" when it could not be written (Warnings says why)
+	Entries  int       `json:"entries"`
+	Parts    int       `json:"parts"`
 	// Strategy is the plan's (auto resolves to one of the others).
 	Strategy plan.Strategy `json:"strategy"`
 	// Seconds is the time from the execution's start to the archive's
@@ -97,7 +103,9 @@ type ReportStats struct {
 
 // Report is the JSON document written beside the archive.
 type Report struct {
-	Archive   Archive       `json:"archive"`
+	Archive Archive `json:"archive"`
+	// Archives are every archive of a split run (Archive is the first).
+	Archives  []Archive     `json:"archives,omitempty"`
 	Execution string        `json:"execution"`
 	Strategy  plan.Strategy `json:"strategy"`
 	Stats     ReportStats   `json:"stats"`
@@ -116,6 +124,9 @@ type ReportEntry struct {
 	Compressed int64 `json:"compressedSize,omitempty"`
 	// SHA256 is the data's SHA-256, when the request asked for digests.
 	SHA256 string `json:"sha256,omitempty"`
+	// Archive is, in a split run, the number of the entry's archive (1 for
+	// name-0001.zip); Offset is in that archive.
+	Archive int `json:"archive,omitempty"`
 }
 
 // Finalize runs the finalizer. Run again after it completed the upload, it
@@ -142,6 +153,9 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		if results, err = readMapResults(ctx, f.S3, &job, in.Results.ResultWriterDetails); err != nil {
 			return nil, err
 		}
+	}
+	if p.Split() {
+		return f.finalizeSplit(ctx, splitFinal{cfg, &job, p}, results, started)
 	}
 	byPart, stats, err := mergeResults(p, results)
 	if err != nil {
@@ -173,7 +187,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
 	reportKey := ReportKey(job.Destination)
 	out := &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}
-	if err := f.writeReport(ctx, &job, p, archive, stats); err != nil {
+	if err := f.writeReport(ctx, &job, p, []Archive{*archive}, stats); err != nil {
 		// The archive is complete and checked. Failing now would have the
 		// Abort state discard a good archive for want of its description.
 		log.Warn("report not written", "report", out.Report, "error", err.Error())
@@ -256,14 +270,21 @@ func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutp
 	if json.Unmarshal(doc, &r) != nil || r.Execution != job.Execution {
 		return nil, false
 	}
-	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
-	if err != nil || aws.ToInt64(h.ContentLength) != r.Archive.Size || aws.ToString(h.ETag) != r.Archive.ETag {
-		return nil, false
+	archives := r.Archives
+	if archives == nil {
+		archives = []Archive{r.Archive}
+	}
+	for _, a := range archives {
+		key := strings.TrimPrefix(a.URI, "s3://"+d.Bucket+"/")
+		h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
+		if err != nil || aws.ToInt64(h.ContentLength) != a.Size || aws.ToString(h.ETag) != a.ETag {
+			return nil, false
+		}
 	}
 	if err := cleanWork(ctx, f.S3, job); err != nil {
 		return nil, false
 	}
-	out := &FinalizeOutput{Archive: r.Archive, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}
+	out := &FinalizeOutput{Archive: r.Archive, Archives: r.Archives, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}
 	f.describe(ctx, job, out, r.Strategy)
 	return out, true
 }
@@ -396,17 +417,21 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 	return &Archive{URI: d.URI(), Size: p.Size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }
 
-// writeReport writes the archive's report beside it (ReportKey).
-func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, a *Archive, stats ReportStats) error {
+// writeReport writes the archive's report beside it (ReportKey): the
+// archives' of a split run, beside the key the request named.
+func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
 	key := ReportKey(job.Destination)
-	r := Report{Archive: *a, Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
+	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
+	if p.Split() {
+		r.Archives = archives
+	}
 	for i := range p.Entries {
 		e := &p.Entries[i]
 		src := ""
 		if e.Source.Key != "" {
 			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
 		}
-		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256}
+		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
 		if e.Method == plan.MethodDeflate {
 			o := e.Origin
 			r.Entries[i].Source = "s3://" + o.Bucket + "/" + o.Key

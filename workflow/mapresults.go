@@ -54,7 +54,7 @@ func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResu
 		return fmt.Errorf("worker output's CRC-32s s3://%s/%s: %w", job.WorkBucket, out.CRCsKey, err)
 	}
 	for i := range out.Parts {
-		out.Parts[i].CRCs = crcs.Parts[out.Parts[i].Part]
+		out.Parts[i].CRCs = crcs.Parts[partKey(out.Parts[i].Archive, out.Parts[i].Part)]
 	}
 	return nil
 }

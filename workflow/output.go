@@ -130,6 +130,18 @@ func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput,
 		out.Warnings = append(out.Warnings, fmt.Sprintf("no links: %v", err))
 		return
 	}
+	for _, a := range out.Archives {
+		// A split run's: each archive's link, signed alike.
+		l, _, err := f.Links.SignLinks(ctx, presign.Object{Bucket: dst.Bucket, Key: strings.TrimPrefix(a.URI, "s3://"+dst.Bucket+"/")}, nil, d)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("no links: %v", err))
+			return
+		}
+		links.Archives = append(links.Archives, l.Archive)
+	}
+	if len(links.Archives) > 0 {
+		links.Archive = links.Archives[0]
+	}
 	out.Links = links
 	if warning != "" {
 		out.Warnings = append(out.Warnings, warning)

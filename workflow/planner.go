@@ -63,6 +63,9 @@ type Job struct {
 	// was priced (plan.Fit.InFlight); 0 leaves the deployment's
 	// PART_CONCURRENCY.
 	PartsInFlight int `json:"partsInFlight,omitempty"`
+	// Archives is how many archives a split run writes (0: one, at
+	// Destination, with UploadID); each part job names its archive's upload.
+	Archives int `json:"archives,omitempty"`
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`
@@ -206,15 +209,16 @@ func (r *planRun) finish(ctx context.Context, p *plan.Plan) (*Job, *ReadPlan, er
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("internal error: %w", err)
 	}
-	job, err := r.pl.writePlan(ctx, r.cfg, r.req, p, r.execution)
-	if err != nil {
-		return nil, nil, err
-	}
+	job := r.pl.planFiles(r.cfg, r.req, r.execution)
+	job.Output = r.output
 	if err := r.pl.abortEarlierAttempt(ctx, job); err != nil {
 		return nil, nil, err
 	}
-	job.Output = r.output
-	if err := r.pl.startUpload(ctx, r.cfg, r.req, job); err != nil {
+	// The uploads first: a split plan's part jobs name their archive's.
+	if err := r.pl.startUploads(ctx, r.cfg, r.req, job, p); err != nil {
+		return nil, nil, err
+	}
+	if err := r.pl.writePlan(ctx, p, job); err != nil {
 		return nil, nil, err
 	}
 	st := p.Stats()

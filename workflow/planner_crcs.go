@@ -24,8 +24,8 @@ func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error
 		}
 		return nil, applyCRCs(p, jobs.refs(), got)
 	}
-	job, err := r.pl.writePlan(ctx, r.cfg, r.req, p, r.execution)
-	if err != nil {
+	job := r.pl.planFiles(r.cfg, r.req, r.execution)
+	if err := r.pl.writePlan(ctx, p, job); err != nil {
 		return nil, err
 	}
 	rp, err := r.handOver(ctx, StageCRC, nil, jobs)

@@ -11,11 +11,17 @@ import (
 // deployment's size limit. The CRC-32s its workers need are learned after
 // (learnCRCs).
 func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string) (*plan.Plan, error) {
-	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
-	concurrency := maxConcurrency(cfg, req)
-	prefer, _ := plan.ParsePreference(req.Options.Prefer)
-	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: concurrency, Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
-	p, err := plan.Make(entries, opts)
+	opts := layoutOptions(cfg, req)
+	var p *plan.Plan
+	var err error
+	switch l := req.Options.splitLimits(); {
+	case l.On() && req.Options.ChecksumsFile != "":
+		p, err = pl.listedArchives(ctx, cfg, req, entries, execution)
+	case l.On():
+		p, err = plan.MakeSplit(entries, opts, l)
+	default:
+		p, err = plan.Make(entries, opts)
+	}
 	if err != nil {
 		return nil, planError(err)
 	}
@@ -24,4 +30,13 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
 	}
 	return p, nil
+}
+
+// layoutOptions are what the layout is planned with: the request's
+// strategy, preference and part size, for its workers, priced with the
+// deployment's model.
+func layoutOptions(cfg Config, req *Request) plan.Options {
+	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
+	prefer, _ := plan.ParsePreference(req.Options.Prefer)
+	return plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: maxConcurrency(cfg, req), Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
 }

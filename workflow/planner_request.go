@@ -130,6 +130,14 @@ func checkKMSKeyGranted(cfg Config, sse *SSE) string {
 // archive's key nor its report's (ReportKey) holds an object: without
 // overwrite, a run replaces neither.
 func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) error {
+	if err := pl.checkKeyFree(ctx, d); err != nil {
+		return err
+	}
+	return checkReportFree(ctx, pl.S3, d)
+}
+
+// checkKeyFree refuses a key that holds an object.
+func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
 	_, err := pl.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
 	switch {
 	case err == nil:
@@ -137,7 +145,7 @@ func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) erro
 	case !s3x.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
-	return checkReportFree(ctx, pl.S3, d)
+	return nil
 }
 
 // refError makes a missing or oversized request object or manifest a

@@ -19,16 +19,25 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
+// planFiles is the job of an execution's plan files, before they are
+// written (writePlan) and the upload is created (UploadID).
+func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
+	prefix := cfg.workPrefix(execution)
+	return &Job{
+		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
+		Destination: req.Destination, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
+	}
+}
+
 // writePlan writes the plan, its entries and part jobs (and the pad chains
-// start from) to the execution's work prefix, and returns the job that
-// names them.
-func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *plan.Plan, execution string) (*Job, error) {
+// start from) to the job's work prefix.
+func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error {
 	files, err := spoolPlan(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer files.remove()
-	job := pl.planFiles(cfg, req, execution)
 	job.WorkerParts = files.jobs
 	// The Map runs the plan as it was cut and priced for its workers.
 	job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight = p.Fit.Workers, p.Fit.PartsPerBatch, p.Fit.InFlight
@@ -43,27 +52,16 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 			_, err = body.Seek(0, io.SeekStart)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("plan file for %s: %w", key, err)
+			return fmt.Errorf("plan file for %s: %w", key, err)
 		}
 		// No stored checksum, whatever the client's default: chains copy
 		// ranges of the pad (see plan.ChainChecksums).
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: body, ContentLength: aws.Int64(size)}, plain); err != nil {
-			return nil, s3Error("PutObject", job.WorkBucket, key, false, err)
+			return s3Error("PutObject", job.WorkBucket, key, false, err)
 		}
 	}
-	return job, nil
-}
-
-// planFiles is the job of an execution's plan files, before they are
-// written (WorkerParts, PadKey) and the upload is created (UploadID).
-func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
-	prefix := cfg.workPrefix(execution)
-	return &Job{
-		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
-		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
-	}
+	return nil
 }
 
 // readPlan reads a job's plan back: the finalizer's, and the planner's
@@ -133,30 +131,36 @@ func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 // Lambda retried after it had created an upload) aborts the earlier
 // attempt's upload, which nothing else would ever complete or abort.
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
-	doc, err := getBytes(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), 1<<20)
-	if err != nil {
-		if s3x.NotFound(err) {
-			return nil
-		}
+	earlier, err := readUploadRecord(ctx, pl.S3, job.WorkBucket, job.WorkPrefix)
+	if err != nil || earlier == nil {
 		return err
 	}
-	var earlier Job
-	if json.Unmarshal(doc, &earlier) != nil || earlier.UploadID == "" {
+	d := earlier.Destination
+	if err := abortArchives(ctx, pl.S3, d.Bucket, earlier.Archives); err != nil {
+		return err
+	}
+	if earlier.UploadID == "" {
 		return nil
 	}
-	d := earlier.Destination
 	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
 }
 
-// startUpload creates the archive's multipart upload (with the deployment's
-// default KMS key when the request names no encryption) and records it.
-func (pl *Planner) startUpload(ctx context.Context, cfg Config, req *Request, job *Job) error {
+// startUploads creates the archive's upload, or a split plan's archives'.
+func (pl *Planner) startUploads(ctx context.Context, cfg Config, req *Request, job *Job, p *plan.Plan) error {
 	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
 		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
 	}
+	if p.Split() {
+		return pl.startArchiveUploads(ctx, cfg, req, job, p)
+	}
+	return pl.startUpload(ctx, req, job)
+}
+
+// startUpload creates the archive's multipart upload and records it.
+func (pl *Planner) startUpload(ctx context.Context, req *Request, job *Job) error {
 	var err error
 	if job.UploadID, err = pl.createUpload(ctx, req); err != nil {
 		return err

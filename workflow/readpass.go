@@ -689,7 +689,8 @@ func (r *planRun) readsFinished(ctx context.Context, entries []plan.Entry) ([]pl
 			}
 		}
 	}
-	if name := r.req.Options.ChecksumsFile; name != "" {
+	if name := r.req.Options.ChecksumsFile; name != "" && !r.req.Options.splitLimits().On() {
+		// A split run's archives each get their own (listedArchives).
 		return r.pl.addChecksumsFile(ctx, entries, name, r.cfg.WorkBucket, r.prefix)
 	}
 	return entries, nil
@@ -699,26 +700,29 @@ func (r *planRun) readsFinished(ctx context.Context, entries []plan.Entry) ([]pl
 var emptySHA256 = hex.EncodeToString(func() []byte { s := sha256.Sum256(nil); return s[:] }())
 
 // checksumsFile is the `sha256sum -c` listing of the entries' digests, in
-// archive order: "<hex>  <name>\n" (a name with a newline or carriage
-// return is escaped the way sha256sum does, with a leading backslash).
+// archive order (checksumLine).
 func checksumsFile(entries []plan.Entry) ([]byte, error) {
 	var b bytes.Buffer
-	for _, e := range entries {
-		if e.Dir {
-			continue
-		}
-		sum := e.SHA256
-		if sum == "" {
+	for i := range entries {
+		if e := &entries[i]; !e.Dir && e.SHA256 == "" {
 			return nil, fmt.Errorf("internal error: entry %q has no SHA-256 after the read pass", e.Name)
 		}
-		name := e.Name
-		if strings.ContainsAny(name, "\n\r") {
-			b.WriteByte('\\')
-			name = strings.NewReplacer("\n", "\\n", "\r", "\\r").Replace(name)
-		}
-		fmt.Fprintf(&b, "%s  %s\n", sum, name)
+		b.WriteString(checksumLine(&entries[i]))
 	}
 	return b.Bytes(), nil
+}
+
+// checksumLine is an entry's line of the checksums file: "<hex>  <name>\n"
+// (a name with a newline or carriage return is escaped the way sha256sum
+// does, with a leading backslash); none for a folder.
+func checksumLine(e *plan.Entry) string {
+	if e.Dir {
+		return ""
+	}
+	if strings.ContainsAny(e.Name, "\n\r") {
+		return "\\" + e.SHA256 + "  " + strings.NewReplacer("\n", "\\n", "\r", "\\r").Replace(e.Name) + "\n"
+	}
+	return e.SHA256 + "  " + e.Name + "\n"
 }
 
 // checksumsFileFree refuses a checksums file named like an entry ("": none
@@ -736,19 +740,27 @@ func checksumsFileFree(entries []plan.Entry, name string) error {
 }
 
 // addChecksumsFile writes the checksums file to the work prefix and adds it
-// as the last entry (STORED; its CRC-32 is known from its bytes). Its name
-// is free (checksumsFileFree).
+// as the last entry (checksumsEntry). Its name is free (checksumsFileFree).
 func (pl *Planner) addChecksumsFile(ctx context.Context, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
-	body, err := checksumsFile(entries)
+	e, err := pl.checksumsEntry(ctx, entries, name, bucket, prefix+"checksums")
 	if err != nil {
 		return nil, err
 	}
-	key := prefix + "checksums"
+	return append(entries, e), nil
+}
+
+// checksumsEntry writes the checksums file of entries to bucket/key and
+// is its entry (STORED; its CRC-32 is known from its bytes).
+func (pl *Planner) checksumsEntry(ctx context.Context, entries []plan.Entry, name, bucket, key string) (plan.Entry, error) {
+	body, err := checksumsFile(entries)
+	if err != nil {
+		return plan.Entry{}, err
+	}
 	out, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))},
 		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
 	if err != nil {
-		return nil, s3Error("PutObject", bucket, key, false, err)
+		return plan.Entry{}, s3Error("PutObject", bucket, key, false, err)
 	}
-	return append(entries, plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: key, ETag: aws.ToString(out.ETag)}, Size: int64(len(body)),
-		ModTime: time.Now().UTC(), CRC32: plan.KnownCRC(crc32.ChecksumIEEE(body)), SHA256: fmt.Sprintf("%x", sha256.Sum256(body))}), nil
+	return plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: key, ETag: aws.ToString(out.ETag)}, Size: int64(len(body)),
+		ModTime: time.Now().UTC(), CRC32: plan.KnownCRC(crc32.ChecksumIEEE(body)), SHA256: fmt.Sprintf("%x", sha256.Sum256(body))}, nil
 }

@@ -31,7 +31,7 @@ func TestWriteReportNeverReplaces(t *testing.T) {
 	key := ReportKey(job.Destination)
 
 	e.srv.PutObject(t, "dst", key, []byte("someone else's"))
-	err := f.writeReport(t.Context(), job, p, a, ReportStats{})
+	err := f.writeReport(t.Context(), job, p, []Archive{*a}, ReportStats{})
 	var de *DestinationExistsError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want a DestinationExistsError", err)
@@ -42,12 +42,12 @@ func TestWriteReportNeverReplaces(t *testing.T) {
 
 	own, _ := json.Marshal(Report{Execution: "exec-1"})
 	e.srv.PutObject(t, "dst", key, own)
-	if err := f.writeReport(t.Context(), job, p, a, ReportStats{}); err != nil {
+	if err := f.writeReport(t.Context(), job, p, []Archive{*a}, ReportStats{}); err != nil {
 		t.Fatalf("the execution's own earlier report: %v", err)
 	}
 
 	job.Overwrite = true
-	if err := f.writeReport(t.Context(), job, p, a, ReportStats{}); err != nil {
+	if err := f.writeReport(t.Context(), job, p, []Archive{*a}, ReportStats{}); err != nil {
 		t.Fatal(err)
 	}
 	var r Report

@@ -90,6 +90,11 @@ type Options struct {
 	// (docs/metadata.md), for extract to write back: a HeadObject per
 	// object, made by the read pass's Map.
 	KeepMetadata bool `json:"keepMetadata,omitempty"`
+	// SplitSize and SplitEntries split the archive: each archive at most
+	// this many bytes (unless one entry alone is more) and entries, named
+	// name-0001.zip, name-0002.zip, … (split.go). 0 leaves a bound off.
+	SplitSize    int64 `json:"splitSize,omitempty"`
+	SplitEntries int   `json:"splitEntries,omitempty"`
 }
 
 // DecodeRequest parses a request document strictly: unknown fields are errors.
@@ -149,6 +154,7 @@ func (r *Request) Validate() error {
 	r.Options.checkLayout(add)
 	r.Options.checkArchiveObject(add)
 	r.Options.checkRun(add)
+	r.Options.checkSplit(add)
 	add(checkPresign(r.Options.Presign))
 	add(checkRequestID(r.ID))
 	if bad != nil {

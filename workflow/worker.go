@@ -48,7 +48,10 @@ type BatchInput struct {
 
 // PartResult is what the finalizer needs of one built part.
 type PartResult struct {
-	Part          int    `json:"part"`
+	Part int `json:"part"`
+	// Archive is, in a split run, which archive's upload the part is of
+	// (plan.Part.Archive); Part is its number there.
+	Archive       int    `json:"archive,omitempty"`
 	ETag          string `json:"etag"`
 	ChecksumCRC32 string `json:"checksumCRC32"`
 	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex
@@ -70,30 +73,30 @@ type BatchResult struct {
 }
 
 // batchCRCs is the document at BatchResult.CRCsKey: PartResult.CRCs by
-// part number.
+// part (partKey).
 type batchCRCs struct {
-	Parts map[int]map[string]string `json:"parts"`
+	Parts map[string]map[string]string `json:"parts"`
 }
 
 // crcsKey is where a batch's CRC-32s go. A batch is named by its first part:
 // a retried batch writes the same object again, with the same CRCs.
-func crcsKey(job *Job, firstPart int) string {
-	return fmt.Sprintf("%scrcs/%d.json", job.WorkPrefix, firstPart)
+func crcsKey(job *Job, first *plan.PartJob) string {
+	return fmt.Sprintf("%scrcs/%s.json", job.WorkPrefix, strings.ReplaceAll(partKey(first.Archive, first.Number), "/", "-"))
 }
 
 // putCRCs writes the CRC-32s the batch's parts computed to the work prefix
 // and names the object in out.
-func putCRCs(ctx context.Context, c objectPutter, job *Job, firstPart int, out *BatchResult) error {
-	doc := batchCRCs{Parts: map[int]map[string]string{}}
+func putCRCs(ctx context.Context, c objectPutter, job *Job, first *plan.PartJob, out *BatchResult) error {
+	doc := batchCRCs{Parts: map[string]map[string]string{}}
 	for _, r := range out.Parts {
 		if len(r.CRCs) > 0 {
-			doc.Parts[r.Part] = r.CRCs
+			doc.Parts[partKey(r.Archive, r.Part)] = r.CRCs
 		}
 	}
 	if len(doc.Parts) == 0 {
 		return nil
 	}
-	key := crcsKey(job, firstPart)
+	key := crcsKey(job, first)
 	if err := writeJSON(ctx, c, job.WorkBucket, key, doc); err != nil {
 		return fmt.Errorf("the batch's CRC-32s: %w", err)
 	}
@@ -107,7 +110,7 @@ func putCRCs(ctx context.Context, c objectPutter, job *Job, firstPart int, out *
 // Lambda deadline it stops starting parts and returns DeadlineError.
 func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error) {
 	job := in.BatchInput.Job
-	if job.UploadID == "" || job.WorkBucket == "" || job.EntriesKey == "" {
+	if job.UploadID == "" && job.Archives == 0 || job.WorkBucket == "" || job.EntriesKey == "" {
 		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")
 	}
 	log := w.logger().With("execution", job.Execution)
@@ -129,7 +132,7 @@ func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error)
 		out.Parts = append(out.Parts, r...)
 	}
 	if len(in.Items) > 0 {
-		if err := putCRCs(ctx, w.S3, &job, in.Items[0].Number, out); err != nil {
+		if err := putCRCs(ctx, w.S3, &job, &in.Items[0], out); err != nil {
 			return nil, err
 		}
 	}
@@ -236,9 +239,9 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 				<-slots
 			}()
 			t0 := b.now()
-			r, err := b.buildJob(ctx, item)
+			r, err := b.forArchive(item).buildJob(ctx, item)
 			if err != nil {
-				fail(fmt.Errorf("part %d (%s, bytes %d-%d): %w", item.Number, item.Kind, item.Start, item.End-1, err))
+				fail(fmt.Errorf("%spart %d (%s, bytes %d-%d): %w", archiveOf(item), item.Number, item.Kind, item.Start, item.End-1, err))
 				return
 			}
 			results[i] = r
@@ -247,6 +250,25 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 	}
 	wg.Wait()
 	return results, started, firstErr
+}
+
+// forArchive is the builder of a part of a split run's archive: the same,
+// sending to that archive's upload (the part job names it).
+func (b *partBuilder) forArchive(item *plan.PartJob) *partBuilder {
+	if item.Upload == nil {
+		return b
+	}
+	a := *b
+	a.job = b.job.forArchive(item.Upload)
+	return &a
+}
+
+// archiveOf names the archive of a split run's part in a message.
+func archiveOf(item *plan.PartJob) string {
+	if item.Upload == nil {
+		return ""
+	}
+	return item.Upload.Key + " "
 }
 
 func (w *Worker) logger() *slog.Logger {
@@ -301,7 +323,11 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 	if err != nil {
 		return nil, err
 	}
-	return append([]PartResult{*r}, out...), nil
+	out = append([]PartResult{*r}, out...)
+	for k := range out {
+		out[k].Archive = item.Archive // a split run's: the finalizer completes each archive
+	}
+	return out, nil
 }
 
 // copiedCRC is the CRC-32 of a whole object that was just copied, from S3's

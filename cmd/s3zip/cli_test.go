@@ -232,6 +232,9 @@ func TestErrorsNameFlags(t *testing.T) {
 		{"dest-ends-in-slash", []string{"--source", "s3://cli/small/", "--dest", "s3://out/dir/", ep}, exitRefused, `--dest "dir/" ends in /`},
 		{"destination-exists", []string{"--source", "s3://cli/small/", "--dest", "s3://cli/taken.zip", ep}, exitRefused, "add --overwrite to replace it"},
 		{"duplicate-names", []string{"--source", "s3://cli/dup/", "--names", "flat", "--dest", "s3://out/d.zip", ep}, exitRefused, "use --duplicates suffix to rename them"},
+		{"split-size-under-one-archive", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--split-size", "100", ep}, 2, "--split-size 100: want at least 118 bytes"},
+		{"split-entries-zero-typed", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--split-entries", "0", ep}, 2, "--split-entries 0: want 1 or more"},
+		{"split-entries-1-with-sums", []string{"--source", "s3://cli/small/", "--dest", "s3://out/a.zip", "--split-entries", "1", "--digest", "sha256", "--checksums-file", "SUMS", ep}, exitRefused, "--split-entries 1 with --checksums-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s3zip(t, nil, append([]string{"create"}, tc.args...)...)

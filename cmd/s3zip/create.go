@@ -163,7 +163,7 @@ func (c *createdHere) sign(ctx context.Context, client *s3.Client, linkLife time
 	if linkLife <= 0 {
 		return nil
 	}
-	l, warning, err := signLinks(ctx, client, c.out.Archive.URI, c.out.Report, linkLife)
+	l, warning, err := signRunLinks(ctx, client, &c.out, linkLife)
 	if err != nil {
 		return fmt.Errorf("create: the archive %s is complete, but its link was not signed: %w", c.out.Archive.URI, err)
 	}
@@ -179,11 +179,11 @@ func (c *createdHere) print(show resultOutput) error {
 	out, w := c.out, show.stdout
 	printWarnings(out.Warnings)
 	if show.asJSON {
-		return printJSON(w, map[string]any{"archive": out.Archive, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
+		return printJSON(w, map[string]any{"archive": out.Archive, "archives": out.Archives, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
 			"requests": c.counter.Snapshot(), "wallSeconds": c.wall.Seconds(), "links": c.links})
 	}
 	st := out.Stats
-	printArchive(w, out.Archive, st)
+	printArchive(w, out.Archive, out.Archives, st)
 	fmt.Fprintf(w, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
 	printRequests(w, c.counter)
 	if n := c.counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
@@ -191,7 +191,7 @@ func (c *createdHere) print(show resultOutput) error {
 	}
 	fmt.Fprintf(w, "report      %s\n", reportOrWhy(out.Report))
 	printLinks(w, c.links)
-	fmt.Fprintf(w, "wall time   %.2f s%s\n", c.wall.Seconds(), rate(out.Archive.Size, c.wall.Seconds()))
+	fmt.Fprintf(w, "wall time   %.2f s%s\n", c.wall.Seconds(), rate(st.ArchiveBytes, c.wall.Seconds()))
 	return nil
 }
 
@@ -206,10 +206,19 @@ func printRequests(w io.Writer, counter *s3metrics.Counter) {
 
 // printArchive is the summary's first lines, the same for a run here and
 // a deployed one: what was made and how it was built.
-func printArchive(w io.Writer, a workflow.Archive, st workflow.ReportStats) {
-	fmt.Fprintf(w, "archive     %s\n", a.URI)
-	fmt.Fprintf(w, "entries     %d\n", st.Entries)
-	fmt.Fprintf(w, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(a.Size), a.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], a.CRC32)
+func printArchive(w io.Writer, a workflow.Archive, split []workflow.Archive, st workflow.ReportStats) {
+	if split != nil {
+		fmt.Fprintf(w, "archives    %d, each a whole ZIP\n", len(split))
+		for _, a := range split {
+			fmt.Fprintf(w, "  %s  %s, %s, CRC-32 %s\n", a.URI, humanBytes(a.Size), count(a.Entries, "entry", "entries"), a.CRC32)
+		}
+		fmt.Fprintf(w, "entries     %d\n", st.Entries)
+		fmt.Fprintf(w, "size        %s (%d bytes) together%s\n", humanBytes(st.ArchiveBytes), st.ArchiveBytes, map[bool]string{true: ", ZIP64 in some"}[st.Zip64])
+	} else {
+		fmt.Fprintf(w, "archive     %s\n", a.URI)
+		fmt.Fprintf(w, "entries     %d\n", st.Entries)
+		fmt.Fprintf(w, "size        %s (%d bytes)%s, CRC-32 %s\n", humanBytes(a.Size), a.Size, map[bool]string{true: ", ZIP64"}[st.Zip64], a.CRC32)
+	}
 	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
 	fmt.Fprintf(w, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
 }

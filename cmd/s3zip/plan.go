@@ -53,6 +53,9 @@ type planSummary struct {
 	// Alternative is auto's plan for the other preference (--prefer),
 	// predicted, when it is another plan.
 	Alternative *plan.Alternative `json:"alternative,omitempty"`
+	// Archives are the archives of a split plan (--split-size,
+	// --split-entries), in order: name-0001.zip first.
+	Archives []plan.Archive `json:"archives,omitempty"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -74,7 +77,12 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	s, _ := plan.ParseStrategy(*rf.strategy)
 	prefer, _ := plan.ParsePreference(*rf.prefer)
 	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers}
-	p, err := plan.Make(entries, opts)
+	var p *plan.Plan
+	if split := (plan.SplitLimits{Bytes: *rf.splitSize, Entries: *rf.splitEntries}); split.On() {
+		p, err = plan.MakeSplit(entries, opts, split)
+	} else {
+		p, err = plan.Make(entries, opts)
+	}
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan: %w", err))
 	}
@@ -89,8 +97,11 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
 		sum.priceReadPass(entries)
 	}
-	if sum.Advice, err = chainAdvice(p, entries, opts); err != nil {
-		return err
+	if sum.Archives = p.Archives; !p.Split() {
+		// Advice compares the plan with others of the same entries as one archive.
+		if sum.Advice, err = chainAdvice(p, entries, opts); err != nil {
+			return err
+		}
 	}
 	if *pf.asJSON {
 		return printJSON(stdout, sum)
@@ -223,6 +234,16 @@ func (sum *planSummary) print(w io.Writer) {
 	}
 	if sum.Advice != "" {
 		fmt.Fprintf(w, "advice          %s\n", sum.Advice)
+	}
+	if len(sum.Archives) > 0 {
+		fmt.Fprintf(w, "archives        %d, each a whole ZIP (name-0001.zip, …)\n", len(sum.Archives))
+	}
+	for k, a := range sum.Archives {
+		alone := ""
+		if a.Oversize {
+			alone = ", over the split size: one entry that is, alone"
+		}
+		fmt.Fprintf(w, "  %04d          %s (%d bytes), %s from entry %d, %s%s\n", k+1, humanBytes(a.Size), a.Size, count(a.Entries, "entry", "entries"), a.First+1, count(a.WorkerParts+a.FinalParts, "part", "parts"), alone)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/presign"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // parseExpiry reads a link's lifetime as the user typed it for --flag: a
@@ -65,6 +66,23 @@ func signLinks(ctx context.Context, client *s3.Client, archive, report string, d
 	return presign.Signer{Client: client}.SignLinks(ctx, a, r, d)
 }
 
+// signRunLinks signs a run's links: its archive's and report's, and each
+// archive's of a split run.
+func signRunLinks(ctx context.Context, client *s3.Client, out *workflow.FinalizeOutput, d time.Duration) (*links, string, error) {
+	l, warning, err := signLinks(ctx, client, out.Archive.URI, out.Report, d)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, a := range out.Archives {
+		al, _, err := signLinks(ctx, client, a.URI, "", d)
+		if err != nil {
+			return nil, "", err
+		}
+		l.Archives = append(l.Archives, al.Archive)
+	}
+	return l, warning, nil
+}
+
 func objectOf(uri string) (presign.Object, error) {
 	bucket, key, err := parseS3ObjectURI(uri)
 	return presign.Object{Bucket: bucket, Key: key}, err
@@ -72,12 +90,12 @@ func objectOf(uri string) (presign.Object, error) {
 
 // signLinksAsCaller signs a deployed run's links with the credentials and
 // S3 endpoint (S3_ENDPOINT, AWS_ENDPOINT_URL_S3) this command runs with.
-func signLinksAsCaller(ctx context.Context, archive, report string, d time.Duration) (*links, string, error) {
+func signLinksAsCaller(ctx context.Context, out *workflow.FinalizeOutput, d time.Duration) (*links, string, error) {
 	client, err := newS3Client(ctx, "")
 	if err != nil {
 		return nil, "", err
 	}
-	return signLinks(ctx, client, archive, report, d)
+	return signRunLinks(ctx, client, out, d)
 }
 
 // printLinks is the summary's lines for the links, if any.
@@ -85,7 +103,12 @@ func printLinks(w io.Writer, l *links) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(w, "link        %s\n", l.Archive)
+	if len(l.Archives) == 0 {
+		fmt.Fprintf(w, "link        %s\n", l.Archive)
+	}
+	for k, a := range l.Archives {
+		fmt.Fprintf(w, "link %-6d %s\n", k+1, a)
+	}
 	if l.Report != nil {
 		fmt.Fprintf(w, "report link %s\n", *l.Report)
 	}

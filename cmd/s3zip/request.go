@@ -24,6 +24,8 @@ type requestFlags struct {
 	compress, digest, sumsFile  *string
 	workers, level              *int
 	partSize                    *int64
+	splitSize                   *int64
+	splitEntries                *int
 	directories, keepMetadata   *bool
 }
 
@@ -43,10 +45,12 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
 		keepMetadata: fs.Bool("keep-metadata", false, "record each object's Content-Type, Content-Encoding, Cache-Control and user metadata in the archive "+
 			"(an extra field other readers skip; s3zip extract writes them back): one HeadObject per object, in the read pass"),
-		compress: fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
-		digest:   fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
-		sumsFile: fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
-		level:    fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		compress:     fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
+		digest:       fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
+		sumsFile:     fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
+		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		splitSize:    fs.Int64("split-size", 0, "split the archive into name-0001.zip, name-0002.zip, … of at most this many `bytes` each (an entry larger stands alone), each a whole ZIP; 0: one archive"),
+		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size); 0: no limit"),
 	}
 }
 
@@ -91,6 +95,13 @@ func (f *requestFlags) check(cmd string) error {
 	if *f.sumsFile != "" && *f.digest == "" {
 		bad = append(bad, "--checksums-file needs --digest sha256")
 	}
+	// 0 is the request's "no limit"; typed, it is a limit that cannot be kept.
+	if n := *f.splitSize; (n != 0 || f.fs.given("split-size")) && n < plan.MinSplitBytes {
+		bad = append(bad, fmt.Sprintf("--split-size %d: want at least %d bytes, the smallest archive (one empty entry with a one-character name: its two headers and the end records)", n, plan.MinSplitBytes))
+	}
+	if n := *f.splitEntries; (n != 0 || f.fs.given("split-entries")) && n < 1 {
+		bad = append(bad, fmt.Sprintf("--split-entries %d: want 1 or more entries an archive", n))
+	}
 	if len(bad) == 1 {
 		return usageErrorf("%s: %s", cmd, bad[0])
 	}
@@ -112,6 +123,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 	req := workflow.Request{Options: workflow.Options{
 		Strategy: *f.strategy, Prefer: *f.prefer, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
 		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level, KeepMetadata: *f.keepMetadata,
+		SplitSize: *f.splitSize, SplitEntries: *f.splitEntries,
 	}}
 	if *f.compress != workflow.CompressNone {
 		req.Options.Compression = *f.compress
@@ -165,6 +177,9 @@ var requestFields = []struct {
 	{regexp.MustCompile(`options\.maxConcurrency`), "--workers"},
 	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.partSize`), "--part-size"},
+	{regexp.MustCompile(`options\.splitSize or splitEntries`), "--split-size or --split-entries"},
+	{regexp.MustCompile(`options\.splitSize`), "--split-size"},
+	{regexp.MustCompile(`options\.splitEntries`), "--split-entries"},
 	{regexp.MustCompile(`options\.strategy`), "--strategy"},
 	{regexp.MustCompile(`options\.prefer`), "--prefer"},
 	{regexp.MustCompile(`options\.compression`), "--compress"},

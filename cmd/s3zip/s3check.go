@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // checkEndpoint rejects an endpoint the SDK would only fail on at the first
@@ -146,6 +148,11 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	case "NoSuchBucket":
 		return usageErrorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
 	case "NoSuchKey":
+		if ck.role == "archive" {
+			// A split run (create --split-size) wrote numbered archives, not the key it was given.
+			return usageErrorf("archive s3://%s/%s does not exist; check the bucket, the key and --endpoint (a split run's archives are s3://%s/%s, %s, …: one command each)",
+				ck.bucket, ck.object, ck.bucket, workflow.ArchiveKey(ck.object, 0), path.Base(workflow.ArchiveKey(ck.object, 1)))
+		}
 		return usageErrorf("%s s3://%s/%s does not exist; check the bucket, the key and --endpoint", ck.role, ck.bucket, ck.object)
 	}
 	switch {

@@ -257,7 +257,8 @@ type executionResult struct {
 	Cause     *string               `json:"cause"`     // otherwise: its message
 	Started   *time.Time            `json:"started"`
 	Stopped   *time.Time            `json:"stopped"`
-	Links     *links                `json:"links"` // SUCCEEDED with --presign: download links, signed by the caller
+	Links     *links                `json:"links"`    // SUCCEEDED with --presign: download links, signed by the caller
+	Archives  []workflow.Archive    `json:"archives"` // SUCCEEDED, a split run: every archive (archive is the first); null otherwise
 }
 
 func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutput) error {
@@ -268,14 +269,14 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 		if jerr := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); jerr != nil {
 			return fmt.Errorf("execution %s succeeded but its output is not the finalizer's: %w", r.Execution, jerr)
 		}
-		r.Archive, r.Stats = &out.Archive, &out.Stats
+		r.Archive, r.Archives, r.Stats = &out.Archive, out.Archives, &out.Stats
 		if out.Report != "" {
 			r.Report = &out.Report
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
 		r.Links = out.Links // the finalizer's, when the request asked (options.presign)
 		if show.linkLife > 0 {
-			l, warning, lerr := signLinksAsCaller(ctx, out.Archive.URI, out.Report, show.linkLife)
+			l, warning, lerr := signLinksAsCaller(ctx, &out, show.linkLife)
 			if lerr != nil {
 				return fmt.Errorf("execution %s succeeded, but the archive's link was not signed: %w", r.Execution, lerr)
 			}
@@ -309,7 +310,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 		return err
 	}
 	printWarnings(r.Warnings)
-	printArchive(show.stdout, *r.Archive, *r.Stats)
+	printArchive(show.stdout, *r.Archive, r.Archives, *r.Stats)
 	fmt.Fprintf(show.stdout, "parts       %d\n", r.Stats.Parts)
 	fmt.Fprintf(show.stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
 	printLinks(show.stdout, r.Links)

@@ -257,7 +257,7 @@ func TestStateMachineNotReachedIsNotRefused(t *testing.T) {
 
 // statusFields are status --json's fields in their order, as README's
 // schema lists them.
-var statusFields = []string{"execution", "status", "exitCode", "archive", "report", "stats", "warnings", "error", "cause", "started", "stopped", "links"}
+var statusFields = []string{"execution", "status", "exitCode", "archive", "report", "stats", "warnings", "error", "cause", "started", "stopped", "links", "archives"}
 
 // status --json prints the same fields in the same order whatever the
 // outcome (null where one does not apply), and README documents each.

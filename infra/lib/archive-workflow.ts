@@ -402,7 +402,8 @@ export class ArchiveWorkflow extends Construct {
     // (pieces once joined, or of an entry left STORED); the reader writes compressed pieces and, to learn the CRC-32 of a source that
     // stores none without reading it, copies it into a probe upload that it aborts; workers write chain rounds and delete each one once the next
     // round has copied it (a chain holds a few rounds at a time, not all of them; found by
-    // tests/deployed); the finalizer and abort read and delete; all abort uploads under the
+    // tests/deployed); the finalizer also records each archive of a split run it completes (which
+    // Abort deletes if the run fails after all); the finalizer and abort read and delete; all abort uploads under the
     // prefix (chain rounds left open).
     const workObjectsFor = (name: FunctionName) =>
       new iam.PolicyStatement({
@@ -412,7 +413,7 @@ export class ArchiveWorkflow extends Construct {
             ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
             : name === 'reader'
               ? ['s3:PutObject', 's3:AbortMultipartUpload']
-              : name === 'worker'
+              : name === 'worker' || name === 'finalizer'
               ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
               : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
         resources: [workObjects],
@@ -531,8 +532,15 @@ export class ArchiveWorkflow extends Construct {
       destinationObjectsFor(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']),
       ...destinationWrite,
     ]);
-    // Abort aborts the job's upload by its id; it never lists the destination's uploads.
-    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0]]);
+    // Abort aborts the job's upload by its id; it never lists the destination's uploads. A split
+    // run's archives the finalizer completed before the run failed are deleted (HEAD to find each
+    // still the one this run made, by its ETag; then DeleteObject): a failed run leaves none.
+    const destinationDiscard = new iam.PolicyStatement({
+      sid: 'DestinationArchivesDiscard',
+      actions: ['s3:GetObject', 's3:DeleteObject'],
+      resources: [destinationObjects],
+    });
+    add(abort, [workObjectsFor('abort'), ...workAccess, workUploadsList, destinationAbort[0], destinationDiscard]);
 
     // KMS only where a key is configured, only on that key, and only what each function's S3 calls
     // make S3 ask KMS for (tests/deployed checks every call and lists any grant none used): a data
@@ -548,7 +556,7 @@ export class ArchiveWorkflow extends Construct {
         planner: [DECRYPT, DATA_KEY],
         reader: [DECRYPT, DATA_KEY],
         worker: [DECRYPT, DATA_KEY],
-        finalizer: [DECRYPT],
+        finalizer: [DECRYPT, DATA_KEY], // records each archive of a split run it completes (done/)
         abort: [DECRYPT],
       };
       for (const name of FUNCTION_NAMES) {

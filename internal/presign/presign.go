@@ -51,9 +51,12 @@ func ParseLifetime(s string) (time.Duration, error) {
 // Links are the download links of a finished run, in the shape both the
 // CLI's --json ("links") and the execution's output ("links") give them.
 type Links struct {
-	Archive string    `json:"archive"` // presigned GET URL of the archive
-	Report  *string   `json:"report"`  // of its report; null when none was written
-	Expires time.Time `json:"expires"` // when S3 stops honouring them (sooner if the signing credentials expire)
+	Archive string `json:"archive"` // presigned GET URL of the archive
+	// Archives are every archive's of a split run, in order (Archive is
+	// the first's); absent for one archive.
+	Archives []string  `json:"archives,omitempty"`
+	Report   *string   `json:"report"`  // of its report; null when none was written
+	Expires  time.Time `json:"expires"` // when S3 stops honouring them (sooner if the signing credentials expire)
 }
 
 // Object names an S3 object to link to.

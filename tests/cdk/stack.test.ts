@@ -316,7 +316,7 @@ describe('IAM: least privilege', () => {
     }
   });
 
-  test('destination: each function gets the calls it makes (tests/deployed measures them), abort only aborts', () => {
+  test('destination: each function gets the calls it makes (tests/deployed measures them), abort aborts and deletes a failed split run\'s archives', () => {
     const dest = `arn:<AWS::Partition>:s3:::${DESTINATION_BUCKET}/archives/*`;
     const writeSets: Record<string, string[]> = {
       planner: ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
@@ -328,11 +328,12 @@ describe('IAM: least privilege', () => {
       assert.deepEqual([...actions].sort(), writeSets[name], name);
     }
     const abort = actionsOn(statementsOfRole(json, ids.role.abort), dest);
-    assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts']);
+    // Never PutObject: abort writes nothing to the destination.
+    assert.deepEqual([...abort].sort(), ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:ListMultipartUploadParts']);
     assert.equal(actionsOn(statementsOfRole(json, ids.role.reader), dest).size, 0, 'the reader never touches the destination');
   });
 
-  test('work prefix: planner, reader and worker write, planner drops joined pieces, reader aborts its probe upload, workers delete consumed chain rounds, finalizer and abort delete', () => {
+  test('work prefix: planner, reader and worker write, planner drops joined pieces, reader aborts its probe upload, workers delete consumed chain rounds, the finalizer records a split run\'s archives, finalizer and abort delete', () => {
     const work = `<${ids.workBucket}.Arn>/s3zip-work/*`;
     for (const name of FUNCTION_NAMES) {
       const actions = actionsOn(statementsOfRole(json, ids.role[name]), work);
@@ -341,7 +342,7 @@ describe('IAM: least privilege', () => {
           ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
           : name === 'reader'
             ? ['s3:AbortMultipartUpload', 's3:PutObject']
-            : name === 'worker'
+            : name === 'worker' || name === 'finalizer'
             ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
             : ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject'];
       assert.deepEqual([...actions].sort(), want, name);
