@@ -436,20 +436,21 @@ export class ArchiveWorkflow extends Construct {
       resources: [this.workBucket.bucketArn],
     });
 
-    const sourceRead = [
+    const sourceObjectsRead = [
       new iam.PolicyStatement({
         sid: 'SourceObjectsRead',
         // GetObjectVersion: sources of a versioned bucket are read by the version the planner pinned.
         actions: ['s3:GetObject', 's3:GetObjectVersion'],
         resources: props.sourceBuckets.map((b) => s3Arn(b, `/${sourcePrefix}*`)),
       }),
-      new iam.PolicyStatement({
-        sid: 'SourceBucketsList',
-        actions: ['s3:ListBucket'],
-        resources: props.sourceBuckets.map((b) => s3Arn(b)),
-        ...(sourcePrefix !== '' ? { conditions: { StringLike: { 's3:prefix': [`${sourcePrefix}*`] } } } : {}),
-      }),
     ];
+    const sourceList = new iam.PolicyStatement({
+      sid: 'SourceBucketsList',
+      actions: ['s3:ListBucket'],
+      resources: props.sourceBuckets.map((b) => s3Arn(b)),
+      ...(sourcePrefix !== '' ? { conditions: { StringLike: { 's3:prefix': [`${sourcePrefix}*`] } } } : {}),
+    });
+    const sourceRead = [...sourceObjectsRead, sourceList];
 
     // The final part may carry the archive's tail (small objects after the last copied one),
     // which the finalizer reads from the sources: read-only, objects only, no listing.
@@ -507,11 +508,13 @@ export class ArchiveWorkflow extends Construct {
     const add = (fn: lambda.Function, statements: iam.PolicyStatement[]) => {
       for (const s of statements) fn.addToRolePolicy(s);
     };
-    // The planner lists the destination's uploads to abort one whose create answer was lost.
+    // The planner lists the destination's uploads to abort one whose create answer was lost. Of
+    // the sources it only lists: a manifest's objects, their CRC-32s and metadata are looked up by
+    // the reader (tests/deployed found its s3:GetObject and kms:Decrypt on them unused).
     add(planner, [
       workObjectsFor('planner'),
       ...workAccess,
-      ...sourceRead,
+      sourceList,
       destinationObjectsFor(['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload', 's3:GetObject']),
       ...destinationWrite,
       destinationAbort[1],
@@ -565,7 +568,7 @@ export class ArchiveWorkflow extends Construct {
     }
     if (props.sourceKmsKeyArns && props.sourceKmsKeyArns.length > 0) {
       const s = kmsUse('SourceKeysDecrypt', [DECRYPT], props.sourceKmsKeyArns);
-      for (const fn of [planner, reader, worker, finalizer]) fn.addToRolePolicy(s);
+      for (const fn of [reader, worker, finalizer]) fn.addToRolePolicy(s);
     }
     if (props.destinationKmsKeyArn) {
       // planner: creates the upload; worker: adds parts; finalizer: the last part, the
@@ -719,7 +722,7 @@ export class ArchiveWorkflow extends Construct {
     for (const name of FUNCTION_NAMES) {
       const fn = this.functions[name];
       const appliesTo: (string | { regex: string })[] = [workObjectsFinding];
-      if (name === 'planner' || name === 'reader' || name === 'worker' || name === 'finalizer') {
+      if (name === 'reader' || name === 'worker' || name === 'finalizer') {
         appliesTo.push(...ctx.props.sourceBuckets.map((b) => `Resource::arn:<AWS::Partition>:s3:::${b}/${ctx.sourcePrefix}*`));
       }
       if (name !== 'reader') {
@@ -734,7 +737,7 @@ export class ArchiveWorkflow extends Construct {
         [
           {
             id: 'AwsSolutions-IAM5',
-            reason: `${name}: ${perObjectReason} Sources are limited to the configured buckets/prefix, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', the control bucket holds only request and manifest objects, and inventory reports are read only where inventoryBuckets says' : ''}.`,
+            reason: `${name}: ${perObjectReason} ${name === 'planner' ? 'It reads no source object (it lists them)' : 'Sources are limited to the configured buckets/prefix'}, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', the control bucket holds only request and manifest objects, and inventory reports are read only where inventoryBuckets says' : ''}.`,
             appliesTo,
           },
         ],

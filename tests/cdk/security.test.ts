@@ -166,6 +166,17 @@ describe('IAM: sources read-only, writes only under the destination and work pre
     for (const bk of SOURCE_BUCKETS) assert.ok(!text.includes(bk), `abort mentions ${bk}`);
   });
 
+  test('the planner lists the sources and reads none of them (the reader looks them up)', () => {
+    const st = statementsOfRole(PREFIXED.json, roleIds(PREFIXED).planner);
+    for (const bk of SOURCE_BUCKETS) {
+      const objects = `arn:<AWS::Partition>:s3:::${bk}/photos/*`;
+      assert.deepEqual(actionsOn(st, objects), [], `the planner may act on ${objects}`);
+      assert.deepEqual(actionsOn(st, `arn:<AWS::Partition>:s3:::${bk}`), ['s3:ListBucket'], `the planner on bucket ${bk}`);
+    }
+    const reader = statementsOfRole(PREFIXED.json, roleIds(PREFIXED).reader);
+    assert.ok(actionsOn(reader, `arn:<AWS::Partition>:s3:::${SOURCE_BUCKETS[0]}/photos/*`).includes('s3:GetObject'), 'the reader HEADs and reads sources');
+  });
+
   test('the planner may list the destination prefix, so HeadObject on a missing archive is 404, not 403', () => {
     const find = (b: Built) =>
       statementsOfRole(b.json, roleIds(b).planner).filter(
