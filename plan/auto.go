@@ -101,7 +101,7 @@ func (a *autoChoice) measure() error {
 		}
 		parts := p.partsStats()
 		a.stats[k], a.batched[k] = p.statsOf(parts), [2]float64{1, 1}
-		a.heads[k] = a.stats[k].Requests.Head
+		a.heads[k] = len(p.CRCsNeeded())
 		r := a.run
 		r.HeadsUpFront = a.heads[k]
 		spread := a.model.Predict(a.stats[k], r)

@@ -69,7 +69,7 @@ func (p *Plan) Stats() Stats { return p.statsOf(p.partsStats()) }
 func (p *Plan) partsStats() []Stats {
 	parts := make([]Stats, len(p.Parts))
 	for i := range p.Parts {
-		parts[i] = p.partStats(&p.Parts[i])
+		parts[i] = p.partStats(&p.Parts[i], p.carriesTail(i))
 	}
 	return parts
 }
@@ -88,8 +88,15 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	return s
 }
 
-// partStats is what building one part takes.
-func (p *Plan) partStats(part *Part) Stats {
+// carriesTail says whether part i carries the copy of the rest of an entry
+// whose start it streams (CarriedTail).
+func (p *Plan) carriesTail(i int) bool {
+	return p.Parts[i].Carry > 0 && i+1 < len(p.Parts) && p.Parts[i+1].CarriedAs == CarriedTail
+}
+
+// partStats is what building one part takes; tail says whether it carries
+// the copy of the rest of an entry whose start it streams (carriesTail).
+func (p *Plan) partStats(part *Part, tail bool) Stats {
 	var s Stats
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
@@ -125,14 +132,25 @@ func (p *Plan) partStats(part *Part) Stats {
 				s.Requests.Get++
 			}
 		}
-		// A worker's part whose CRC-32s a few copies tell is piped: each
-		// probe is an UploadPartCopy of the range into its batch's probe
-		// upload (small ranges are read ahead, by the GET counted above).
+		// A worker's part whose CRC-32s a few requests tell is piped: an
+		// entry's whole data by a HEAD of the CRC-32 S3 stores for it; the
+		// start of one whose rest the job copies by no request at all (the
+		// planner's HEAD and S3's answer to the copy tell it: StartCRC); any
+		// other range by a probe, an UploadPartCopy of it into its batch's
+		// probe upload (small ranges are read ahead, by the GET counted
+		// above). As everywhere in the model, a HEAD finds the CRC-32 stored.
 		probes, reads := SplitCRCProbes(entries, segs, CRCProbes(entries, segs, func(*PlacedEntry) bool { return false }))
 		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
-			s.Requests.UploadPartCopy += len(probes)
 			for _, i := range probes {
+				if WholeData(entries, segs[i]) {
+					s.Requests.Head++
+					continue
+				}
+				if tail && segs[i].From == 0 && i == len(segs)-1 {
+					continue
+				}
+				s.Requests.UploadPartCopy++
 				s.ServerCopiedBytes += segs[i].To - segs[i].From
 			}
 		}
