@@ -127,7 +127,8 @@ type Options struct {
 	// Model prices and times plans for auto (default DefaultModel).
 	Model *Model
 	// CostCap bounds auto's choice when it prefers time: at most this many
-	// times the cheapest plan's predicted cost (default 2).
+	// times the cheapest plan's predicted cost (default 2), and within it a
+	// dearer plan only when its time is worth it (TimeWorthCost).
 	CostCap float64
 	// Prefer is what auto minimises: time (the default) or cost.
 	Prefer Preference
