@@ -109,10 +109,11 @@ const (
 	// entry's CRC-32, which the carrying part's header needs.
 	CarriedWhole CarriedCopy = "whole"
 	// CarriedTail copies the rest of an object whose start the carrying
-	// upload part streams. When S3 stores no CRC-32 of the object (the
-	// entry's CRC is unknown), its answer is the CRC-32 of the copied
-	// range, combined with the streamed bytes'; otherwise the planner has
-	// asked for the CRC (CopiedTails) and the answer is not needed.
+	// upload part streams. The worker asks S3 for the CRC-32 it stores of
+	// the object before it copies; S3's answer to the copy is the CRC-32 of
+	// the copied range, which with the stored one tells the streamed
+	// start's (zipformat.SplitCRC), or without one is combined with the
+	// streamed bytes' (CopiedTails).
 	CarriedTail CarriedCopy = "tail"
 )
 
@@ -618,12 +619,12 @@ func (p *Plan) describe(part *Part) {
 // copied whole as the next part carry that copy: its worker copies first and
 // takes the CRC-32 from S3's answer instead of asking for it beforehand. An
 // upload part that ends with a header and the start of an object copied to
-// its end as the next part carries that copy too: the CRC-32 is then
-// combined from the bytes streamed and S3's answer for the rest, which is
-// trustworthy only when S3 stores no CRC-32 of the object (a ranged copy of
-// a checksummed object is answered with the stored checksum by some
-// servers): the entry stays in NeedCRC, the planner asks (HEAD) and reads
-// nothing (CopiedTails).
+// its end as the next part carries that copy too, and its worker learns the
+// CRC-32 itself, so nothing asks for it beforehand either: it asks S3 for
+// the CRC-32 it stores (HEAD) before it copies, which also tells a server's
+// answer of the stored checksum for a ranged copy from the range's own;
+// when S3 stores none, it combines the bytes it streams with S3's answer
+// for the rest (CopiedTails).
 func (p *Plan) carryCopies(parts []Part) {
 	for i := 0; i+1 < len(parts); i++ {
 		part, next := &parts[i], &parts[i+1]
@@ -640,20 +641,21 @@ func (p *Plan) carryCopies(parts []Part) {
 		switch {
 		case next.Start == e.DataOffset():
 			part.Carry, next.CarriedAs = 1, CarriedWhole
-			part.NeedCRC = part.NeedCRC[:n-1]
-			if len(part.NeedCRC) == 0 {
-				part.NeedCRC = nil
-			}
 		case part.Kind == PartUpload:
 			part.Carry, next.CarriedAs = 1, CarriedTail
+		default:
+			continue
+		}
+		part.NeedCRC = part.NeedCRC[:n-1]
+		if len(part.NeedCRC) == 0 {
+			part.NeedCRC = nil
 		}
 	}
 }
 
 // CopiedTails lists, by entry index, the entries whose data a part streams
-// the start of and carries the copy of the rest of. When S3 stores no
-// CRC-32 of such an object, the planner leaves it unknown and the worker
-// combines it from the bytes it streams and S3's answer to the copy.
+// the start of and carries the copy of the rest of. Their CRC-32s are the
+// worker's to learn (CarriedTail): none is in CRCsNeeded.
 func (p *Plan) CopiedTails() map[EntryIndex]bool {
 	tails := map[EntryIndex]bool{}
 	for i := range p.WorkerParts() {

@@ -231,3 +231,28 @@ func TestManyWorkersStayWithinThePartLimit(t *testing.T) {
 		mustPlan(t, entries, Options{Strategy: s, Workers: 10000})
 	}
 }
+
+// The planner asks S3 for no CRC-32 of an object whose start a part
+// streams and whose rest it copies (CarriedTail): that part's worker asks,
+// in parallel with the rest of its work, so a duo plan of the challenge set
+// makes no request per object before the workers start. Its model prices
+// that HEAD in the worker's batch, not up front.
+func TestCopiedTailsAreTheWorkers(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyDuo, Workers: 1})
+	tails := p.CopiedTails()
+	if len(tails) == 0 {
+		t.Fatal("no copied tails: the case tests nothing")
+	}
+	for _, i := range p.CRCsNeeded() {
+		if tails[i] {
+			t.Fatalf("entry %d: a copied tail among the CRC-32s the planner asks for (%d asked, %d tails)", i, len(p.CRCsNeeded()), len(tails))
+		}
+	}
+	var heads int
+	for _, l := range p.Loads(p.Fit.PartsPerBatch) {
+		heads += l.Requests.Head
+	}
+	if heads < len(tails) {
+		t.Errorf("the batches make %d HEADs for %d copied tails: want one a tail at least", heads, len(tails))
+	}
+}

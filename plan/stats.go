@@ -126,6 +126,9 @@ func (p *Plan) partStats(part *Part, tail bool) Stats {
 		s.UploadParts++
 		s.StreamedBytes += part.Size()
 		s.Requests.UploadPart++
+		if tail {
+			s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
+		}
 		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
 		for _, seg := range segs {
 			if seg.Kind == SegmentData {
@@ -134,8 +137,8 @@ func (p *Plan) partStats(part *Part, tail bool) Stats {
 		}
 		// A worker's part whose CRC-32s a few requests tell is piped: an
 		// entry's whole data by a HEAD of the CRC-32 S3 stores for it; the
-		// start of one whose rest the job copies by no request at all (the
-		// planner's HEAD and S3's answer to the copy tell it: StartCRC); any
+		// start of one whose rest the job copies by no more request (the
+		// HEAD above and S3's answer to the copy tell it); any
 		// other range by a probe, an UploadPartCopy of it into its batch's
 		// probe upload (small ranges are read ahead, by the GET counted
 		// above). As everywhere in the model, a HEAD finds the CRC-32 stored.

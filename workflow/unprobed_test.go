@@ -89,26 +89,31 @@ func TestWorkerAsksStoredCRCsBeforeProbing(t *testing.T) {
 	}
 }
 
-// A part that streams the start of an object whose rest the job copies,
-// where the plan knows the object's CRC-32 (the planner asked S3), learns
-// the start's CRC-32 from S3's answer for the rest (zipformat.SplitCRC)
-// and pipes the part with no probe, as the model prices it. The fake
-// answers as S3 does (the copied range's CRC-32), or as versitygw 1.8 does
-// (the whole object's checksum, which is why this runs on the fake): the
-// worker believes no such answer, streams that copy instead, and learns
-// the rest's CRC-32 from its bytes; either way the part is right.
+// A part that streams the start of an object whose rest the job copies
+// learns the object's CRC-32 itself: the plan has it (a manifest, a read
+// pass) or the worker asks S3 for the one it stores before the copy (the
+// planner no longer does: plan.CarriedTail). With it, S3's answer for the
+// rest tells the start's CRC-32 (zipformat.SplitCRC), and the part is piped
+// with no probe, as the model prices it. The fake answers as S3 does (the
+// copied range's CRC-32), or as versitygw 1.8 does (the whole object's
+// checksum, which is why this runs on the fake): the worker believes no
+// such answer, streams that copy instead, and learns the rest's CRC-32 from
+// its bytes; either way the part is right.
 func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
-	for _, lies := range []bool{false, true} {
-		t.Run(fmt.Sprintf("whole-checksum-answer-%v", lies), func(t *testing.T) {
-			f, in := batchCRC(t, true, 3*plan.MiB, 7*plan.MiB)
-			f.copyCRC = true
+	for _, c := range []struct {
+		planned, lies bool
+	}{{true, false}, {true, true}, {false, false}, {false, true}} {
+		lies := c.lies
+		t.Run(fmt.Sprintf("planned-%v/whole-checksum-answer-%v", c.planned, lies), func(t *testing.T) {
+			f, in := batchCRC(t, c.planned, 3*plan.MiB, 7*plan.MiB)
+			f.copyCRC, f.headCRC = true, true
 			if len(in.Items) != 1 || len(in.Items[0].Carried) != 1 || in.Items[0].Carried[0].CarriedAs != plan.CarriedTail {
 				t.Fatalf("items %+v: want one upload part carrying the copy of an object's rest", in.Items)
 			}
-			c := in.Items[0].Carried[0]
-			whole := f.objects["src/"+c.Source.Key]
+			carried := in.Items[0].Carried[0]
+			whole := f.objects["src/"+carried.Source.Key]
 			if lies {
-				f.stored["src/"+c.Source.Key] = s3x.CRCBase64(crcOf(whole))
+				f.stored["src/"+carried.Source.Key] = s3x.CRCBase64(crcOf(whole))
 			}
 			out, err := (&Worker{S3: f}).Build(context.Background(), in)
 			if err != nil {
@@ -117,10 +122,16 @@ func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
 			if f.probed > 0 {
 				t.Errorf("%d probe copies for a start whose CRC-32 the copied rest tells: want none", f.probed)
 			}
+			if asked := f.calls["HeadObject src/"+carried.Source.Key]; asked != map[bool]int{true: 0, false: 1}[c.planned] {
+				t.Errorf("%d HEADs of the object whose rest was copied: want one only when the plan lacks its CRC-32", asked)
+			}
 			// The part as uploaded is the part as assembled from the sources.
 			entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
 			if err != nil {
 				t.Fatal(err)
+			}
+			for i := range entries {
+				entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
 			}
 			checkAssembled(t, f, &in.Items[0], entries)
 			if len(out.Parts) != 2 {

@@ -268,6 +268,18 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 		if c.Kind != plan.PartCopy || c.Source == nil {
 			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
 		}
+		if c.CarriedAs == plan.CarriedTail && !c.CRC32.Known {
+			// Asked before the copy, so that copyPart can tell an answer
+			// that is the stored checksum, not the range's.
+			e := plan.PlacedEntry{Entry: &plan.Entry{Name: c.Source.Key, Source: *c.Source, Size: c.SourceSize}}
+			crc, ok, err := storedCRC(ctx, b.s3, &e)
+			if err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+			if ok {
+				c.CRC32, learned[c.First] = plan.KnownCRC(crc), crc
+			}
+		}
 		r, err := b.copyPart(ctx, c)
 		if err != nil {
 			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
@@ -284,9 +296,9 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 			learned[c.First] = crc
 		case plan.CarriedTail:
 			if c.CRC32.Known {
-				// The planner asked for it; S3's answer for the rest then
-				// tells the streamed start's CRC-32 (rests), which piping
-				// the part needs, without a probe.
+				// S3 stores it (asked above, or by the planner); its answer
+				// for the rest then tells the streamed start's CRC-32
+				// (rests), which piping the part needs, without a probe.
 				if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
 					rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 				}

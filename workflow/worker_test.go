@@ -48,6 +48,9 @@ type fakeS3 struct {
 	sums map[int32][2]int64
 	// probed counts the copies into a CRC probe's upload.
 	probed int
+	// headCRC makes HeadObject answer with each object's CRC-32, as S3 does
+	// for an object stored with one (FULL_OBJECT).
+	headCRC bool
 }
 
 const keepPart = 32 << 20
@@ -188,7 +191,11 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 	if in.IfMatch != nil && *in.IfMatch != f.etags[k] {
 		return nil, apiError("PreconditionFailed")
 	}
-	return &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}, nil
+	out := &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}
+	if f.headCRC {
+		out.ChecksumCRC32, out.ChecksumType = aws.String(s3x.CRCBase64(crcOf(b))), types.ChecksumTypeFullObject
+	}
+	return out, nil
 }
 
 // probeUploadID is the fake's upload for CRC probes, whose parts are only counted.
