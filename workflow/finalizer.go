@@ -276,19 +276,7 @@ func (f *Finalizer) logger() *slog.Logger {
 }
 
 func (f *Finalizer) readPlan(ctx context.Context, job *Job) (*plan.Plan, error) {
-	header, err := getBytes(ctx, f.S3, job.WorkBucket, job.PlanKey, 64<<20)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	entries, err := getBytes(ctx, f.S3, job.WorkBucket, job.EntriesKey, 4<<30)
-	if err != nil {
-		return nil, fmt.Errorf("plan entries: %w", err)
-	}
-	parts, err := getBytes(ctx, f.S3, job.WorkBucket, job.PartsKey, 1<<30)
-	if err != nil {
-		return nil, fmt.Errorf("plan parts: %w", err)
-	}
-	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
+	return readPlan(ctx, f.S3, job)
 }
 
 // mergeResults checks that every worker part was built exactly as planned

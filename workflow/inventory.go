@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
@@ -32,7 +33,7 @@ const maxProblemsListed = 20
 // workers' If-Match on the ETag it gives (SourceChangedError), as a listing's
 // would be. No version is pinned, for the same reason: an object overwritten
 // since the report is refused, not archived as it was.
-func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy, stored *storedCRCs) ([]plan.Entry, error) {
 	ref, prefix := req.Source.Inventory, req.Source.Prefix
 	if strings.HasPrefix(prefix, cfg.WorkPrefix) {
 		return nil, requestError("source.prefix %q is inside the work prefix %s, which holds s3zip's temporary objects, not data to archive", prefix, cfg.WorkPrefix)
@@ -63,6 +64,9 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 				bad = append(bad, fmt.Sprintf("inventory s3://%s/%s: s3://%s/%s is outside the sources this deployment allows", ref.Bucket, ref.Key, r.Bucket, key))
 			}
 			return nil
+		}
+		if r.ChecksumAlgorithm != "" {
+			stored.note(r.Bucket, key, storedKind([]types.ChecksumAlgorithm{types.ChecksumAlgorithm(r.ChecksumAlgorithm)}, ""))
 		}
 		etag := r.ETag
 		if etag != "" {

@@ -81,11 +81,12 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	if len(request) > stepfn.MaxPayloadBytes {
 		return nil, &stepfn.DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: stepfn.MaxPayloadBytes}
 	}
-	// PlanArchive: the job, or the read jobs first.
+	// PlanArchive: the job, or a read round first.
 	in := PlanInput{Request: request, Execution: execution, Started: time.Now()}
 	job, rp, err := planState(ctx, planner, "PlanArchive", in)
-	if err == nil && rp != nil {
-		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout.
+	for err == nil && rp != nil {
+		// HasWorkerParts routes a ReadPlan to ReadEntries, then PlanLayout,
+		// which may hand over the next round.
 		var results *stepfn.MapResults
 		if results, err = r.readPass(ctx, cfg, log, rp); err != nil {
 			state, _ := json.Marshal(rp)
@@ -94,11 +95,11 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		reads := rp.Reads
 		reads.Results = results
 		in.Reads = &reads
-		r.report(Progress{Phase: PhasePlanning}) // the layout, from the sizes read
-		if job, _, err = planState(ctx, planner, "PlanLayout", in); err != nil {
-			// The read pass left compressed pieces and results under the
-			// work prefix: whatever PlanLayout refuses, Abort removes them,
-			// as the state machine's Catch does.
+		r.report(Progress{Phase: PhasePlanning}) // on, from what the round learned
+		if job, rp, err = planState(ctx, planner, "PlanLayout", in); err != nil {
+			// The rounds left their jobs, results and compressed pieces
+			// under the work prefix: whatever PlanLayout refuses, Abort
+			// removes them, as the state machine's Catch does.
 			return nil, r.abort(ctx, request, execution, err)
 		}
 	}
@@ -207,30 +208,28 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	if err := json.Unmarshal(doc, &jobs); err != nil {
 		return nil, fmt.Errorf("ReadEntries ItemReader s3://%s/%s: %w", rp.WorkBucket, rp.Reads.JobsKey, err)
 	}
-	read := r.Read
-	if read == nil {
-		read = (&Reader{S3: r.S3}).ReadBatch
-	}
 	batches, err := stepfn.BatchItems(jobs, rp.ReadsPerBatch, func(items []ReadJob) ReadBatchInput { return ReadBatchInput{Items: items} }, "ReadEntries")
 	if err != nil {
 		return nil, err
 	}
 	var bytesTotal int64
 	for _, j := range jobs {
-		bytesTotal += j.Length
+		bytesTotal += j.readBytes()
 	}
 	var done, bytesDone atomic.Int64
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
-	limit := rp.MaxConcurrency
-	if r.Read == nil {
+	limit, read := rp.MaxConcurrency, r.Read
+	if read == nil {
 		// In process the batches share one worker's memory budget: each holds
-		// at most a compressed piece (never more than the piece) and a little.
+		// at most a compressed piece (never more than the piece) and a little;
+		// and the machine's connections: HeadConcurrency lookups in all.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
+		read = (&Reader{S3: r.S3, Lookups: max(1, cfg.HeadConcurrency/limit)}).ReadBatch
 	}
 	m := stepfn.Map{State: "ReadEntries", MaxConcurrency: limit, Retry: r.taskRetry(log, rp.Execution), Done: func(b int) {
 		var n int64
 		for _, j := range batches[b].Items {
-			n += j.Length
+			n += j.readBytes()
 		}
 		r.report(Progress{Phase: PhaseReading, Parts: len(jobs), PartsDone: int(done.Add(int64(len(batches[b].Items)))), Bytes: bytesTotal, BytesDone: bytesDone.Add(n)})
 	}}

@@ -7,8 +7,9 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// layOut plans the archive from its entries, checks it against the
-// deployment's size limit and learns every CRC-32 the workers need.
+// layOut plans the archive from its entries and checks it against the
+// deployment's size limit. The CRC-32s its workers need are learned after
+// (learnCRCs).
 func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string) (*plan.Plan, error) {
 	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
 	concurrency := maxConcurrency(cfg, req)
@@ -21,12 +22,6 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	warnWrongTool(pl.runLog(execution, req), p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
-	}
-	if err := pl.resolveCRCs(ctx, cfg, p, cfg.workPrefix(execution)); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("internal error: %w", err)
 	}
 	return p, nil
 }

@@ -16,34 +16,62 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// listed lists or reads the request's sources and checks the entry limit.
-func (pl *Planner) listed(ctx context.Context, cfg Config, req *Request) ([]plan.Entry, error) {
-	entries, err := pl.entries(ctx, cfg, req)
+// sources lists the source prefix, reads the inventory, or reads the
+// manifest and has its objects looked up (the pin round: handed to the
+// ReadEntries Map, or here), and names the entries.
+func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) {
+	found, lines, err := r.pl.found(ctx, r.cfg, r.req, r.stored)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cfg.MaxEntries > 0 && len(entries) > cfg.MaxEntries {
-		return nil, &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", len(entries), cfg.MaxEntries)}
+	if err := entryLimit(r.cfg, len(found)); err != nil {
+		return nil, nil, err
 	}
-	return entries, nil
+	// A manifest's objects are looked up once their entries are named: a
+	// name the archive cannot take is refused before anything is written.
+	entries, err := r.pl.named(r.cfg, r.req, found)
+	if err != nil || r.req.Source.Manifest == nil {
+		return entries, nil, err
+	}
+	jobs, err := pinJobs(entries, lines)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.here {
+		entries, err = r.pinHere(ctx, entries, jobs)
+		return entries, nil, err
+	}
+	rp, err := r.handOver(ctx, StagePin, entries, jobs)
+	return nil, rp, err
 }
 
-// entries lists the source prefix or reads the manifest, and names the entries.
-func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]plan.Entry, error) {
+// entryLimit refuses more entries than the deployment allows.
+func entryLimit(cfg Config, n int) error {
+	if cfg.MaxEntries > 0 && n > cfg.MaxEntries {
+		return &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", n, cfg.MaxEntries)}
+	}
+	return nil
+}
+
+// found lists the source prefix, reads the inventory, or reads the manifest
+// (with each entry's line; its objects are not looked up yet), and refuses
+// a source with nothing in it. stored notes what listing and inventory say
+// S3 stores of the objects' CRC-32s.
+func (pl *Planner) found(ctx context.Context, cfg Config, req *Request, stored *storedCRCs) ([]plan.Entry, []manifest.Line, error) {
 	names, _ := plan.ParseNamePolicy(req.Options.Names)
-	dups, _ := plan.ParseDuplicatePolicy(req.Options.Duplicates)
 	var entries []plan.Entry
+	var lines []manifest.Line
 	var err error
 	switch {
 	case req.Source.Manifest != nil:
-		entries, err = pl.manifestEntries(ctx, cfg, req, names)
+		entries, lines, err = pl.manifestEntries(ctx, cfg, req, names)
 	case req.Source.Inventory != nil:
-		entries, err = pl.inventoryEntries(ctx, cfg, req, names)
+		entries, err = pl.inventoryEntries(ctx, cfg, req, names, stored)
 	default:
-		entries, err = pl.listEntries(ctx, cfg, req, names)
+		entries, err = pl.listEntries(ctx, cfg, req, names, stored)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(entries) == 0 {
 		where := "s3://" + req.Source.Bucket + "/" + req.Source.Prefix
@@ -53,8 +81,15 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 		if inv := req.Source.Inventory; inv != nil {
 			where = fmt.Sprintf("inventory s3://%s/%s under prefix %q", inv.Bucket, inv.Key, req.Source.Prefix)
 		}
-		return nil, requestError("%s has no objects to archive; check the bucket and prefix", where)
+		return nil, nil, requestError("%s has no objects to archive; check the bucket and prefix", where)
 	}
+	return entries, lines, nil
+}
+
+// named names the entries: folders added when asked, names checked,
+// duplicates resolved, file/folder clashes refused, the entry limit.
+func (pl *Planner) named(cfg Config, req *Request, entries []plan.Entry) ([]plan.Entry, error) {
+	dups, _ := plan.ParseDuplicatePolicy(req.Options.Duplicates)
 	if req.Options.Directories {
 		entries = plan.AddDirectories(entries)
 	}
@@ -67,6 +102,9 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 	if err := plan.CheckFolderClashes(entries); err != nil {
 		return nil, planError(err)
 	}
+	if err := entryLimit(cfg, len(entries)); err != nil {
+		return nil, err
+	}
 	return entries, nil
 }
 
@@ -76,7 +114,7 @@ func (pl *Planner) entries(ctx context.Context, cfg Config, req *Request) ([]pla
 // in whatever bucket it used) are never sources: a prefix inside the work
 // prefix is refused, and work objects under a prefix that contains it are
 // skipped.
-func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy, stored *storedCRCs) ([]plan.Entry, error) {
 	b, prefix := req.Source.Bucket, req.Source.Prefix
 	if strings.HasPrefix(prefix, cfg.WorkPrefix) {
 		return nil, requestError("source s3://%s/%s is inside the work prefix %s, which holds s3zip's temporary objects, not data to archive", b, prefix, cfg.WorkPrefix)
@@ -101,6 +139,7 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 				skipped++
 				continue
 			}
+			stored.note(b, key, storedKind(o.ChecksumAlgorithm, o.ChecksumType))
 			entries = append(entries, plan.Entry{
 				Name:    plan.NameFor(key, prefix, names),
 				Source:  plan.Source{Bucket: b, Key: key, ETag: aws.ToString(o.ETag)},
@@ -113,10 +152,10 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	}
 	var pages [][]plan.Entry
 	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
-	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, page, func(listed []plan.Entry) error {
+	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, s3x.Pages[[]plan.Entry]{Keep: page, Each: func(listed []plan.Entry) error {
 		pages = append(pages, listed)
 		return nil
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +164,17 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	return slices.Concat(pages...), nil
 }
 
-func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, error) {
+// manifestEntries reads the manifest: an entry per line (its object not
+// looked up yet: pinJobs), and the lines.
+func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, []manifest.Line, error) {
 	m := req.Source.Manifest
 	doc, err := getBytes(ctx, pl.S3, m.Bucket, m.Key, maxManifestBytes)
 	if err != nil {
-		return nil, refError("manifest", m.Bucket, m.Key, err)
+		return nil, nil, refError("manifest", m.Bucket, m.Key, err)
 	}
 	lines, err := manifest.Parse(bytes.NewReader(doc))
 	if err != nil {
-		return nil, &RequestError{[]string{fmt.Sprintf("manifest s3://%s/%s: %v", m.Bucket, m.Key, err)}}
+		return nil, nil, &RequestError{[]string{fmt.Sprintf("manifest s3://%s/%s: %v", m.Bucket, m.Key, err)}}
 	}
 	var bad []string
 	entries := make([]plan.Entry, len(lines))
@@ -162,13 +203,13 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 		if name == "" {
 			name = plan.NameFor(l.Key, "", names)
 		}
-		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32}
+		// A folder until its object is looked up says otherwise (applyPins):
+		// its name ends in "/" and the manifest gives no size, or 0.
+		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32,
+			Dir: strings.HasSuffix(name, "/") && l.Size <= 0}
 	}
 	if bad != nil {
-		return nil, &RequestError{bad}
+		return nil, nil, &RequestError{bad}
 	}
-	if err := pl.pinManifest(ctx, cfg, entries, lines); err != nil {
-		return nil, err
-	}
-	return entries, nil
+	return entries, lines, nil
 }

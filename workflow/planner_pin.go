@@ -3,59 +3,140 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
 
-// pinManifest looks every manifest object up: to pin it (ETag), to date it,
-// to check the size and CRC the manifest gives, and to learn its CRC.
-// A line's problem is recorded, not returned, so that one run lists
-// every missing object and wrong size, in line order.
-func (pl *Planner) pinManifest(ctx context.Context, cfg Config, entries []plan.Entry, lines []manifest.Line) error {
-	problems := make(manifestProblems, len(entries))
-	err := forEach(ctx, cfg.HeadConcurrency, len(entries), func(ctx context.Context, i int) error {
+// pinJobs are the lookups of a manifest's objects, in line order: a
+// HeadObject each, by the read pass's Map, to pin (ETag, version), date and
+// size each object, check what the manifest says of it, and learn the
+// CRC-32 S3 stores. The manifest's ETag is compared with the answer rather
+// than sent as If-Match, whose failure would read as the source changing
+// mid-run. entries are named (folders added): the k-th with a source is
+// the k-th line's.
+func pinJobs(entries []plan.Entry, lines []manifest.Line) (roundJobs, error) {
+	at := make([]int, 0, len(lines)) // the entry of each line
+	for i := range entries {
+		if entries[i].Source.Key != "" { // not a folder options.directories added
+			at = append(at, i)
+		}
+	}
+	if len(at) != len(lines) {
+		return roundJobs{}, fmt.Errorf("internal error: %d manifest lines, %d named entries with an object", len(lines), len(at))
+	}
+	return roundJobs{n: len(at), job: func(k int) ReadJob {
+		e := &entries[at[k]]
+		return ReadJob{Entry: at[k], Source: plan.Source{Bucket: e.Source.Bucket, Key: e.Source.Key}, Lookup: LookupPin, Line: lines[k].LineNum}
+	}}, nil
+}
+
+// pinHere looks a manifest's objects up in process and pins them (Plan,
+// `s3zip plan`).
+func (r *planRun) pinHere(ctx context.Context, entries []plan.Entry, jobs roundJobs) ([]plan.Entry, error) {
+	got, err := r.lookUpHere(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	return r.applyPins(entries, jobs.refs(), got)
+}
+
+// pinned is the manifest's entries once the pin round looked their objects
+// up.
+func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
+	entries, jobs, got, err := roundBack[lookupRef](ctx, r, d)
+	if err != nil {
+		return nil, err
+	}
+	return r.applyPins(entries, jobs, got)
+}
+
+// applyPins sets what the pin round learned of each manifest object in its
+// entry and notes what S3 stores of its CRC-32. A line's problem is
+// recorded, not returned, so that one run lists every missing object and
+// wrong size, in line order. An entry that is no folder after all (a name
+// ending in "/", a size) is refused as naming would have.
+func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers) ([]plan.Entry, error) {
+	type problem struct {
+		line int
+		what string
+	}
+	var problems []problem
+	folders := false // an entry is a folder, or is not, only as it turned out
+	err := eachLooked(len(entries), jobs, got, func(i int, l *Looked) error {
 		e := &entries[i]
-		in := &s3.HeadObjectInput{Bucket: &e.Source.Bucket, Key: &e.Source.Key, ChecksumMode: types.ChecksumModeEnabled}
-		h, err := pl.S3.HeadObject(ctx, in)
-		if err != nil {
-			if s3x.NotFound(err) {
-				problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s does not exist", lines[i].LineNum, e.Source.Bucket, e.Source.Key)
-				return nil
-			}
-			return s3Error("HeadObject", e.Source.Bucket, e.Source.Key, true, err)
-		}
-		// The ETag the manifest gives is compared here rather than sent as
-		// If-Match, whose failure would read as the source changing mid-run.
-		if e.Source.ETag != "" && !sameETag(e.Source.ETag, aws.ToString(h.ETag)) {
-			problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s has ETag %s, the manifest says %s (the object is not the one the manifest describes)", lines[i].LineNum, e.Source.Bucket, e.Source.Key, aws.ToString(h.ETag), e.Source.ETag)
+		dir := e.Dir
+		if what := pinEntry(e, l); what != "" {
+			line := lineOf(jobs, i)
+			problems = append(problems, problem{line, fmt.Sprintf("manifest line %d: s3://%s/%s %s", line, e.Source.Bucket, e.Source.Key, what)})
 			return nil
 		}
-		size := aws.ToInt64(h.ContentLength)
-		if e.Size >= 0 && e.Size != size {
-			problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s is %d bytes, the manifest says %d", lines[i].LineNum, e.Source.Bucket, e.Source.Key, size, e.Size)
-			return nil
-		}
-		e.Size, e.Source.ETag, e.ModTime = size, aws.ToString(h.ETag), aws.ToTime(h.LastModified)
-		e.Source.VersionID = aws.ToString(h.VersionId)
-		if crc, ok := fullObjectCRC(h); ok {
-			if e.CRC32.Known && e.CRC32.Sum != crc {
-				problems[i] = fmt.Sprintf("manifest line %d: s3://%s/%s has CRC-32 %08x, the manifest says %08x", lines[i].LineNum, e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)
-				return nil
-			}
-			e.CRC32 = plan.KnownCRC(crc)
-		}
-		e.Dir = strings.HasSuffix(e.Name, "/") && size == 0
+		folders = folders || e.Dir != dir
+		r.stored.note(e.Source.Bucket, e.Source.Key, l.Stored)
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("pin round: %w", err)
 	}
-	return problems.err()
+	if problems != nil {
+		sort.Slice(problems, func(a, b int) bool { return problems[a].line < problems[b].line })
+		bad := make([]string, len(problems))
+		for k, p := range problems {
+			bad[k] = p.what
+		}
+		return nil, &RequestError{bad}
+	}
+	if folders {
+		if err := checkSourceNames(r.req, entries); err != nil {
+			return nil, err
+		}
+	}
+	if r.req.Options.Directories {
+		dateAddedFolders(entries)
+	}
+	return entries, nil
+}
+
+// lineOf is the manifest line of entry i (jobs are in entry order).
+func lineOf(jobs []lookupRef, i int) int {
+	k := sort.Search(len(jobs), func(k int) bool { return jobs[k].Entry >= i })
+	if k < len(jobs) && jobs[k].Entry == i {
+		return jobs[k].Line
+	}
+	return 0
+}
+
+// pinEntry sets what HeadObject said of a manifest's object in its entry, or
+// says what is wrong with it.
+func pinEntry(e *plan.Entry, l *Looked) string {
+	switch {
+	case l.Missing:
+		return "does not exist"
+	case e.Source.ETag != "" && !sameETag(e.Source.ETag, l.ETag):
+		return fmt.Sprintf("has ETag %s, the manifest says %s (the object is not the one the manifest describes)", l.ETag, e.Source.ETag)
+	case e.Size >= 0 && e.Size != l.Size:
+		return fmt.Sprintf("is %d bytes, the manifest says %d", l.Size, e.Size)
+	case l.CRC32.Known && e.CRC32.Known && e.CRC32.Sum != l.CRC32.Sum:
+		return fmt.Sprintf("has CRC-32 %08x, the manifest says %08x", l.CRC32.Sum, e.CRC32.Sum)
+	}
+	e.Size, e.Source.ETag, e.Source.VersionID, e.ModTime = l.Size, l.ETag, l.VersionID, l.ModTime
+	if l.CRC32.Known {
+		e.CRC32 = l.CRC32
+	}
+	e.Dir = strings.HasSuffix(e.Name, "/") && l.Size == 0
+	return ""
+}
+
+// dateAddedFolders gives each folder options.directories added (a folder
+// with no source) the modification time of the entry it was added for, the
+// next one (plan.AddDirectories puts a folder right before it): the
+// manifest's objects were dated only once looked up, after naming.
+func dateAddedFolders(entries []plan.Entry) {
+	for i := len(entries) - 2; i >= 0; i-- {
+		if e := &entries[i]; e.Dir && e.Source.Key == "" {
+			e.ModTime = entries[i+1].ModTime
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"time"
@@ -24,17 +25,13 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 	if err != nil {
 		return nil, err
 	}
-	prefix := cfg.workPrefix(execution)
-	job := &Job{
-		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
-		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
-		Destination: req.Destination, WorkerParts: enc.Jobs, Overwrite: req.Options.Overwrite,
-		// The Map runs the plan as it was cut and priced for its workers.
-		MaxConcurrency: p.Fit.Workers, PartsPerBatch: p.Fit.PartsPerBatch, PartsInFlight: p.Fit.InFlight,
-	}
+	job := pl.planFiles(cfg, req, execution)
+	job.WorkerParts = enc.Jobs
+	// The Map runs the plan as it was cut and priced for its workers.
+	job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight = p.Fit.Workers, p.Fit.PartsPerBatch, p.Fit.InFlight
 	objects := map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}
 	if p.Stats().ChainParts > 0 {
-		job.PadKey = prefix + "pad"
+		job.PadKey = job.WorkPrefix + "pad"
 		objects[job.PadKey] = make([]byte, plan.PadSize)
 	}
 	for key, body := range objects {
@@ -46,6 +43,35 @@ func (pl *Planner) writePlan(ctx context.Context, cfg Config, req *Request, p *p
 		}
 	}
 	return job, nil
+}
+
+// planFiles is the job of an execution's plan files, before they are
+// written (WorkerParts, PadKey) and the upload is created (UploadID).
+func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
+	prefix := cfg.workPrefix(execution)
+	return &Job{
+		Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix,
+		PlanKey: prefix + "plan.json", EntriesKey: prefix + "entries.jsonl", PartsKey: prefix + "parts.jsonl",
+		Destination: req.Destination, MaxConcurrency: maxConcurrency(cfg, req), PartsPerBatch: cfg.PartsPerBatch, Overwrite: req.Options.Overwrite,
+	}
+}
+
+// readPlan reads a job's plan back: the finalizer's, and the planner's
+// after a CRC round.
+func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	entries, err := getBytes(ctx, c, job.WorkBucket, job.EntriesKey, 4<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.Decode(header, bytes.NewReader(entries), bytes.NewReader(parts))
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that

@@ -25,7 +25,10 @@ func (pl *Planner) Entries(ctx context.Context, request json.RawMessage) ([]plan
 	if err := checkAllowed(cfg, req); err != nil {
 		return nil, nil, err
 	}
-	entries, err := pl.entries(ctx, cfg, req)
+	// The manifest's objects are looked up here, as Plan does: nothing runs
+	// a Map for a preview.
+	run := &planRun{pl: pl, cfg: cfg, req: req, here: true, stored: &storedCRCs{}}
+	entries, _, err := run.sources(ctx)
 	return entries, req, err
 }
 
@@ -72,24 +75,6 @@ func checkSourceNames(req *Request, entries []plan.Entry) error {
 		return planError(err)
 	}
 	return nil
-}
-
-// manifestProblems collects the problems of a manifest's lines found while
-// looking its objects up, so that all of them are reported, in line order,
-// not just the first one to come back.
-type manifestProblems []string
-
-func (m manifestProblems) err() error {
-	var bad []string
-	for _, p := range m {
-		if p != "" {
-			bad = append(bad, p)
-		}
-	}
-	if bad == nil {
-		return nil
-	}
-	return &RequestError{bad}
 }
 
 // sameETag compares ETags as S3 does for If-Match: the quotes are not part

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/stepfn"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -107,15 +106,17 @@ func (o Options) sha256() bool {
 	return false
 }
 
-// ReadJob is one piece of one entry to read and compress.
+// ReadJob is one piece of one entry to read and compress, or a lookup
+// (Lookup: lookup.go). Fields a job has no use for are left out of its
+// JSON: a read round of a million lookups is a million of them.
 type ReadJob struct {
-	Entry  int         `json:"entry"` // index in the read pass's entries
-	Piece  int         `json:"piece"`
-	Pieces int         `json:"pieces"`
+	Entry  int         `json:"entry"` // index in the read round's entries
+	Piece  int         `json:"piece,omitempty"`
+	Pieces int         `json:"pieces,omitempty"`
 	Source plan.Source `json:"source"`
-	Offset int64       `json:"offset"`
-	Length int64       `json:"length"`
-	Level  int         `json:"level"`
+	Offset int64       `json:"offset,omitempty"`
+	Length int64       `json:"length,omitempty"` // a lookup's: the planned size (LookupCRC, LookupStoredCRC)
+	Level  int         `json:"level,omitempty"`
 	Auto   bool        `json:"auto,omitempty"`
 	// SHA256 asks for the piece's SHA-256 (a whole object's: SHA-256 does
 	// not combine, so only a one-piece job or a Hash job computes it).
@@ -123,25 +124,37 @@ type ReadJob struct {
 	// Hash is a job that reads a whole object for its SHA-256 and CRC-32
 	// only: nothing is compressed or written.
 	Hash bool `json:"hash,omitempty"`
-	// Bucket and Key are the intermediate object the compressed piece goes to.
-	Bucket string `json:"bucket"`
-	Key    string `json:"key"`
+	// Bucket and Key are the intermediate object the compressed piece goes
+	// to; a LookupCRC's, the key its batch's probe upload is named after.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
+	// Lookup makes the job a lookup of Source (LookupPin, LookupCRC,
+	// LookupStoredCRC): nothing is read into the work prefix.
+	Lookup string `json:"lookup,omitempty"`
+	// Line is a manifest object's line (LookupPin), for the problems the
+	// planner lists.
+	Line int `json:"line,omitempty"`
+	// Stored is what S3 stores of Source's CRC-32 when the listing, the
+	// inventory or the pin said (LookupCRC: StoredNone, StoredComposite).
+	Stored string `json:"stored,omitempty"`
 }
 
 // ReadResult is what a read job learned.
 type ReadResult struct {
 	Entry int `json:"entry"`
-	Piece int `json:"piece"`
+	Piece int `json:"piece,omitempty"`
 	// RawCRC32 is the CRC-32 of the piece's bytes as read.
-	RawCRC32 plan.CRC `json:"rawCrc32"`
+	RawCRC32 plan.CRC `json:"rawCrc32,omitzero"`
 	// Stored says the piece was not worth compressing (auto) or grew: no
 	// intermediate object was written.
 	Stored bool `json:"stored,omitempty"`
 	// Size and CRC32 are the compressed piece's.
-	Size  int64    `json:"size"`
-	CRC32 plan.CRC `json:"crc32"`
+	Size  int64    `json:"size,omitempty"`
+	CRC32 plan.CRC `json:"crc32,omitzero"`
 	// SHA256 is the bytes' SHA-256 in hex, when the job asked for it.
 	SHA256 string `json:"sha256,omitempty"`
+	// Object is what a lookup learned.
+	Object *Looked `json:"object,omitempty"`
 }
 
 // readJobs cuts the entries that need reading into pieces.
@@ -171,15 +184,12 @@ func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix s
 	return jobs
 }
 
-// readS3 is what a read job needs of S3.
-type readS3 interface {
-	objectGetter
-	objectPutter
-}
-
 // Reader runs read jobs.
 type Reader struct {
 	S3 readS3
+	// Lookups is how many lookups a batch has in flight (0: the default
+	// HeadConcurrency, HEAD_CONCURRENCY).
+	Lookups int
 }
 
 // Read reads one piece, compresses it and writes the compressed bytes to
@@ -283,6 +293,15 @@ func (pr *pieceRead) finish(read int64) error {
 	}
 	res.RawCRC32 = plan.KnownCRC(pr.raw.Sum32())
 	return nil
+}
+
+// readBytes is how much of its source the job reads, for progress: a
+// lookup's Length is its object's size, which it does not read.
+func (job ReadJob) readBytes() int64 {
+	if job.Lookup != "" {
+		return 0
+	}
+	return job.Length
 }
 
 // readOp names the job's read in errors.
@@ -554,19 +573,22 @@ func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) e
 	return s3Error("PutObject", bucket, key, false, err)
 }
 
-// ReadsDone is the read pass as PlanLayout gets it: where its entries and
-// jobs are, and where the ReadEntries Map wrote its results.
+// ReadsDone is a read round as PlanLayout gets it: what it did, where its
+// entries and jobs are, and where the ReadEntries Map wrote its results.
 type ReadsDone struct {
-	EntriesKey string `json:"entriesKey"`
+	// Stage is the round's step of planning: StagePin, StageRead, StageCRC
+	// ("" is StageRead).
+	Stage      string `json:"stage,omitempty"`
+	EntriesKey string `json:"entriesKey,omitempty"`
 	JobsKey    string `json:"jobsKey"`
 	// Results is the ReadEntries Map's output (its ResultWriter manifest);
 	// nil when there was nothing to read.
 	Results *MapResults `json:"results,omitempty"`
 }
 
-// ReadPlan is what PlanArchive returns instead of a Job when the entries
-// must be read first: the state the ReadEntries Map runs on. Its "reads"
-// field is what routes the execution there (a Job has none).
+// ReadPlan is what the planner returns instead of a Job when a read round
+// must run first: the state the ReadEntries Map runs on. Its "reads" field
+// is what routes the execution there (a Job has none).
 type ReadPlan struct {
 	Execution      string    `json:"execution"`
 	WorkBucket     string    `json:"workBucket"`
@@ -578,83 +600,13 @@ type ReadPlan struct {
 }
 
 // ReadsPerBatch is the read plan's batch size: jobs spread over the
-// concurrency, at most most per batch (Config.MaxReadsPerBatch).
+// concurrency, at most most per batch (Config.MaxReadsPerBatch for read
+// jobs, DefaultLookupsPerBatch for lookups).
 func ReadsPerBatch(jobs, concurrency, most int) int {
 	if concurrency < 1 {
 		concurrency = 1
 	}
 	return min(most, max(1, (jobs+concurrency-1)/concurrency))
-}
-
-// Start is the planner Lambda's handler, for PlanArchive and PlanLayout
-// alike. It reads and checks the request once; given a request that needs
-// its entries read (and no read pass done), it lists them, writes the read
-// jobs and returns the ReadPlan the ReadEntries Map runs; otherwise, or
-// given the read pass's outcome (in.Reads), it plans the layout and returns
-// the Job. A request with nothing to read (compression none, no digests)
-// costs nothing more than it did before the read pass existed.
-func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, error) {
-	cfg := pl.Config.Defaults()
-	req, err := pl.begin(ctx, cfg, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	if in.Reads == nil && req.Options.needsReadPass() {
-		rp, err := pl.planReads(ctx, cfg, req, in.Execution)
-		if err != nil {
-			return nil, nil, err
-		}
-		if rp.Jobs > 0 {
-			return nil, rp, nil
-		}
-		in.Reads = &rp.Reads // nothing to read (e.g. only empty objects): on to the layout
-	}
-	job, err := pl.plan(ctx, cfg, req, in)
-	return job, nil, err
-}
-
-// Handle is Start with one result, as the Lambda returns it: the Job or the
-// ReadPlan.
-func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
-	job, rp, err := pl.Start(ctx, in)
-	switch {
-	case err != nil:
-		return nil, err
-	case rp != nil:
-		return rp, nil
-	}
-	return job, nil
-}
-
-// planReads is the planner's first half when a read pass is needed: given
-// the checked request, it lists the entries, and writes them and the read
-// jobs to the work prefix. plan, given the results (PlanInput.Reads), does
-// the rest.
-func (pl *Planner) planReads(ctx context.Context, cfg Config, req *Request, execution string) (*ReadPlan, error) {
-	entries, err := pl.listed(ctx, cfg, req)
-	if err != nil {
-		return nil, err
-	}
-	// Refused now, before anything is read or written.
-	if err := checksumsFileFree(entries, req.Options.ChecksumsFile); err != nil {
-		return nil, err
-	}
-	prefix := cfg.workPrefix(execution)
-	jobs := readJobs(entries, req.Options, cfg.PieceSize, cfg.WorkBucket, prefix)
-	rp := &ReadPlan{Execution: execution, WorkBucket: cfg.WorkBucket, WorkPrefix: prefix, Jobs: len(jobs),
-		Reads: ReadsDone{EntriesKey: prefix + "reads/entries.json", JobsKey: prefix + "reads/jobs.json"}}
-	rp.MaxConcurrency = maxConcurrency(cfg, req)
-	rp.ReadsPerBatch = ReadsPerBatch(len(jobs), rp.MaxConcurrency, cfg.MaxReadsPerBatch)
-	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.EntriesKey, entries); err != nil {
-		return nil, err
-	}
-	if jobs == nil {
-		jobs = []ReadJob{} // the ItemReader wants a JSON array
-	}
-	if err := writeJSON(ctx, pl.S3, cfg.WorkBucket, rp.Reads.JobsKey, jobs); err != nil {
-		return nil, err
-	}
-	return rp, nil
 }
 
 // ReadBatchInput is one ReadEntries batch, as the ItemBatcher makes it.
@@ -667,10 +619,14 @@ type ReadBatchResult struct {
 	Results []ReadResult `json:"results"`
 }
 
-// ReadBatch is the reader Lambda's handler: the batch's jobs one after the
-// other (DEFLATE is CPU-bound, and the reader has one vCPU; memory holds one
-// compressed piece at a time).
+// ReadBatch is the reader Lambda's handler: the batch's read jobs one after
+// the other (DEFLATE is CPU-bound, and the reader has one vCPU; memory holds
+// one compressed piece at a time), or its lookups, many at once.
 func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+	if len(in.Items) > 0 && in.Items[0].Lookup != "" {
+		// A round's jobs are all lookups or all reads.
+		return r.lookUpBatch(ctx, in.Items)
+	}
 	out := &ReadBatchResult{Results: make([]ReadResult, 0, len(in.Items))}
 	for _, j := range in.Items {
 		res, err := r.Read(ctx, j)
@@ -682,73 +638,56 @@ func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchRe
 	return out, nil
 }
 
-// readReadResults collects the read results of every ReadEntries batch from
-// the Map's ResultWriter layout.
-func readReadResults(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails) ([]ReadResult, error) {
-	var results []ReadResult
-	err := eachMapOutput(ctx, c, d, func(output []byte) error {
-		var out ReadBatchResult
-		if err := json.Unmarshal(output, &out); err != nil {
-			return fmt.Errorf("reader output: %w", err)
-		}
-		results = append(results, out.Results...)
-		return nil
-	})
-	return results, err
+// readRound is the read pass's round: the read jobs the entries need,
+// handed to the ReadEntries Map; with none (e.g. only empty objects), the
+// entries as the read pass leaves them.
+func (r *planRun) readRound(ctx context.Context, entries []plan.Entry) ([]plan.Entry, *ReadPlan, error) {
+	// Refused now, before anything is read or written.
+	if err := checksumsFileFree(entries, r.req.Options.ChecksumsFile); err != nil {
+		return nil, nil, err
+	}
+	jobs := readJobs(entries, r.req.Options, r.cfg.PieceSize, r.cfg.WorkBucket, r.prefix)
+	if len(jobs) == 0 {
+		entries, err := r.readsFinished(ctx, entries)
+		return entries, nil, err
+	}
+	rp, err := r.handOver(ctx, StageRead, entries, jobsOf(jobs))
+	return nil, rp, err
 }
 
-// readEntries reads the read pass's entries and results and applies them.
-func (pl *Planner) readEntries(ctx context.Context, cfg Config, req *Request, execution string, r *ReadsDone) ([]plan.Entry, error) {
-	prefix := cfg.workPrefix(execution)
-	for _, k := range []string{r.EntriesKey, r.JobsKey} {
-		if !strings.HasPrefix(k, prefix) {
-			return nil, fmt.Errorf("read pass object %q is outside this execution's work prefix %s", k, prefix)
-		}
+// readDone reads the read round's entries and results and applies them.
+func (r *planRun) readDone(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
+	entries, jobs, got, err := roundBack[ReadJob](ctx, r, d)
+	if err != nil {
+		return nil, err
 	}
-	var entries []plan.Entry
-	var jobs []ReadJob
-	for _, d := range []struct {
-		key string
-		v   any
-	}{{r.EntriesKey, &entries}, {r.JobsKey, &jobs}} {
-		doc, err := getBytes(ctx, pl.S3, cfg.WorkBucket, d.key, maxManifestBytes)
-		if err != nil {
-			return nil, fmt.Errorf("read pass: %w", err)
-		}
-		if err := json.Unmarshal(doc, d.v); err != nil {
-			return nil, fmt.Errorf("read pass s3://%s/%s: %w", cfg.WorkBucket, d.key, err)
-		}
+	var results []ReadResult
+	if err := got(func(res ReadResult) error { results = append(results, res); return nil }); err != nil {
+		return nil, err
 	}
 	// Before the read results replace compressed entries' sources with
 	// their work objects: a clash names the user's object.
-	if err := checksumsFileFree(entries, req.Options.ChecksumsFile); err != nil {
+	if err := checksumsFileFree(entries, r.req.Options.ChecksumsFile); err != nil {
 		return nil, err
 	}
-	var results []ReadResult
-	if len(jobs) > 0 {
-		if r.Results == nil || r.Results.ResultWriterDetails == nil {
-			return nil, fmt.Errorf("read pass: %d read jobs and no ReadEntries results", len(jobs))
-		}
-		if d := r.Results.ResultWriterDetails; d.Bucket != cfg.WorkBucket || !strings.HasPrefix(d.Key, prefix) {
-			return nil, fmt.Errorf("read pass results s3://%s/%s are outside this execution's work prefix s3://%s/%s", d.Bucket, d.Key, cfg.WorkBucket, prefix)
-		}
-		var err error
-		if results, err = readReadResults(ctx, pl.S3, r.Results.ResultWriterDetails); err != nil {
-			return nil, fmt.Errorf("read pass: %w", err)
-		}
-	}
-	if err := pl.applyReads(ctx, cfg, entries, jobs, results); err != nil {
+	if err := r.pl.applyReads(ctx, r.cfg, entries, jobs, results); err != nil {
 		return nil, err
 	}
-	if req.Options.sha256() {
+	return r.readsFinished(ctx, entries)
+}
+
+// readsFinished completes what the read pass leaves: the digests of the
+// entries with nothing to read, the checksums file.
+func (r *planRun) readsFinished(ctx context.Context, entries []plan.Entry) ([]plan.Entry, error) {
+	if r.req.Options.sha256() {
 		for i := range entries {
 			if e := &entries[i]; !e.Dir && e.UncompressedSize() == 0 {
 				e.SHA256 = emptySHA256 // not read: there is nothing to read
 			}
 		}
 	}
-	if name := req.Options.ChecksumsFile; name != "" {
-		return pl.addChecksumsFile(ctx, entries, name, cfg.WorkBucket, cfg.workPrefix(execution))
+	if name := r.req.Options.ChecksumsFile; name != "" {
+		return r.pl.addChecksumsFile(ctx, entries, name, r.cfg.WorkBucket, r.prefix)
 	}
 	return entries, nil
 }

@@ -17,8 +17,9 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// crcSource is what learning a source object's CRC-32 takes: the planner
-// (resolveCRCs) and the worker (copies whose answer carries none) both do.
+// crcSource is what learning a source object's CRC-32 takes: the reader's
+// CRC lookups (the layout's needs) and the worker (copies whose answer
+// carries none) both do.
 type crcSource interface {
 	objectHeader
 	objectGetter
@@ -26,23 +27,22 @@ type crcSource interface {
 
 // storedCRC asks S3 for the CRC-32 it stores for the whole object (ok=false
 // when it stores none, another algorithm, or a composite of parts).
-func storedCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (uint32, bool, error) {
-	crc, ok, _, err := headCRC(ctx, c, e)
+func storedCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (uint32, bool, error) {
+	crc, ok, _, err := headCRC(ctx, c, src, size)
 	return crc, ok, err
 }
 
 // headCRC is storedCRC that also says whether S3 stores a CRC-32 of the
 // object's parts (a composite), which some servers answer a copy with.
-func headCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (crc uint32, ok, composite bool, err error) {
-	src := e.Source
+func headCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (crc uint32, ok, composite bool, err error) {
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	h, err := c.HeadObject(ctx, in)
 	if err != nil {
 		return 0, false, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
 	}
-	if aws.ToInt64(h.ContentLength) != e.Size {
-		return 0, false, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), e.Size)}
+	if aws.ToInt64(h.ContentLength) != size {
+		return 0, false, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), size)}
 	}
 	crc, ok = fullObjectCRC(h)
 	return crc, ok, !ok && aws.ToString(h.ChecksumCRC32) != "", nil
@@ -51,10 +51,28 @@ func headCRC(ctx context.Context, c objectHeader, e *plan.PlacedEntry) (crc uint
 // objectCRC returns a source object's CRC-32: the one S3 stores for the
 // whole object, else one S3 computes (probe, when given), else read.
 func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
-	src := e.Source
-	crc, ok, composite, err := headCRC(ctx, c, e)
-	if err != nil || ok {
-		return crc, err
+	return sourceCRC(ctx, c, probe, crcAsked{src: e.Source, size: e.Size})
+}
+
+// crcAsked is a source whose CRC-32 is asked for: pinned, its planned size,
+// and what S3 stores of its CRC-32 when that is known (StoredNone,
+// StoredComposite; "" asks HeadObject first).
+type crcAsked struct {
+	src    plan.Source
+	size   int64
+	stored string
+}
+
+// sourceCRC is objectCRC of the source a asks about.
+func sourceCRC(ctx context.Context, c crcSource, probe *crcProbe, a crcAsked) (uint32, error) {
+	src, size := a.src, a.size
+	composite := a.stored == StoredComposite
+	if a.stored == "" {
+		crc, ok, comp, err := headCRC(ctx, c, src, size)
+		if err != nil || ok {
+			return crc, err
+		}
+		composite = comp
 	}
 	if probe != nil {
 		// A server may answer a copy of an object stored with a composite
@@ -64,13 +82,18 @@ func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.Placed
 		if composite {
 			first = 1
 		}
-		crc, ok, err := probe.crc(ctx, src, e.Size, first)
+		crc, ok, err := probe.crc(ctx, src, size, first)
 		if err != nil || ok {
 			return crc, err
 		}
 	}
 	// No whole-object CRC stored (none, another algorithm, or a composite of
 	// parts) and none computed by S3: read the object.
+	return readWholeCRC(ctx, c, src, size)
+}
+
+// readWholeCRC reads a source whole, pinned, for its CRC-32.
+func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int64) (uint32, error) {
 	gin := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key}
 	gin.IfMatch, gin.VersionId = pin(src.ETag, src.VersionID)
 	out, err := c.GetObject(ctx, gin)
@@ -83,8 +106,8 @@ func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.Placed
 	if err != nil {
 		return 0, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", src.Bucket, src.Key), Err: err}
 	}
-	if n != e.Size {
-		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("read %d bytes, planned %d", n, e.Size)}
+	if n != size {
+		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("read %d bytes, planned %d", n, size)}
 	}
 	return h32.Sum32(), nil
 }

@@ -1,6 +1,7 @@
-// The reader Lambda: runs one ReadEntries batch of the read pass (reads
+// The reader Lambda: runs one ReadEntries batch of a read round: reads
 // pieces of entries, DEFLATEs them into intermediate objects in the work
-// prefix, reports CRC-32s, sizes and digests).
+// prefix and reports CRC-32s, sizes and digests; or looks objects up (a
+// manifest's, pinned; the CRC-32s the layout needs), HEAD_CONCURRENCY at once.
 package main
 
 import (
@@ -12,6 +13,6 @@ import (
 
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv))
-	r := &workflow.Reader{S3: env.S3}
+	r := &workflow.Reader{S3: env.S3, Lookups: env.Config.HeadConcurrency}
 	lambdaenv.Start(r.ReadBatch, workflow.ErrorType)
 }

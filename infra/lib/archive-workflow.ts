@@ -386,7 +386,8 @@ export class ArchiveWorkflow extends Construct {
     const workObjects = `${this.workBucket.bucketArn}/${workPrefix}*`;
     // Work objects, per function (tests/deployed lists every grant no call uses): the planner
     // writes (plan files, the pad, read jobs, an entry's compressed pieces joined) and deletes
-    // (pieces once joined, or of an entry left STORED); the reader writes compressed pieces; workers write chain rounds and delete each one once the next
+    // (pieces once joined, or of an entry left STORED); the reader writes compressed pieces and, to learn the CRC-32 of a source that
+    // stores none without reading it, copies it into a probe upload that it aborts; workers write chain rounds and delete each one once the next
     // round has copied it (a chain holds a few rounds at a time, not all of them; found by
     // tests/deployed); the finalizer and abort read and delete; all abort uploads under the
     // prefix (chain rounds left open).
@@ -397,7 +398,7 @@ export class ArchiveWorkflow extends Construct {
           name === 'planner'
             ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
             : name === 'reader'
-              ? ['s3:PutObject']
+              ? ['s3:PutObject', 's3:AbortMultipartUpload']
               : name === 'worker'
               ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload']
               : ['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
@@ -504,8 +505,9 @@ export class ArchiveWorkflow extends Construct {
       ...inventoryRead,
     ]);
     // The reader reads sources by range (If-Match on the planned ETag) and writes pieces under the
-    // work prefix: no destination, no delete. It may list the sources, as the worker may, so that a
-    // source deleted since planning answers 404 (SourceChangedError), not 403.
+    // work prefix, and looks sources up (HEAD = s3:GetObject; a copy into its probe upload): no
+    // destination, no delete. It may list the sources, as the worker may, so that a source deleted
+    // since planning answers 404 (SourceChangedError), not 403.
     add(reader, [workObjectsFor('reader'), ...sourceRead]);
     add(worker, [workObjectsFor('worker'), ...workAccess, ...sourceRead, destinationObjectsFor(['s3:PutObject'])]);
     add(finalizer, [
@@ -527,10 +529,11 @@ export class ArchiveWorkflow extends Construct {
     const DECRYPT = 'kms:Decrypt';
     const DATA_KEY = 'kms:GenerateDataKey';
     if (props.encryptionKey) {
-      // The reader only writes pieces; the finalizer and abort only read and delete.
+      // The reader writes pieces and adds copies to its probe upload; the finalizer and abort only
+      // read and delete.
       const workKeyUse: Record<FunctionName, string[]> = {
         planner: [DECRYPT, DATA_KEY],
-        reader: [DATA_KEY],
+        reader: [DECRYPT, DATA_KEY],
         worker: [DECRYPT, DATA_KEY],
         finalizer: [DECRYPT],
         abort: [DECRYPT],

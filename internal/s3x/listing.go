@@ -91,134 +91,185 @@ const (
 // them; within a folder, and where there are none, the numbering of the
 // keys seen places the cuts (keyspace.go).
 func (u Under) List(ctx context.Context, c ObjectLister, opt ListOptions, fn func([]types.Object) error) error {
-	return ListPages(ctx, u, c, opt, func(objs []types.Object) []types.Object { return objs }, fn)
+	return ListPages(ctx, u, c, opt, Pages[[]types.Object]{Keep: func(objs []types.Object) []types.Object { return objs }, Each: fn})
 }
 
-// ListPages is List with each page first turned by keep into what the
+// Pages is what a caller of ListPages does with the pages: Keep turns each
+// page, as it arrives, into what the caller holds of it; Each is given
+// them in key order, one call after another.
+type Pages[T any] struct {
+	Keep func([]types.Object) T
+	Each func(T) error
+}
+
+// ListPages is List with each page first turned by Keep into what the
 // caller holds of it (as it arrives, one page at a time): a page listed
 // ahead of its turn waits as that, not as S3's objects, whose pointers
 // cost several times the bytes of a key, a size and an ETag. Listing is
 // ahead of its turn for most pages (every range but the first lists at
 // once), so this is what a big listing holds.
-func ListPages[T any](ctx context.Context, u Under, c ObjectLister, opt ListOptions, keep func([]types.Object) T, fn func(T) error) error {
-	slots := max(opt.Concurrency, 1)
+func ListPages[T any](ctx context.Context, u Under, c ObjectLister, opt ListOptions, pages Pages[T]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Room for every request in flight: after a failure the others finish
-	// into it and nothing waits for them.
-	answers := make(chan answer, slots)
-	spans := []*span{{abc: &alphabet{}}}
-	ready := map[*span][]T{} // listed, not yet given to fn: a span before is still listing
-	var folders []string     // sorted
-	// Every span ends with a request that may find little: two spans are
-	// made for every page's worth of keys listed, no faster, so a listing
-	// of a few pages makes few more requests than one paginator (and one
-	// of many pages has its slots full after a few round trips).
-	pageKeys := int(opt.PageKeys)
-	if pageKeys <= 0 {
-		pageKeys = 1000
+	slots := max(opt.Concurrency, 1)
+	l := &listing[T]{
+		Under: u, c: c, opt: opt, pages: pages, slots: slots,
+		// Room for every request in flight: after a failure the others
+		// finish into it and nothing waits for them.
+		answers: make(chan answer, slots),
+		spans:   []*span{{abc: &alphabet{}}},
+		ready:   map[*span][]T{},
 	}
-	inFlight, listed, made := 0, 0, 0
-	type level struct {
-		prefix string
-		depth  int
-	}
-	var toSeek []level // folders to look into, when a slot is free
-	seeking, sought := 0, 0
-	ask := func(a answer, in *s3.ListObjectsV2Input) {
-		if opt.PageKeys > 0 {
-			in.MaxKeys = aws.Int32(opt.PageKeys)
-		}
-		inFlight++
-		go func() {
-			a.out, a.err = c.ListObjectsV2(ctx, in)
-			answers <- a
-		}()
-	}
-	page := func(s *span) {
-		in := &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: &u.Prefix}
-		switch {
-		case s.token != "":
-			in.ContinuationToken = aws.String(s.token)
-		case s.cursor != "":
-			in.StartAfter = aws.String(s.cursor)
-		case s.after != "":
-			in.StartAfter = aws.String(s.after)
-		}
-		s.busy = true
-		ask(answer{s: s}, in)
-	}
-	seek := func(l level) {
-		seeking++
-		sought++
-		ask(answer{level: l.prefix, depth: l.depth}, &s3.ListObjectsV2Input{Bucket: &u.Bucket, Prefix: aws.String(l.prefix), Delimiter: aws.String("/")})
+	l.pageKeys = int(opt.PageKeys)
+	if l.pageKeys <= 0 {
+		l.pageKeys = 1000
 	}
 	if slots > 1 {
-		toSeek = append(toSeek, level{u.Prefix, 1})
+		l.toSeek = append(l.toSeek, level{u.Prefix, 1})
 	}
 	for {
-		for _, s := range spans {
-			if inFlight < slots && !s.busy && !s.done {
-				page(s)
-			}
-		}
-		// Folders are looked for as pages come (each level costs a
-		// request per folder): a listing of a few pages makes few
-		// requests to cut it.
-		for len(toSeek) > 0 && inFlight < slots && sought <= 2*listed/pageKeys {
-			seek(toSeek[0])
-			toSeek = toSeek[1:]
-		}
-		if seeking == 0 { // cut where the folders are, once those asked for are known
-			for _, s := range u.cut(&spans, folders, min(slots-inFlight, 2*listed/pageKeys-made)) {
-				page(s)
-				made++
-			}
-		}
-		if inFlight == 0 {
+		l.fill(ctx)
+		if l.inFlight == 0 {
 			return nil
 		}
-		a := <-answers
-		inFlight--
+		a := <-l.answers
+		l.inFlight--
 		if a.err != nil {
 			return u.Named("ListObjectsV2", u.Bucket, u.Prefix, a.err)
 		}
 		if a.s == nil {
-			seeking--
-			for _, cp := range a.out.CommonPrefixes {
-				f := aws.ToString(cp.Prefix)
-				folders = append(folders, f)
-				if a.depth < maxFolderDepth && len(folders) < folderGoal*slots && sought+len(toSeek) < seekGoal*slots {
-					toSeek = append(toSeek, level{f, a.depth + 1})
-				}
-			}
-			slices.Sort(folders)
+			l.found(a)
 			continue
 		}
-		a.s.busy = false
-		kept, err := u.take(a.s, a.out)
-		if err != nil {
+		if err := l.listed(a); err != nil {
 			return err
 		}
-		listed += len(kept)
-		if len(kept) > 0 {
-			ready[a.s] = append(ready[a.s], keep(kept))
-		}
-		// Give fn every page whose turn has come.
-		for len(spans) > 0 {
-			s := spans[0]
-			for _, page := range ready[s] {
-				if err := fn(page); err != nil {
-					return err
-				}
-			}
-			delete(ready, s)
-			if !s.done {
-				break
-			}
-			spans = spans[1:]
+	}
+}
+
+// level is a folder to look into for the folders under it.
+type level struct {
+	prefix string
+	depth  int
+}
+
+// listing is one ListPages: its spans, the requests in flight, and the
+// pages listed ahead of their turn.
+type listing[T any] struct {
+	Under
+	c       ObjectLister
+	opt     ListOptions
+	pages   Pages[T]
+	slots   int
+	answers chan answer
+	spans   []*span
+	ready   map[*span][]T // listed, not yet given to Each: a span before is still listing
+	folders []string      // sorted
+	toSeek  []level       // folders to look into, when a slot is free
+	// Every span ends with a request that may find little: two spans are
+	// made for every page's worth of keys listed, no faster, so a listing
+	// of a few pages makes few more requests than one paginator (and one
+	// of many pages has its slots full after a few round trips).
+	pageKeys                   int
+	inFlight, listedKeys, made int
+	seeking, sought            int
+}
+
+// fill asks for what free request slots allow: the next page of each span
+// not in flight, folders to cut at, new spans.
+func (l *listing[T]) fill(ctx context.Context) {
+	for _, s := range l.spans {
+		if l.inFlight < l.slots && !s.busy && !s.done {
+			l.page(ctx, s)
 		}
 	}
+	// Folders are looked for as pages come (each level costs a request
+	// per folder): a listing of a few pages makes few requests to cut it.
+	for len(l.toSeek) > 0 && l.inFlight < l.slots && l.sought <= 2*l.listedKeys/l.pageKeys {
+		l.seek(ctx, l.toSeek[0])
+		l.toSeek = l.toSeek[1:]
+	}
+	if l.seeking == 0 { // cut where the folders are, once those asked for are known
+		for _, s := range l.cut(&l.spans, l.folders, min(l.slots-l.inFlight, 2*l.listedKeys/l.pageKeys-l.made)) {
+			l.page(ctx, s)
+			l.made++
+		}
+	}
+}
+
+func (l *listing[T]) ask(ctx context.Context, a answer, in *s3.ListObjectsV2Input) {
+	if l.opt.PageKeys > 0 {
+		in.MaxKeys = aws.Int32(l.opt.PageKeys)
+	}
+	l.inFlight++
+	go func() {
+		a.out, a.err = l.c.ListObjectsV2(ctx, in)
+		l.answers <- a
+	}()
+}
+
+// page asks for a span's next page.
+func (l *listing[T]) page(ctx context.Context, s *span) {
+	in := &s3.ListObjectsV2Input{Bucket: &l.Bucket, Prefix: &l.Prefix}
+	switch {
+	case s.token != "":
+		in.ContinuationToken = aws.String(s.token)
+	case s.cursor != "":
+		in.StartAfter = aws.String(s.cursor)
+	case s.after != "":
+		in.StartAfter = aws.String(s.after)
+	}
+	s.busy = true
+	l.ask(ctx, answer{s: s}, in)
+}
+
+// seek asks for the folders one level under lv.
+func (l *listing[T]) seek(ctx context.Context, lv level) {
+	l.seeking++
+	l.sought++
+	l.ask(ctx, answer{level: lv.prefix, depth: lv.depth}, &s3.ListObjectsV2Input{Bucket: &l.Bucket, Prefix: aws.String(lv.prefix), Delimiter: aws.String("/")})
+}
+
+// found takes the folders a seek found, and the levels under them to look
+// into while they are few.
+func (l *listing[T]) found(a answer) {
+	l.seeking--
+	for _, cp := range a.out.CommonPrefixes {
+		f := aws.ToString(cp.Prefix)
+		l.folders = append(l.folders, f)
+		if a.depth < maxFolderDepth && len(l.folders) < folderGoal*l.slots && l.sought+len(l.toSeek) < seekGoal*l.slots {
+			l.toSeek = append(l.toSeek, level{f, a.depth + 1})
+		}
+	}
+	slices.Sort(l.folders)
+}
+
+// listed takes a span's page and gives Each every page whose turn has
+// come.
+func (l *listing[T]) listed(a answer) error {
+	a.s.busy = false
+	kept, err := l.take(a.s, a.out)
+	if err != nil {
+		return err
+	}
+	l.listedKeys += len(kept)
+	if len(kept) > 0 {
+		l.ready[a.s] = append(l.ready[a.s], l.pages.Keep(kept))
+	}
+	for len(l.spans) > 0 {
+		s := l.spans[0]
+		for _, page := range l.ready[s] {
+			if err := l.pages.Each(page); err != nil {
+				return err
+			}
+		}
+		delete(l.ready, s)
+		if !s.done {
+			return nil
+		}
+		l.spans = l.spans[1:]
+	}
+	return nil
 }
 
 // take returns the objects of a page that are the span's and moves the

@@ -44,9 +44,12 @@ type Invocation struct {
 
 // Functions serves the five handlers over HTTP the way Lambda would run them.
 type Functions struct {
-	S3     workflow.S3
-	Config workflow.Config
-	Log    *slog.Logger
+	S3 workflow.S3
+	// PlannerS3, when set, is the planner's client instead of S3: a test
+	// counts the planner's own requests on it.
+	PlannerS3 workflow.S3
+	Config    workflow.Config
+	Log       *slog.Logger
 	// ErrorType names a returned error as Lambda reports it (default LambdaErrorType).
 	ErrorType func(error) string
 	// Links signs the finalizer's download links (functions/finalizer: its role's credentials).
@@ -106,7 +109,11 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 	f.mu.Unlock()
 	switch name {
 	case "planner":
-		h := &workflow.Planner{S3: f.S3, Config: cfg, Log: f.Log}
+		c := f.S3
+		if f.PlannerS3 != nil {
+			c = f.PlannerS3
+		}
+		h := &workflow.Planner{S3: c, Config: cfg, Log: f.Log}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
 			var in workflow.PlanInput
 			if err := json.Unmarshal(raw, &in); err != nil {

@@ -321,7 +321,7 @@ describe('IAM: least privilege', () => {
     assert.equal(actionsOn(statementsOfRole(json, ids.role.reader), dest).size, 0, 'the reader never touches the destination');
   });
 
-  test('work prefix: planner, reader and worker write, planner drops joined pieces, workers delete consumed chain rounds, finalizer and abort delete', () => {
+  test('work prefix: planner, reader and worker write, planner drops joined pieces, reader aborts its probe upload, workers delete consumed chain rounds, finalizer and abort delete', () => {
     const work = `<${ids.workBucket}.Arn>/s3zip-work/*`;
     for (const name of FUNCTION_NAMES) {
       const actions = actionsOn(statementsOfRole(json, ids.role[name]), work);
@@ -329,7 +329,7 @@ describe('IAM: least privilege', () => {
         name === 'planner'
           ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
           : name === 'reader'
-            ? ['s3:PutObject']
+            ? ['s3:AbortMultipartUpload', 's3:PutObject']
             : name === 'worker'
             ? ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']
             : ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject'];

@@ -363,13 +363,7 @@ func TestDeployedCompressedArchive(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
-	var entered []string
-	for _, ev := range out.Events {
-		if ev.Type == "StateEntered" && ev.Child == "" {
-			entered = append(entered, ev.State)
-		}
-	}
-	if got := strings.Join(entered, ","); got != "PlanArchive,HasWorkerParts,ReadEntries,PlanLayout,HasWorkerParts,BuildParts,FinalizeArchive,ArchiveCreated" {
+	if got := topLevelStates(out); got != "PlanArchive,HasWorkerParts,ReadEntries,PlanLayout,HasWorkerParts,BuildParts,FinalizeArchive,ArchiveCreated" {
 		t.Errorf("states entered: %s", got)
 	}
 	if n, _, _ := d.Functions["reader"].Stats(); n == 0 {
