@@ -160,7 +160,7 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s plan.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
 	e := &entries[s.Entry]
 	if plan.WholeData(entries, s) {
-		crc, ok, err := storedCRC(ctx, b.s3, e)
+		crc, ok, err := storedCRC(ctx, b.s3, e.Source, e.Size)
 		if err != nil && ctx.Err() == nil {
 			return 0, false, nil
 		}

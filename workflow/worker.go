@@ -271,8 +271,7 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 		if c.CarriedAs == plan.CarriedTail && !c.CRC32.Known {
 			// Asked before the copy, so that copyPart can tell an answer
 			// that is the stored checksum, not the range's.
-			e := plan.PlacedEntry{Entry: &plan.Entry{Name: c.Source.Key, Source: *c.Source, Size: c.SourceSize}}
-			crc, ok, err := storedCRC(ctx, b.s3, &e)
+			crc, ok, err := storedCRC(ctx, b.s3, *c.Source, c.SourceSize)
 			if err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 			}
