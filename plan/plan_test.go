@@ -256,3 +256,33 @@ func TestCopiedTailsAreTheWorkers(t *testing.T) {
 		t.Errorf("the batches make %d HEADs for %d copied tails: want one a tail at least", heads, len(tails))
 	}
 }
+
+// A worker learns the CRC-32s of the entries a piped part streams whole
+// by HEADs (GET-priced) and of a streamed start from its copied rest, so
+// the model prices no probe copy (PUT-priced) for them: on the challenge
+// set duo's only UploadPartCopy requests are its copy parts, and its HEADs
+// are one for each entry a piped part streams whole and one for each tail.
+func TestPipedPartsArePricedWithoutProbes(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyDuo, Workers: 100})
+	st := p.Stats()
+	if st.Requests.UploadPartCopy != st.CopyParts {
+		t.Errorf("%d UploadPartCopy requests for %d copy parts: probes priced", st.Requests.UploadPartCopy, st.CopyParts)
+	}
+	var whole int
+	for i := range p.Parts {
+		part := &p.Parts[i]
+		if part.Kind != PartUpload || part.Final {
+			continue
+		}
+		entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
+		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
+		for _, s := range segs {
+			if WholeData(entries, s) && !entries[s.Entry].CRC32.Known && s.To-s.From >= MinCRCProbe {
+				whole++
+			}
+		}
+	}
+	if want := whole + len(p.CopiedTails()); st.Requests.Head != want {
+		t.Errorf("%d HEADs priced, want %d (%d whole entries streamed, %d tails)", st.Requests.Head, want, whole, len(p.CopiedTails()))
+	}
+}
