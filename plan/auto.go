@@ -241,7 +241,7 @@ func mixStats(a, b Stats, f float64) Stats {
 		Parts:             mi(a.Parts, b.Parts), UploadParts: mi(a.UploadParts, b.UploadParts), CopyParts: mi(a.CopyParts, b.CopyParts),
 		ChainParts: mi(a.ChainParts, b.ChainParts), ChainRounds: mi(a.ChainRounds, b.ChainRounds),
 		LongestChain: map[bool]int{true: b.LongestChain, false: a.LongestChain}[f > 0], // any chained run may be the longest
-		ChainSteps:   mi(a.ChainSteps, b.ChainSteps), LongestChainSteps: map[bool]int{true: b.LongestChainSteps, false: a.LongestChainSteps}[f > 0],
+		ChainSteps:   mi(a.ChainSteps, b.ChainSteps), ChainHeads: mi(a.ChainHeads, b.ChainHeads), LongestChainSteps: map[bool]int{true: b.LongestChainSteps, false: a.LongestChainSteps}[f > 0],
 		Requests: Requests{
 			Get: mi(a.Requests.Get, b.Requests.Get), Head: mi(a.Requests.Head, b.Requests.Head),
 			UploadPart: mi(a.Requests.UploadPart, b.Requests.UploadPart), UploadPartCopy: mi(a.Requests.UploadPartCopy, b.Requests.UploadPartCopy),

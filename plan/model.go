@@ -172,7 +172,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		}
 		// Requests a worker makes, each a round trip, Concurrency at a time;
 		// a chain's steps one after another; copies move bytes at CopyRate.
-		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get+max(s.Requests.Head-r.HeadsUpFront, 0)) * share
+		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get+max(s.Requests.Head-s.ChainHeads-r.HeadsUpFront, 0)) * share
 		chainSeq := float64(s.ChainSteps) * share
 		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
 		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
@@ -258,9 +258,9 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	if l.UploadParts > 0 {
 		stream += streamWaits * m.RequestLatency
 	}
-	// A load's HEADs are its workers' (CRC-32s of streamed entries); the
-	// planner's are the run's HeadsUpFront.
-	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get + l.Requests.Head)
+	// A load's HEADs are its workers' (CRC-32s of streamed entries; a
+	// chain's are a step of it); the planner's are the run's HeadsUpFront.
+	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get + l.Requests.Head - l.ChainHeads)
 	var chain float64
 	if l.ChainRounds > 0 {
 		// Each round also waits for the copy of what is built and for the

@@ -696,13 +696,19 @@ func (p *Plan) Carried(i int) bool { return i > 0 && p.Parts[i-1].Carry > 0 }
 func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 
 // CRCsNeeded lists the entries whose CRC-32 must be known before the workers
-// run and is not known yet.
+// run and is not known yet. A chain part's are not among them: its worker
+// learns them (HEAD, else a probe, else a read) before its first round, one
+// round trip for all of them, instead of a round of lookups before any
+// worker starts (ChainWorkerLearns).
 func (p *Plan) CRCsNeeded() []EntryIndex {
 	var need []EntryIndex
-	// A bit an entry, not a map: a chain plan of small objects needs
-	// nearly every entry's CRC-32.
+	// A bit an entry, not a map: a plan of small objects may need nearly
+	// every entry's CRC-32.
 	seen := make([]uint64, (len(p.Entries)+63)/64)
 	for _, part := range p.Parts {
+		if part.Kind == PartChain {
+			continue
+		}
 		for _, i := range part.NeedCRC {
 			// A header split between two parts is needed by both: ask once.
 			if bit := uint64(1) << (i % 64); !p.Entries[i].CRC32.Known && seen[i/64]&bit == 0 {

@@ -286,3 +286,24 @@ func TestPipedPartsArePricedWithoutProbes(t *testing.T) {
 		t.Errorf("%d HEADs priced, want %d (%d whole entries streamed, %d tails)", st.Requests.Head, want, whole, len(p.CopiedTails()))
 	}
 }
+
+// The planner asks for no CRC-32 a chain part needs: its worker does,
+// before its first round, a round trip the model adds to the part's steps.
+func TestChainCRCsAreTheWorkers(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyChain, Workers: 1})
+	var needed, heads int
+	for i := range p.Parts {
+		if p.Parts[i].Kind == PartChain {
+			needed += len(p.Parts[i].NeedCRC)
+		}
+	}
+	for _, l := range p.Loads(p.Fit.PartsPerBatch) {
+		heads += l.Requests.Head
+	}
+	if needed == 0 {
+		t.Fatal("no chain part needs a CRC-32: the case tests nothing")
+	}
+	if n := len(p.CRCsNeeded()); n != 0 || heads < needed {
+		t.Errorf("the planner asks for %d CRC-32s, the chain workers %d HEADs for %d needed: want 0 and at least one each", n, heads, needed)
+	}
+}

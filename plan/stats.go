@@ -43,6 +43,10 @@ type Stats struct {
 	// chain's.
 	ChainSteps        int `json:"chainSteps,omitempty"`
 	LongestChainSteps int `json:"longestChainSteps,omitempty"`
+	// ChainHeads are the HEADs, among Requests.Head, a chain part's worker
+	// makes for the CRC-32s it needs before its first round: all at once,
+	// a step of its chain (ChainSteps), not requests of their own.
+	ChainHeads int `json:"chainHeads,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -113,6 +117,17 @@ func (p *Plan) partStats(part *Part, tail bool) Stats {
 		s.ChainRounds += c.Rounds
 		s.LongestChain = c.Rounds
 		s.ChainSteps = ChainSteps(early)
+		// The CRC-32s it needs and the plan lacks, its worker asks for all
+		// at once before its first round: a round trip.
+		for _, i := range part.NeedCRC {
+			if !p.Entries[i].CRC32.Known {
+				s.ChainHeads++
+			}
+		}
+		if s.ChainHeads > 0 {
+			s.Requests.Head += s.ChainHeads
+			s.ChainSteps++
+		}
 		s.LongestChainSteps = s.ChainSteps
 		s.StreamedBytes += c.Uploaded
 		s.CopiedBytes += part.Size() - c.Uploaded
@@ -173,6 +188,7 @@ func (s *Stats) add(t Stats) {
 	s.ChainRounds += t.ChainRounds
 	s.LongestChain = max(s.LongestChain, t.LongestChain)
 	s.ChainSteps += t.ChainSteps
+	s.ChainHeads += t.ChainHeads
 	s.LongestChainSteps = max(s.LongestChainSteps, t.LongestChainSteps)
 	r, u := &s.Requests, t.Requests
 	r.Get += u.Get

@@ -140,3 +140,27 @@ func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
 		})
 	}
 }
+
+// A chain part's worker learns the CRC-32s its headers need and the plan
+// lacks (the planner asks for none of them: plan.Plan.CRCsNeeded), from
+// S3's store, else a probe, else a read, before its first round; the
+// archive is whole, whether the sources store a CRC-32 or not.
+func TestChainWorkerLearnsItsCRCs(t *testing.T) {
+	for _, checksum := range []s3test.Checksum{s3test.ChecksumCRC32, s3test.ChecksumNone} {
+		t.Run("checksum-"+string(checksum), func(t *testing.T) {
+			e := newEnv(t, []object{
+				{"in/a.bin", 1 * mib, checksum}, {"in/b.txt", 2000, checksum}, {"in/c.bin", 3 * mib, checksum},
+				{"in/d.bin", 6 * mib, checksum}, {"in/e.bin", 300 << 10, checksum},
+			})
+			res, err := e.runner().Run(context.Background(), request("chain", "in/", "out/a.zip", ""), "exec-chain-crcs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Output.Stats.ChainParts == 0 {
+				t.Fatalf("stats %+v: no chain part: the case tests nothing", res.Output.Stats)
+			}
+			e.checkArchive(t, "out/a.zip", "in/")
+			e.assertClean(t)
+		})
+	}
+}
