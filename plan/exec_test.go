@@ -30,8 +30,9 @@ func contentCRC(e *Entry) uint32 {
 
 // execute runs a plan in memory the way the workflow does: workers build
 // their parts knowing only the plan's CRCs (after the planner filled in the
-// ones CRCsNeeded asks for) and those S3's answers to their copies give them
-// (a carried copy, the whole-object copies of a chain's checksummed rounds);
+// ones CRCsNeeded asks for), those S3's answers to their copies give them
+// (a carried copy, the whole-object copies of a chain's checksummed rounds)
+// and those a chain part's worker asks for (its NeedCRC);
 // copies are taken from the sources; the finalizer merges the CRCs the
 // workers computed or learned and builds the last part.
 func execute(t testing.TB, p *Plan) []byte {
@@ -91,6 +92,12 @@ func execute(t testing.TB, p *Plan) []byte {
 			_, learned := ChainChecksums(ents, ChainRounds(ents, part.Start, part.End))
 			for k, ok := range learned {
 				if ok {
+					learn(ents, k)
+				}
+			}
+			// What else its headers need, its worker asks S3 for.
+			for _, i := range part.NeedCRC {
+				if k := int(i - part.First); !ents[k].CRC32.Known {
 					learn(ents, k)
 				}
 			}

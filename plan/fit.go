@@ -66,6 +66,7 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 		slices.Sort(pers)
 		pers = slices.Compact(pers)
 	}
+	heads := len(p.CRCsNeeded())
 	var best Fit
 	var bestPred Prediction
 	var fastest float64
@@ -76,7 +77,7 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 	for i, per := range pers {
 		loads[i] = p.loadsOf(parts, sizes, per)
 		fits[i] = per == 1 || per == opts.PartsPerBatch || !slices.ContainsFunc(loads[i], func(l Load) bool { return m.batchSeconds(l) > MaxBatchSeconds })
-		preds[i] = m.Predict(st, Run{Workers: workers, Orchestrated: true, HeadsUpFront: st.Requests.Head, Loads: loads[i], InFlight: m.Concurrency})
+		preds[i] = m.Predict(st, Run{Workers: workers, Orchestrated: true, HeadsUpFront: heads, Loads: loads[i], InFlight: m.Concurrency})
 		if fits[i] && (fastest == 0 || preds[i].Seconds < fastest) {
 			fastest, quickest = preds[i].Seconds, i
 		}

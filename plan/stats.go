@@ -43,6 +43,10 @@ type Stats struct {
 	// chain's.
 	ChainSteps        int `json:"chainSteps,omitempty"`
 	LongestChainSteps int `json:"longestChainSteps,omitempty"`
+	// ChainHeads are the HEADs, among Requests.Head, a chain part's worker
+	// makes for the CRC-32s it needs before its first round: all at once,
+	// a step of its chain (ChainSteps), not requests of their own.
+	ChainHeads int `json:"chainHeads,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
@@ -70,7 +74,7 @@ func (p *Plan) partsStats() []Stats {
 	parts := make([]Stats, len(p.Parts))
 	var scratch partScratch
 	for i := range p.Parts {
-		parts[i] = p.partStats(&p.Parts[i], &scratch)
+		parts[i] = p.partStats(&p.Parts[i], p.carriesTail(i), &scratch)
 	}
 	return parts
 }
@@ -97,8 +101,15 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	return s
 }
 
-// partStats is what building one part takes.
-func (p *Plan) partStats(part *Part, scratch *partScratch) Stats {
+// carriesTail says whether part i carries the copy of the rest of an entry
+// whose start it streams (CarriedTail).
+func (p *Plan) carriesTail(i int) bool {
+	return p.Parts[i].Carry > 0 && i+1 < len(p.Parts) && p.Parts[i+1].CarriedAs == CarriedTail
+}
+
+// partStats is what building one part takes; tail says whether it carries
+// the copy of the rest of an entry whose start it streams (carriesTail).
+func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 	var s Stats
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
@@ -115,6 +126,17 @@ func (p *Plan) partStats(part *Part, scratch *partScratch) Stats {
 		s.ChainRounds += c.Rounds
 		s.LongestChain = c.Rounds
 		s.ChainSteps = ChainSteps(early)
+		// The CRC-32s it needs and the plan lacks, its worker asks for all
+		// at once before its first round: a round trip.
+		for _, i := range part.NeedCRC {
+			if !p.Entries[i].CRC32.Known {
+				s.ChainHeads++
+			}
+		}
+		if s.ChainHeads > 0 {
+			s.Requests.Head += s.ChainHeads
+			s.ChainSteps++
+		}
 		s.LongestChainSteps = s.ChainSteps
 		s.StreamedBytes += c.Uploaded
 		s.CopiedBytes += part.Size() - c.Uploaded
@@ -128,6 +150,9 @@ func (p *Plan) partStats(part *Part, scratch *partScratch) Stats {
 		s.UploadParts++
 		s.StreamedBytes += part.Size()
 		s.Requests.UploadPart++
+		if tail {
+			s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
+		}
 		scratch.segs = appendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
 		segs := scratch.segs
 		for _, seg := range segs {
@@ -135,16 +160,27 @@ func (p *Plan) partStats(part *Part, scratch *partScratch) Stats {
 				s.Requests.Get++
 			}
 		}
-		// A worker's part whose CRC-32s a few copies tell is piped: each
-		// probe is an UploadPartCopy of the range into its batch's probe
-		// upload (small ranges are read ahead, by the GET counted above).
+		// A worker's part whose CRC-32s a few requests tell is piped: an
+		// entry's whole data by a HEAD of the CRC-32 S3 stores for it; the
+		// start of one whose rest the job copies by no more request (the
+		// HEAD above and S3's answer to the copy tell it); any
+		// other range by a probe, an UploadPartCopy of it into its batch's
+		// probe upload (small ranges are read ahead, by the GET counted
+		// above). As everywhere in the model, a HEAD finds the CRC-32 stored.
 		scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
 		scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
 		probes, reads := scratch.probe, scratch.read
 		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
-			s.Requests.UploadPartCopy += len(probes)
 			for _, i := range probes {
+				if WholeData(entries, segs[i]) {
+					s.Requests.Head++
+					continue
+				}
+				if tail && segs[i].From == 0 && i == len(segs)-1 {
+					continue
+				}
+				s.Requests.UploadPartCopy++
 				s.ServerCopiedBytes += segs[i].To - segs[i].From
 			}
 		}
@@ -164,6 +200,7 @@ func (s *Stats) add(t Stats) {
 	s.ChainRounds += t.ChainRounds
 	s.LongestChain = max(s.LongestChain, t.LongestChain)
 	s.ChainSteps += t.ChainSteps
+	s.ChainHeads += t.ChainHeads
 	s.LongestChainSteps = max(s.LongestChainSteps, t.LongestChainSteps)
 	r, u := &s.Requests, t.Requests
 	r.Get += u.Get

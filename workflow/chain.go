@@ -83,6 +83,9 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 		return nil, err
 	}
 	learn(entries, learned)
+	if err := b.learnNeededCRCs(ctx, item, entries, learned); err != nil {
+		return nil, err
+	}
 	rounds := plan.ChainRounds(entries, item.Start, item.End)
 	ch := &chainBuild{partBuilder: b, item: item, entries: entries, rounds: rounds, ups: make([]*roundUpload, len(rounds)), attempt: newAttempt()}
 	ups := ch.ups
@@ -145,6 +148,33 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 	r.addCRCs(learned)
 	r.addCRCs(crcs)
 	return r, nil
+}
+
+// learnNeededCRCs learns the CRC-32s of the entries whose headers a chain
+// part writes and whose CRC-32 neither the plan nor this job's copies gave
+// (the planner leaves them to the worker: plan.Plan.CRCsNeeded): all at
+// once, each from S3's store, else a probe, else a read. It sets them in
+// entries and in learned, which the part reports to the finalizer.
+func (b *partBuilder) learnNeededCRCs(ctx context.Context, item *plan.PartJob, entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) error {
+	var need []int // positions in entries
+	for _, i := range item.NeedCRC {
+		if k := int(i - item.First); k >= 0 && k < len(entries) && !entries[k].CRC32.Known {
+			need = append(need, k)
+		}
+	}
+	crcs := make([]uint32, len(need))
+	err := forEach(ctx, b.cfg.GetConcurrency, len(need), func(ctx context.Context, j int) error {
+		crc, err := objectCRC(ctx, b.s3, b.probe, &entries[need[j]])
+		crcs[j] = crc
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for j, k := range need {
+		entries[k].CRC32, learned[entries[k].Index] = plan.KnownCRC(crcs[j]), crcs[j]
+	}
+	return nil
 }
 
 // copyProduct copies the chain's last round object, the part's bytes after

@@ -32,8 +32,9 @@ const (
 	// LookupCRC learns the CRC-32 of a pinned source: the one S3 stores,
 	// else one S3 computes for a copy into a probe upload, else by reading it.
 	LookupCRC = "crc"
-	// LookupStoredCRC asks only for the CRC-32 S3 stores: a copied tail's,
-	// which its worker combines itself when there is none (plan.CopiedTails).
+	// LookupStoredCRC asks only for the CRC-32 S3 stores. The planner asks
+	// it of no copied tail any more (their workers do: plan.CarriedTail);
+	// a reader still answers it.
 	LookupStoredCRC = "stored-crc"
 )
 

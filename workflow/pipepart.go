@@ -31,7 +31,11 @@ var errNotPiped = errors.New("part not piped")
 // the copies this job made (learned, tails), and for data whose CRC-32 no
 // one knows, from S3 itself: the range is copied with UploadPartCopy into
 // the batch's probe upload in the work bucket (plan.CRCProbes), and S3's
-// answer is the range's CRC-32. Never into this part's own number: a probe
+// answer is the range's CRC-32; before it probes an entry's whole data it
+// asks S3 for the CRC-32 it stores of the object (a HEAD, priced as a GET
+// where a copy is priced as a PUT), and an entry's start whose rest the job
+// copied, and whose CRC-32 the plan knows, is told by S3's answer for the
+// rest (rests). Never into this part's own number: a probe
 // the worker gave up on (another probe failed, the batch was cancelled)
 // can still land on the server after the part's UploadPart, and would
 // replace the part with its few bytes (EntityTooSmall at Complete, or a
@@ -46,7 +50,7 @@ var errNotPiped = errors.New("part not piped")
 // means the part needs more probes than plan.MaxCRCProbes or more read
 // ahead than that, or a probe failed or its answer carried no CRC-32 of the
 // range.
-func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
 	probes, reads := plan.SplitCRCProbes(entries, segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
 	if !plan.Piped(segs, probes, reads) {
@@ -54,7 +58,7 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 	}
 	pp := &pipedPart{part: part, entries: entries, segs: segs,
 		segCRC: make([]uint32, len(segs)), probed: make([]bool, len(segs)), ahead: make([][]byte, len(segs))}
-	if err := b.learnSegmentCRCs(ctx, pp, probes, reads); err != nil {
+	if err := b.learnSegmentCRCs(ctx, pp, probes, reads, rests); err != nil {
 		return nil, err
 	}
 	computed := pp.entryCRCs(tails)
@@ -100,8 +104,8 @@ type pipedPart struct {
 }
 
 // learnSegmentCRCs sets the CRC-32 of every data segment of pp: the probes'
-// from S3's answers, the reads' from their bytes, the rest from the plan.
-func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int) error {
+// from S3 (unprobed), the reads' from their bytes, the rest from the plan.
+func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int, rests map[plan.EntryIndex]plan.Tail) error {
 	segs, entries, segCRC, probed, ahead := pp.segs, pp.entries, pp.segCRC, pp.probed, pp.ahead
 	err := forEach(ctx, b.cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
 		if k >= len(probes) {
@@ -116,7 +120,14 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 		}
 		i := probes[k]
 		s, e := segs[i], &entries[segs[i].Entry]
-		crc, err := probeCRC(ctx, b.probe, e, s.From, s.To)
+		crc, ok, err := b.unprobed(ctx, entries, s, rests)
+		if ok {
+			segCRC[i], probed[i] = crc, true
+			return nil
+		}
+		if err == nil {
+			crc, err = probeCRC(ctx, b.probe, e, s.From, s.To)
+		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
 			// A server without copies, a copy refused: the part is
 			// assembled instead, whose reads say what is wrong if anything is.
@@ -137,6 +148,29 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 		}
 	}
 	return nil
+}
+
+// unprobed is a data segment's CRC-32 when S3 tells it without a probe's
+// copy: an entry's whole data by the CRC-32 S3 stores of the object; the
+// start of an entry whose CRC-32 the plan knows by S3's answer for the rest
+// the job copied (rest), unless that answer is the whole object's (a server
+// that answers a ranged copy of a checksummed object with its checksum:
+// versitygw). ok=false leaves it to the probe; so does a HEAD that failed,
+// the probe or the assembled part then saying what is wrong.
+func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s plan.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
+	e := &entries[s.Entry]
+	if plan.WholeData(entries, s) {
+		crc, ok, err := storedCRC(ctx, b.s3, e.Source, e.Size)
+		if err != nil && ctx.Err() == nil {
+			return 0, false, nil
+		}
+		return crc, ok, err
+	}
+	rest, copied := rests[e.Index]
+	if s.From == 0 && copied && e.CRC32.Known && s.To+rest.Len == e.Size && rest.CRC != e.CRC32.Sum {
+		return zipformat.SplitCRC(e.CRC32.Sum, rest.CRC, rest.Len), true, nil
+	}
+	return 0, false, nil
 }
 
 // entryCRCs are the entries' CRC-32s the headers carry: whole in this part,

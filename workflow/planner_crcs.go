@@ -36,30 +36,17 @@ func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error
 	return rp, nil
 }
 
-// crcJobs are the lookups of the CRC-32s the plan needs. A copied tail's is
-// asked only of S3's store: when S3 stores none, the worker that streams
-// the tail's start combines it with S3's answer to the copy of the rest
-// (plan.Plan.CopiedTails), so a tail the listing said stores none is not
-// asked at all. Every other one is learned, never guessed.
+// crcJobs are the lookups of the CRC-32s the plan needs, learned, never
+// guessed. A copied tail's is not among them: the worker that streams the
+// tail's start learns it (plan.CarriedTail), beside its other work.
 func (r *planRun) crcJobs(p *plan.Plan) roundJobs {
 	need := p.CRCsNeeded()
 	if len(need) == 0 {
 		return roundJobs{}
 	}
-	tails := p.CopiedTails()
-	kept := need[:0]
-	for _, i := range need {
-		if !tails[i] || r.stored.of(p.Entries[i].Source) == "" {
-			kept = append(kept, i)
-		}
-	}
-	return roundJobs{n: len(kept), job: func(k int) ReadJob {
-		i := kept[k]
-		e := &p.Entries[i]
-		if tails[i] {
-			return ReadJob{Entry: int(i), Source: e.Source, Length: e.Size, Lookup: LookupStoredCRC}
-		}
-		return ReadJob{Entry: int(i), Source: e.Source, Length: e.Size, Lookup: LookupCRC, Stored: r.stored.of(e.Source),
+	return roundJobs{n: len(need), job: func(k int) ReadJob {
+		e := &p.Entries[need[k]]
+		return ReadJob{Entry: int(need[k]), Source: e.Source, Length: e.Size, Lookup: LookupCRC, Stored: r.stored.of(e.Source),
 			Bucket: r.cfg.WorkBucket, Key: r.prefix + "crc-probe"}
 	}}
 }

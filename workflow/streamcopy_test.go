@@ -171,18 +171,7 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
 	}
 	item := in.Items[0]
-	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
-		for _, r := range reads {
-			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
-		}
-		return nil
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
-		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
-	}
+	checkAssembled(t, f, &item, entries)
 	var data int64
 	segs := plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
 	for _, s := range segs {
@@ -218,5 +207,23 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 		if got := out.Parts[0].CRCs[strconv.Itoa(int(e.Index))]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
 			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
 		}
+	}
+}
+
+// checkAssembled says whether the part the fake holds for item is, byte for
+// byte, the part assembled from the sources (entries with their CRC-32s).
+func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.PlacedEntry) {
+	t.Helper()
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
+		for _, r := range reads {
+			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
+		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
 	}
 }

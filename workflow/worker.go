@@ -284,10 +284,22 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 	var out []PartResult
 	learned := map[plan.EntryIndex]uint32{}
 	tails := map[plan.EntryIndex]plan.Tail{}
+	rests := map[plan.EntryIndex]plan.Tail{}
 	for k := range item.Carried {
 		c := &item.Carried[k]
 		if c.Kind != plan.PartCopy || c.Source == nil {
 			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
+		}
+		if c.CarriedAs == plan.CarriedTail && !c.CRC32.Known {
+			// Asked before the copy, so that copyPart can tell an answer
+			// that is the stored checksum, not the range's.
+			crc, ok, err := storedCRC(ctx, b.s3, *c.Source, c.SourceSize)
+			if err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+			if ok {
+				c.CRC32, learned[c.First] = plan.KnownCRC(crc), crc
+			}
 		}
 		r, err := b.copyPart(ctx, c)
 		if err != nil {
@@ -305,7 +317,13 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 			learned[c.First] = crc
 		case plan.CarriedTail:
 			if c.CRC32.Known {
-				break // the planner asked for it
+				// S3 stores it (asked above, or by the planner); its answer
+				// for the rest then tells the streamed start's CRC-32
+				// (rests), which piping the part needs, without a probe.
+				if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
+					rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
+				}
+				break
 			}
 			// S3 stores no CRC-32 of the object, so its answer is the
 			// copied range's own; without one, the whole object's is asked.
@@ -319,7 +337,7 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 		}
 		out = append(out, *r)
 	}
-	r, err := b.buildPart(ctx, item, learned, tails)
+	r, err := b.buildPart(ctx, item, learned, tails, rests)
 	if err != nil {
 		return nil, err
 	}
@@ -342,8 +360,9 @@ func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int6
 }
 
 // buildPart builds the part itself, given the CRC-32s its copies taught
-// (learned, tails).
-func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+// (learned, tails, and rests: S3's answers for the copied rest of entries
+// whose CRC-32 the plan knows).
+func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return b.copyPart(ctx, item)
@@ -357,7 +376,7 @@ func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned
 		learn(entries, learned)
 		// One pass where the CRC-32s can be had without reading (pipePart);
 		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
-		r, err := b.pipePart(ctx, &item.Part, entries, tails)
+		r, err := b.pipePart(ctx, &item.Part, entries, tails, rests)
 		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
 			return nil, err
 		}

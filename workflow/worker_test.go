@@ -48,6 +48,9 @@ type fakeS3 struct {
 	sums map[int32][2]int64
 	// probed counts the copies into a CRC probe's upload.
 	probed int
+	// headCRC makes HeadObject answer with each object's CRC-32, as S3 does
+	// for an object stored with one (FULL_OBJECT).
+	headCRC bool
 }
 
 const keepPart = 32 << 20
@@ -178,6 +181,9 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 		return nil, err
 	}
 	k := *in.Bucket + "/" + *in.Key
+	f.mu.Lock()
+	f.calls["HeadObject "+k]++ // which objects were asked, for tests that care
+	f.mu.Unlock()
 	b, ok := f.objects[k]
 	if !ok {
 		return nil, apiError("NotFound")
@@ -185,7 +191,11 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 	if in.IfMatch != nil && *in.IfMatch != f.etags[k] {
 		return nil, apiError("PreconditionFailed")
 	}
-	return &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}, nil
+	out := &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}
+	if f.headCRC {
+		out.ChecksumCRC32, out.ChecksumType = aws.String(s3x.CRCBase64(crcOf(b))), types.ChecksumTypeFullObject
+	}
+	return out, nil
 }
 
 // probeUploadID is the fake's upload for CRC probes, whose parts are only counted.
@@ -371,9 +381,9 @@ func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
 		if at := e.Offset - in.Items[0].Start + 14; int64(len(body)) < at+4 || binary.LittleEndian.Uint32(body[at:]) != want {
 			t.Errorf("answers %v: the header before the copy does not carry CRC %08x", answers, want)
 		}
-		asked := f.calls["HeadObject"] > 0
+		asked := f.calls["HeadObject src/"+c.Source.Key] > 0
 		if asked == answers {
-			t.Errorf("answers %v: HeadObject calls %d", answers, f.calls["HeadObject"])
+			t.Errorf("answers %v: HeadObject calls of the copied object %d", answers, f.calls["HeadObject src/"+c.Source.Key])
 		}
 		if len(out.Parts) != 2 || out.Parts[1].Part != c.Number {
 			t.Errorf("answers %v: results %+v, want the part and the carried copy %d", answers, out.Parts, c.Number)

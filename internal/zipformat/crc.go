@@ -61,6 +61,28 @@ func CombineCRC(crcA, crcB uint32, lenB int64) uint32 {
 	return multModP(x2nModP(uint64(lenB), 3), crcA) ^ crcB
 }
 
+// SplitCRC returns the CRC-32 (IEEE) of A given crcAB = CRC(A‖B),
+// crcB = CRC(B) and lenB = len(B): CombineCRC undone. CombineCRC multiplies
+// CRC(A) by x^(8·lenB) modulo the polynomial, which is invertible there (the
+// polynomial's x^0 term is 1), so CRC(A) is (crcAB ^ crcB) times its inverse.
+func SplitCRC(crcAB, crcB uint32, lenB int64) uint32 {
+	if lenB <= 0 {
+		return crcAB
+	}
+	inv, p := uint32(1)<<31, xInverse // x^0, then x^(−2^k)
+	for n := uint64(8 * lenB); n != 0; n >>= 1 {
+		if n&1 != 0 {
+			inv = multModP(p, inv)
+		}
+		p = multModP(p, p)
+	}
+	return multModP(inv, crcAB^crcB)
+}
+
+// xInverse is x^(−1) modulo the polynomial: the b with x·b = 1, which is
+// (1 + P)/x (reflected: 1 is bit 31, and dividing by x shifts left).
+var xInverse = (uint32(1)<<31^crcPoly)<<1 | 1
+
 // ZeroCRC returns the CRC-32 of n zero bytes.
 func ZeroCRC(n int64) uint32 {
 	// CRC(0^n) is CRC of the empty string (0) extended by n zeros, which with

@@ -337,7 +337,7 @@ func TestCRCsFromCopies(t *testing.T) {
 // Duo streams the start of an object and copies the rest when that makes
 // the parts fit: the part that streams the start carries the copy and
 // combines the CRC-32 from the bytes it streamed and S3's answer for the
-// rest, unless S3 stores the object's CRC-32 (then the planner's HEAD gave
+// rest, unless S3 stores the object's CRC-32 (then the worker's HEAD gives
 // it; versitygw answers a ranged copy of such an object with the stored
 // checksum, and the worker streams that range instead). Nothing is read, and
 // S3 computes no CRC, just to learn one.
