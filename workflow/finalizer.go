@@ -1,13 +1,14 @@
 package workflow
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -418,38 +419,34 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 }
 
 // writeReport writes the archive's report beside it (ReportKey): the
-// archives' of a split run, beside the key the request named.
+// archives' of a split run, beside the key the request named. The document
+// is spooled to $TMPDIR (spoolReport) and put from there: at ten million
+// entries it is gigabytes, more than the finalizer's memory.
 func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
 	key := ReportKey(job.Destination)
-	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
+	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC()}
 	if p.Split() {
 		r.Archives = archives
 	}
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		src := ""
-		if e.Source.Key != "" {
-			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
-		}
-		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
-		if e.Method == plan.MethodDeflate {
-			o := e.Origin
-			r.Entries[i].Source = "s3://" + o.Bucket + "/" + o.Key
-			r.Entries[i].Size, r.Entries[i].CRC32, r.Entries[i].Compressed = e.RawSize, e.RawCRC32.String(), e.Size
-		}
-	}
-	doc, err := json.MarshalIndent(r, "", "  ")
+	doc, size, err := spoolReport(&r, p)
 	if err != nil {
 		return err
 	}
-	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")}
+	defer func() {
+		doc.Close()
+		os.Remove(doc.Name())
+	}()
+	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(size), ContentType: aws.String("application/json")}
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
 	// Retried here, not by the state machine: the archive is done, and a
 	// failure would only turn into a warning (Finalize).
 	err = reportRetry.Do(ctx, func(int) error {
-		in.Body = bytes.NewReader(doc)
+		if _, err := doc.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("report file %s: %w", doc.Name(), err)
+		}
+		in.Body = doc
 		_, err := f.S3.PutObject(ctx, in)
 		return err
 	})
@@ -466,6 +463,71 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, arc
 			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
 	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
+}
+
+// spoolReport writes r with p's entries to a file in $TMPDIR, an entry at a
+// time, byte for byte as json.MarshalIndent(r, "", "  ") would write it
+// with every entry in r.Entries, and returns the file and its size.
+func spoolReport(r *Report, p *plan.Plan) (*os.File, int64, error) {
+	file, err := os.CreateTemp("", "s3zip-report-*.json")
+	if err != nil {
+		return nil, 0, fmt.Errorf("report file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	fail := func(err error) (*os.File, int64, error) {
+		file.Close()
+		os.Remove(file.Name())
+		return nil, 0, fmt.Errorf("write the report to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", file.Name(), err)
+	}
+	// bufio.Writer keeps its first error: Flush returns it.
+	out := bufio.NewWriterSize(file, 1<<20)
+	// Entries is the document's last field: the rest, with no entries,
+	// ends in "[]\n}", where the entries go.
+	r.Entries = []ReportEntry{}
+	head, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if len(p.Entries) == 0 {
+		out.Write(head)
+	} else {
+		out.Write(head[:len(head)-len("]\n}")])
+		for i := range p.Entries {
+			line, err := json.MarshalIndent(reportEntry(p, &p.Entries[i]), "    ", "  ")
+			if err != nil {
+				return fail(err)
+			}
+			sep := ",\n    "
+			if i == 0 {
+				sep = "\n    "
+			}
+			out.Write([]byte(sep))
+			out.Write(line)
+		}
+		out.Write([]byte("\n  ]\n}"))
+	}
+	if err := out.Flush(); err != nil {
+		return fail(err)
+	}
+	size, err := file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fail(err)
+	}
+	return file, size, nil
+}
+
+// reportEntry is e's line of the report.
+func reportEntry(p *plan.Plan, e *plan.PlacedEntry) ReportEntry {
+	src := ""
+	if e.Source.Key != "" {
+		src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
+	}
+	r := ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
+	if e.Method == plan.MethodDeflate {
+		o := e.Origin
+		r.Source = "s3://" + o.Bucket + "/" + o.Key
+		r.Size, r.CRC32, r.Compressed = e.RawSize, e.RawCRC32.String(), e.Size
+	}
+	return r
 }
 
 // reportRetry retries the report's PUT: a 409 ConditionalRequestConflict
