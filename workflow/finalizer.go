@@ -263,12 +263,8 @@ func sendFinalParts(ctx context.Context, u archiveUpload, p *plan.Plan, byPart m
 func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutput, bool) {
 	d := job.Destination
 	reportKey := ReportKey(d)
-	doc, err := getBytes(ctx, f.S3, d.Bucket, reportKey, 4<<30)
-	if err != nil {
-		return nil, false
-	}
-	var r Report
-	if json.Unmarshal(doc, &r) != nil || r.Execution != job.Execution {
+	r, err := readReportHead(ctx, f.S3, d.Bucket, reportKey)
+	if err != nil || r.Execution != job.Execution {
 		return nil, false
 	}
 	archives := r.Archives
@@ -453,11 +449,8 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, arc
 	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
-		if doc, gerr := getBytes(ctx, f.S3, job.Destination.Bucket, key, 4<<30); gerr == nil {
-			var earlier Report
-			if json.Unmarshal(doc, &earlier) == nil && earlier.Execution == job.Execution {
-				return nil
-			}
+		if earlier, gerr := readReportHead(ctx, f.S3, job.Destination.Bucket, key); gerr == nil && earlier.Execution == job.Execution {
+			return nil
 		}
 		return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
 			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
@@ -528,6 +521,43 @@ func reportEntry(p *plan.Plan, e *plan.PlacedEntry) ReportEntry {
 		r.Size, r.CRC32, r.Compressed = e.RawSize, e.RawCRC32.String(), e.Size
 	}
 	return r
+}
+
+// readReportHead reads a report up to its entries (its last field): what a
+// run again needs to know whose it is and what it describes. The entries of
+// ten million are gigabytes, more than the finalizer's memory.
+func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*Report, error) {
+	body, err := openObject(ctx, c, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("report s3://%s/%s: not a JSON object (%v)", bucket, key, err)
+	}
+	head := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("report s3://%s/%s: %w", bucket, key, err)
+		}
+		name, _ := t.(string)
+		if name == "entries" {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("report s3://%s/%s, %q: %w", bucket, key, name, err)
+		}
+		head[name] = v
+	}
+	doc, _ := json.Marshal(head) // raw JSON values: it always encodes
+	var r Report
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return nil, fmt.Errorf("report s3://%s/%s: %w", bucket, key, err)
+	}
+	return &r, nil
 }
 
 // reportRetry retries the report's PUT: a 409 ConditionalRequestConflict

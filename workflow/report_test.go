@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -212,5 +213,67 @@ func TestReportSpooled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// endlessReport serves the report at key as a report whose entries never
+// end: reading more than a MiB of them fails, as holding the report of
+// millions of entries would exhaust the finalizer.
+type endlessReport struct {
+	*s3.Client
+	key  string
+	head []byte // the report up to its entries
+}
+
+func (c *endlessReport) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if aws.ToString(in.Key) != c.key {
+		return c.Client.GetObject(ctx, in, opts...)
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(io.MultiReader(bytes.NewReader(c.head), &endlessEntries{}))}, nil
+}
+
+type endlessEntries struct{ read int }
+
+func (e *endlessEntries) Read(b []byte) (int, error) {
+	if e.read > 1<<20 {
+		return 0, errors.New("read a MiB into the report's entries")
+	}
+	const entry = `{"name": "e", "size": 1, "crc32": "00000000", "offset": 0}, `
+	n := 0
+	for ; n+len(entry) <= len(b); n += len(entry) {
+		copy(b[n:], entry)
+	}
+	if n == 0 {
+		n = copy(b, entry[:min(len(b), len(entry))])
+	}
+	e.read += n
+	return n, nil
+}
+
+// A run again reads an existing report only up to its entries to know
+// whose it is: this execution's own report from an earlier attempt when its
+// PUT meets one, and in finishedBefore the archive it describes. Read whole,
+// a report of ten million entries (gigabytes) would not fit the finalizer.
+func TestReportReadOnlyToItsEntries(t *testing.T) {
+	e := newEnv(t, nil)
+	e.srv.PutObject(t, "dst", "a.zip", make([]byte, 22))
+	h, err := e.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("a.zip")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Archive{URI: "s3://dst/a.zip", Size: 22, ETag: aws.ToString(h.ETag), CRC32: "00000000"}
+	job := &Job{Execution: "exec-1", WorkBucket: "work", WorkPrefix: "exec-1/", Destination: Destination{Bucket: "dst", Key: "a.zip"}}
+	key := ReportKey(job.Destination)
+	head, _ := json.MarshalIndent(Report{Archive: a, Execution: "exec-1", Entries: []ReportEntry{}}, "", "  ")
+	head = append(head[:len(head)-len("]\n}")], "[\n    "...)
+	e.srv.PutObject(t, "dst", key, []byte("the earlier attempt's report"))
+	f := &Finalizer{S3: &endlessReport{Client: e.s3, key: key, head: head}, Config: Config{WorkBucket: "work"}}
+
+	if err := f.writeReport(t.Context(), job, &plan.Plan{Strategy: plan.StrategyDuo}, []Archive{a}, ReportStats{}); err != nil {
+		t.Errorf("the execution's own earlier report: %v", err)
+	}
+	out, ok := f.finishedBefore(t.Context(), job)
+	if !ok || out.Archive != a {
+		t.Errorf("finishedBefore = %+v, %v; want the archive its report describes", out, ok)
 	}
 }
