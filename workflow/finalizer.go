@@ -1,13 +1,14 @@
 package workflow
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,12 +263,8 @@ func sendFinalParts(ctx context.Context, u archiveUpload, p *plan.Plan, byPart m
 func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutput, bool) {
 	d := job.Destination
 	reportKey := ReportKey(d)
-	doc, err := getBytes(ctx, f.S3, d.Bucket, reportKey, 4<<30)
-	if err != nil {
-		return nil, false
-	}
-	var r Report
-	if json.Unmarshal(doc, &r) != nil || r.Execution != job.Execution {
+	r, err := readReportHead(ctx, f.S3, d.Bucket, reportKey)
+	if err != nil || r.Execution != job.Execution {
 		return nil, false
 	}
 	archives := r.Archives
@@ -418,54 +415,149 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 }
 
 // writeReport writes the archive's report beside it (ReportKey): the
-// archives' of a split run, beside the key the request named.
+// archives' of a split run, beside the key the request named. The document
+// is spooled to $TMPDIR (spoolReport) and put from there: at ten million
+// entries it is gigabytes, more than the finalizer's memory.
 func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
 	key := ReportKey(job.Destination)
-	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC(), Entries: make([]ReportEntry, len(p.Entries))}
+	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC()}
 	if p.Split() {
 		r.Archives = archives
 	}
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		src := ""
-		if e.Source.Key != "" {
-			src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
-		}
-		r.Entries[i] = ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
-		if e.Method == plan.MethodDeflate {
-			o := e.Origin
-			r.Entries[i].Source = "s3://" + o.Bucket + "/" + o.Key
-			r.Entries[i].Size, r.Entries[i].CRC32, r.Entries[i].Compressed = e.RawSize, e.RawCRC32.String(), e.Size
-		}
-	}
-	doc, err := json.MarshalIndent(r, "", "  ")
+	doc, size, err := spoolReport(&r, p)
 	if err != nil {
 		return err
 	}
-	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")}
+	defer func() {
+		doc.Close()
+		os.Remove(doc.Name())
+	}()
+	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(size), ContentType: aws.String("application/json")}
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
 	// Retried here, not by the state machine: the archive is done, and a
 	// failure would only turn into a warning (Finalize).
 	err = reportRetry.Do(ctx, func(int) error {
-		in.Body = bytes.NewReader(doc)
+		if _, err := doc.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("report file %s: %w", doc.Name(), err)
+		}
+		in.Body = doc
 		_, err := f.S3.PutObject(ctx, in)
 		return err
 	})
 	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
-		if doc, gerr := getBytes(ctx, f.S3, job.Destination.Bucket, key, 4<<30); gerr == nil {
-			var earlier Report
-			if json.Unmarshal(doc, &earlier) == nil && earlier.Execution == job.Execution {
-				return nil
-			}
+		if earlier, gerr := readReportHead(ctx, f.S3, job.Destination.Bucket, key); gerr == nil && earlier.Execution == job.Execution {
+			return nil
 		}
 		return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
 			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
 	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
+}
+
+// spoolReport writes r with p's entries to a file in $TMPDIR, an entry at a
+// time, byte for byte as json.MarshalIndent(r, "", "  ") would write it
+// with every entry in r.Entries, and returns the file and its size.
+func spoolReport(r *Report, p *plan.Plan) (*os.File, int64, error) {
+	file, err := os.CreateTemp("", "s3zip-report-*.json")
+	if err != nil {
+		return nil, 0, fmt.Errorf("report file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
+	}
+	fail := func(err error) (*os.File, int64, error) {
+		file.Close()
+		os.Remove(file.Name())
+		return nil, 0, fmt.Errorf("write the report to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", file.Name(), err)
+	}
+	// bufio.Writer keeps its first error: Flush returns it.
+	out := bufio.NewWriterSize(file, 1<<20)
+	// Entries is the document's last field: the rest, with no entries,
+	// ends in "[]\n}", where the entries go.
+	r.Entries = []ReportEntry{}
+	head, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if len(p.Entries) == 0 {
+		out.Write(head)
+	} else {
+		out.Write(head[:len(head)-len("]\n}")])
+		for i := range p.Entries {
+			line, err := json.MarshalIndent(reportEntry(p, &p.Entries[i]), "    ", "  ")
+			if err != nil {
+				return fail(err)
+			}
+			sep := ",\n    "
+			if i == 0 {
+				sep = "\n    "
+			}
+			out.Write([]byte(sep))
+			out.Write(line)
+		}
+		out.Write([]byte("\n  ]\n}"))
+	}
+	if err := out.Flush(); err != nil {
+		return fail(err)
+	}
+	size, err := file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fail(err)
+	}
+	return file, size, nil
+}
+
+// reportEntry is e's line of the report.
+func reportEntry(p *plan.Plan, e *plan.PlacedEntry) ReportEntry {
+	src := ""
+	if e.Source.Key != "" {
+		src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
+	}
+	r := ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
+	if e.Method == plan.MethodDeflate {
+		o := e.Origin
+		r.Source = "s3://" + o.Bucket + "/" + o.Key
+		r.Size, r.CRC32, r.Compressed = e.RawSize, e.RawCRC32.String(), e.Size
+	}
+	return r
+}
+
+// readReportHead reads a report up to its entries (its last field): what a
+// run again needs to know whose it is and what it describes. The entries of
+// ten million are gigabytes, more than the finalizer's memory.
+func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*Report, error) {
+	body, err := openObject(ctx, c, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("report s3://%s/%s: not a JSON object (%v)", bucket, key, err)
+	}
+	head := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("report s3://%s/%s: %w", bucket, key, err)
+		}
+		name, _ := t.(string)
+		if name == "entries" {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("report s3://%s/%s, %q: %w", bucket, key, name, err)
+		}
+		head[name] = v
+	}
+	doc, _ := json.Marshal(head) // raw JSON values: it always encodes
+	var r Report
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return nil, fmt.Errorf("report s3://%s/%s: %w", bucket, key, err)
+	}
+	return &r, nil
 }
 
 // reportRetry retries the report's PUT: a 409 ConditionalRequestConflict

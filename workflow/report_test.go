@@ -1,10 +1,14 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +161,119 @@ func TestReportFailureKeepsTheArchive(t *testing.T) {
 				t.Errorf("report PUT %d times, want %d", faults.n, reportRetry.Attempts)
 			}
 		})
+	}
+}
+
+// The report is written to $TMPDIR an entry at a time and put from there:
+// built in memory (a ReportEntry an entry, then the whole document twice,
+// marshalled and indented) it was most of the finalizer's memory, gigabytes
+// at ten million entries. The document is the one json.MarshalIndent makes
+// of the Report, byte for byte, for one archive and for a split run, and
+// nothing is left in $TMPDIR.
+func TestReportSpooled(t *testing.T) {
+	objects := []object{
+		{"in/a<b>&c.txt", 1000, s3test.ChecksumCRC32},
+		{"in/ünïcode/名前.txt", 2000, s3test.ChecksumNone},
+		{"in/empty", 0, s3test.ChecksumCRC32},
+		{"in/z.bin", 3000, s3test.ChecksumCRC32},
+	}
+	for _, tc := range []struct{ name, extra string }{{"one-archive", ""}, {"split", `,"splitEntries":2`}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, objects)
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			c := &putWatcher{Client: e.s3, files: map[string]string{}}
+			r := e.runner()
+			r.S3 = c
+			res, err := r.Run(t.Context(), request("stream", "in/", "out/r.zip", tc.extra), "exec-report-"+tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := ReportKey(Destination{Bucket: "dst", Key: "out/r.zip"})
+			if f := c.files[key]; filepath.Dir(f) != tmp {
+				t.Errorf("the report was put from %q, want a file in $TMPDIR %s", f, tmp)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("the finalizer left %d files in $TMPDIR, first %s", len(left), left[0].Name())
+			}
+			doc := e.srv.GetObject(t, "dst", key)
+			var rep Report
+			if err := json.Unmarshal(doc, &rep); err != nil {
+				t.Fatalf("report: %v\n%s", err, doc)
+			}
+			if want, _ := json.MarshalIndent(rep, "", "  "); !bytes.Equal(doc, want) {
+				t.Errorf("report is not as json.MarshalIndent writes it:\n%s\nwant\n%s", doc, want)
+			}
+			if len(rep.Entries) != len(objects) || rep.Execution != "exec-report-"+tc.name || res.Output.Report == "" {
+				t.Errorf("report has %d entries for execution %q (want %d, exec-report-%s); output's report %q", len(rep.Entries), rep.Execution, len(objects), tc.name, res.Output.Report)
+			}
+			for _, re := range rep.Entries {
+				if (tc.extra == "") != (re.Archive == 0) || re.CRC32 == "" || !strings.HasPrefix(re.Source, "s3://src/in/") {
+					t.Errorf("report entry %+v", re)
+				}
+			}
+		})
+	}
+}
+
+// endlessReport serves the report at key as a report whose entries never
+// end: reading more than a MiB of them fails, as holding the report of
+// millions of entries would exhaust the finalizer.
+type endlessReport struct {
+	*s3.Client
+	key  string
+	head []byte // the report up to its entries
+}
+
+func (c *endlessReport) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if aws.ToString(in.Key) != c.key {
+		return c.Client.GetObject(ctx, in, opts...)
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(io.MultiReader(bytes.NewReader(c.head), &endlessEntries{}))}, nil
+}
+
+type endlessEntries struct{ read int }
+
+func (e *endlessEntries) Read(b []byte) (int, error) {
+	if e.read > 1<<20 {
+		return 0, errors.New("read a MiB into the report's entries")
+	}
+	const entry = `{"name": "e", "size": 1, "crc32": "00000000", "offset": 0}, `
+	n := 0
+	for ; n+len(entry) <= len(b); n += len(entry) {
+		copy(b[n:], entry)
+	}
+	if n == 0 {
+		n = copy(b, entry[:min(len(b), len(entry))])
+	}
+	e.read += n
+	return n, nil
+}
+
+// A run again reads an existing report only up to its entries to know
+// whose it is: this execution's own report from an earlier attempt when its
+// PUT meets one, and in finishedBefore the archive it describes. Read whole,
+// a report of ten million entries (gigabytes) would not fit the finalizer.
+func TestReportReadOnlyToItsEntries(t *testing.T) {
+	e := newEnv(t, nil)
+	e.srv.PutObject(t, "dst", "a.zip", make([]byte, 22))
+	h, err := e.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("a.zip")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Archive{URI: "s3://dst/a.zip", Size: 22, ETag: aws.ToString(h.ETag), CRC32: "00000000"}
+	job := &Job{Execution: "exec-1", WorkBucket: "work", WorkPrefix: "exec-1/", Destination: Destination{Bucket: "dst", Key: "a.zip"}}
+	key := ReportKey(job.Destination)
+	head, _ := json.MarshalIndent(Report{Archive: a, Execution: "exec-1", Entries: []ReportEntry{}}, "", "  ")
+	head = append(head[:len(head)-len("]\n}")], "[\n    "...)
+	e.srv.PutObject(t, "dst", key, []byte("the earlier attempt's report"))
+	f := &Finalizer{S3: &endlessReport{Client: e.s3, key: key, head: head}, Config: Config{WorkBucket: "work"}}
+
+	if err := f.writeReport(t.Context(), job, &plan.Plan{Strategy: plan.StrategyDuo}, []Archive{a}, ReportStats{}); err != nil {
+		t.Errorf("the execution's own earlier report: %v", err)
+	}
+	out, ok := f.finishedBefore(t.Context(), job)
+	if !ok || out.Archive != a {
+		t.Errorf("finishedBefore = %+v, %v; want the archive its report describes", out, ok)
 	}
 }

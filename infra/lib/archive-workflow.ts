@@ -147,6 +147,13 @@ export interface ArchiveWorkflowProps {
  */
 export const PLANNER_TMP = Size.mebibytes(4096);
 
+/**
+ * The finalizer's /tmp: it writes the report there an entry at a time before putting it (about 120 bytes an
+ * entry besides its name and source key, ~230 with 50-byte keys: 2.3 GB at 10 M; workflow/finalizer.go
+ * spoolReport) — the default 512 MiB holds about 2.2 M entries.
+ */
+export const FINALIZER_TMP = Size.mebibytes(4096);
+
 // Measured as deployed (make test-scale, each function its own process): at
 // 1,000,000 entries the planner peaks at 1,316 MiB and the finalizer at
 // 1,512 MiB; 2,048 MB leaves headroom (infra/README.md, "Sizing, measured").
@@ -381,7 +388,7 @@ export class ArchiveWorkflow extends Construct {
         description,
         ...sizing(name),
         environment: env,
-        ephemeralStorageSize: name === 'planner' ? PLANNER_TMP : undefined,
+        ephemeralStorageSize: name === 'planner' ? PLANNER_TMP : name === 'finalizer' ? FINALIZER_TMP : undefined,
         logRetention,
         removalPolicy,
       });

@@ -192,11 +192,13 @@ describe('functions', () => {
     });
   });
 
-  test('the planner has the /tmp its entries file needs; the others keep the default', () => {
+  test('the planner has the /tmp its entries file needs, the finalizer the /tmp its report needs; the others keep the default', () => {
     for (const name of FUNCTION_NAMES) {
       const p = json.Resources[ids.fn[name]].Properties!;
       if (name === 'planner') {
         assert.deepEqual(p.EphemeralStorage, { Size: 4096 }, 'planner /tmp (10 M entries: a 2.1 GB entries file)');
+      } else if (name === 'finalizer') {
+        assert.deepEqual(p.EphemeralStorage, { Size: 4096 }, 'finalizer /tmp (10 M entries: a 2.3 GB report)');
       } else {
         assert.equal(p.EphemeralStorage, undefined, `${name} keeps the default /tmp`);
       }

@@ -145,3 +145,32 @@ func countsFrom(t *testing.T, name string, def []int) []int {
 	}
 	return counts
 }
+
+// TestLoadFinalizerPerMillion runs a whole run of N entries against the
+// in-memory S3 at 1 M entries (S3ZIP_FINALIZER_COUNTS: others,
+// comma-separated) and prints the finalizer's peak memory and time, in all
+// and per million, with what that makes at ten million; it fails when the
+// finalizer would not fit its Lambda (DEFAULT_SIZING,
+// infra/lib/archive-workflow.ts).
+func TestLoadFinalizerPerMillion(t *testing.T) {
+	long(t)
+	counts := countsFrom(t, "S3ZIP_FINALIZER_COUNTS", []int{1_000_000})
+	for _, n := range counts {
+		c := newSyntheticS3(n, t.TempDir())
+		cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+		ms, fin := run(t, c, cfg, listRequest(srcBucket, "e/", "out/finalizer.zip", "duo"), fmt.Sprintf("finalizer-%d", n))
+		if fin.Stats.Entries != n {
+			t.Fatalf("archive has %d entries, want %d", fin.Stats.Entries, n)
+		}
+		for _, m := range ms {
+			if m.handler != "finalizer" {
+				continue
+			}
+			per := float64(n) / 1e6
+			own := float64(m.own()) / mib
+			t.Logf("finalizer, %d entries, duo: %.1f s (%.1f s a million), peak %.0f MiB (own %.0f MiB, %.0f MiB a million: %.0f MiB at 10 M; process HWM %.0f MiB)",
+				n, m.wall.Seconds(), m.wall.Seconds()/per, float64(m.estimate())/mib, own, own/per, float64(floor.mapped)/mib+10*own/per, float64(m.hwm)/mib)
+			report(t, fmt.Sprintf("%d entries, the finalizer", n), []measurement{m})
+		}
+	}
+}
