@@ -35,13 +35,7 @@ func TestASLOutputContract(t *testing.T) {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
 	t.Logf("output: %s", out.Output)
-	if err := outputschema.Validate(out.Output); err != nil {
-		t.Errorf("%v", err)
-	}
-	var res workflow.FinalizeOutput
-	if err := json.Unmarshal(out.Output, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := outputschema.Decode(t, out.Output)
 	body := e.srv.GetObject(t, "dst", "out/contract.zip")
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {

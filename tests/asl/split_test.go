@@ -3,7 +3,6 @@ package asl_test
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -28,13 +27,7 @@ func TestASLSplitRun(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
-	if err := outputschema.Validate(out.Output); err != nil {
-		t.Errorf("%v", err)
-	}
-	var res workflow.FinalizeOutput
-	if err := json.Unmarshal(out.Output, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := outputschema.Decode(t, out.Output)
 	if len(res.Archives) < 3 || res.Links == nil || len(res.Links.Archives) != len(res.Archives) {
 		t.Fatalf("output: %s; want several archives, a link each", out.Output)
 	}

@@ -1,7 +1,6 @@
 package deployed_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -37,13 +36,7 @@ func TestDeployedSplitArchives(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
-	if err := outputschema.Validate(out.Output); err != nil {
-		t.Errorf("%v", err)
-	}
-	var res workflow.FinalizeOutput
-	if err := json.Unmarshal(out.Output, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := outputschema.Decode(t, out.Output)
 	if len(res.Archives) < 2 {
 		t.Fatalf("%d archives in the output, want several: %s", len(res.Archives), out.Output)
 	}

@@ -6,11 +6,15 @@ package outputschema
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/s3zip/s3zip/workflow"
 )
 
 // Path is docs/output.schema.json in this repository.
@@ -36,4 +40,19 @@ func Validate(output []byte) error {
 		return fmt.Errorf("output does not match %s: %w", Path(), err)
 	}
 	return nil
+}
+
+// Decode is what a test of an execution's output starts with: every
+// violation of the schema reported (the test goes on), the output decoded
+// as the finalizer wrote it (the test stops when it is not).
+func Decode(t testing.TB, output []byte) workflow.FinalizeOutput {
+	t.Helper()
+	if err := Validate(output); err != nil {
+		t.Errorf("%v", err)
+	}
+	var res workflow.FinalizeOutput
+	if err := json.Unmarshal(output, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
