@@ -428,10 +428,7 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, arc
 	if err != nil {
 		return err
 	}
-	defer func() {
-		doc.Close()
-		os.Remove(doc.Name())
-	}()
+	defer discardSpool(doc)
 	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(size), ContentType: aws.String("application/json")}
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
@@ -467,8 +464,7 @@ func spoolReport(r *Report, p *plan.Plan) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("report file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
 	}
 	fail := func(err error) (*os.File, int64, error) {
-		file.Close()
-		os.Remove(file.Name())
+		discardSpool(file)
 		return nil, 0, fmt.Errorf("write the report to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", file.Name(), err)
 	}
 	// bufio.Writer keeps its first error: Flush returns it.

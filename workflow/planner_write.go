@@ -112,14 +112,18 @@ func spoolPlan(p *plan.Plan) (*spooledPlan, error) {
 	return f, nil
 }
 
-// remove closes and deletes the files: a warm Lambda's /tmp outlives the
-// invocation.
+// remove closes and deletes the files.
 func (f *spooledPlan) remove() {
-	for _, file := range []*os.File{f.entries, f.parts} {
-		if file != nil {
-			file.Close()
-			os.Remove(file.Name())
-		}
+	discardSpool(f.entries)
+	discardSpool(f.parts)
+}
+
+// discardSpool closes and deletes a file spooled to $TMPDIR (nil: none): a
+// warm Lambda's /tmp outlives the invocation.
+func discardSpool(file *os.File) {
+	if file != nil {
+		file.Close()
+		os.Remove(file.Name())
 	}
 }
 
