@@ -35,7 +35,7 @@ func TestASLOutputContract(t *testing.T) {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
 	t.Logf("output: %s", out.Output)
-	res := outputschema.Decode(t, out.Output)
+	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
 	body := e.srv.GetObject(t, "dst", "out/contract.zip")
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {

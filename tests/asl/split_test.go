@@ -27,7 +27,7 @@ func TestASLSplitRun(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
-	res := outputschema.Decode(t, out.Output)
+	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
 	if len(res.Archives) < 3 || res.Links == nil || len(res.Links.Archives) != len(res.Archives) {
 		t.Fatalf("output: %s; want several archives, a link each", out.Output)
 	}

@@ -36,7 +36,7 @@ func TestDeployedSplitArchives(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
-	res := outputschema.Decode(t, out.Output)
+	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
 	if len(res.Archives) < 2 {
 		t.Fatalf("%d archives in the output, want several: %s", len(res.Archives), out.Output)
 	}

@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // Path is docs/output.schema.json in this repository.
@@ -44,13 +42,15 @@ func Validate(output []byte) error {
 
 // Decode is what a test of an execution's output starts with: every
 // violation of the schema reported (the test goes on), the output decoded
-// as the finalizer wrote it (the test stops when it is not).
-func Decode(t testing.TB, output []byte) workflow.FinalizeOutput {
+// into T, the type the finalizer wrote it from (the test stops when it does
+// not decode). T is the caller's: this package serves the workflows and
+// imports none of them.
+func Decode[T any](t testing.TB, output []byte) T {
 	t.Helper()
 	if err := Validate(output); err != nil {
 		t.Errorf("%v", err)
 	}
-	var res workflow.FinalizeOutput
+	var res T
 	if err := json.Unmarshal(output, &res); err != nil {
 		t.Fatal(err)
 	}
