@@ -7,14 +7,10 @@ import (
 	"slices"
 )
 
-// makeAuto plans the duo layout and chooses which of its runs to build
-// server-side (chain) and which to stream, as opts.Prefer says (choose);
-// the stream plan competes too.
+// makeAuto chooses among whole plans priced by the model: streaming
+// everything, the duo layout with a share of its runs built server-side
+// (chained), and the chain layout, as opts.Prefer says (choose).
 func makeAuto(entries []Entry, opts Options) (*Plan, error) {
-	capRatio := opts.CostCap
-	if capRatio <= 0 {
-		capRatio = 2
-	}
 	a := &autoChoice{entries: entries, opts: opts, model: opts.model(), run: Run{Workers: opts.Workers, Orchestrated: true},
 		duo: duoLayout(entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
 	if err := a.measure(); err != nil {
@@ -28,8 +24,8 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	for i, c := range cands {
 		preds[i] = c.pred
 	}
-	best := choose(preds, opts.Prefer, capRatio)
-	other := choose(preds, opposite(opts.Prefer), capRatio)
+	best := choose(preds, opts.Prefer)
+	other := choose(preds, opposite(opts.Prefer))
 	p, err := a.build(cands[best].k)
 	if err != nil {
 		return nil, err
@@ -44,8 +40,11 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// autoChoice holds auto's candidates: stream everything (k = -1), or the
-// duo layout with k eighths of its runs chained (0, 1/8, …, all). Only
+// autoChoice holds auto's candidates: stream everything (k = -1), the duo
+// layout with k eighths of its runs chained (0, 1/8, …, all), or the chain
+// layout (k = chainAll), whose runs need no streamed prefix in front of a
+// copy and whose rounds are fewer: at one worker the fastest plan by far
+// (README "Strategies"), so auto is never slower than it there. Only
 // predictions are kept; the chosen plan is built again, so that one plan at
 // a time is in memory.
 type autoChoice struct {
@@ -63,6 +62,9 @@ type autoChoice struct {
 	batched map[int][2]float64
 }
 
+// chainAll is the candidate that is the chain layout, every run chained.
+const chainAll = 9
+
 // candidate is a share k of chained runs and its prediction.
 type candidate struct {
 	k    int
@@ -72,9 +74,13 @@ type candidate struct {
 // build plans candidate k.
 func (a *autoChoice) build(k int) (*Plan, error) {
 	sub := a.opts
-	if k < 0 {
+	switch k {
+	case -1:
 		sub.Strategy = StrategyStream
 		return planWith(a.entries, streamLayout(a.entries), sub, func(span) bool { return false })
+	case chainAll:
+		sub.Strategy = StrategyAuto
+		return planWith(a.entries, chainLayout(a.entries), sub, func(span) bool { return true })
 	}
 	acc := 0.0
 	sub.Strategy = StrategyAuto
@@ -88,10 +94,17 @@ func (a *autoChoice) build(k int) (*Plan, error) {
 	})
 }
 
-// measure builds the stream, no-chain and all-chain candidates and keeps
-// what pricing them needs; one that does not fit a limit is left out.
+// measure builds the stream, no-chain, all-chain and chain-layout
+// candidates and keeps what pricing them needs; one that does not fit a
+// limit is left out, and so is the chain layout when it cannot be the
+// fastest (chainFloor): over many small objects, building it would only
+// cost the planner time.
 func (a *autoChoice) measure() error {
-	for _, k := range []int{-1, 0, 8} {
+	fastest := math.Inf(1)
+	for _, k := range []int{-1, 0, 8, chainAll} {
+		if k == chainAll && a.chainFloor() > fastest {
+			continue
+		}
 		p, err := a.build(k)
 		if err != nil {
 			var le *LimitError
@@ -106,18 +119,30 @@ func (a *autoChoice) measure() error {
 		r := a.run
 		r.HeadsUpFront = a.heads[k]
 		spread := a.model.Predict(a.stats[k], r)
-		if _, fit := fitRun(p, parts, a.stats[k], a.opts, a.model); spread.Seconds > 0 && spread.Dollars > 0 {
+		_, fit := fitRun(p, parts, a.stats[k], a.opts, a.model)
+		if spread.Seconds > 0 && spread.Dollars > 0 {
 			a.batched[k] = [2]float64{fit.Seconds / spread.Seconds, fit.Dollars / spread.Dollars}
 		}
+		fastest = math.Min(fastest, fit.Seconds)
 	}
 	return nil
+}
+
+// chainFloor is less than any time the chain layout can take: what every
+// run waits for (start, listing, finalizer), and its rounds: every entry
+// costs its chain a round, a round is two round trips one after the
+// other, and at most Concurrency rounds run at once on each worker.
+func (a *autoChoice) chainFloor() float64 {
+	m, n := a.model, len(a.entries)
+	return m.StartSeconds + m.FinishSeconds + m.listSeconds(n) +
+		float64(n)*2*m.RequestLatency/float64(max(m.Concurrency, 1)*max(a.opts.Workers, 1))
 }
 
 // candidates prices every share: those built as measured, those in
 // between with stats interpolated between none and all chained.
 func (a *autoChoice) candidates() []candidate {
 	var cands []candidate
-	for k := -1; k <= 8; k++ {
+	for k := -1; k <= chainAll; k++ {
 		st, ok := a.stats[k]
 		h, ratio := a.heads[k], a.batched[k]
 		if !ok && k > 0 && k < 8 {
@@ -149,14 +174,21 @@ func (a *autoChoice) candidates() []candidate {
 type Preference string
 
 const (
-	// PreferTime takes a faster plan over a cheaper one when the time it
-	// saves is worth what it adds to the cost (TimeWorthCost), within
-	// Options.CostCap of the cheapest.
+	// PreferTime takes the fastest plan, or a cheaper one within
+	// TimeSlack of its time.
 	PreferTime Preference = "time"
 	// PreferCost is the cheapest plan whose predicted time is within
 	// CostPreferenceSlack of the plan PreferTime takes.
 	PreferCost Preference = "cost"
 )
+
+// TimeSlack is how much slower than the fastest plan the plan preferring
+// time may be when it is cheaper: a plan 0.3 % faster for a third more is
+// not worth taking, and predictions are not that exact. It is small, so
+// that more workers never choose a plan slower than fewer did by more than
+// it (a plan run on more workers is no slower, and the fastest of more
+// candidates no slower still).
+const TimeSlack = 0.02
 
 // CostPreferenceSlack is how much slower than the plan preferring time a
 // plan preferred for its cost may be.
@@ -187,44 +219,29 @@ type Alternative struct {
 	Dollars float64    `json:"dollars"`
 }
 
-// TimeWorthCost is what preferring time pays for it: a faster plan replaces
-// a cheaper one only if the share of the time it saves is at least
-// TimeWorthCost times the share it adds to the cost — 1 % faster for every
-// 10 % dearer. A third dearer buys at least 3.3 % less time, so a plan 0.3 %
-// faster for a third more is not taken.
-const TimeWorthCost = 0.1
-
-// choose picks among predictions. For time it starts from the cheapest and
-// walks the dearer plans in order of cost, taking each that is faster than
-// the one taken by at least TimeWorthCost of what it adds to the cost (both
-// as shares of the one taken), up to capRatio times the cheapest. For cost,
-// the cheapest at most CostPreferenceSlack times as slow as time's choice,
-// so preferring cost never costs more. Ties go to the first, so the choice
-// is deterministic.
-func choose(preds []Prediction, prefer Preference, capRatio float64) int {
-	byCost := make([]int, len(preds))
-	for i := range byCost {
-		byCost[i] = i
+// choose picks among predictions: for time, the cheapest within TimeSlack
+// of the fastest; for cost, the cheapest at most CostPreferenceSlack times
+// as slow as time's choice, so preferring cost never costs more. Ties go to
+// the first, so the choice is deterministic.
+func choose(preds []Prediction, prefer Preference) int {
+	fastest := slices.MinFunc(preds, func(a, b Prediction) int { return cmp.Compare(a.Seconds, b.Seconds) }).Seconds
+	limit := fastest * (1 + TimeSlack)
+	if prefer == PreferCost {
+		limit = CostPreferenceSlack * preds[cheapestWithin(preds, limit)].Seconds
 	}
-	slices.SortStableFunc(byCost, func(a, b int) int {
-		return cmp.Or(cmp.Compare(preds[a].Dollars, preds[b].Dollars), cmp.Compare(preds[a].Seconds, preds[b].Seconds))
-	})
-	cheapest, best := preds[byCost[0]].Dollars, byCost[0]
-	for _, i := range byCost[1:] {
-		p, b := preds[i], preds[best]
-		if p.Dollars > capRatio*cheapest || p.Seconds >= b.Seconds {
+	return cheapestWithin(preds, limit)
+}
+
+// cheapestWithin is the cheapest prediction at most limit seconds long,
+// the faster of equals, the first of ties.
+func cheapestWithin(preds []Prediction, limit float64) int {
+	best := -1
+	for i, p := range preds {
+		if p.Seconds > limit {
 			continue
 		}
-		if saved, added := 1-p.Seconds/b.Seconds, p.Dollars/b.Dollars-1; saved >= TimeWorthCost*added {
+		if best < 0 || cmp.Or(cmp.Compare(p.Dollars, preds[best].Dollars), cmp.Compare(p.Seconds, preds[best].Seconds)) < 0 {
 			best = i
-		}
-	}
-	if prefer == PreferCost {
-		limit := CostPreferenceSlack * preds[best].Seconds
-		for _, i := range byCost {
-			if preds[i].Seconds <= limit {
-				return i
-			}
 		}
 	}
 	return best

@@ -37,7 +37,7 @@ const (
 	// server-side (chain parts) so that no object bytes pass through workers.
 	StrategyChain Strategy = "chain"
 	// StrategyAuto chooses per run between streaming and chaining with the
-	// cost model (model.go): fastest under a cost cap (auto.go).
+	// cost model (model.go): the fastest plan, or the cheapest (auto.go).
 	StrategyAuto Strategy = "auto"
 	// StrategyDuo copies every object it can server-side (UploadPartCopy) and
 	// streams small objects, headers and short prefixes in the parts between.
@@ -130,10 +130,6 @@ type Options struct {
 	Workers int
 	// Model prices and times plans for auto (default DefaultModel).
 	Model *Model
-	// CostCap bounds auto's choice when it prefers time: at most this many
-	// times the cheapest plan's predicted cost (default 2), and within it a
-	// dearer plan only when its time is worth it (TimeWorthCost).
-	CostCap float64
 	// Prefer is what auto minimises: time (the default) or cost.
 	Prefer Preference
 	// PartsPerBatch is the part jobs one worker invocation will build (the

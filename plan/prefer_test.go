@@ -67,12 +67,13 @@ func TestParsePreference(t *testing.T) {
 	}
 }
 
-// Preferring time, auto takes a faster plan over a cheaper one only when
-// the time it saves is worth what it adds to the cost: at least
-// TimeWorthCost of the cost's share in the time's (1 % faster for every 10 %
-// dearer), within the cost cap. The first case is the challenge set at 100
-// workers before this rule: 0.3 % faster for a third more.
-func TestAutoTimeIsWorthItsCost(t *testing.T) {
+// Preferring time, auto takes the fastest plan, or a cheaper one within
+// TimeSlack of its time; preferring cost, the cheapest within
+// CostPreferenceSlack of that, never dearer. The first case is the
+// challenge set at 100 workers once: 0.3 % faster for a third more; the
+// second the same set at one worker: duo's copies, or chains ten times as
+// fast for five times the requests.
+func TestAutoPrefersTime(t *testing.T) {
 	cases := []struct {
 		name  string
 		preds []Prediction
@@ -80,24 +81,58 @@ func TestAutoTimeIsWorthItsCost(t *testing.T) {
 		cost  int // the index preferring cost takes
 	}{
 		{"0.3%-faster-a-third-dearer", []Prediction{{Seconds: 4.8637, Dollars: 0.0513}, {Seconds: 4.8784, Dollars: 0.0388}}, 1, 1},
-		{"30%-faster-a-fifth-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 7, Dollars: 1.2}}, 1, 0},
-		{"3%-faster-a-third-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.7, Dollars: 1.33}}, 0, 0},
-		{"4%-faster-a-third-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.6, Dollars: 1.33}}, 1, 0},
-		{"worth-it-but-over-the-cap", []Prediction{{Seconds: 100, Dollars: 1}, {Seconds: 10, Dollars: 2.5}}, 0, 0},
-		{"each-step-weighed-from-the-last-taken", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.9, Dollars: 1.5}, {Seconds: 5, Dollars: 1.9}}, 2, 2},
+		{"ten-times-faster-five-times-dearer", []Prediction{{Seconds: 105.8, Dollars: 0.0195}, {Seconds: 10.8, Dollars: 0.104}}, 1, 1},
+		{"3%-faster-a-third-dearer", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 9.7, Dollars: 1.33}}, 1, 0},
+		{"1%-slower-and-cheaper", []Prediction{{Seconds: 10, Dollars: 1.5}, {Seconds: 10.1, Dollars: 1}}, 1, 1},
 		{"cheapest-and-fastest", []Prediction{{Seconds: 20, Dollars: 3}, {Seconds: 10, Dollars: 1}}, 1, 1},
+		{"cost-within-1.5x", []Prediction{{Seconds: 10, Dollars: 2}, {Seconds: 14, Dollars: 1}, {Seconds: 16, Dollars: 0.5}}, 0, 1},
+		{"ties-to-the-first", []Prediction{{Seconds: 10, Dollars: 1}, {Seconds: 10, Dollars: 1}}, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := choose(c.preds, PreferTime, 2); got != c.time {
-				t.Errorf("prefer time took %+v, want %+v", c.preds[got], c.preds[c.time])
+			byTime := choose(c.preds, PreferTime)
+			if byTime != c.time {
+				t.Errorf("prefer time took %+v, want %+v", c.preds[byTime], c.preds[c.time])
 			}
-			got := choose(c.preds, PreferCost, 2)
-			if got != c.cost {
-				t.Errorf("prefer cost took %+v, want %+v", c.preds[got], c.preds[c.cost])
+			byCost := choose(c.preds, PreferCost)
+			if byCost != c.cost {
+				t.Errorf("prefer cost took %+v, want %+v", c.preds[byCost], c.preds[c.cost])
 			}
-			if byTime := choose(c.preds, PreferTime, 2); c.preds[got].Dollars > c.preds[byTime].Dollars {
-				t.Errorf("prefer cost took $%.4f, dearer than prefer time's $%.4f", c.preds[got].Dollars, c.preds[byTime].Dollars)
+			if c.preds[byCost].Dollars > c.preds[byTime].Dollars {
+				t.Errorf("prefer cost took $%.4f, dearer than prefer time's $%.4f", c.preds[byCost].Dollars, c.preds[byTime].Dollars)
+			}
+		})
+	}
+}
+
+// Auto weighs the chain layout where it may be the fastest plan (the
+// challenge set, where it is) and does not build it where its rounds alone
+// outlast the fastest plan built (many small objects: a round an entry).
+func TestAutoWeighsChainsWhereTheyCanWin(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		entries []Entry
+		workers int
+		weighed bool
+	}{
+		{"challenge-1-worker", Challenge(3000, 1), 1, true},
+		{"challenge-100-workers", Challenge(3000, 1), 100, true},
+		{"small-objects-10-workers", Small(200000, 1), 10, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Options{Strategy: StrategyAuto, Workers: c.workers, PartSize: DefaultPartSize, DirectoryPartSize: DefaultDirectoryPartSize}
+			a := &autoChoice{entries: c.entries, opts: opts, model: opts.model(), run: Run{Workers: c.workers, Orchestrated: true},
+				duo: duoLayout(c.entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
+			if err := a.measure(); err != nil {
+				t.Fatal(err)
+			}
+			if _, weighed := a.stats[chainAll]; weighed != c.weighed {
+				t.Errorf("chain layout weighed: %v, want %v (its floor %.1f s)", weighed, c.weighed, a.chainFloor())
+			}
+			p := mustPlan(t, c.entries, Options{Strategy: StrategyAuto, Workers: c.workers})
+			chained := p.Stats().ChainParts > 0
+			if c.name == "challenge-1-worker" && !chained {
+				t.Errorf("auto at 1 worker on the challenge set built no chain part: %+v", p.Stats())
 			}
 		})
 	}

@@ -8,10 +8,9 @@ import (
 )
 
 // TestPlanPreferShowsTheOtherChoice: at 50 workers auto's time choice
-// (5.5 s, $0.027) and its cost choice (8.0 s, $0.021) differ; each summary
-// prices the other exactly as the other run prices itself. (At 1,000
-// workers they no longer differ: the time preference takes a dearer plan
-// only when it buys enough time, plan.TimeWorthCost.)
+// (chains, 3.3 s, $0.107) and its cost choice (duo with a share of its runs
+// chained, 4.9 s, $0.068) differ; each summary prices the other exactly as
+// the other run prices itself.
 func TestPlanPreferShowsTheOtherChoice(t *testing.T) {
 	run := func(prefer string) planSummary {
 		var out bytes.Buffer

@@ -37,7 +37,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		inventory:   fs.String("inventory", "", "archive the objects an S3 Inventory report (CSV or Parquet) lists: its `s3://bucket/…/manifest.json`; with --source, only its keys under that prefix"),
 		endpoint:    fs.String("endpoint", "", "S3 endpoint `URL` (default: AWS, or $S3_ENDPOINT / $AWS_ENDPOINT_URL_S3)"),
 		strategy:    fs.String("strategy", string(plan.StrategyAuto), "how parts are built: auto, stream, duo or chain"),
-		prefer:      fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan within 2× the cheapest's cost) or cost (the cheapest within 1.5× the fastest's time)"),
+		prefer:      fs.String("prefer", string(plan.PreferTime), "what auto minimises: time (the fastest plan, or a cheaper one within 2% of its time) or cost (the cheapest within 1.5× of that time)"),
 		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
 		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
