@@ -307,7 +307,11 @@ func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*rou
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
 	}
-	up, err := c.CreateMultipartUpload(ctx, in)
+	// Not cancelled with ctx: a round opened ahead is stopped when the round
+	// before it fails, and a create the server has made but whose answer
+	// the cancelled request dropped would leave an upload no one aborts.
+	// Its answer is what lets the chain abort it.
+	up, err := c.CreateMultipartUpload(context.WithoutCancel(ctx), in)
 	if err != nil {
 		return nil, s3Error("CreateMultipartUpload", bucket, key, false, err)
 	}

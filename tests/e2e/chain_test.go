@@ -155,10 +155,23 @@ func TestPlannerWarnsChainIsTheWrongTool(t *testing.T) {
 }
 
 // failComplete fails the n-th CompleteMultipartUpload: a chain round the
-// server refuses half-way through the chain.
+// server refuses half-way through the chain. Each upload it creates, it
+// answers only after a while, or with the error of a request cancelled in
+// the meantime: the server has made the upload, the caller never learns
+// its ID — what a round opened ahead meets when the round before it fails.
 type failComplete struct {
 	*s3.Client
 	n, calls atomic.Int32
+}
+
+func (f *failComplete) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, o ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	out, err := f.Client.CreateMultipartUpload(context.WithoutCancel(ctx), in, o...)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(50 * time.Millisecond):
+	}
+	return out, err
 }
 
 func (f *failComplete) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
