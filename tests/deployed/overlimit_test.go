@@ -78,32 +78,62 @@ func spoolSources(d *Deployment, n int) map[string][]byte {
 	return want
 }
 
-// Lambda's /tmp holds what EphemeralStorage says, and so does each
-// environment's here. The planner spools the plan's entries and part jobs
-// there (workflow.spoolPlan) after it has created the upload. With its /tmp
-// cut to 1 MB, a request whose entries file is bigger fails as on Lambda:
-// ENOSPC is the planner's error and the execution's cause, and Abort leaves
-// neither an archive nor an upload nor a work object. The same request at
-// the template's size builds the archive.
-func TestDeployedPlannerTmpIsEphemeralStorage(t *testing.T) {
+// bigSources stores three 24 MiB objects under in/big/: streamed in parts
+// of 32 MiB, each worker part is assembled in the worker's memory.
+func bigSources(d *Deployment) map[string][]byte {
+	want := map[string][]byte{}
+	for i := range 3 {
+		want[fmt.Sprintf("in/big/%d.bin", i)] = s3test.Bytes(uint64(i), 24*mib)
+	}
+	d.S3.PutObjects(d.T, sourceBucket, want, s3test.WithChecksum(s3test.ChecksumCRC32))
+	return want
+}
+
+// What Lambda refuses for want of /tmp or memory, the environments here
+// refuse too, and the run fails the way it would on AWS: the function's
+// error is the execution's, Abort leaves neither an archive nor an upload
+// nor a work object. The same request with the template's sizes builds
+// the archive.
+//   - /tmp: the planner spools the plan's entries and part jobs there
+//     (workflow.spoolPlan) after it has created the upload; cut to 1 MB, a
+//     request whose entries file is bigger (1,500 keys of ~400 bytes) fails
+//     with ENOSPC as the planner's error.
+//   - memory: a stream worker assembles each 32 MiB part in memory; held to
+//     16 MB it is killed as Lambda kills it (Runtime.ExitError, "signal:
+//     killed"), having started well under that.
+func TestDeployedLambdaLimits(t *testing.T) {
+	spool := func(d *Deployment) map[string][]byte { return spoolSources(d, 1500) }
+	streamed := func(req map[string]any) { req["options"].(map[string]any)["partSize"] = 32 * mib }
 	for _, tc := range []struct {
-		name  string
-		tmpMB int // 0: the template's
+		name     string
+		function string
+		limit    func(f *LambdaFunction) // nil: the template's
+		sources  func(d *Deployment) map[string][]byte
+		strategy string
+		options  func(req map[string]any)
+		// errorType and cause: what the function and the execution fail with
+		errorType, cause string
 	}{
-		{"1 MB", 1},
-		{"the template's", 0},
+		{"planner /tmp of 1 MB", "planner", func(f *LambdaFunction) { f.EphemeralStorageMB = 1 }, spool, "duo", nil, "Error", "no space left on device"},
+		{"planner /tmp as templated", "planner", nil, spool, "duo", nil, "", ""},
+		{"worker memory of 16 MB", "worker", func(f *LambdaFunction) { f.MemoryMB = 16 }, bigSources, "stream", streamed, "Runtime.ExitError", "signal: killed"},
+		{"worker memory as templated", "worker", nil, bigSources, "stream", streamed, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Deploy(t)
 			defer d.logsOnFailure()
-			want := spoolSources(d, 1500)
-			planner := d.Functions["planner"]
-			if tc.tmpMB > 0 {
-				planner.EphemeralStorageMB = tc.tmpMB
+			want := tc.sources(d)
+			f := d.Functions[tc.function]
+			if tc.limit != nil {
+				tc.limit(f)
 			}
-			key := destinationPrefix + "spool.zip"
-			out := d.Execute("spool-1", request(key, "duo"))
-			if tc.tmpMB == 0 {
+			key := destinationPrefix + "limits.zip"
+			req := request(key, tc.strategy)
+			if tc.options != nil {
+				tc.options(req)
+			}
+			out := d.Execute("limits-1", req)
+			if tc.limit == nil {
 				if out.Status != "SUCCEEDED" {
 					t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 				}
@@ -111,13 +141,17 @@ func TestDeployedPlannerTmpIsEphemeralStorage(t *testing.T) {
 				d.assertClean()
 				return
 			}
-			const enospc = "no space left on device"
-			if out.Status != "FAILED" || !strings.Contains(out.Cause, enospc) {
-				t.Fatalf("execution %s %s, want FAILED with the planner's %q (cause %.1000s)", out.Status, out.Error, enospc, out.Cause)
+			if out.Status != "FAILED" || out.Error != tc.errorType || !strings.Contains(out.Cause, tc.cause) {
+				t.Fatalf("execution %s %s, want FAILED %s saying %q (cause %.1000s)", out.Status, out.Error, tc.errorType, tc.cause, out.Cause)
 			}
-			results := planner.Results()
-			if len(results) != 1 || results[0].FunctionError != "Unhandled" || !strings.Contains(string(results[0].Payload), enospc) {
-				t.Errorf("the planner answered %d times, last %+v; want once, an Unhandled error saying %q", len(results), results, enospc)
+			failed := 0
+			for _, r := range f.Results() {
+				if r.FunctionError == "Unhandled" && strings.Contains(string(r.Payload), tc.cause) {
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Errorf("no answer of the %s says %q: %+v", tc.function, tc.cause, f.Results())
 			}
 			if n, _, _ := d.Functions["abort"].Stats(); n == 0 {
 				t.Errorf("abort was never invoked")
