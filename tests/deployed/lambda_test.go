@@ -16,12 +16,14 @@ package deployed_test
 // more environments (at most maxEnvironments each). An invocation that runs
 // past the template's Timeout is killed with its process (as Lambda does) and
 // answered {"errorType":"Sandbox.Timedout"}; a process that exits mid-invoke
-// is Runtime.ExitError.
+// is Runtime.ExitError. Each environment has its own /tmp of the template's
+// EphemeralStorage size and its memory held to MemorySize (limits_test.go).
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,6 +64,9 @@ type sandbox struct {
 	mu     sync.Mutex
 	cur    *invocation
 	log    bytes.Buffer
+	// released is what releasing its limits (its /tmp, its memory cgroup)
+	// returned once the process exited; read after exited is closed.
+	released error
 }
 
 // LambdaFunction is one function of the template, runnable here.
@@ -108,6 +113,17 @@ type Lambdas struct {
 }
 
 func NewLambdas(t *testing.T, fns []*LambdaFunction, accessKey, secretKey string) *Lambdas {
+	// Said once here, not as a ServiceException at each invocation.
+	probe, err := newTmp("an environment", 1)
+	if err == nil {
+		err = probe.release()
+	}
+	if err == nil {
+		_, _, err = memoryCgroupParent()
+	}
+	if err != nil {
+		t.Fatalf("the Lambda environments cannot have Lambda's limits here: %v", err)
+	}
 	l := &Lambdas{t: t, byArn: map[string]*LambdaFunction{}}
 	for _, f := range fns {
 		f.accessKey, f.secretKey = accessKey, secretKey
@@ -119,12 +135,24 @@ func NewLambdas(t *testing.T, fns []*LambdaFunction, accessKey, secretKey string
 	return l
 }
 
+// close ends every environment and waits for each to be released (its
+// /tmp unmounted, its cgroup removed).
 func (l *Lambdas) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.all {
 		s.kill()
 		_ = s.srv.Close()
+	}
+	for _, s := range l.all {
+		select {
+		case <-s.exited:
+			if s.released != nil {
+				l.t.Errorf("releasing an environment of %s: %v", s.fn.Name, s.released)
+			}
+		case <-time.After(10 * time.Second):
+			l.t.Errorf("an environment of %s (pid %d) still runs 10 s after SIGKILL", s.fn.Name, s.cmd.Process.Pid)
+		}
 	}
 }
 
@@ -261,6 +289,11 @@ func (l *Lambdas) start(f *LambdaFunction) (*sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	lim, err := newTmp(f.Name, f.EphemeralStorageMB)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	s := &sandbox{fn: f, next: make(chan *invocation, 1), exited: make(chan struct{})}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -280,6 +313,8 @@ func (l *Lambdas) start(f *LambdaFunction) (*sandbox, error) {
 		"AWS_ACCESS_KEY_ID=" + f.accessKey,
 		"AWS_SECRET_ACCESS_KEY=" + f.secretKey,
 		"AWS_SESSION_TOKEN=" + f.Token,
+		// Lambda's /tmp is /tmp; here each environment's is its own mount.
+		"TMPDIR=" + lim.tmp,
 	}
 	for k, v := range f.Env {
 		env = append(env, k+"="+v)
@@ -294,13 +329,20 @@ func (l *Lambdas) start(f *LambdaFunction) (*sandbox, error) {
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		_ = s.srv.Close()
-		return nil, fmt.Errorf("start %s (%s): %w", f.Name, f.Bootstrap, err)
+		return nil, errors.Join(fmt.Errorf("start %s (%s): %w", f.Name, f.Bootstrap, err), lim.release())
+	}
+	if err := lim.limitMemory(f.Name, s.cmd.Process.Pid, f.MemoryMB); err != nil {
+		s.kill()
+		_ = s.cmd.Wait()
+		_ = s.srv.Close()
+		return nil, errors.Join(err, lim.release())
 	}
 	f.mu.Lock()
 	f.Starts++
 	f.mu.Unlock()
 	go func() {
 		_ = s.cmd.Wait()
+		s.released = lim.release()
 		close(s.exited)
 	}()
 	l.mu.Lock()
@@ -448,4 +490,50 @@ func vmHWM(pid int) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("pid %d: no VmHWM in /proc/%d/status", pid, pid)
+}
+
+// pids are the process ids of f's environments started so far, live or not.
+func (l *Lambdas) pids(f *LambdaFunction) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var pids []int
+	for _, s := range l.all {
+		if s.fn == f {
+			pids = append(pids, s.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
+
+// onlyPid is the process id of f's one environment, failing the test when
+// f has had more than one.
+func (l *Lambdas) onlyPid(t *testing.T, f *LambdaFunction) int {
+	t.Helper()
+	pids := l.pids(f)
+	if len(pids) != 1 {
+		t.Fatalf("%s has had %d environments, want the one its first invocation started", f.Name, len(pids))
+	}
+	return pids[0]
+}
+
+// waitExited waits until the environment of process pid has exited and been
+// released.
+func (l *Lambdas) waitExited(t *testing.T, pid int) {
+	t.Helper()
+	l.mu.Lock()
+	var exited chan struct{}
+	for _, s := range l.all {
+		if s.cmd.Process.Pid == pid {
+			exited = s.exited
+		}
+	}
+	l.mu.Unlock()
+	if exited == nil {
+		t.Fatalf("no environment has process %d", pid)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the environment of process %d still runs 10 s after SIGKILL", pid)
+	}
 }

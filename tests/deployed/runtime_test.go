@@ -3,9 +3,12 @@ package deployed_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +34,8 @@ func errorTypeOf(t *testing.T, res Result) string {
 }
 
 // A bootstrap process sees exactly the template's environment, what Lambda
-// sets itself, and S3_ENDPOINT (the one local addition: where S3 is).
+// sets itself, and the two local additions: S3_ENDPOINT (where S3 is) and
+// TMPDIR (the environment's own /tmp, limits_test.go).
 func TestLambdaEnvironmentIsTheTemplates(t *testing.T) {
 	d := Deploy(t)
 	f := d.Functions["planner"]
@@ -42,22 +46,14 @@ func TestLambdaEnvironmentIsTheTemplates(t *testing.T) {
 	if res.FunctionError == "" || errorTypeOf(t, res) != "RequestError" {
 		t.Errorf("an empty request: %s %s, want a RequestError function error", res.FunctionError, res.Payload)
 	}
-	d.Lambdas.mu.Lock()
-	pid := d.Lambdas.all[0].cmd.Process.Pid
-	d.Lambdas.mu.Unlock()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		t.Fatalf("reading the process environment: %v", err)
-	}
 	var got []string
-	for _, kv := range strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00") {
-		k, v, _ := strings.Cut(kv, "=")
+	for k, v := range environOf(t, d.Lambdas.onlyPid(t, f)) {
 		got = append(got, k)
 		if want, ok := f.Env[k]; ok && v != want {
 			t.Errorf("%s=%q, the template says %q", k, v, want)
 		}
 	}
-	want := append([]string{"S3_ENDPOINT"}, lambdaReserved...)
+	want := append([]string{"S3_ENDPOINT", "TMPDIR"}, lambdaReserved...)
 	for k := range f.Env {
 		want = append(want, k)
 	}
@@ -84,21 +80,11 @@ func TestLambdaTimeoutIsSandboxTimedout(t *testing.T) {
 	// the invocation sent only once the kernel shows it stopped: a SIGSTOP
 	// takes effect when the process is next scheduled, which on a loaded
 	// machine can be after the invocation has been answered.
-	var pids []int
-	d.Lambdas.mu.Lock()
-	for _, s := range d.Lambdas.all {
-		if s.fn == f {
-			pids = append(pids, s.cmd.Process.Pid)
-		}
-	}
-	d.Lambdas.mu.Unlock()
-	if len(pids) != 1 {
-		t.Fatalf("%d planner environments, want the one the first invocation started", len(pids))
-	}
-	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+	pid := d.Lambdas.onlyPid(t, f)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitStopped(t, pids[0])
+	waitStopped(t, pid)
 	f.TimeoutSeconds = 1
 	res, err := d.Lambdas.Invoke(t.Context(), f, empty)
 	if err != nil {
@@ -141,6 +127,122 @@ func TestLambdaExitIsRuntimeExitError(t *testing.T) {
 	if res.FunctionError != "Unhandled" || errorTypeOf(t, res) != "Runtime.ExitError" {
 		t.Fatalf("got %q %s, want an Unhandled Runtime.ExitError", res.FunctionError, res.Payload)
 	}
+}
+
+// Each environment has its own /tmp (TMPDIR) of the template's
+// EphemeralStorage size, and its memory held to MemorySize: a warm
+// environment keeps what it wrote there, a new one starts with an empty
+// one, and an ended environment's is unmounted.
+func TestLambdaTmpAndMemoryAreTheEnvironments(t *testing.T) {
+	d := Deploy(t)
+	f := d.Functions["planner"]
+	empty := []byte(`{"request":{},"execution":"tmp-1"}`)
+	invoke := func() {
+		t.Helper()
+		res, err := d.Lambdas.Invoke(t.Context(), f, empty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errorTypeOf(t, res) != "RequestError" {
+			t.Fatalf("an empty request: %s, want the handler's RequestError", res.Payload)
+		}
+	}
+	invoke()
+	pid := d.Lambdas.onlyPid(t, f)
+	tmp := environOf(t, pid)["TMPDIR"]
+	if tmp == "" || tmp == os.TempDir() {
+		t.Fatalf("TMPDIR=%q: the environment has no /tmp of its own", tmp)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(tmp, &st); err != nil {
+		t.Fatal(err)
+	}
+	if size := int64(st.Blocks) * st.Bsize; st.Type != tmpfsMagic || size != int64(f.EphemeralStorageMB)<<20 {
+		t.Errorf("TMPDIR %s: filesystem 0x%x of %d bytes, want a tmpfs (0x%x) of the template's %d MB", tmp, st.Type, size, tmpfsMagic, f.EphemeralStorageMB)
+	}
+	if limit := memoryLimitOf(t, pid); limit != int64(f.MemoryMB)<<20 {
+		t.Errorf("memory limit %d bytes, want the template's MemorySize %d MB", limit, f.MemoryMB)
+	}
+	left := filepath.Join(tmp, "left-by-an-invocation")
+	if err := os.WriteFile(left, []byte("kept while warm"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	invoke()
+	if d.Lambdas.onlyPid(t, f) != pid {
+		t.Fatalf("the second invocation did not run in the warm environment")
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Errorf("a warm environment lost its /tmp: %v", err)
+	}
+
+	// The environment ends (as Lambda recycles one); the next starts afresh.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.Lambdas.waitExited(t, pid)
+	invoke()
+	var next int
+	for _, p := range d.Lambdas.pids(f) {
+		if p != pid {
+			next = p
+		}
+	}
+	fresh := environOf(t, next)["TMPDIR"]
+	if entries, err := os.ReadDir(fresh); err != nil || fresh == tmp || len(entries) != 0 {
+		t.Errorf("the new environment's /tmp %s (the old one's %s): %d entries, %v; want its own, empty", fresh, tmp, len(entries), err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the ended environment's /tmp %s is still there (%v)", tmp, err)
+	}
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (linux/magic.h TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
+
+// environOf is a process's environment (/proc/<pid>/environ).
+func environOf(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatalf("reading the process environment: %v", err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
+// memoryLimitOf is the limit of the memory cgroup of its own
+// (s3zip-lambda-…, limits_test.go) a process runs in.
+func memoryLimitOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		id, controllers, path, _ := cutCgroupLine(line)
+		if !strings.HasPrefix(filepath.Base(path), "s3zip-lambda-") {
+			continue
+		}
+		files := []string{filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")}
+		if id == "0" && controllers == "" {
+			files = []string{filepath.Join("/sys/fs/cgroup", path, "memory.max"), filepath.Join("/sys/fs/cgroup/unified", path, "memory.max")}
+		}
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %q: %v", file, b, err)
+				}
+				return n
+			}
+		}
+	}
+	t.Fatalf("process %d runs in no memory cgroup of its own:\n%s", pid, raw)
+	return 0
 }
 
 // waitStopped waits until /proc says the process is stopped (state T).

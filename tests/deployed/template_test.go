@@ -222,14 +222,16 @@ func (t *Template) Resolve(v any) (any, error) {
 
 // Function is an AWS::Lambda::Function as the template declares it.
 type Function struct {
-	ID, Name, Arn    string
-	Env              map[string]string
-	TimeoutSeconds   int
-	MemoryMB         int
-	Architectures    []string
-	Handler, Runtime string
-	Role             string // logical ID of its role
-	Bootstrap        string // the packaged binary in the cloud assembly
+	ID, Name, Arn  string
+	Env            map[string]string
+	TimeoutSeconds int
+	MemoryMB       int
+	// EphemeralStorageMB is the size of its /tmp (EphemeralStorage.Size).
+	EphemeralStorageMB int
+	Architectures      []string
+	Handler, Runtime   string
+	Role               string // logical ID of its role
+	Bootstrap          string // the packaged binary in the cloud assembly
 }
 
 // BucketKMSKey is the key ARN a template bucket's default encryption uses
@@ -268,6 +270,8 @@ func (t *Template) Functions() ([]Function, error) {
 		}
 		f.TimeoutSeconds = intOf(p["Timeout"], 3) // Lambda's default
 		f.MemoryMB = intOf(p["MemorySize"], 128)
+		storage, _ := p["EphemeralStorage"].(map[string]any)
+		f.EphemeralStorageMB = intOf(storage["Size"], 512) // Lambda's default /tmp
 		for _, a := range asList(p["Architectures"]) {
 			f.Architectures = append(f.Architectures, fmt.Sprint(a))
 		}
