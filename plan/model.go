@@ -189,7 +189,7 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	}
 
 	server := m.serverSeconds(s)
-	overhead := m.overheadSeconds(s, r, w, conc)
+	overhead := m.overheadSeconds(s, r, w, children, conc)
 	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
 	p.Seconds = math.Max(worker, server) + overhead
 
@@ -225,15 +225,21 @@ func (m Model) serverSeconds(s Stats) float64 {
 	return server
 }
 
+// ResultReadsInFlight is how many batches' CRC-32 objects the finalizer
+// reads at once (workflow's readMapResults).
+const ResultReadsInFlight = 32
+
 // overheadSeconds is what the run waits for besides the workers and the
-// server: listing, HEADs up front, start, launch, the chains' pad, the
-// final Complete.
-func (m Model) overheadSeconds(s Stats, r Run, w, conc float64) float64 {
+// server: listing, HEADs up front, start, launch, the finalizer's reads of
+// the batches' CRC-32s (FinishSeconds has one batch's), the chains' pad,
+// the final Complete.
+func (m Model) overheadSeconds(s Stats, r Run, w, children, conc float64) float64 {
 	overhead := m.listSeconds(s.Entries) +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +
 		float64(s.ArchiveBytes)*m.CompletePerByte
 	if r.Orchestrated {
 		overhead += m.StartSeconds + w/m.LaunchRate
+		overhead += (math.Ceil(children/ResultReadsInFlight) - 1) * m.RequestLatency
 	}
 	if s.ChainParts > 0 {
 		overhead += PadSize / m.WorkerBandwidth // the planner uploads the chains' pad

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // The Map states' results are read and written in the ResultWriter's layout
@@ -20,23 +21,36 @@ import (
 type MapResults = stepfn.MapResults
 
 // readMapResults collects the part results of every succeeded batch, with
-// the CRC-32s each batch wrote to the job's work prefix.
+// the CRC-32s each batch wrote to the job's work prefix: an object a batch,
+// read plan.ResultReadsInFlight at a time (one after another, a run of
+// hundreds of batches waited seconds for them).
 func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails) ([]PartResult, error) {
-	var parts []PartResult
+	var outs []BatchResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out BatchResult
 		if err := json.Unmarshal(output, &out); err != nil {
 			return fmt.Errorf("worker output: %w", err)
 		}
-		if out.CRCsKey != "" {
-			if err := readBatchCRCs(ctx, c, job, &out); err != nil {
-				return err
-			}
-		}
-		parts = append(parts, out.Parts...)
+		outs = append(outs, out)
 		return nil
 	})
-	return parts, err
+	if err != nil {
+		return nil, err
+	}
+	err = forEach(ctx, plan.ResultReadsInFlight, len(outs), func(ctx context.Context, i int) error {
+		if outs[i].CRCsKey == "" {
+			return nil
+		}
+		return readBatchCRCs(ctx, c, job, &outs[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	var parts []PartResult
+	for _, out := range outs {
+		parts = append(parts, out.Parts...)
+	}
+	return parts, nil
 }
 
 // readBatchCRCs sets the parts' CRCs from the object a batch wrote them to;

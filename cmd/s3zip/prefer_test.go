@@ -8,8 +8,8 @@ import (
 )
 
 // TestPlanPreferShowsTheOtherChoice: at 50 workers auto's time choice
-// (chains, 3.3 s, $0.107) and its cost choice (duo with a share of its runs
-// chained, 4.9 s, $0.068) differ; each summary prices the other exactly as
+// (chains, 3.4 s, $0.105) and its cost choice (duo with a share of its runs
+// chained, 5.0 s, $0.068) differ; each summary prices the other exactly as
 // the other run prices itself.
 func TestPlanPreferShowsTheOtherChoice(t *testing.T) {
 	run := func(prefer string) planSummary {
