@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/plan"
 )
 
 // The Map states' results are read and written in the ResultWriter's layout
@@ -19,9 +20,10 @@ import (
 // MapResults is the Map state's output at $.results.
 type MapResults = stepfn.MapResults
 
-// readMapResults collects the part results of every succeeded batch, with
-// the CRC-32s each batch wrote to the job's work prefix.
-func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails) ([]PartResult, error) {
+// readMapResults collects the part results of every succeeded batch, and
+// takes the CRC-32s each batch wrote to the job's work prefix into crcs
+// (by entry index across the plan).
+func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails, crcs *plan.CRCs) ([]PartResult, error) {
 	var parts []PartResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out BatchResult
@@ -30,6 +32,11 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 		}
 		if out.CRCsKey != "" {
 			if err := readBatchCRCs(ctx, c, job, &out); err != nil {
+				return err
+			}
+		}
+		for i := range out.Parts {
+			if err := recordCRCs(crcs, &out.Parts[i]); err != nil {
 				return err
 			}
 		}

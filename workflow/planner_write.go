@@ -84,6 +84,20 @@ func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error)
 	return plan.Decode(header, entries, bytes.NewReader(parts))
 }
 
+// readLayout reads a job's plan without its entries (the finalizer's:
+// streamEntries reads them an entry at a time).
+func readLayout(ctx context.Context, c objectGetter, job *Job) (*plan.Layout, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.DecodeLayout(header, bytes.NewReader(parts))
+}
+
 // spooledPlan is a plan's entries and part-job files, written to the temp
 // directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
 // they are made, and its header. The entries file of ten million entries

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,7 +21,7 @@ import (
 // later archive, a finalizer retried until the state machine gives up),
 // Abort deletes them, so a failed split run leaves none of its archives.
 // The finalizer does not: a retry of it carries on from them.
-func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results []PartResult, started time.Time) (*FinalizeOutput, error) {
+func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results []PartResult, crcs *plan.CRCs, started time.Time) (*FinalizeOutput, error) {
 	job, p := run.job, run.p
 	byArchive := make([][]PartResult, len(p.Archives))
 	for _, r := range results {
@@ -41,7 +40,7 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results [
 	stats := ReportStats{Stats: p.Stats()}
 	archives := make([]Archive, 0, len(p.Archives))
 	for k := range p.Archives {
-		a, st, err := f.finalizeArchive(ctx, run, k, byArchive[k])
+		a, st, err := f.finalizeArchive(ctx, run, k, byArchive[k], crcs)
 		if err != nil {
 			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(p.Archives), ArchiveKey(job.Destination.Key, k), err)
 		}
@@ -71,30 +70,42 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results [
 // finalizeArchive finalizes archive k of a split plan as Finalize does one
 // archive: its workers' parts checked, its final parts sent, its upload
 // completed and the result checked.
-func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, results []PartResult) (*Archive, ReportStats, error) {
+func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, results []PartResult, crcs *plan.CRCs) (*Archive, ReportStats, error) {
 	cfg, job, p := run.cfg, run.job, run.p
 	a := p.ArchivePlan(k)
 	aj := job.forArchive(p.Archives[k].Upload)
-	first := p.Archives[k].First
-	for i := range results {
-		// The workers number entries across the plan; a's from 0.
-		results[i].CRCs = rebaseCRCs(results[i].CRCs, -int(first))
-	}
-	byPart, stats, err := mergeResults(a, results)
+	byPart, stats, err := mergeResults(a.WorkerParts(), a.Stats(), results)
 	if err != nil {
 		return nil, stats, err
 	}
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: aj}, a, byPart, &stats)
+	dir, err := newDirectorySpool(a.DirectoryLayout(), 0, a.FinalPart().First)
+	if err != nil {
+		return nil, stats, err
+	}
+	defer dir.discard()
+	first := p.Archives[k].First
+	for i := range a.Entries {
+		// The workers number entries across the plan; a's from 0. Its
+		// entries share the plan's (the report's).
+		e := &a.Entries[i]
+		if err := takeCRC(e, crcs.Get(first+e.Index)); err != nil {
+			return nil, stats, err
+		}
+		if _, err := dir.add(e); err != nil {
+			return nil, stats, err
+		}
+	}
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: aj}, a.FinalParts(), dir, byPart, &stats)
 	if err != nil {
 		return nil, stats, err
 	}
 	etag := ""
 	if !completed {
-		if etag, err = f.complete(ctx, aj, a, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+		if etag, err = f.complete(ctx, aj, a.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
 			return nil, stats, err
 		}
 	}
-	out, err := f.check(ctx, aj, a, archiveCRC, etag)
+	out, err := f.check(ctx, aj, a.Size, archiveCRC, etag)
 	if err != nil {
 		return nil, stats, err
 	}
@@ -115,23 +126,6 @@ type splitFinal struct {
 	cfg Config
 	job *Job
 	p   *plan.Plan
-}
-
-// rebaseCRCs moves CRC-32s keyed by entry index by delta.
-func rebaseCRCs(crcs map[string]string, delta int) map[string]string {
-	if len(crcs) == 0 || delta == 0 {
-		return crcs
-	}
-	out := make(map[string]string, len(crcs))
-	for k, v := range crcs {
-		i, err := strconv.Atoi(k)
-		if err != nil {
-			out[k] = v // mergeResults says what is wrong with it
-			continue
-		}
-		out[strconv.Itoa(i+delta)] = v
-	}
-	return out
 }
 
 // completedArchive is the record of an archive a split run completed.
