@@ -59,6 +59,15 @@ func (l *Layout) WorkerParts() []Part { return l.Parts[:firstFinal(l.Parts)] }
 // FinalParts are the parts the finalizer builds (Plan.FinalParts).
 func (l *Layout) FinalParts() []Part { return l.Parts[firstFinal(l.Parts):] }
 
+// FinalEntries is the index of the first entry the finalizer builds (in
+// the first of finals), or entries, the plan's count, when it builds none.
+func FinalEntries(finals []Part, entries int) EntryIndex {
+	if finals[0].Count == 0 {
+		return EntryIndex(entries)
+	}
+	return finals[0].First
+}
+
 // EachEntry calls fn with each placed entry of an entries file, one JSON
 // line each, as it is read: fn's entry is its own to keep.
 func EachEntry(r io.Reader, fn func(*PlacedEntry) error) error {
@@ -121,7 +130,6 @@ func (c *CRCs) Get(i EntryIndex) CRC {
 type DirectoryWriter struct {
 	w      io.Writer
 	layout DirectoryLayout
-	first  EntryIndex // the index of the archive's first entry
 	next   EntryIndex // the index the next entry must have
 	offset int64      // where the next entry must start
 	data   uint32     // CRC-32 of the archive's bytes before offset
@@ -149,11 +157,10 @@ func (l *Layout) DirectoryLayout() DirectoryLayout {
 	return DirectoryLayout{l.Entries, l.DirectoryOffset, l.DirectorySize, l.Size}
 }
 
-// NewDirectoryWriter writes the directory of an archive laid out as l to w.
-// first is the index of the archive's first entry (a split plan numbers
-// entries across its archives).
-func NewDirectoryWriter(w io.Writer, l DirectoryLayout, first EntryIndex) *DirectoryWriter {
-	return &DirectoryWriter{w: w, layout: l, first: first, next: first, made: make([]byte, 0, 512)}
+// NewDirectoryWriter writes the directory of an archive laid out as l to
+// w; its entries are numbered from 0 (as Make and ArchivePlan number them).
+func NewDirectoryWriter(w io.Writer, l DirectoryLayout) *DirectoryWriter {
+	return &DirectoryWriter{w: w, layout: l, made: make([]byte, 0, 512)}
 }
 
 // Add writes entry e's central header.
@@ -177,7 +184,7 @@ func (d *DirectoryWriter) Add(e *PlacedEntry) error {
 // that the entries and the directory are the ones planned.
 func (d *DirectoryWriter) End() error {
 	l := d.layout
-	if n := int(d.next - d.first); n != l.Entries || d.offset != l.DirectoryOffset || d.size != l.DirectorySize {
+	if n := int(d.next); n != l.Entries || d.offset != l.DirectoryOffset || d.size != l.DirectorySize {
 		return &InvalidPlanError{[]string{fmt.Sprintf("%d entries end at %d with a directory of %d bytes; the plan has %d entries, a directory at %d of %d bytes",
 			n, d.offset, d.size, l.Entries, l.DirectoryOffset, l.DirectorySize)}}
 	}

@@ -42,7 +42,7 @@ func streamEntries(ctx context.Context, c objectGetter, job *Job, l *plan.Layout
 	}
 	defer body.Close()
 	s := &finalEntries{}
-	if s.dir, err = newDirectorySpool(l.DirectoryLayout(), 0, l.FinalParts()[0].First); err != nil {
+	if s.dir, err = newDirectorySpool(l.DirectoryLayout(), l.FinalParts()); err != nil {
 		return nil, err
 	}
 	if s.lines, err = newReportLines(); err != nil {
@@ -110,26 +110,27 @@ func takeCRC(e *plan.PlacedEntry, computed plan.CRC) error {
 
 // directorySpool is an archive's central directory and end records,
 // written to $TMPDIR as its entries go by (plan.DirectoryWriter) and read
-// back by the final parts: at ten million entries it is about a gigabyte.
-// The entries of the first final part, from finalFirst, are held until
-// building that part learns their CRC-32s.
+// back by the final parts (finals): at ten million entries it is about a
+// gigabyte. The entries of the first final part, from finalFirst, are held
+// until building that part learns their CRC-32s.
 type directorySpool struct {
 	file       *os.File
 	out        *bufio.Writer
 	dir        *plan.DirectoryWriter
 	offset     int64 // the directory's in the archive
+	finals     []plan.Part
 	finalFirst plan.EntryIndex
 	final      []plan.PlacedEntry
 	ended      bool
 }
 
-func newDirectorySpool(l plan.DirectoryLayout, first, finalFirst plan.EntryIndex) (*directorySpool, error) {
+func newDirectorySpool(l plan.DirectoryLayout, finals []plan.Part) (*directorySpool, error) {
 	file, err := os.CreateTemp("", "s3zip-directory-*")
 	if err != nil {
 		return nil, fmt.Errorf("central directory file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
 	}
-	s := &directorySpool{file: file, out: bufio.NewWriterSize(file, 1<<20), offset: l.DirectoryOffset, finalFirst: finalFirst}
-	s.dir = plan.NewDirectoryWriter(s.out, l, first)
+	s := &directorySpool{file: file, out: bufio.NewWriterSize(file, 1<<20), offset: l.DirectoryOffset, finals: finals, finalFirst: plan.FinalEntries(finals, l.Entries)}
+	s.dir = plan.NewDirectoryWriter(s.out, l)
 	return s, nil
 }
 

@@ -143,14 +143,9 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return nil, err
 	}
 	crcs := plan.NewCRCs(l.Entries)
-	var results []PartResult
-	if len(l.WorkerParts()) > 0 {
-		if in.Results == nil || in.Results.ResultWriterDetails == nil {
-			return nil, fmt.Errorf("no Map results for %d worker parts", len(l.WorkerParts()))
-		}
-		if results, err = readMapResults(ctx, f.S3, &job, in.Results.ResultWriterDetails, crcs); err != nil {
-			return nil, err
-		}
+	results, err := f.results(ctx, &job, in.Results, len(l.WorkerParts()), crcs)
+	if err != nil {
+		return nil, err
 	}
 	if l.Split() {
 		// Each archive of a split run is finalized from the plan in memory
@@ -170,7 +165,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		return nil, err
 	}
 	defer entries.discard()
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: &job}, l.FinalParts(), entries.dir, byPart, &stats)
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: &job}, entries.dir, byPart, &stats)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +178,8 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		}
 	}
 	if !completed {
-		if etag, err = f.complete(ctx, &job, l.Size, byPart, archiveCRC); err != nil {
-			if !s3ref.IsCode(err, "NoSuchUpload") {
-				return nil, err
-			}
+		if etag, err = f.complete(ctx, &job, l.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+			return nil, err
 		}
 	}
 	archive, err := f.check(ctx, &job, l.Size, archiveCRC, etag)
@@ -220,11 +213,11 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 // a time: the finalizer holds a part, never the whole directory (millions
 // of entries make gigabytes of it). It returns the archive's CRC-32, and
 // whether an earlier run completed the upload already.
-func sendFinalParts(ctx context.Context, u archiveUpload, finals []plan.Part, dir *directorySpool, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
+func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
 	dirOffset := dir.offset
 	completed := false
 	var err error
-	for _, final := range finals {
+	for _, final := range dir.finals {
 		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
 			if err := dir.end(computed); err != nil {
 				return nil, err
@@ -263,6 +256,18 @@ func sendFinalParts(ctx context.Context, u archiveUpload, finals []plan.Part, di
 	}
 	archiveCRC, err := dir.archiveCRC()
 	return archiveCRC, completed, err
+}
+
+// results are the Map's results of the worker parts, their CRC-32s taken
+// into crcs.
+func (f *Finalizer) results(ctx context.Context, job *Job, m *MapResults, workerParts int, crcs *plan.CRCs) ([]PartResult, error) {
+	if workerParts == 0 {
+		return nil, nil
+	}
+	if m == nil || m.ResultWriterDetails == nil {
+		return nil, fmt.Errorf("no Map results for %d worker parts", workerParts)
+	}
+	return readMapResults(ctx, f.S3, job, m.ResultWriterDetails, crcs)
 }
 
 // finishedBefore recognises a run again after an earlier run finished all

@@ -78,7 +78,7 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, 
 	if err != nil {
 		return nil, stats, err
 	}
-	dir, err := newDirectorySpool(a.DirectoryLayout(), 0, a.FinalPart().First)
+	dir, err := newDirectorySpool(a.DirectoryLayout(), a.FinalParts())
 	if err != nil {
 		return nil, stats, err
 	}
@@ -95,7 +95,7 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, 
 			return nil, stats, err
 		}
 	}
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: aj}, a.FinalParts(), dir, byPart, &stats)
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: aj}, dir, byPart, &stats)
 	if err != nil {
 		return nil, stats, err
 	}

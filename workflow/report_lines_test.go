@@ -1,0 +1,76 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// The report the finalizer puts is its head, the entries' lines spooled to
+// $TMPDIR as the entries file streams by, and its tail, read as one: byte
+// for byte the json.MarshalIndent of the Report with every entry in
+// Entries, for no entry, one, and several (a DEFLATE entry, digests, split
+// archives' numbers), read whole and read again after a seek.
+func TestReportLinesAreTheReport(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	stored := &plan.Entry{Name: "a<b>&c.txt", Source: plan.Source{Bucket: "src", Key: "in/a<b>&c.txt"}, Size: 1000, CRC32: plan.KnownCRC(0x1234abcd), SHA256: strings.Repeat("ab", 32)}
+	deflated := &plan.Entry{Name: "ünï/名前.txt", Source: plan.Source{Bucket: "work", Key: "deflate/1"}, Size: 300, CRC32: plan.KnownCRC(7),
+		Method: plan.MethodDeflate, RawSize: 2000, RawCRC32: plan.KnownCRC(0xdeadbeef), Origin: &plan.Source{Bucket: "src", Key: "in/ünï/名前.txt"}}
+	empty := &plan.Entry{Name: "empty/", Dir: true, CRC32: plan.KnownCRC(0)}
+	all := []plan.PlacedEntry{{Index: 0, Entry: stored}, {Index: 1, Entry: deflated, Offset: 1100}, {Index: 2, Entry: empty, Offset: 1500}}
+	for _, tc := range []struct {
+		name    string
+		entries []plan.PlacedEntry
+		archive int
+	}{{"none", nil, 0}, {"one", all[:1], 0}, {"several", all, 0}, {"split", all, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Report{Archive: Archive{URI: "s3://dst/r.zip", Size: 5000, ETag: `"e"`, CRC32: "01234567"}, Execution: "exec", Strategy: plan.StrategyDuo,
+				Stats: ReportStats{Stats: plan.Stats{Entries: len(tc.entries)}, FinalizeMillis: 12}, Finished: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+			if tc.archive > 0 {
+				r.Archives = []Archive{r.Archive, r.Archive}
+			}
+			lines, err := newReportLines()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lines.discard()
+			want := r
+			want.Entries = []ReportEntry{}
+			for i := range tc.entries {
+				if err := lines.add(&tc.entries[i], tc.archive); err != nil {
+					t.Fatal(err)
+				}
+				want.Entries = append(want.Entries, reportEntry(&tc.entries[i], tc.archive))
+			}
+			wantDoc, err := json.MarshalIndent(want, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, size, err := lines.document(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for read := range 2 {
+				if _, err := doc.Seek(0, io.SeekStart); err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, wantDoc) || size != int64(len(wantDoc)) {
+					t.Fatalf("read %d: the report (%d bytes, size said %d) is not json.MarshalIndent's (%d bytes):\n%s\nwant\n%s", read+1, len(got), size, len(wantDoc), got, wantDoc)
+				}
+			}
+			if _, err := os.Stat(doc.Name()); err != nil {
+				t.Errorf("the document is not read from its file in $TMPDIR: %v", err)
+			}
+		})
+	}
+}
