@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -72,5 +78,29 @@ func TestReportLinesAreTheReport(t *testing.T) {
 				t.Errorf("the document is not read from its file in $TMPDIR: %v", err)
 			}
 		})
+	}
+}
+
+// The finalizer spools each entry's central header to $TMPDIR as it reads
+// the entries file: a $TMPDIR it cannot write fails the run before the
+// upload is completed (Abort discards it), with an error that says where
+// the directory goes; nothing is left at the destination.
+func TestFinalizerDirectoryNeedsTMPDIR(t *testing.T) {
+	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumCRC32}, {"in/big.bin", 6 * mib, s3test.ChecksumCRC32}})
+	t.Setenv("TMPDIR", t.TempDir())
+	missing := filepath.Join(t.TempDir(), "missing")
+	r := e.runner()
+	r.OnProgress = func(p Progress) {
+		if p.Phase == PhaseFinalizing {
+			os.Setenv("TMPDIR", missing) // t.Setenv restores it
+		}
+	}
+	_, err := r.Run(t.Context(), request("stream", "in/", "out/t.zip", ""), "exec-no-tmp")
+	if err == nil || !strings.Contains(err.Error(), "central directory") || !strings.Contains(err.Error(), "$TMPDIR") {
+		t.Fatalf("finalizing with $TMPDIR missing: %v, want the run failed by an error naming the central directory and $TMPDIR", err)
+	}
+	_, herr := e.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("out/t.zip")})
+	if !s3x.NotFound(herr) {
+		t.Errorf("the archive's key after the failed run: %v, want it not found", herr)
 	}
 }
