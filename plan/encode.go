@@ -209,11 +209,17 @@ const maxUploadBytes = len(`,"upload":{"key":"","uploadId":""}`) + 1024 + 512
 // DecodeEntries reads placed entries, one JSON line each.
 func DecodeEntries(r io.Reader) ([]PlacedEntry, error) {
 	var out []PlacedEntry
-	err := EachEntry(r, func(e *PlacedEntry) error {
+	entries := NewEntryReader(r)
+	for {
+		e, err := entries.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, *e)
-		return nil
-	})
-	return out, err
+	}
 }
 
 // DecodeParts reads part jobs, one JSON line each.

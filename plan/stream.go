@@ -68,28 +68,55 @@ func FinalEntries(finals []Part, entries int) EntryIndex {
 	return finals[0].First
 }
 
-// EachEntry calls fn with each placed entry of an entries file, one JSON
-// line each, as it is read: fn's entry is its own to keep.
-func EachEntry(r io.Reader, fn func(*PlacedEntry) error) error {
+// Archive is archive k of a split layout as a layout of its own: its
+// entries and parts numbered from 0 as Make numbers them (ArchivePlan).
+// Its Stats are not known without its entries: zero.
+func (l *Layout) Archive(k int) *Layout {
+	a := &l.Archives[k]
+	v := &Layout{Header: Header{Version: l.Version, Strategy: a.Strategy, Size: a.Size, Entries: a.Entries,
+		DirectoryOffset: a.DirectoryOffset, DirectorySize: a.DirectorySize, Zip64: a.Zip64}}
+	v.Parts = archiveParts(l.Parts, l.Archives, k)
+	v.Header.Parts = len(v.Parts)
+	return v
+}
+
+// EntryReader reads placed entries from an entries file, one JSON line
+// each, as it arrives: the reader's memory is a line.
+type EntryReader struct {
+	sc   *bufio.Scanner
+	line int
+	read int64
+}
+
+// NewEntryReader reads entries from r.
+func NewEntryReader(r io.Reader) *EntryReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		e := &PlacedEntry{}
-		if err := json.Unmarshal(sc.Bytes(), e); err != nil {
-			return fmt.Errorf("entries line %d: %w", line, err)
-		}
-		if e.Entry == nil {
-			return fmt.Errorf("entries line %d: not an entry", line)
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read entries: %w", err)
-	}
-	return nil
+	return &EntryReader{sc: sc}
 }
+
+// Next is the next entry, its own to keep; io.EOF after the last.
+func (r *EntryReader) Next() (*PlacedEntry, error) {
+	if !r.sc.Scan() {
+		if err := r.sc.Err(); err != nil {
+			return nil, fmt.Errorf("read entries: %w", err)
+		}
+		return nil, io.EOF
+	}
+	r.line++
+	r.read += int64(len(r.sc.Bytes())) + 1 // the line and its newline (json.Encoder's)
+	e := &PlacedEntry{}
+	if err := json.Unmarshal(r.sc.Bytes(), e); err != nil {
+		return nil, fmt.Errorf("entries line %d: %w", r.line, err)
+	}
+	if e.Entry == nil {
+		return nil, fmt.Errorf("entries line %d: not an entry", r.line)
+	}
+	return e, nil
+}
+
+// Read is the bytes of the lines Next has read.
+func (r *EntryReader) Read() int64 { return r.read }
 
 // CRCs are CRC-32s by entry index, 4 bytes and a bit an entry: the
 // finalizer's record of what the workers computed, 40 MB at ten million

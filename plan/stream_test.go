@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strings"
 	"testing"
 
@@ -38,15 +39,25 @@ func streamDirectory(t *testing.T, p *Plan) ([]byte, uint32) {
 	var dir bytes.Buffer
 	w := NewDirectoryWriter(&dir, l.DirectoryLayout())
 	var final []*PlacedEntry
-	err = EachEntry(bytes.NewReader(enc.Entries), func(e *PlacedEntry) error {
+	entries := NewEntryReader(bytes.NewReader(enc.Entries))
+	for {
+		e, err := entries.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
 		if e.Index >= FinalEntries(l.FinalParts(), l.Entries) {
 			final = append(final, e)
-			return nil
+			continue
 		}
-		return w.Add(e)
-	})
-	if err != nil {
-		t.Fatalf("EachEntry: %v", err)
+		if err := w.Add(e); err != nil {
+			t.Fatalf("Add: %v", err)
+		}
+	}
+	if entries.Read() != int64(len(enc.Entries)) {
+		t.Errorf("read %d bytes of entries, the file is %d", entries.Read(), len(enc.Entries))
 	}
 	for _, e := range final {
 		if err := w.Add(e); err != nil {

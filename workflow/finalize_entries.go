@@ -21,56 +21,69 @@ import (
 // holds the layout (header and parts), the workers' CRC-32s (plan.CRCs, 4
 // bytes an entry) and the entries of its own final part.
 
-// finalEntries are an archive's entries as the finalizer keeps them: the
-// directory and report lines spooled, and its final part's entries.
-type finalEntries struct {
-	dir   *directorySpool
-	lines *reportLines
+// archiveRun is where one archive's entries are, in the entries file and
+// in the plan.
+type archiveRun struct {
+	layout *plan.Layout    // the archive's, its entries numbered from 0
+	job    *Job            // the job as its upload's (Job.forArchive)
+	first  plan.EntryIndex // its first entry's index in the plan
+	from   int64           // where its first line starts in the entries file
+	number int             // its number in a split run (1 for name-0001.zip); 0 for one archive
+	last   bool            // the file ends with its entries
 }
 
-func (s *finalEntries) discard() {
-	s.dir.discard()
-	s.lines.discard()
-}
-
-// streamEntries reads the job's entries file, gives each the CRC-32 a
-// worker computed (crcs), and spools its central header and report line.
-func streamEntries(ctx context.Context, c objectGetter, job *Job, l *plan.Layout, crcs *plan.CRCs) (*finalEntries, error) {
-	body, err := openObject(ctx, c, job.WorkBucket, job.EntriesKey)
+// streamEntries reads an archive's entries from the run's entries file
+// (one GET from its first line), gives each the CRC-32 a worker computed
+// (crcs, by index in the plan), spools its central header and adds its
+// line to the report (lines; a final part's entries' lines once their
+// CRC-32s are known: finalLines). It returns the directory and where the
+// next archive's entries start.
+func (fr *finalRun) streamEntries(ctx context.Context, c objectGetter, run archiveRun) (*directorySpool, int64, error) {
+	job := fr.job
+	body, err := openObjectFrom(ctx, c, job.WorkBucket, job.EntriesKey, run.from)
 	if err != nil {
-		return nil, fmt.Errorf("plan entries: %w", err)
+		return nil, 0, fmt.Errorf("plan entries: %w", err)
 	}
 	defer body.Close()
-	s := &finalEntries{}
-	if s.dir, err = newDirectorySpool(l.DirectoryLayout(), l.FinalParts()); err != nil {
-		return nil, err
+	dir, err := newDirectorySpool(run.layout.DirectoryLayout(), run.layout.FinalParts())
+	if err != nil {
+		return nil, 0, err
 	}
-	if s.lines, err = newReportLines(); err != nil {
-		s.dir.discard()
-		return nil, err
+	entries := plan.NewEntryReader(body)
+	if err := spoolEntries(entries, run, dir, fr.crcs, fr.lines); err != nil {
+		dir.discard()
+		return nil, 0, fmt.Errorf("plan entries s3://%s/%s: %w", job.WorkBucket, job.EntriesKey, err)
 	}
-	err = plan.EachEntry(body, func(e *plan.PlacedEntry) error {
+	return dir, run.from + entries.Read(), nil
+}
+
+// spoolEntries is streamEntries once the entries are open.
+func spoolEntries(entries *plan.EntryReader, run archiveRun, dir *directorySpool, crcs *plan.CRCs, lines *reportLines) error {
+	for i := range run.layout.Entries {
+		e, err := entries.Next()
+		if err == io.EOF {
+			return fmt.Errorf("the file ends at entry %d, the plan has %d", int(run.first)+i, int(run.first)+run.layout.Entries)
+		}
+		if err != nil {
+			return err
+		}
 		if err := takeCRC(e, crcs.Get(e.Index)); err != nil {
 			return err
 		}
-		if kept, err := s.dir.add(e); kept || err != nil {
-			return err // the report's line once its CRC-32 is known (finalLines)
-		}
-		return s.lines.add(e, 0)
-	})
-	if err != nil {
-		s.discard()
-		return nil, fmt.Errorf("plan entries s3://%s/%s: %w", job.WorkBucket, job.EntriesKey, err)
-	}
-	return s, nil
-}
-
-// finalLines adds the final part's entries' lines to the report, once
-// sending the final parts has learned their CRC-32s.
-func (s *finalEntries) finalLines() error {
-	for i := range s.dir.final {
-		if err := s.lines.add(&s.dir.final[i], 0); err != nil {
+		e.Index -= run.first
+		kept, err := dir.add(e)
+		if err != nil {
 			return err
+		}
+		if !kept {
+			if err := lines.add(e, run.number); err != nil {
+				return err
+			}
+		}
+	}
+	if run.last {
+		if _, err := entries.Next(); err != io.EOF {
+			return fmt.Errorf("more entries than the plan's %d (%v)", int(run.first)+run.layout.Entries, err)
 		}
 	}
 	return nil
@@ -173,6 +186,18 @@ func (s *directorySpool) end(computed map[plan.EntryIndex]uint32) error {
 	return nil
 }
 
+// finalLines adds the final part's entries' lines to the report, once
+// sending the final parts has learned their CRC-32s; number is the
+// archive's in a split run.
+func (s *directorySpool) finalLines(lines *reportLines, number int) error {
+	for i := range s.final {
+		if err := lines.add(&s.final[i], number); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Read reads the directory, once end has made it.
 func (s *directorySpool) Read(b []byte) (int, error) {
 	if !s.ended {
@@ -203,9 +228,10 @@ func (s *directorySpool) discard() {
 // each as json.MarshalIndent writes it inside the Report (with the comma
 // and indent before it): at ten million entries they are gigabytes.
 type reportLines struct {
-	file *os.File
-	out  *bufio.Writer // keeps its first error: Flush returns it
-	n    int
+	file   *os.File
+	out    *bufio.Writer // keeps its first error: Flush returns it
+	n      int
+	failed error // an entry's line not made: the report is not put
 }
 
 func newReportLines() (*reportLines, error) {
@@ -214,6 +240,13 @@ func newReportLines() (*reportLines, error) {
 		return nil, fmt.Errorf("report file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
 	}
 	return &reportLines{file: file, out: bufio.NewWriterSize(file, 1<<20)}, nil
+}
+
+// fail records that the report cannot be made whole: document says so.
+func (l *reportLines) fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+	}
 }
 
 // add writes e's line; archive is its archive's number in a split run.
@@ -236,6 +269,9 @@ func (l *reportLines) add(e *plan.PlacedEntry, archive int) error {
 // json.MarshalIndent(r, "", "  ") writes it with them in r.Entries, read
 // from the lines' file, and its size.
 func (l *reportLines) document(r *Report) (*spooledDoc, int64, error) {
+	if l.failed != nil {
+		return nil, 0, l.failed
+	}
 	if err := l.out.Flush(); err != nil {
 		return nil, 0, fmt.Errorf("write the report to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", l.file.Name(), err)
 	}

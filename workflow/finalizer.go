@@ -147,65 +147,97 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	if err != nil {
 		return nil, err
 	}
+	lines, err := newReportLines()
+	if err != nil {
+		return nil, err
+	}
+	defer lines.discard()
+	run := &finalRun{cfg: cfg, job: &job, l: l, crcs: crcs, lines: lines, checkReport: !job.Overwrite}
 	if l.Split() {
-		// Each archive of a split run is finalized from the plan in memory
-		// (its entries decoded): not streamed yet.
-		p, err := readPlan(ctx, f.S3, &job)
-		if err != nil {
-			return nil, err
-		}
-		return f.finalizeSplit(ctx, splitFinal{cfg, &job, p}, results, crcs, started)
+		return f.finalizeSplit(ctx, run, results, started)
 	}
-	byPart, stats, err := mergeResults(l.WorkerParts(), l.Stats, results)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := streamEntries(ctx, f.S3, &job, l, crcs)
-	if err != nil {
-		return nil, err
-	}
-	defer entries.discard()
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: &job}, entries.dir, byPart, &stats)
-	if err != nil {
-		return nil, err
-	}
-	etag := "" // of the object this run's completion made, when it knows it
-	if !completed && !job.Overwrite {
-		// The planner found the report's key free; another writer may have
-		// taken it since. Fail now, while the upload can still be aborted.
-		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
-			return nil, err
-		}
-	}
-	if !completed {
-		if etag, err = f.complete(ctx, &job, l.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
-			return nil, err
-		}
-	}
-	archive, err := f.check(ctx, &job, l.Size, archiveCRC, etag)
+	archive, stats, _, err := f.finalizeArchive(ctx, run, archiveRun{layout: l, job: &job, last: true}, results)
 	if err != nil {
 		return nil, err
 	}
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
-	reportKey := ReportKey(job.Destination)
-	out := &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}
-	err = entries.finalLines()
-	if err == nil {
-		err = f.putReport(ctx, &job, &Report{Archive: *archive, Execution: job.Execution, Strategy: l.Strategy, Stats: stats}, entries.lines)
-	}
-	if err != nil {
-		// The archive is complete and checked. Failing now would have the
-		// Abort state discard a good archive for want of its description.
-		log.Warn("report not written", "report", out.Report, "error", err.Error())
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the archive %s is complete and checked, but its report %s was not written: %v", archive.URI, out.Report, err))
-		out.Report = ""
-	}
+	out := &FinalizeOutput{Archive: *archive, Stats: stats}
+	f.report(ctx, run, &Report{Archive: *archive}, out, fmt.Sprintf("the archive %s is complete and checked, but its report", archive.URI))
 	if err := cleanWork(ctx, f.S3, &job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
 	f.describe(ctx, &job, out, l.Strategy)
 	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", l.Entries, "millis", stats.FinalizeMillis)
 	return out, nil
+}
+
+// finalRun is what finalizing a run's archives shares.
+type finalRun struct {
+	cfg   Config
+	job   *Job
+	l     *plan.Layout
+	crcs  *plan.CRCs   // the workers', by entry index in the plan
+	lines *reportLines // the report's entries, archive after archive
+	// checkReport says to check the report's key is still free before
+	// completing (a split run checks once, before its first archive).
+	checkReport bool
+}
+
+// finalizeArchive finalizes one archive: its workers' parts checked, its
+// entries streamed, its final parts sent, its upload completed and the
+// result checked, its report lines added. It returns where the next
+// archive's entries start.
+func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archiveRun, results []PartResult) (*Archive, ReportStats, int64, error) {
+	a, job := ar.layout, ar.job
+	byPart, stats, err := mergeResults(a.WorkerParts(), a.Stats, results)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	dir, next, err := run.streamEntries(ctx, f.S3, ar)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	defer dir.discard()
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: run.cfg, job: job}, dir, byPart, &stats)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	etag := "" // of the object this run's completion made, when it knows it
+	if !completed && run.checkReport {
+		// The planner found the report's key free; another writer may have
+		// taken it since. Fail now, while the upload can still be aborted.
+		if err := checkReportFree(ctx, f.S3, run.job.Destination); err != nil {
+			return nil, stats, 0, err
+		}
+	}
+	if !completed {
+		if etag, err = f.complete(ctx, job, a.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+			return nil, stats, 0, err
+		}
+	}
+	out, err := f.check(ctx, job, a.Size, archiveCRC, etag)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	if err := dir.finalLines(run.lines, ar.number); err != nil {
+		run.lines.fail(err) // the archive is good: the report says what went wrong
+	}
+	return out, stats, next, nil
+}
+
+// report puts the run's report (r, its archives set) and names it in out;
+// one not written is a warning that starts with what, not a failure: the
+// archives are complete and checked, and failing would have the Abort
+// state discard them for want of their description.
+func (f *Finalizer) report(ctx context.Context, run *finalRun, r *Report, out *FinalizeOutput, what string) {
+	job := run.job
+	r.Execution, r.Strategy, r.Stats = job.Execution, run.l.Strategy, out.Stats
+	out.Report = "s3://" + job.Destination.Bucket + "/" + ReportKey(job.Destination)
+	if err := f.putReport(ctx, job, r, run.lines); err != nil {
+		f.logger().Warn("report not written", "execution", job.Execution, "report", out.Report, "error", err.Error())
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s %s was not written: %v", what, out.Report, err))
+		out.Report = ""
+	}
 }
 
 // sendFinalParts sends the final parts: the entries after the last worker
@@ -407,26 +439,6 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 		return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}
 	}
 	return &Archive{URI: d.URI(), Size: size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
-}
-
-// writeReport writes the report of p's archives: the lines of its entries
-// spooled (reportLines), then put (putReport).
-func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
-	lines, err := newReportLines()
-	if err != nil {
-		return err
-	}
-	defer lines.discard()
-	for i := range p.Entries {
-		if err := lines.add(&p.Entries[i], p.ArchiveOf(p.Entries[i].Index)); err != nil {
-			return err
-		}
-	}
-	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats}
-	if p.Split() {
-		r.Archives = archives
-	}
-	return f.putReport(ctx, job, &r, lines)
 }
 
 // putReport puts the archive's report beside it (ReportKey): the

@@ -64,9 +64,10 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 	return nil
 }
 
-// readPlan reads a job's plan back: the finalizer's, and the planner's
-// after a CRC round. The entries file is decoded as it arrives, not held
-// whole first: at ten million entries it is gigabytes.
+// readPlan reads a job's plan back: the planner's after a CRC round. The
+// entries file is decoded as it arrives, not held whole first: at ten
+// million entries it is gigabytes. (The finalizer holds no plan: readLayout,
+// streamEntries.)
 func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
