@@ -89,22 +89,18 @@ func spoolEntries(entries *plan.EntryReader, run archiveRun, dir *directorySpool
 	return nil
 }
 
-// recordCRCs takes the CRC-32s a worker computed of r's entries into crcs,
-// and drops them from r: held as the results' maps of strings they would be
-// most of the finalizer's memory.
-func recordCRCs(crcs *plan.CRCs, r *PartResult) error {
-	for k, v := range r.CRCs {
-		i, err := strconv.Atoi(k)
-		if err != nil || i < 0 || i >= crcs.Len() {
-			return fmt.Errorf("part %d reports a CRC for entry %q, which is not in the plan", r.Part, k)
-		}
-		crc, err := plan.ParseHexCRC(v)
-		if err != nil {
-			return fmt.Errorf("part %d, entry %d: %w", r.Part, i, err)
-		}
-		crcs.Set(plan.EntryIndex(i), crc)
+// recordCRC takes the CRC-32 part's worker computed of an entry (its
+// index and the CRC-32, as the batch wrote them) into crcs.
+func recordCRC(crcs *plan.CRCs, part int, entry, crc string) error {
+	i, err := strconv.Atoi(entry)
+	if err != nil || i < 0 || i >= crcs.Len() {
+		return fmt.Errorf("part %d reports a CRC for entry %q, which is not in the plan", part, entry)
 	}
-	r.CRCs = nil
+	sum, err := plan.ParseHexCRC(crc)
+	if err != nil {
+		return fmt.Errorf("part %d, entry %d: %w", part, i, err)
+	}
+	crcs.Set(plan.EntryIndex(i), sum)
 	return nil
 }
 

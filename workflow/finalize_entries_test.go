@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
@@ -102,5 +105,78 @@ func TestFinalizerDirectoryNeedsTMPDIR(t *testing.T) {
 	_, herr := e.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("out/t.zip")})
 	if !s3x.NotFound(herr) {
 		t.Errorf("the archive's key after the failed run: %v, want it not found", herr)
+	}
+}
+
+// docGetter serves whole objects from memory by key.
+type docGetter map[string]string
+
+func (g docGetter) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	doc, ok := g[aws.ToString(in.Key)]
+	if !ok {
+		return nil, &types.NoSuchKey{}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(strings.NewReader(doc)), ContentLength: aws.Int64(int64(len(doc)))}, nil
+}
+
+// The CRC-32s a batch wrote are taken into the finalizer's table as the
+// document is read, not decoded into maps first (a batch of small entries
+// writes tens of MB): those of the batch's parts, by entry index; an index
+// not in the plan, or a CRC-32 that is not 8 hex digits, is refused.
+func TestBatchCRCsReadAsTheyCome(t *testing.T) {
+	job := &Job{WorkBucket: "work", WorkPrefix: "w/"}
+	for _, tc := range []struct {
+		name, doc string
+		want      map[plan.EntryIndex]uint32 // every known CRC-32 after
+		err       string
+	}{
+		{"taken", `{"parts":{"1":{"0":"0000000a","2":"0000000c"},"2/1":{"1":"0000000b"}}}`, map[plan.EntryIndex]uint32{0: 10, 2: 12}, ""},
+		{"other-archive-part-ignored", `{"parts":{"2/1":{"1":"0000000b"}}}`, map[plan.EntryIndex]uint32{}, ""},
+		{"index-not-in-plan", `{"parts":{"1":{"3":"0000000a"}}}`, nil, `entry "3", which is not in the plan`},
+		{"not-an-index", `{"parts":{"1":{"x":"0000000a"}}}`, nil, `entry "x", which is not in the plan`},
+		{"not-hex", `{"parts":{"1":{"0":"zz"}}}`, nil, "want 8 hex digits"},
+		{"not-an-object", `["1"]`, nil, "want a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crcs := plan.NewCRCs(3)
+			out := &BatchResult{Parts: []PartResult{{Part: 1}}, CRCsKey: "w/crcs/1.json"}
+			err := readBatchCRCs(t.Context(), docGetter{"w/crcs/1.json": tc.doc}, job, out, crcs)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range plan.EntryIndex(3) {
+				got, want := crcs.Get(i), tc.want[i]
+				if _, known := tc.want[i]; got.Known != known || got.Sum != want {
+					t.Errorf("entry %d: %v, want %08x (known %v)", i, got, want, known)
+				}
+			}
+		})
+	}
+	out := &BatchResult{Parts: []PartResult{{Part: 1}}, CRCsKey: "other/crcs/1.json"}
+	if err := readBatchCRCs(t.Context(), docGetter{}, job, out, plan.NewCRCs(1)); err == nil || !strings.Contains(err.Error(), "outside this execution's work prefix") {
+		t.Errorf("CRC-32s outside the work prefix: %v, want them refused", err)
+	}
+}
+
+// A worker's CRC-32 is taken where the plan has none, and must be the
+// plan's where it has one: a difference fails the run (ChecksumMismatchError).
+func TestTakeCRCRefusesAnotherThanThePlans(t *testing.T) {
+	unknown := &plan.PlacedEntry{Entry: &plan.Entry{Name: "u"}}
+	if err := takeCRC(unknown, plan.KnownCRC(5)); err != nil || unknown.CRC32 != plan.KnownCRC(5) {
+		t.Errorf("an entry without a CRC-32 given 5: %v, %v", err, unknown.CRC32)
+	}
+	known := &plan.PlacedEntry{Entry: &plan.Entry{Name: "k", CRC32: plan.KnownCRC(7)}}
+	var mismatch *ChecksumMismatchError
+	if err := takeCRC(known, plan.KnownCRC(8)); !errors.As(err, &mismatch) || !strings.Contains(err.Error(), `entry "k"`) {
+		t.Errorf("an entry of CRC-32 7 given 8: %v, want a ChecksumMismatchError naming it", err)
+	}
+	if err := takeCRC(known, plan.CRC{}); err != nil || known.CRC32 != plan.KnownCRC(7) {
+		t.Errorf("an entry of CRC-32 7 given none: %v, %v", err, known.CRC32)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,12 +32,7 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 			return fmt.Errorf("worker output: %w", err)
 		}
 		if out.CRCsKey != "" {
-			if err := readBatchCRCs(ctx, c, job, &out); err != nil {
-				return err
-			}
-		}
-		for i := range out.Parts {
-			if err := recordCRCs(crcs, &out.Parts[i]); err != nil {
+			if err := readBatchCRCs(ctx, c, job, &out, crcs); err != nil {
 				return err
 			}
 		}
@@ -46,24 +42,64 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 	return parts, err
 }
 
-// readBatchCRCs sets the parts' CRCs from the object a batch wrote them to;
-// only an object of this execution's work prefix is read.
-func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult) error {
+// readBatchCRCs takes the CRC-32s of the batch's parts from the object the
+// batch wrote them to (a batchCRCs) into crcs as it reads them: a batch of
+// small entries writes tens of MB, which decoded whole into maps of strings
+// was most of the finalizer's memory. Only an object of this execution's
+// work prefix is read.
+func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult, crcs *plan.CRCs) error {
 	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
 		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
 	}
-	doc, err := getBytes(ctx, c, job.WorkBucket, out.CRCsKey, stepfn.MaxResultFileBytes)
+	body, err := openObject(ctx, c, job.WorkBucket, out.CRCsKey)
 	if err != nil {
 		return fmt.Errorf("worker output's CRC-32s: %w", err)
 	}
-	var crcs batchCRCs
-	if err := json.Unmarshal(doc, &crcs); err != nil {
+	defer body.Close()
+	batch := make(map[string]int, len(out.Parts)) // partKey → part number, of the batch's parts
+	for _, r := range out.Parts {
+		batch[partKey(r.Archive, r.Part)] = r.Part
+	}
+	dec := json.NewDecoder(io.LimitReader(body, stepfn.MaxResultFileBytes))
+	err = eachMember(dec, func(field string) error {
+		if field != "parts" {
+			var skip json.RawMessage
+			return dec.Decode(&skip)
+		}
+		return eachMember(dec, func(key string) error {
+			part, ok := batch[key]
+			return eachMember(dec, func(entry string) error {
+				var crc string
+				if err := dec.Decode(&crc); err != nil || !ok {
+					return err // a part not among the batch's: not taken
+				}
+				return recordCRC(crcs, part, entry, crc)
+			})
+		})
+	})
+	if err != nil {
 		return fmt.Errorf("worker output's CRC-32s s3://%s/%s: %w", job.WorkBucket, out.CRCsKey, err)
 	}
-	for i := range out.Parts {
-		out.Parts[i].CRCs = crcs.Parts[partKey(out.Parts[i].Archive, out.Parts[i].Part)]
-	}
 	return nil
+}
+
+// eachMember calls fn with the name of each member of the JSON object dec
+// is at; fn reads the member's value.
+func eachMember(dec *json.Decoder, fn func(name string) error) error {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("want a JSON object (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := fn(t.(string)); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err
 }
 
 // eachMapOutput calls fn with every child execution's output of a Map run.
