@@ -249,12 +249,19 @@ func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, b
 	dirOffset := dir.offset
 	completed := false
 	var err error
+	// One part's directory bytes, reused part after part: new for each,
+	// the collector let several 64 MiB parts pile up before it ran.
+	var buf []byte
 	for _, final := range dir.finals {
 		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
 			if err := dir.end(computed); err != nil {
 				return nil, err
 			}
-			b := make([]byte, final.End-max(final.Start, dirOffset))
+			n := final.End - max(final.Start, dirOffset)
+			if int64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			b := buf[:n]
 			if _, err := io.ReadFull(dir, b); err != nil {
 				return nil, fmt.Errorf("central directory: %w", err)
 			}
