@@ -209,19 +209,17 @@ const maxUploadBytes = len(`,"upload":{"key":"","uploadId":""}`) + 1024 + 512
 // DecodeEntries reads placed entries, one JSON line each.
 func DecodeEntries(r io.Reader) ([]PlacedEntry, error) {
 	var out []PlacedEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		var e PlacedEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("entries line %d: %w", line, err)
+	entries := NewEntryReader(r)
+	for {
+		e, err := entries.Next()
+		if err == io.EOF {
+			return out, nil
 		}
-		out = append(out, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read entries: %w", err)
-	}
-	return out, nil
 }
 
 // DecodeParts reads part jobs, one JSON line each.
@@ -245,31 +243,16 @@ func DecodeParts(r io.Reader) ([]PartJob, error) {
 // Decode rebuilds a plan from its header, entries and part jobs, and
 // validates it.
 func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
-	var h Header
-	if err := json.Unmarshal(header, &h); err != nil {
-		return nil, fmt.Errorf("plan header: %w", err)
-	}
-	if h.Version != FormatVersion {
-		return nil, fmt.Errorf("plan header: version %d, this build reads %d", h.Version, FormatVersion)
-	}
-	p := &Plan{Strategy: h.Strategy, Size: h.Size, DirectoryOffset: h.DirectoryOffset, DirectorySize: h.DirectorySize, Zip64: h.Zip64, Archives: h.Archives}
-	var err error
-	if p.Entries, err = DecodeEntries(entries); err != nil {
-		return nil, err
-	}
-	jobs, err := DecodeParts(parts)
+	l, err := DecodeLayout(header, parts)
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range jobs {
-		p.Parts = append(p.Parts, j.Part)
-		for _, c := range j.Carried {
-			p.Parts = append(p.Parts, c.Part)
-		}
+	p := &Plan{Strategy: l.Strategy, Size: l.Size, DirectoryOffset: l.DirectoryOffset, DirectorySize: l.DirectorySize, Zip64: l.Zip64, Archives: l.Archives, Parts: l.Parts}
+	if p.Entries, err = DecodeEntries(entries); err != nil {
+		return nil, err
 	}
-	p.Parts = append(append(p.Parts, h.Final.Part), h.DirectoryParts...)
-	if len(p.Entries) != h.Entries || len(p.Parts) != h.Parts {
-		return nil, fmt.Errorf("plan: %d entries and %d parts, header says %d and %d", len(p.Entries), len(p.Parts), h.Entries, h.Parts)
+	if len(p.Entries) != l.Entries {
+		return nil, fmt.Errorf("plan: %d entries, header says %d", len(p.Entries), l.Entries)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

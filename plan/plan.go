@@ -828,9 +828,7 @@ func (p *Plan) dataCRC() (uint32, error) {
 		if !e.CRC32.Known {
 			return 0, &UnknownCRCError{e.Name}
 		}
-		hdr = AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
-		crc = crc32.Update(crc, crc32.IEEETable, hdr)
-		crc = zipformat.CombineCRC(crc, e.CRC32.Sum, e.Size)
+		crc, hdr = advanceDataCRC(crc, e, hdr)
 	}
 	return crc, nil
 }

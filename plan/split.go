@@ -255,14 +255,22 @@ func (p *Plan) ArchivePlan(k int) *Plan {
 		v.Entries[i] = p.Entries[int(a.First)+i]
 		v.Entries[i].Index = EntryIndex(i)
 	}
-	workers, finals := p.archiveParts(k)
-	v.Parts = make([]Part, 0, len(workers)+len(finals))
+	v.Parts = archiveParts(p.Parts, p.Archives, k)
+	return v
+}
+
+// archiveParts are archive k's parts, workers then finals, numbered by
+// entry from 0 as Make numbers them.
+func archiveParts(parts []Part, archives []Archive, k int) []Part {
+	a := &archives[k]
+	workers, finals := splitParts(parts, archives, k)
+	out := make([]Part, 0, len(workers)+len(finals))
 	for _, part := range append(workers[:len(workers):len(workers)], finals...) {
 		part.First = part.First - a.First
 		part.NeedCRC = rebase(part.NeedCRC, -a.First)
-		v.Parts = append(v.Parts, part)
+		out = append(out, part)
 	}
-	return v
+	return out
 }
 
 // ArchiveOf is the number of entry i's archive in a split plan, from 1
@@ -275,15 +283,16 @@ func (p *Plan) ArchiveOf(i EntryIndex) int {
 	return k
 }
 
-// archiveParts are archive k's worker and final parts in the split plan.
-func (p *Plan) archiveParts(k int) (workers, finals []Part) {
-	w, f := 0, len(p.WorkerParts())
+// splitParts are archive k's worker and final parts among a split plan's
+// parts.
+func splitParts(parts []Part, archives []Archive, k int) (workers, finals []Part) {
+	w, f := 0, firstFinal(parts)
 	for j := range k {
-		w += p.Archives[j].WorkerParts
-		f += p.Archives[j].FinalParts
+		w += archives[j].WorkerParts
+		f += archives[j].FinalParts
 	}
-	a := &p.Archives[k]
-	return p.Parts[w : w+a.WorkerParts], p.Parts[f : f+a.FinalParts]
+	a := &archives[k]
+	return parts[w : w+a.WorkerParts], parts[f : f+a.FinalParts]
 }
 
 // validateSplit checks a split plan: its archives hold every entry and
@@ -320,6 +329,6 @@ func (p *Plan) validateSplit() error {
 
 // splitParts are archive k's parts, workers then finals.
 func (p *Plan) splitParts(k int) []Part {
-	workers, finals := p.archiveParts(k)
+	workers, finals := splitParts(p.Parts, p.Archives, k)
 	return append(workers[:len(workers):len(workers)], finals...)
 }

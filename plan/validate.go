@@ -59,20 +59,25 @@ func (p *Plan) Validate() error {
 func (p *Plan) validateEntries(add func(format string, a ...any)) {
 	off := int64(0)
 	for i := range p.Entries {
-		e := &p.Entries[i]
-		if e.Index != EntryIndex(i) {
-			add("entry %d has index %d", i, e.Index)
-		}
-		if e.Offset != off {
-			add("entry %d (%q) at offset %d, want %d", i, e.Name, e.Offset, off)
-		}
-		if e.HeaderLen != localHeaderSize(e.Entry) {
-			add("entry %d (%q) header length %d, want %d", i, e.Name, e.HeaderLen, localHeaderSize(e.Entry))
-		}
-		off = e.End()
+		validatePlaced(add, &p.Entries[i], EntryIndex(i), off)
+		off = p.Entries[i].End()
 	}
 	if p.DirectoryOffset != off {
 		add("central directory at %d, want %d", p.DirectoryOffset, off)
+	}
+}
+
+// validatePlaced checks e is entry i, placed at off (where the entry
+// before it ends), with the header length its name and sizes need.
+func validatePlaced(add func(format string, a ...any), e *PlacedEntry, i EntryIndex, off int64) {
+	if e.Index != i {
+		add("entry %d has index %d", i, e.Index)
+	}
+	if e.Offset != off {
+		add("entry %d (%q) at offset %d, want %d", i, e.Name, e.Offset, off)
+	}
+	if e.HeaderLen != localHeaderSize(e.Entry) {
+		add("entry %d (%q) header length %d, want %d", i, e.Name, e.HeaderLen, localHeaderSize(e.Entry))
 	}
 }
 

@@ -103,7 +103,7 @@ func TestMergeRefusesResultForDirectoryPart(t *testing.T) {
 		t.Fatalf("%d final parts, want 2 or more", len(p.FinalParts()))
 	}
 	directoryPart := p.FinalParts()[1].Number
-	_, _, err = mergeResults(p, []PartResult{{Part: directoryPart, ETag: `"x"`}})
+	_, _, err = mergeResults(p.WorkerParts(), p.Stats(), []PartResult{{Part: directoryPart, ETag: `"x"`}})
 	if err == nil || !strings.Contains(err.Error(), "worker parts are 1 to") {
 		t.Fatalf("a worker result for directory part %d: %v, want it refused", directoryPart, err)
 	}

@@ -1,16 +1,12 @@
 package workflow
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,7 +133,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 	cfg := f.Config.Defaults()
 	job := in.Job
 	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
-	p, err := f.readPlan(ctx, &job)
+	l, err := readLayout(ctx, f.S3, &job)
 	if err != nil {
 		if s3x.NotFound(err) {
 			if out, ok := f.finishedBefore(ctx, &job); ok {
@@ -146,94 +142,140 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOu
 		}
 		return nil, err
 	}
-	var results []PartResult
-	if len(p.WorkerParts()) > 0 {
-		if in.Results == nil || in.Results.ResultWriterDetails == nil {
-			return nil, fmt.Errorf("no Map results for %d worker parts", len(p.WorkerParts()))
-		}
-		if results, err = readMapResults(ctx, f.S3, &job, in.Results.ResultWriterDetails); err != nil {
-			return nil, err
-		}
-	}
-	if p.Split() {
-		return f.finalizeSplit(ctx, splitFinal{cfg, &job, p}, results, started)
-	}
-	byPart, stats, err := mergeResults(p, results)
+	crcs := plan.NewCRCs(l.Entries)
+	results, err := f.results(ctx, &job, in.Results, len(l.WorkerParts()), crcs)
 	if err != nil {
 		return nil, err
 	}
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: &job}, p, byPart, &stats)
+	lines, err := newReportLines()
 	if err != nil {
 		return nil, err
 	}
-	etag := "" // of the object this run's completion made, when it knows it
-	if !completed && !job.Overwrite {
-		// The planner found the report's key free; another writer may have
-		// taken it since. Fail now, while the upload can still be aborted.
-		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
-			return nil, err
-		}
+	defer lines.discard()
+	run := &finalRun{cfg: cfg, job: &job, l: l, crcs: crcs, lines: lines, checkReport: !job.Overwrite}
+	if l.Split() {
+		return f.finalizeSplit(ctx, run, results, started)
 	}
-	if !completed {
-		if etag, err = f.complete(ctx, &job, p, byPart, archiveCRC); err != nil {
-			if !s3ref.IsCode(err, "NoSuchUpload") {
-				return nil, err
-			}
-		}
-	}
-	archive, err := f.check(ctx, &job, p, archiveCRC, etag)
+	archive, stats, _, err := f.finalizeArchive(ctx, run, archiveRun{layout: l, job: &job, last: true}, results)
 	if err != nil {
 		return nil, err
 	}
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
-	reportKey := ReportKey(job.Destination)
-	out := &FinalizeOutput{Archive: *archive, Report: "s3://" + job.Destination.Bucket + "/" + reportKey, Stats: stats}
-	if err := f.writeReport(ctx, &job, p, []Archive{*archive}, stats); err != nil {
-		// The archive is complete and checked. Failing now would have the
-		// Abort state discard a good archive for want of its description.
-		log.Warn("report not written", "report", out.Report, "error", err.Error())
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the archive %s is complete and checked, but its report %s was not written: %v", archive.URI, out.Report, err))
-		out.Report = ""
-	}
+	out := &FinalizeOutput{Archive: *archive, Stats: stats}
+	f.report(ctx, run, &Report{Archive: *archive}, out, fmt.Sprintf("the archive %s is complete and checked, but its report", archive.URI))
 	if err := cleanWork(ctx, f.S3, &job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
-	f.describe(ctx, &job, out, p.Strategy)
-	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
+	f.describe(ctx, &job, out, l.Strategy)
+	log.Info("archive complete", "size", archive.Size, "crc32", archive.CRC32, "entries", l.Entries, "millis", stats.FinalizeMillis)
 	return out, nil
 }
 
+// finalRun is what finalizing a run's archives shares.
+type finalRun struct {
+	cfg   Config
+	job   *Job
+	l     *plan.Layout
+	crcs  *plan.CRCs   // the workers', by entry index in the plan
+	lines *reportLines // the report's entries, archive after archive
+	// checkReport says to check the report's key is still free before
+	// completing (a split run checks once, before its first archive).
+	checkReport bool
+}
+
+// finalizeArchive finalizes one archive: its workers' parts checked, its
+// entries streamed, its final parts sent, its upload completed and the
+// result checked, its report lines added. It returns where the next
+// archive's entries start.
+func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archiveRun, results []PartResult) (*Archive, ReportStats, int64, error) {
+	a, job := ar.layout, ar.job
+	byPart, stats, err := mergeResults(a.WorkerParts(), a.Stats, results)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	dir, next, err := run.streamEntries(ctx, f.S3, ar)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	defer dir.discard()
+	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: run.cfg, job: job}, dir, byPart, &stats)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	etag := "" // of the object this run's completion made, when it knows it
+	if !completed && run.checkReport {
+		// The planner found the report's key free; another writer may have
+		// taken it since. Fail now, while the upload can still be aborted.
+		if err := checkReportFree(ctx, f.S3, run.job.Destination); err != nil {
+			return nil, stats, 0, err
+		}
+	}
+	if !completed {
+		if etag, err = f.complete(ctx, job, a.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+			return nil, stats, 0, err
+		}
+	}
+	out, err := f.check(ctx, job, a.Size, archiveCRC, etag)
+	if err != nil {
+		return nil, stats, 0, err
+	}
+	if err := dir.finalLines(run.lines, ar.number); err != nil {
+		run.lines.fail(err) // the archive is good: the report says what went wrong
+	}
+	return out, stats, next, nil
+}
+
+// report puts the run's report (r, its archives set) and names it in out;
+// one not written is a warning that starts with what, not a failure: the
+// archives are complete and checked, and failing would have the Abort
+// state discard them for want of their description.
+func (f *Finalizer) report(ctx context.Context, run *finalRun, r *Report, out *FinalizeOutput, what string) {
+	job := run.job
+	r.Execution, r.Strategy, r.Stats = job.Execution, run.l.Strategy, out.Stats
+	out.Report = "s3://" + job.Destination.Bucket + "/" + ReportKey(job.Destination)
+	if err := f.putReport(ctx, job, r, run.lines); err != nil {
+		f.logger().Warn("report not written", "execution", job.Execution, "report", out.Report, "error", err.Error())
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s %s was not written: %v", what, out.Report, err))
+		out.Report = ""
+	}
+}
+
 // sendFinalParts sends the final parts: the entries after the last worker
-// part, and the central directory. The directory is made as it is read, one
-// final part at a time: the finalizer holds a part, never the whole
-// directory (millions of entries make gigabytes of it). Its CRC-32 is taken
-// on the way. It returns the archive's CRC-32, and whether an earlier run
-// completed the upload already.
-func sendFinalParts(ctx context.Context, u archiveUpload, p *plan.Plan, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
-	dirCRC := crc32.NewIEEE()
-	dir := io.TeeReader(p.DirectoryReader(), dirCRC)
+// part, and the central directory, read from its spool one final part at
+// a time: the finalizer holds a part, never the whole directory (millions
+// of entries make gigabytes of it). It returns the archive's CRC-32, and
+// whether an earlier run completed the upload already.
+func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
+	dirOffset := dir.offset
 	completed := false
 	var err error
-	for _, final := range p.FinalParts() {
+	// One part's directory bytes, reused part after part: new for each,
+	// the collector let several 64 MiB parts pile up before it ran.
+	var buf []byte
+	for _, final := range dir.finals {
 		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
-			for i, v := range computed {
-				p.Entries[i].CRC32 = plan.KnownCRC(v)
+			if err := dir.end(computed); err != nil {
+				return nil, err
 			}
-			b := make([]byte, final.End-max(final.Start, p.DirectoryOffset))
+			n := final.End - max(final.Start, dirOffset)
+			if int64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			b := buf[:n]
 			if _, err := io.ReadFull(dir, b); err != nil {
 				return nil, fmt.Errorf("central directory: %w", err)
 			}
 			return b, nil
 		}
 		var last *PartResult
-		if final.Start >= p.DirectoryOffset {
+		if final.Start >= dirOffset {
 			// Directory only: read into the part's buffer, no copy.
 			var b []byte
 			if b, err = readDirectory(nil); err == nil {
 				last, err = sendPart(ctx, u.c, u.job, final.Number, b)
 			}
 		} else {
-			last, err = u.uploadPart(ctx, &final, p.Entries[final.First:final.First+plan.EntryIndex(final.Count)], nil, &finalDirectory{p.DirectoryOffset, readDirectory})
+			last, err = u.uploadPart(ctx, &final, dir.final, nil, &finalDirectory{dirOffset, readDirectory})
 		}
 		if err != nil {
 			if !s3ref.IsCode(err, "NoSuchUpload") {
@@ -245,16 +287,26 @@ func sendFinalParts(ctx context.Context, u archiveUpload, p *plan.Plan, byPart m
 		byPart[final.Number] = *last
 		stats.StreamedBytesActual += last.StreamedBytes
 	}
-	if completed {
-		// The CRCs all came from the plan and the workers: read the whole
-		// directory for its CRC-32.
-		dirCRC.Reset()
-		if _, err := io.Copy(dirCRC, p.DirectoryReader()); err != nil {
-			return 0, false, fmt.Errorf("central directory: %w", err)
-		}
+	// A run after an earlier one completed the upload may not have sent
+	// the part that ends the directory: the CRC-32s all came from the plan
+	// and the workers then.
+	if err := dir.end(nil); err != nil {
+		return 0, false, err
 	}
-	archiveCRC, err := p.ArchiveCRCOfDirectory(dirCRC.Sum32())
+	archiveCRC, err := dir.archiveCRC()
 	return archiveCRC, completed, err
+}
+
+// results are the Map's results of the worker parts, their CRC-32s taken
+// into crcs.
+func (f *Finalizer) results(ctx context.Context, job *Job, m *MapResults, workerParts int, crcs *plan.CRCs) ([]PartResult, error) {
+	if workerParts == 0 {
+		return nil, nil
+	}
+	if m == nil || m.ResultWriterDetails == nil {
+		return nil, fmt.Errorf("no Map results for %d worker parts", workerParts)
+	}
+	return readMapResults(ctx, f.S3, job, m.ResultWriterDetails, crcs)
 }
 
 // finishedBefore recognises a run again after an earlier run finished all
@@ -293,38 +345,20 @@ func (f *Finalizer) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func (f *Finalizer) readPlan(ctx context.Context, job *Job) (*plan.Plan, error) {
-	return readPlan(ctx, f.S3, job)
-}
-
 // mergeResults checks that every worker part was built exactly as planned
-// and takes the CRCs the workers computed into the plan.
-func mergeResults(p *plan.Plan, results []PartResult) (map[int]PartResult, ReportStats, error) {
-	stats := ReportStats{Stats: p.Stats()}
+// (their CRC-32s readMapResults took) and adds up what they streamed and
+// copied to the plan's stats.
+func mergeResults(workers []plan.Part, planned plan.Stats, results []PartResult) (map[int]PartResult, ReportStats, error) {
+	stats := ReportStats{Stats: planned}
 	byPart := make(map[int]PartResult, len(results)+1)
 	for _, r := range results {
-		if r.Part < 1 || r.Part > len(p.WorkerParts()) {
-			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(p.WorkerParts()))
+		if r.Part < 1 || r.Part > len(workers) {
+			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(workers))
 		}
 		byPart[r.Part] = r // a retried batch reports the same part again: the last wins, it is the same bytes
-		for k, v := range r.CRCs {
-			i, err := strconv.Atoi(k)
-			if err != nil || i < 0 || i >= len(p.Entries) {
-				return nil, stats, fmt.Errorf("part %d reports a CRC for entry %q, which is not in the plan", r.Part, k)
-			}
-			crc, err := plan.ParseHexCRC(v)
-			if err != nil {
-				return nil, stats, fmt.Errorf("part %d, entry %d: %w", r.Part, i, err)
-			}
-			e := &p.Entries[i]
-			if e.CRC32.Known && e.CRC32.Sum != crc {
-				return nil, stats, &ChecksumMismatchError{fmt.Sprintf("entry %q: part %d computed CRC-32 %08x, the plan has %08x", e.Name, r.Part, crc, e.CRC32.Sum)}
-			}
-			e.CRC32 = plan.KnownCRC(crc)
-		}
 	}
 	var missing []int
-	for _, part := range p.WorkerParts() {
+	for _, part := range workers {
 		r, ok := byPart[part.Number]
 		if !ok {
 			missing = append(missing, part.Number)
@@ -339,7 +373,7 @@ func mergeResults(p *plan.Plan, results []PartResult) (map[int]PartResult, Repor
 	return byPart, stats, nil
 }
 
-func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart map[int]PartResult, archiveCRC uint32) (string, error) {
+func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart map[int]PartResult, archiveCRC uint32) (string, error) {
 	parts := make([]types.CompletedPart, 0, len(byPart))
 	for n, r := range byPart {
 		cp := types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: aws.String(r.ETag)}
@@ -354,7 +388,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 		ChecksumCRC32:   aws.String(s3x.CRCBase64(archiveCRC)),
 		ChecksumType:    types.ChecksumTypeFullObject,
-		MpuObjectSize:   aws.Int64(p.Size),
+		MpuObjectSize:   aws.Int64(size),
 	}
 	if !job.Overwrite {
 		// Another run may have written the key since planning: never replace it.
@@ -367,7 +401,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 			// archive: same size and CRC-32 means done.
 			d := job.Destination
 			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
-			if herr == nil && aws.ToInt64(h.ContentLength) == p.Size && aws.ToString(h.ChecksumCRC32) == s3x.CRCBase64(archiveCRC) {
+			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3x.CRCBase64(archiveCRC) {
 				return aws.ToString(h.ETag), nil
 			}
 			return "", &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
@@ -383,7 +417,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, p *plan.Plan, byPart
 // check reads back the archive's size and checksum. A wrong archive that
 // this run's completion made (its ETag) is deleted: no wrong bytes are left
 // behind. An object another writer put at the key since is left alone.
-func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCRC uint32, etag string) (*Archive, error) {
+func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC uint32, etag string) (*Archive, error) {
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
@@ -396,8 +430,8 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 	got := aws.ToString(h.ChecksumCRC32)
 	var problem string
 	switch {
-	case aws.ToInt64(h.ContentLength) != p.Size:
-		problem = fmt.Sprintf("is %d bytes, planned %d", aws.ToInt64(h.ContentLength), p.Size)
+	case aws.ToInt64(h.ContentLength) != size:
+		problem = fmt.Sprintf("is %d bytes, planned %d", aws.ToInt64(h.ContentLength), size)
 	case got != "" && got != want:
 		problem = fmt.Sprintf("has CRC-32 %s, computed %s", got, want)
 	}
@@ -411,24 +445,20 @@ func (f *Finalizer) check(ctx context.Context, job *Job, p *plan.Plan, archiveCR
 		}
 		return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}
 	}
-	return &Archive{URI: d.URI(), Size: p.Size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
+	return &Archive{URI: d.URI(), Size: size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }
 
-// writeReport writes the archive's report beside it (ReportKey): the
+// putReport puts the archive's report beside it (ReportKey): the
 // archives' of a split run, beside the key the request named. The document
-// is spooled to $TMPDIR (spoolReport) and put from there: at ten million
-// entries it is gigabytes, more than the finalizer's memory.
-func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
+// is r with the entries' lines spooled to $TMPDIR, put from there: at ten
+// million entries it is gigabytes, more than the finalizer's memory.
+func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *reportLines) error {
 	key := ReportKey(job.Destination)
-	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats, Finished: time.Now().UTC()}
-	if p.Split() {
-		r.Archives = archives
-	}
-	doc, size, err := spoolReport(&r, p)
+	r.Finished = time.Now().UTC()
+	doc, size, err := lines.document(r)
 	if err != nil {
 		return err
 	}
-	defer discardSpool(doc)
 	in := &s3.PutObjectInput{Bucket: &job.Destination.Bucket, Key: &key, ContentLength: aws.Int64(size), ContentType: aws.String("application/json")}
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
@@ -453,70 +483,6 @@ func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, arc
 			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
 	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
-}
-
-// spoolReport writes r with p's entries to a file in $TMPDIR, an entry at a
-// time, byte for byte as json.MarshalIndent(r, "", "  ") would write it
-// with every entry in r.Entries, and returns the file and its size.
-func spoolReport(r *Report, p *plan.Plan) (*os.File, int64, error) {
-	file, err := os.CreateTemp("", "s3zip-report-*.json")
-	if err != nil {
-		return nil, 0, fmt.Errorf("report file: %w (the finalizer writes it to $TMPDIR, /tmp on Lambda)", err)
-	}
-	fail := func(err error) (*os.File, int64, error) {
-		discardSpool(file)
-		return nil, 0, fmt.Errorf("write the report to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", file.Name(), err)
-	}
-	// bufio.Writer keeps its first error: Flush returns it.
-	out := bufio.NewWriterSize(file, 1<<20)
-	// Entries is the document's last field: the rest, with no entries,
-	// ends in "[]\n}", where the entries go.
-	r.Entries = []ReportEntry{}
-	head, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fail(err)
-	}
-	if len(p.Entries) == 0 {
-		out.Write(head)
-	} else {
-		out.Write(head[:len(head)-len("]\n}")])
-		for i := range p.Entries {
-			line, err := json.MarshalIndent(reportEntry(p, &p.Entries[i]), "    ", "  ")
-			if err != nil {
-				return fail(err)
-			}
-			sep := ",\n    "
-			if i == 0 {
-				sep = "\n    "
-			}
-			out.Write([]byte(sep))
-			out.Write(line)
-		}
-		out.Write([]byte("\n  ]\n}"))
-	}
-	if err := out.Flush(); err != nil {
-		return fail(err)
-	}
-	size, err := file.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return fail(err)
-	}
-	return file, size, nil
-}
-
-// reportEntry is e's line of the report.
-func reportEntry(p *plan.Plan, e *plan.PlacedEntry) ReportEntry {
-	src := ""
-	if e.Source.Key != "" {
-		src = "s3://" + e.Source.Bucket + "/" + e.Source.Key
-	}
-	r := ReportEntry{Name: e.Name, Source: src, Size: e.Size, CRC32: e.CRC32.String(), Offset: e.Offset, SHA256: e.SHA256, Archive: p.ArchiveOf(e.Index)}
-	if e.Method == plan.MethodDeflate {
-		o := e.Origin
-		r.Source = "s3://" + o.Bucket + "/" + o.Key
-		r.Size, r.CRC32, r.Compressed = e.RawSize, e.RawCRC32.String(), e.Size
-	}
-	return r
 }
 
 // readReportHead reads a report up to its entries (its last field): what a

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -20,11 +22,13 @@ import (
 // MapResults is the Map state's output at $.results.
 type MapResults = stepfn.MapResults
 
-// readMapResults collects the part results of every succeeded batch, with
-// the CRC-32s each batch wrote to the job's work prefix: an object a batch,
-// read plan.ResultReadsInFlight at a time (one after another, a run of
-// hundreds of batches waited seconds for them).
-func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails) ([]PartResult, error) {
+// readMapResults collects the part results of every succeeded batch, and
+// takes the CRC-32s each batch wrote to the job's work prefix into crcs
+// (by entry index across the plan): an object a batch, opened
+// plan.ResultReadsInFlight at a time (one after another, a run of hundreds
+// of batches waited seconds for their first bytes) and decoded one at a
+// time into crcs.
+func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails, crcs *plan.CRCs) ([]PartResult, error) {
 	var outs []BatchResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out BatchResult
@@ -37,11 +41,12 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 	if err != nil {
 		return nil, err
 	}
+	var decoding sync.Mutex
 	err = forEach(ctx, plan.ResultReadsInFlight, len(outs), func(ctx context.Context, i int) error {
 		if outs[i].CRCsKey == "" {
 			return nil
 		}
-		return readBatchCRCs(ctx, c, job, &outs[i])
+		return readBatchCRCs(ctx, c, job, &outs[i], crcs, &decoding)
 	})
 	if err != nil {
 		return nil, err
@@ -53,24 +58,67 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 	return parts, nil
 }
 
-// readBatchCRCs sets the parts' CRCs from the object a batch wrote them to;
-// only an object of this execution's work prefix is read.
-func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult) error {
+// readBatchCRCs takes the CRC-32s of the batch's parts from the object the
+// batch wrote them to (a batchCRCs) into crcs as it reads them: a batch of
+// small entries writes tens of MB, which decoded whole into maps of strings
+// was most of the finalizer's memory. Only an object of this execution's
+// work prefix is read. The object is opened at once; decoding holds
+// decoding, which guards crcs.
+func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult, crcs *plan.CRCs, decoding sync.Locker) error {
 	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
 		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
 	}
-	doc, err := getBytes(ctx, c, job.WorkBucket, out.CRCsKey, stepfn.MaxResultFileBytes)
+	body, err := openObject(ctx, c, job.WorkBucket, out.CRCsKey)
 	if err != nil {
 		return fmt.Errorf("worker output's CRC-32s: %w", err)
 	}
-	var crcs batchCRCs
-	if err := json.Unmarshal(doc, &crcs); err != nil {
+	defer body.Close()
+	decoding.Lock()
+	defer decoding.Unlock()
+	batch := make(map[string]int, len(out.Parts)) // partKey → part number, of the batch's parts
+	for _, r := range out.Parts {
+		batch[partKey(r.Archive, r.Part)] = r.Part
+	}
+	dec := json.NewDecoder(io.LimitReader(body, stepfn.MaxResultFileBytes))
+	err = eachMember(dec, func(field string) error {
+		if field != "parts" {
+			var skip json.RawMessage
+			return dec.Decode(&skip)
+		}
+		return eachMember(dec, func(key string) error {
+			part, ok := batch[key]
+			return eachMember(dec, func(entry string) error {
+				var crc string
+				if err := dec.Decode(&crc); err != nil || !ok {
+					return err // a part not among the batch's: not taken
+				}
+				return recordCRC(crcs, part, entry, crc)
+			})
+		})
+	})
+	if err != nil {
 		return fmt.Errorf("worker output's CRC-32s s3://%s/%s: %w", job.WorkBucket, out.CRCsKey, err)
 	}
-	for i := range out.Parts {
-		out.Parts[i].CRCs = crcs.Parts[partKey(out.Parts[i].Archive, out.Parts[i].Part)]
-	}
 	return nil
+}
+
+// eachMember calls fn with the name of each member of the JSON object dec
+// is at; fn reads the member's value.
+func eachMember(dec *json.Decoder, fn func(name string) error) error {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("want a JSON object (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := fn(t.(string)); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err
 }
 
 // eachMapOutput calls fn with every child execution's output of a Map run.

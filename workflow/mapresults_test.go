@@ -75,7 +75,8 @@ func TestMapResultsCRCsReadSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := readMapResults(ctx, st, job, res.ResultWriterDetails)
+	crcs := plan.NewCRCs(batches + 1)
+	parts, err := readMapResults(ctx, st, job, res.ResultWriterDetails, crcs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,8 @@ func TestMapResultsCRCsReadSideBySide(t *testing.T) {
 		t.Fatalf("%d parts, want %d", len(parts), batches)
 	}
 	for _, p := range parts {
-		if got, want := p.CRCs[fmt.Sprint(p.Part)], fmt.Sprintf("%08x", p.Part); got != want {
-			t.Errorf("part %d: CRC-32 %q, want %q from its batch's object", p.Part, got, want)
+		if got, want := crcs.Get(plan.EntryIndex(p.Part)), plan.KnownCRC(uint32(p.Part)); got != want {
+			t.Errorf("entry %d: CRC-32 %v, want %v from its batch's object", p.Part, got, want)
 		}
 	}
 	if st.max < 2 || st.max > plan.ResultReadsInFlight {

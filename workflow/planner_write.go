@@ -64,9 +64,10 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 	return nil
 }
 
-// readPlan reads a job's plan back: the finalizer's, and the planner's
-// after a CRC round. The entries file is decoded as it arrives, not held
-// whole first: at ten million entries it is gigabytes.
+// readPlan reads a job's plan back: the planner's after a CRC round. The
+// entries file is decoded as it arrives, not held whole first: at ten
+// million entries it is gigabytes. (The finalizer holds no plan: readLayout,
+// streamEntries.)
 func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
@@ -82,6 +83,20 @@ func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error)
 		return nil, fmt.Errorf("plan parts: %w", err)
 	}
 	return plan.Decode(header, entries, bytes.NewReader(parts))
+}
+
+// readLayout reads a job's plan without its entries (the finalizer's:
+// streamEntries reads them an entry at a time).
+func readLayout(ctx context.Context, c objectGetter, job *Job) (*plan.Layout, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.DecodeLayout(header, bytes.NewReader(parts))
 }
 
 // spooledPlan is a plan's entries and part-job files, written to the temp

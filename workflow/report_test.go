@@ -277,3 +277,23 @@ func TestReportReadOnlyToItsEntries(t *testing.T) {
 		t.Errorf("finishedBefore = %+v, %v; want the archive its report describes", out, ok)
 	}
 }
+
+// writeReport writes the report of p's archives as the finalizer does: the
+// lines of its entries spooled (reportLines), then put (putReport).
+func (f *Finalizer) writeReport(ctx context.Context, job *Job, p *plan.Plan, archives []Archive, stats ReportStats) error {
+	lines, err := newReportLines()
+	if err != nil {
+		return err
+	}
+	defer lines.discard()
+	for i := range p.Entries {
+		if err := lines.add(&p.Entries[i], p.ArchiveOf(p.Entries[i].Index)); err != nil {
+			return err
+		}
+	}
+	r := Report{Archive: archives[0], Execution: job.Execution, Strategy: p.Strategy, Stats: stats}
+	if p.Split() {
+		r.Archives = archives
+	}
+	return f.putReport(ctx, job, &r, lines)
+}

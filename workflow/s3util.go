@@ -94,7 +94,16 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 // millions of lines is decoded so, not held whole first); a read that
 // fails is a TransientError.
 func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	return openObjectFrom(ctx, c, bucket, key, 0)
+}
+
+// openObjectFrom is openObject from byte from on.
+func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, from int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	if from > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", from))
+	}
+	out, err := c.GetObject(ctx, in)
 	if err != nil {
 		return nil, s3Error("GetObject", bucket, key, false, err)
 	}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
-	"github.com/s3zip/s3zip/plan"
 )
 
 // finalizeSplit finalizes a split run: each archive's central directory
@@ -22,84 +19,50 @@ import (
 // later archive, a finalizer retried until the state machine gives up),
 // Abort deletes them, so a failed split run leaves none of its archives.
 // The finalizer does not: a retry of it carries on from them.
-func (f *Finalizer) finalizeSplit(ctx context.Context, run splitFinal, results []PartResult, started time.Time) (*FinalizeOutput, error) {
-	job, p := run.job, run.p
-	byArchive := make([][]PartResult, len(p.Archives))
+func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []PartResult, started time.Time) (*FinalizeOutput, error) {
+	job, l := run.job, run.l
+	byArchive := make([][]PartResult, len(l.Archives))
 	for _, r := range results {
-		if r.Archive < 0 || r.Archive >= len(p.Archives) {
-			return nil, fmt.Errorf("a worker reports part %d of archive %d; the plan has %d archives", r.Part, r.Archive+1, len(p.Archives))
+		if r.Archive < 0 || r.Archive >= len(l.Archives) {
+			return nil, fmt.Errorf("a worker reports part %d of archive %d; the plan has %d archives", r.Part, r.Archive+1, len(l.Archives))
 		}
 		byArchive[r.Archive] = append(byArchive[r.Archive], r)
 	}
-	if !job.Overwrite && !f.completedBefore(ctx, job) {
+	if run.checkReport && !f.completedBefore(ctx, job) {
 		// The planner found the report's key free; another writer may have
 		// taken it since. Fail now, while the uploads can still be aborted.
 		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
 			return nil, err
 		}
 	}
-	stats := ReportStats{Stats: p.Stats()}
-	archives := make([]Archive, 0, len(p.Archives))
-	for k := range p.Archives {
-		a, st, err := f.finalizeArchive(ctx, run, k, byArchive[k])
+	run.checkReport = false
+	stats := ReportStats{Stats: l.Stats}
+	archives := make([]Archive, 0, len(l.Archives))
+	from := int64(0) // where archive k's entries start in the entries file
+	for k, spec := range l.Archives {
+		ar := archiveRun{layout: l.Archive(k), job: job.forArchive(spec.Upload), first: spec.First, from: from, number: k + 1, last: k == len(l.Archives)-1}
+		a, st, next, err := f.finalizeArchive(ctx, run, ar, byArchive[k])
 		if err != nil {
-			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(p.Archives), ArchiveKey(job.Destination.Key, k), err)
+			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(l.Archives), ArchiveKey(job.Destination.Key, k), err)
 		}
 		if err := writeJSON(ctx, f.S3, job.WorkBucket, doneKey(job.WorkPrefix, k), completedArchive{Key: ArchiveKey(job.Destination.Key, k), ETag: a.ETag}); err != nil {
-			return nil, fmt.Errorf("archive %d of %d is complete, but recording it failed: %w", k+1, len(p.Archives), err)
+			return nil, fmt.Errorf("archive %d of %d is complete, but recording it failed: %w", k+1, len(l.Archives), err)
 		}
+		a.Entries = spec.Entries
 		archives = append(archives, *a)
 		stats.StreamedBytesActual += st.StreamedBytesActual
 		stats.CopiedBytesActual += st.CopiedBytesActual
+		from = next
 	}
 	stats.FinalizeMillis = time.Since(started).Milliseconds()
-	d := job.Destination
-	out := &FinalizeOutput{Archive: archives[0], Archives: archives, Report: "s3://" + d.Bucket + "/" + ReportKey(d), Stats: stats}
-	if err := f.writeReport(ctx, job, p, archives, stats); err != nil {
-		f.logger().Warn("report not written", "execution", job.Execution, "report", out.Report, "error", err.Error())
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the %d archives are complete and checked, but their report %s was not written: %v", len(archives), out.Report, err))
-		out.Report = ""
-	}
+	out := &FinalizeOutput{Archive: archives[0], Archives: archives, Stats: stats}
+	f.report(ctx, run, &Report{Archive: archives[0], Archives: archives}, out, fmt.Sprintf("the %d archives are complete and checked, but their report", len(archives)))
 	if err := cleanWork(ctx, f.S3, job); err != nil {
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
-	f.describe(ctx, job, out, p.Strategy)
-	f.logger().Info("archives complete", "execution", job.Execution, "archives", len(archives), "size", p.Size, "entries", len(p.Entries), "millis", stats.FinalizeMillis)
+	f.describe(ctx, job, out, l.Strategy)
+	f.logger().Info("archives complete", "execution", job.Execution, "archives", len(archives), "size", l.Size, "entries", l.Entries, "millis", stats.FinalizeMillis)
 	return out, nil
-}
-
-// finalizeArchive finalizes archive k of a split plan as Finalize does one
-// archive: its workers' parts checked, its final parts sent, its upload
-// completed and the result checked.
-func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, results []PartResult) (*Archive, ReportStats, error) {
-	cfg, job, p := run.cfg, run.job, run.p
-	a := p.ArchivePlan(k)
-	aj := job.forArchive(p.Archives[k].Upload)
-	first := p.Archives[k].First
-	for i := range results {
-		// The workers number entries across the plan; a's from 0.
-		results[i].CRCs = rebaseCRCs(results[i].CRCs, -int(first))
-	}
-	byPart, stats, err := mergeResults(a, results)
-	if err != nil {
-		return nil, stats, err
-	}
-	archiveCRC, completed, err := sendFinalParts(ctx, archiveUpload{c: f.S3, cfg: cfg, job: aj}, a, byPart, &stats)
-	if err != nil {
-		return nil, stats, err
-	}
-	etag := ""
-	if !completed {
-		if etag, err = f.complete(ctx, aj, a, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
-			return nil, stats, err
-		}
-	}
-	out, err := f.check(ctx, aj, a, archiveCRC, etag)
-	if err != nil {
-		return nil, stats, err
-	}
-	out.Entries = len(a.Entries)
-	return out, stats, nil
 }
 
 // completedBefore says whether an earlier run of this finalizer completed
@@ -108,30 +71,6 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run splitFinal, k int, 
 func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
 	_, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &job.WorkBucket, Key: aws.String(doneKey(job.WorkPrefix, 0))})
 	return err == nil
-}
-
-// splitFinal is what finalizing every archive of a split run shares.
-type splitFinal struct {
-	cfg Config
-	job *Job
-	p   *plan.Plan
-}
-
-// rebaseCRCs moves CRC-32s keyed by entry index by delta.
-func rebaseCRCs(crcs map[string]string, delta int) map[string]string {
-	if len(crcs) == 0 || delta == 0 {
-		return crcs
-	}
-	out := make(map[string]string, len(crcs))
-	for k, v := range crcs {
-		i, err := strconv.Atoi(k)
-		if err != nil {
-			out[k] = v // mergeResults says what is wrong with it
-			continue
-		}
-		out[strconv.Itoa(i+delta)] = v
-	}
-	return out
 }
 
 // completedArchive is the record of an archive a split run completed.

@@ -29,7 +29,7 @@ type putWatcher struct {
 
 func (c *putWatcher) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	c.mu.Lock()
-	if f, ok := in.Body.(*os.File); ok {
+	if f, ok := in.Body.(interface{ Name() string }); ok { // an *os.File, or a document spooled to one
 		c.files[aws.ToString(in.Key)] = f.Name()
 	}
 	c.mu.Unlock()

@@ -148,9 +148,10 @@ export interface ArchiveWorkflowProps {
 export const PLANNER_TMP = Size.mebibytes(4096);
 
 /**
- * The finalizer's /tmp: it writes the report there an entry at a time before putting it (about 120 bytes an
- * entry besides its name and source key, ~230 with 50-byte keys: 2.3 GB at 10 M; workflow/finalizer.go
- * spoolReport) — the default 512 MiB holds about 2.2 M entries.
+ * The finalizer's /tmp: as it streams the plan's entries it writes there each entry's central header (~110 bytes
+ * with a 50-byte name: 1.1 GB at 10 M) and its line of the report (about 120 bytes besides its name and source key,
+ * ~230 with 50-byte keys: 2.3 GB at 10 M), then sends the one and puts the other from there
+ * (workflow/finalize_entries.go) — 3.4 GB at 10 M; the default 512 MiB holds about 1.5 M entries.
  */
 export const FINALIZER_TMP = Size.mebibytes(4096);
 
