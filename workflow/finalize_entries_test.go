@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -141,7 +140,7 @@ func TestBatchCRCsReadAsTheyCome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			crcs := plan.NewCRCs(3)
 			out := &BatchResult{Parts: []PartResult{{Part: 1}}, CRCsKey: "w/crcs/1.json"}
-			err := readBatchCRCs(t.Context(), docGetter{"w/crcs/1.json": tc.doc}, job, out, crcs, &sync.Mutex{})
+			err := readBatchCRCs(t.Context(), docGetter{"w/crcs/1.json": tc.doc}, job, out, &crcSink{crcs: crcs})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one saying %q", err, tc.err)
@@ -160,7 +159,7 @@ func TestBatchCRCsReadAsTheyCome(t *testing.T) {
 		})
 	}
 	out := &BatchResult{Parts: []PartResult{{Part: 1}}, CRCsKey: "other/crcs/1.json"}
-	if err := readBatchCRCs(t.Context(), docGetter{}, job, out, plan.NewCRCs(1), &sync.Mutex{}); err == nil || !strings.Contains(err.Error(), "outside this execution's work prefix") {
+	if err := readBatchCRCs(t.Context(), docGetter{}, job, out, &crcSink{crcs: plan.NewCRCs(1)}); err == nil || !strings.Contains(err.Error(), "outside this execution's work prefix") {
 		t.Errorf("CRC-32s outside the work prefix: %v, want them refused", err)
 	}
 }

@@ -41,12 +41,12 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 	if err != nil {
 		return nil, err
 	}
-	var decoding sync.Mutex
+	into := &crcSink{crcs: crcs}
 	err = forEach(ctx, plan.ResultReadsInFlight, len(outs), func(ctx context.Context, i int) error {
 		if outs[i].CRCsKey == "" {
 			return nil
 		}
-		return readBatchCRCs(ctx, c, job, &outs[i], crcs, &decoding)
+		return readBatchCRCs(ctx, c, job, &outs[i], into)
 	})
 	if err != nil {
 		return nil, err
@@ -62,9 +62,9 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 // batch wrote them to (a batchCRCs) into crcs as it reads them: a batch of
 // small entries writes tens of MB, which decoded whole into maps of strings
 // was most of the finalizer's memory. Only an object of this execution's
-// work prefix is read. The object is opened at once; decoding holds
-// decoding, which guards crcs.
-func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult, crcs *plan.CRCs, decoding sync.Locker) error {
+// work prefix is read. Objects are opened side by side, and decoded into
+// the sink one at a time.
+func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult, into *crcSink) error {
 	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
 		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
 	}
@@ -73,8 +73,8 @@ func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResu
 		return fmt.Errorf("worker output's CRC-32s: %w", err)
 	}
 	defer body.Close()
-	decoding.Lock()
-	defer decoding.Unlock()
+	into.mu.Lock()
+	defer into.mu.Unlock()
 	batch := make(map[string]int, len(out.Parts)) // partKey → part number, of the batch's parts
 	for _, r := range out.Parts {
 		batch[partKey(r.Archive, r.Part)] = r.Part
@@ -92,7 +92,7 @@ func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResu
 				if err := dec.Decode(&crc); err != nil || !ok {
 					return err // a part not among the batch's: not taken
 				}
-				return recordCRC(crcs, part, entry, crc)
+				return recordCRC(into.crcs, part, entry, crc)
 			})
 		})
 	})
@@ -100,6 +100,12 @@ func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResu
 		return fmt.Errorf("worker output's CRC-32s s3://%s/%s: %w", job.WorkBucket, out.CRCsKey, err)
 	}
 	return nil
+}
+
+// crcSink is where the batches' CRC-32s go, one batch's object at a time.
+type crcSink struct {
+	mu   sync.Mutex
+	crcs *plan.CRCs
 }
 
 // eachMember calls fn with the name of each member of the JSON object dec
