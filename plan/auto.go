@@ -11,8 +11,7 @@ import (
 // everything, the duo layout with a share of its runs built server-side
 // (chained), and the chain layout, as opts.Prefer says (choose).
 func makeAuto(entries []Entry, opts Options) (*Plan, error) {
-	a := &autoChoice{entries: entries, opts: opts, model: opts.model(), run: Run{Workers: opts.Workers, Orchestrated: true},
-		duo: duoLayout(entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
+	a := newAutoChoice(entries, opts)
 	if err := a.measure(); err != nil {
 		return nil, err
 	}
@@ -60,6 +59,12 @@ type autoChoice struct {
 	stats   map[int]Stats
 	heads   map[int]int
 	batched map[int][2]float64
+}
+
+// newAutoChoice is auto's choice over entries, nothing measured yet.
+func newAutoChoice(entries []Entry, opts Options) *autoChoice {
+	return &autoChoice{entries: entries, opts: opts, model: opts.model(), run: Run{Workers: opts.Workers, Orchestrated: true},
+		duo: duoLayout(entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
 }
 
 // chainAll is the candidate that is the chain layout, every run chained.

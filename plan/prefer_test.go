@@ -121,8 +121,7 @@ func TestAutoWeighsChainsWhereTheyCanWin(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := Options{Strategy: StrategyAuto, Workers: c.workers, PartSize: DefaultPartSize, DirectoryPartSize: DefaultDirectoryPartSize}
-			a := &autoChoice{entries: c.entries, opts: opts, model: opts.model(), run: Run{Workers: c.workers, Orchestrated: true},
-				duo: duoLayout(c.entries), stats: map[int]Stats{}, heads: map[int]int{}, batched: map[int][2]float64{}}
+			a := newAutoChoice(c.entries, opts)
 			if err := a.measure(); err != nil {
 				t.Fatal(err)
 			}
