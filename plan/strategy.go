@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 )
@@ -42,8 +43,11 @@ func streamLayout(entries []Entry) layout {
 // S(k) = fill + Σ prefixes is computed in O(n + k·log²n) per k (prefix sums,
 // a binary search for the number of groups); bestK searches k on a grid of
 // 16 points refined around the best one down to single steps, and the
-// layout is built for the best k. Fill objects in no run follow the last
-// copy in input order.
+// layout is built for the best k. The runs, each with its copy, are laid
+// out evenly (heavy and light ones mixed, evenly): the Map cuts batches of
+// equal part counts in archive order, and by need the last batches would
+// stream up to a third more than the first ones. Fill objects in no run
+// follow the last copy in input order.
 //
 // No layout does much better: with k runs, m fill objects and e = m − k,
 // the fill objects not alone in a run (at least e of them) cost at least
@@ -222,7 +226,8 @@ func (d *duo) build(k int) layout {
 		}
 	}
 	var leftover []int
-	// Runs in order of need: empty ones, singles (smallest first), groups.
+	// Runs in order of need, to match copies by slack: empty ones, singles
+	// (smallest first), groups. They are laid out evenly below.
 	var runs [][]int
 	singles := fill[pool:]
 	for j := 0; j < k-g-len(singles); j++ {
@@ -248,7 +253,17 @@ func (d *duo) build(k int) layout {
 		}
 	}
 	l := layout{order: make([]int, 0, len(d.entries)), copyFrom: make(map[int]int64, k)}
+	streamed := make([]int64, len(runs))
 	for j, run := range runs {
+		c := d.bigs[j]
+		streamed[j] = d.w[c] - d.entries[c].Size
+		for _, i := range run {
+			streamed[j] += d.w[i]
+		}
+		streamed[j] = max(streamed[j], MinPartSize)
+	}
+	for _, j := range evenly(streamed) {
+		run := runs[j]
 		c := d.bigs[j]
 		sum := d.w[c] - d.entries[c].Size // the copy's local header
 		for _, i := range run {
@@ -266,4 +281,40 @@ func (d *duo) build(k int) layout {
 	sort.Ints(leftover)
 	l.order = append(l.order, leftover...)
 	return l
+}
+
+// evenly orders items of the given weights so that every stretch of them
+// weighs about its share: the Map cuts batches of equal part counts in
+// archive order, and the run waits for the heaviest batch. Each next item
+// is the heaviest or the lightest left, whichever keeps the running total
+// nearer its share of the whole; every prefix, and so every stretch, is
+// then within about one item's weight of its share.
+func evenly(weights []int64) []int {
+	order := make([]int, len(weights))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(weights[a], weights[b]) })
+	var total int64
+	for _, w := range weights {
+		total += w
+	}
+	out := make([]int, 0, len(order))
+	var sum int64
+	for lo, hi := 0, len(order)-1; lo <= hi; {
+		share := float64(total) * float64(len(out)+1) / float64(len(order))
+		heavy, light := float64(sum+weights[order[hi]]), float64(sum+weights[order[lo]])
+		pick := &lo
+		if math.Abs(heavy-share) <= math.Abs(light-share) {
+			pick = &hi
+		}
+		out = append(out, order[*pick])
+		sum += weights[order[*pick]]
+		if pick == &hi {
+			hi--
+		} else {
+			lo++
+		}
+	}
+	return out
 }
