@@ -44,10 +44,10 @@ func streamLayout(entries []Entry) layout {
 // a binary search for the number of groups); bestK searches k on a grid of
 // 16 points refined around the best one down to single steps, and the
 // layout is built for the best k. The runs, each with its copy, are laid
-// out evenly (heavy and light ones mixed, evenly): the Map cuts batches of
-// equal part counts in archive order, and by need the last batches would
-// stream up to a third more than the first ones. Fill objects in no run
-// follow the last copy in input order.
+// out evenly (evenly: the heavy ones spread among the light): the Map cuts
+// batches of equal part counts in archive order, and in order of need the
+// last batches would stream up to a third more than the first. Fill objects
+// in no run follow the last copy in input order.
 //
 // No layout does much better: with k runs, m fill objects and e = m − k,
 // the fill objects not alone in a run (at least e of them) cost at least
@@ -287,8 +287,8 @@ func (d *duo) build(k int) layout {
 // weighs about its share: the Map cuts batches of equal part counts in
 // archive order, and the run waits for the heaviest batch. Each next item
 // is the heaviest or the lightest left, whichever keeps the running total
-// nearer its share of the whole; every prefix, and so every stretch, is
-// then within about one item's weight of its share.
+// nearer its share of the whole: every prefix is then within about one
+// item's weight of its share, and every stretch within about two.
 func evenly(weights []int64) []int {
 	order := make([]int, len(weights))
 	for i := range order {
@@ -304,17 +304,15 @@ func evenly(weights []int64) []int {
 	for lo, hi := 0, len(order)-1; lo <= hi; {
 		share := float64(total) * float64(len(out)+1) / float64(len(order))
 		heavy, light := float64(sum+weights[order[hi]]), float64(sum+weights[order[lo]])
-		pick := &lo
+		next := order[lo]
 		if math.Abs(heavy-share) <= math.Abs(light-share) {
-			pick = &hi
-		}
-		out = append(out, order[*pick])
-		sum += weights[order[*pick]]
-		if pick == &hi {
+			next = order[hi]
 			hi--
 		} else {
 			lo++
 		}
+		out = append(out, next)
+		sum += weights[next]
 	}
 	return out
 }

@@ -79,6 +79,44 @@ func TestDuoBatchesStreamAlike(t *testing.T) {
 	}
 }
 
+// evenly is a permutation whose every prefix is within one item's weight
+// of its share, for weights drawn skewed, uniform, and all equal.
+func TestEvenlyKeepsEveryPrefixNearItsShare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for name, draw := range map[string]func() int64{
+		"skewed":  func() int64 { return 5<<20 + int64(rng.ExpFloat64()*(1<<20)) },
+		"uniform": func() int64 { return rng.Int64N(1 << 24) },
+		"equal":   func() int64 { return 5 << 20 },
+	} {
+		for _, n := range []int{0, 1, 2, 7, 1000} {
+			w := make([]int64, n)
+			var total, most int64
+			for i := range w {
+				w[i] = draw()
+				total += w[i]
+				most = max(most, w[i])
+			}
+			order := evenly(w)
+			seen := make([]bool, n)
+			var sum int64
+			for k, i := range order {
+				if seen[i] {
+					t.Fatalf("%s/%d: item %d twice", name, n, i)
+				}
+				seen[i] = true
+				sum += w[i]
+				share := float64(total) * float64(k+1) / float64(n)
+				if d := float64(sum) - share; d > float64(most) || -d > float64(most) {
+					t.Fatalf("%s/%d: after %d items %d, share %.0f: off by more than the heaviest item (%d)", name, n, k+1, sum, share, most)
+				}
+			}
+			if len(order) != n {
+				t.Fatalf("%s/%d: %d items ordered", name, n, len(order))
+			}
+		}
+	}
+}
+
 // On assorted size distributions duo plans are valid, stream no more than
 // the stream strategy and no less than the bound, and stream exactly what
 // the planner's model predicted (nothing was left for mergeShortStreams to
