@@ -253,25 +253,22 @@ func (d *duo) build(k int) layout {
 		}
 	}
 	l := layout{order: make([]int, 0, len(d.entries)), copyFrom: make(map[int]int64, k)}
-	streamed := make([]int64, len(runs))
+	// sums[j] is run j's fill and its copy's local header; the run streams
+	// that, or MinPartSize when a prefix of the copy tops it up.
+	sums, streamed := make([]int64, len(runs)), make([]int64, len(runs))
 	for j, run := range runs {
 		c := d.bigs[j]
-		streamed[j] = d.w[c] - d.entries[c].Size
+		sums[j] = d.w[c] - d.entries[c].Size
 		for _, i := range run {
-			streamed[j] += d.w[i]
+			sums[j] += d.w[i]
 		}
-		streamed[j] = max(streamed[j], MinPartSize)
+		streamed[j] = max(sums[j], MinPartSize)
 	}
 	for _, j := range evenly(streamed) {
-		run := runs[j]
-		c := d.bigs[j]
-		sum := d.w[c] - d.entries[c].Size // the copy's local header
-		for _, i := range run {
-			sum += d.w[i]
-		}
+		run, c := runs[j], d.bigs[j]
 		l.order = append(l.order, run...)
 		l.order = append(l.order, c)
-		if need := max(0, MinPartSize-sum); need <= d.entries[c].Size-MinPartSize {
+		if need := max(0, MinPartSize-sums[j]); need <= d.entries[c].Size-MinPartSize {
 			l.copyFrom[c] = need
 		} // else it cannot be copied: streamed whole, mergeShortStreams repairs
 	}
