@@ -118,6 +118,12 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 		s.CopiedBytes += part.Size()
 		s.ServerCopiedBytes += part.Size()
 		s.Requests.UploadPartCopy++
+		if e := &entries[0]; part.CarriedAs == "" && !e.CRC32.Known && (part.Start != e.DataOffset() || part.End != e.End()) {
+			// A range of an object whose CRC-32 the plan lacks: what S3
+			// stores of it tells a server's answer of that from the range's
+			// own (the worker's copyPart).
+			s.Requests.Head++
+		}
 	case PartChain:
 		rounds := ChainRounds(entries, part.Start, part.End)
 		c := CostOfChain(rounds)

@@ -56,10 +56,13 @@ func newAttempt() string {
 	return hex.EncodeToString(b)
 }
 
-// built is a round object: lead bytes of pad, then content.
+// built is a round object: lead bytes of pad, then content. stored is the
+// CRC-32 S3 stores of it (the whole object's, lead included) when its round
+// was completed with one, else "".
 type built struct {
 	key           string
 	lead, content int64
+	stored        string
 }
 
 // chainBuild is one chain part being built: its entries, its rounds, their
@@ -193,10 +196,23 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 	if err != nil {
 		return nil, err
 	}
-	if want, ok := chainCRC(ch.entries, item); ok && got != "" && got != s3x.CRCBase64(want) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, got, s3x.CRCBase64(want))}
+	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got}
+	if x.lead > 0 && x.stored != "" && got == x.stored {
+		// The answer is the round object's own CRC-32 (lead of pad
+		// included), not the copied range's (versitygw 1.8 answers a
+		// ranged copy of an object stored with a CRC-32 so; S3 answers the
+		// range's): the part is uploaded again, streamed.
+		ch.log.Warn("server reported the round object's CRC-32 for the chain part's copy; streaming it instead",
+			"execution", job.Execution, "part", item.Number, "bytes", x.content)
+		if r, err = ch.streamCopyRange(ctx, &plan.PartJob{Part: item.Part, Source: &plan.Source{Bucket: job.WorkBucket, Key: x.key},
+			SourceRange: [2]int64{x.lead, x.lead + x.content}, SourceSize: x.lead + x.content}); err != nil {
+			return nil, fmt.Errorf("chain part %d streamed from its last round object: %w", item.Number, err)
+		}
 	}
-	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got}, nil
+	if want, ok := chainCRC(ch.entries, item); ok && r.ChecksumCRC32 != "" && r.ChecksumCRC32 != s3x.CRCBase64(want) {
+		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, r.ChecksumCRC32, s3x.CRCBase64(want))}
+	}
+	return r, nil
 }
 
 // startChecksummedRounds opens the rounds plan.ChainChecksums gives a
@@ -401,11 +417,16 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	if u.checksum {
 		in.ChecksumType = types.ChecksumTypeFullObject
 	}
-	if _, err := u.c.CompleteMultipartUpload(ctx, in); err != nil {
+	done, err := u.c.CompleteMultipartUpload(ctx, in)
+	if err != nil {
 		return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
 	}
 	u.finished = true
-	return built{key: u.key, lead: lead, content: x.content + added}, u.uploaded, nil
+	next := built{key: u.key, lead: lead, content: x.content + added}
+	if u.checksum {
+		next.stored = aws.ToString(done.ChecksumCRC32)
+	}
+	return next, u.uploaded, nil
 }
 
 // sendPieces sends the round's header bytes (and ranges S3 cannot copy) as

@@ -517,6 +517,10 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		return nil, fmt.Errorf("copy part has no source")
 	}
 	from, to := item.SourceRange[0], item.SourceRange[1]
+	stored, err := b.storedForRange(ctx, item)
+	if err != nil {
+		return nil, err
+	}
 	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
 	out, err := b.s3.UploadPartCopy(ctx, in)
 	if err != nil {
@@ -526,7 +530,7 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 	if err != nil {
 		return nil, err
 	}
-	if reason := implausiblePartCRC(item, got); reason != "" {
+	if reason := implausiblePartCRC(item, stored, got); reason != "" {
 		// The part's bytes are right (If-Match pinned them), but a part
 		// checksum that is not theirs would fail the completion, or worse,
 		// be stored as the archive's. Some servers (versitygw 1.8) report the
@@ -535,7 +539,9 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		// replaces the copy, whatever the range's size.
 		b.log.Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
-		r, err := b.streamCopyRange(ctx, item)
+		withStored := *item
+		withStored.CRC32 = stored // what tells the range's CRC-32 with the least reading
+		r, err := b.streamCopyRange(ctx, &withStored)
 		if err != nil {
 			return nil, fmt.Errorf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s); streaming the range instead: %w", src.Bucket, src.Key, from, to-1, got, reason, err)
 		}
@@ -544,20 +550,46 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
 }
 
+// storedForRange is the CRC-32 S3 stores of the source a copy part copies
+// a range of, which tells a server's answer of that checksum from the
+// range's own (implausiblePartCRC): the plan's when it has it, else asked
+// (HEAD). A copy of a whole source needs none: its answer is the CRC-32
+// itself. Unknown when S3 stores none (or a composite, which the answer
+// shows as one).
+func (b *partBuilder) storedForRange(ctx context.Context, item *plan.PartJob) (plan.CRC, error) {
+	if item.CRC32.Known || wholeCopy(item) {
+		return item.CRC32, nil
+	}
+	crc, ok, err := storedCRC(ctx, b.s3, *item.Source, item.SourceSize)
+	if err != nil || !ok {
+		return plan.CRC{}, err
+	}
+	return plan.KnownCRC(crc), nil
+}
+
+// wholeCopy says whether a copy part copies its whole source.
+func wholeCopy(item *plan.PartJob) bool {
+	return item.SourceRange[0] == 0 && item.SourceRange[1] == item.SourceSize
+}
+
 // implausiblePartCRC says why the CRC-32 S3 reported for a copied part
-// cannot be the CRC of the bytes copied, or "" when it can be.
-func implausiblePartCRC(item *plan.PartJob, got string) string {
-	whole := item.SourceRange[0] == 0 && item.SourceRange[1] == item.SourceSize
+// cannot be the CRC of the bytes copied, or "" when it can be. stored is
+// the source's whole CRC-32 when it is known (the plan's, or what S3
+// stores): a copy of the whole source must be answered with it, and a copy
+// of a range must not (some servers, versitygw 1.8, answer a ranged copy of
+// a source stored with a CRC-32 with that CRC-32; S3 answers the range's).
+func implausiblePartCRC(item *plan.PartJob, stored plan.CRC, got string) string {
+	whole := wholeCopy(item)
 	switch {
 	case got == "":
 		return ""
 	case strings.Contains(got, "-"):
 		return "a composite checksum of the source's parts"
-	case !item.CRC32.Known:
+	case !stored.Known:
 		return ""
-	case whole && got != s3x.CRCBase64(item.CRC32.Sum):
+	case whole && got != s3x.CRCBase64(stored.Sum):
 		return "not the source's CRC-32 for a copy of the whole source"
-	case !whole && got == s3x.CRCBase64(item.CRC32.Sum):
+	case !whole && got == s3x.CRCBase64(stored.Sum):
 		return "the whole source's CRC-32 for a copy of a range"
 	}
 	return ""

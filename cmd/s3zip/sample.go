@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
@@ -27,6 +25,8 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", 16, "uploads at once")
 	createBucket := fs.Bool("create-bucket", false, "create the bucket first")
+	checksum := fs.String("checksum", "crc32", "the checksum S3 keeps of each object, as a client uploads it: "+strings.Join(sampleChecksumNames(), ", ")+
+		" (mixed: each object one of the others, by the seed)")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -52,6 +52,10 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkEndpoint("sample", *endpoint); err != nil {
+		return err
+	}
+	kinds, err := sampleChecksums(*checksum)
+	if err != nil {
 		return err
 	}
 	client, err := newS3Client(ctx, *endpoint)
@@ -81,9 +85,9 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 				}
 			}
 			key := prefix + e.Source.Key[:2] + "/" + e.Source.Key
-			_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body), ContentLength: aws.Int64(size)})
-			if err != nil {
-				return fmt.Errorf("sample: put s3://%s/%s: %w", bucket, key, err)
+			kind := kinds[rng.IntN(len(kinds))]
+			if err := kind.put(ctx, client, bucket, key, body); err != nil {
+				return fmt.Errorf("sample: put s3://%s/%s (checksum %s): %w", bucket, key, kind.name, err)
 			}
 			return nil
 		})

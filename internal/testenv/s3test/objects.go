@@ -72,6 +72,7 @@ const (
 type putOptions struct {
 	checksum     Checksum
 	checksumType types.ChecksumType
+	contentType  string
 }
 
 // PutOption changes how PutObject and PutMultipartObject store an object.
@@ -86,6 +87,10 @@ func WithChecksum(c Checksum) PutOption { return func(o *putOptions) { o.checksu
 func WithChecksumType(t types.ChecksumType) PutOption {
 	return func(o *putOptions) { o.checksumType = t }
 }
+
+// WithContentType stores the object with this Content-Type (default: none
+// given, so the server's).
+func WithContentType(typ string) PutOption { return func(o *putOptions) { o.contentType = typ } }
 
 func collect(opts []PutOption) putOptions {
 	var o putOptions
@@ -163,6 +168,9 @@ func (s *Server) putObject(ctx context.Context, c *s3.Client, bucket, key string
 	if o.checksum != ChecksumNone {
 		in.ChecksumAlgorithm = types.ChecksumAlgorithm(o.checksum)
 	}
+	if o.contentType != "" {
+		in.ContentType = aws.String(o.contentType)
+	}
 	out, err := c.PutObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("s3test: put s3://%s/%s (%d bytes, checksum %q): %w", bucket, key, len(body), o.checksum, err)
@@ -187,6 +195,9 @@ func (s *Server) PutMultipartObject(tb testing.TB, bucket, key string, parts [][
 func (s *Server) putMultipart(ctx context.Context, bucket, key string, parts [][]byte, o putOptions) (*s3.CompleteMultipartUploadOutput, error) {
 	c := s.rawClient()
 	create := &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if o.contentType != "" {
+		create.ContentType = aws.String(o.contentType)
+	}
 	if o.checksum != ChecksumNone {
 		create.ChecksumAlgorithm = types.ChecksumAlgorithm(o.checksum)
 		create.ChecksumType = o.checksumType
