@@ -23,20 +23,61 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	for i, c := range cands {
 		preds[i] = c.pred
 	}
-	best := choose(preds, opts.Prefer)
-	other := choose(preds, opposite(opts.Prefer))
-	p, err := a.build(cands[best].k)
+	best, other := cands[choose(preds, opts.Prefer)].k, cands[choose(preds, opposite(opts.Prefer))].k
+	if best == other {
+		return a.fitted(best)
+	}
+	// Shares in between are priced by interpolation, and a plan's own
+	// fit may differ from its candidate's: the two plans are priced as
+	// built, and the preference's promise (cost never dearer than time's
+	// choice, time never slower than cost's) holds on those prices. One
+	// plan at a time is in memory: the other is priced and dropped first.
+	op, err := a.fitted(other)
+	if err != nil {
+		return nil, err
+	}
+	alt := op.Predict(a.model)
+	op = nil
+	p, err := a.fitted(best)
+	if err != nil {
+		return nil, err
+	}
+	if mine := p.Predict(a.model); breaksPromise(opts.Prefer, mine, alt) {
+		// The other preference's choice wins on this one's terms too. That
+		// preference keeps it, unless this plan wins on its terms: then
+		// each takes the other's.
+		if p, err = a.fitted(other); err != nil {
+			return nil, err
+		}
+		if !breaksPromise(opposite(opts.Prefer), alt, mine) {
+			return p, nil // both preferences choose this plan
+		}
+		alt = mine
+	} else if breaksPromise(opposite(opts.Prefer), alt, mine) {
+		return p, nil // the other preference takes this plan too
+	}
+	p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: alt.Seconds, Dollars: alt.Dollars}
+	return p, nil
+}
+
+// fitted is candidate k's plan, fitted to its workers.
+func (a *autoChoice) fitted(k int) (*Plan, error) {
+	p, err := a.build(k)
 	if err != nil {
 		return nil, err
 	}
 	p.Strategy = StrategyAuto
-	if p, err = p.fitted(opts); err != nil {
-		return nil, err
+	return p.fitted(a.opts)
+}
+
+// breaksPromise says whether the plan chosen for prefer, priced mine, is
+// worse by that preference than the other preference's choice, priced
+// other: dearer when preferring cost, slower when preferring time.
+func breaksPromise(prefer Preference, mine, other Prediction) bool {
+	if prefer == PreferCost {
+		return mine.Dollars > other.Dollars
 	}
-	if cands[other].k != cands[best].k {
-		p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: cands[other].pred.Seconds, Dollars: cands[other].pred.Dollars}
-	}
-	return p, nil
+	return mine.Seconds > other.Seconds
 }
 
 // autoChoice holds auto's candidates: stream everything (k = -1), the duo

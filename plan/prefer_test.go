@@ -136,3 +136,58 @@ func TestAutoWeighsChainsWhereTheyCanWin(t *testing.T) {
 		})
 	}
 }
+
+// Each preference keeps its promise on the plans as built, whatever the
+// data set and the workers: preferring cost is never dearer than preferring
+// time, preferring time never slower than preferring cost, and a plan's
+// Alternative is the other preference's plan as priced (none when both
+// choose the same). The challenge set at 15,000 objects and 1,000 workers
+// broke the first: $0.6146 preferring cost, $0.6106 preferring time.
+func TestPreferencesKeepTheirPromise(t *testing.T) {
+	counts := []int{40, 300, 3000}
+	if !testing.Short() {
+		counts = append(counts, 15000)
+	}
+	for _, n := range counts {
+		for _, seed := range []uint64{1, 2, 3} {
+			if n == 15000 && seed > 1 {
+				continue // the case; the others cost minutes
+			}
+			entries := Challenge(n, seed)
+			for _, workers := range []int{1, 7, 100, 1000} {
+				byTime, err := Make(entries, Options{Strategy: StrategyAuto, Workers: workers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				byCost, err := Make(entries, Options{Strategy: StrategyAuto, Workers: workers, Prefer: PreferCost})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pt, pc := byTime.Predict(DefaultModel), byCost.Predict(DefaultModel)
+				at := fmt.Sprintf("%d objects, seed %d, %d workers", n, seed, workers)
+				if pc.Dollars > pt.Dollars {
+					t.Errorf("%s: prefer cost $%.4f (%.2f s), dearer than prefer time's $%.4f (%.2f s)", at, pc.Dollars, pc.Seconds, pt.Dollars, pt.Seconds)
+				}
+				if pt.Seconds > pc.Seconds {
+					t.Errorf("%s: prefer time %.2f s, slower than prefer cost's %.2f s", at, pt.Seconds, pc.Seconds)
+				}
+				if (byTime.Alternative == nil) != (byCost.Alternative == nil) {
+					t.Errorf("%s: only one plan names an alternative: time %+v, cost %+v", at, byTime.Alternative, byCost.Alternative)
+					continue
+				}
+				if byTime.Alternative == nil {
+					if pt != pc {
+						t.Errorf("%s: neither names an alternative, but they differ: %+v and %+v", at, pt, pc)
+					}
+					continue
+				}
+				if a := byTime.Alternative; a.Seconds != pc.Seconds || a.Dollars != pc.Dollars {
+					t.Errorf("%s: prefer time's alternative %.3f s $%.5f, prefer cost's plan is %.3f s $%.5f", at, a.Seconds, a.Dollars, pc.Seconds, pc.Dollars)
+				}
+				if a := byCost.Alternative; a.Seconds != pt.Seconds || a.Dollars != pt.Dollars {
+					t.Errorf("%s: prefer cost's alternative %.3f s $%.5f, prefer time's plan is %.3f s $%.5f", at, a.Seconds, a.Dollars, pt.Seconds, pt.Dollars)
+				}
+			}
+		}
+	}
+}
