@@ -42,8 +42,9 @@ type AbortOutput struct {
 	Error         string `json:"error"`
 	Cause         string `json:"cause"`
 	UploadAborted bool   `json:"uploadAborted"`
-	// ArchivesDeleted are the archives of a split run its finalizer had
-	// completed before the run failed.
+	// ArchivesDeleted are the archives (a split run's, or the one) its
+	// finalizer had completed, or was completing, before the run failed: a
+	// failed run leaves no archive.
 	ArchivesDeleted int `json:"archivesDeleted,omitempty"`
 	WorkDeleted     int `json:"workObjectsDeleted"`
 }

@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -326,14 +327,33 @@ func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*rou
 	// Not cancelled with ctx: a round opened ahead is stopped when the round
 	// before it fails, and a create the server has made but whose answer
 	// the cancelled request dropped would leave an upload no one aborts.
-	// Its answer is what lets the chain abort it.
-	up, err := c.CreateMultipartUpload(context.WithoutCancel(ctx), in)
+	// Its answer is what lets the chain abort it. Bounded all the same: a
+	// create that never answers fails the chain within roundCreateTimeout
+	// (or ctx's deadline), not at the Lambda's timeout; an upload made that
+	// late is the abort's to find under the work prefix.
+	cctx, cancel := boundedWithoutCancel(ctx, roundCreateTimeout)
+	defer cancel()
+	up, err := c.CreateMultipartUpload(cctx, in)
 	if err != nil {
 		return nil, s3Error("CreateMultipartUpload", bucket, key, false, err)
 	}
 	pieces := append(append([]plan.ChainPiece{}, round.Middle...), round.Last)
 	return &roundUpload{c: c, bucket: bucket, key: key, id: aws.ToString(up.UploadId), checksum: checksum, pieces: pieces,
 		etags: make([]string, len(pieces)+1), sums: make([]string, len(pieces)+1)}, nil
+}
+
+// roundCreateTimeout bounds a chain round's CreateMultipartUpload, which
+// its chain's cancellation does not stop (openRound).
+var roundCreateTimeout = 30 * time.Second
+
+// boundedWithoutCancel is ctx without its cancellation, ending at ctx's
+// deadline or after d, whichever is first.
+func boundedWithoutCancel(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(end) {
+		end = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 func (u *roundUpload) abort(ctx context.Context) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,4 +98,39 @@ func TestChainOpensTheNextRoundWhileARoundIsBuilt(t *testing.T) {
 	if rounds == 0 {
 		t.Fatal("no chain round was followed by another: the test needs chains of two rounds or more")
 	}
+}
+
+// silentRoundCreate never answers the CreateMultipartUpload of a chain's
+// second round: it waits for the request's context, as a connection that
+// went quiet would.
+type silentRoundCreate struct{ S3 }
+
+func (s silentRoundCreate) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	if m := roundKey.FindStringSubmatch(aws.ToString(in.Key)); m != nil && m[2] == "1" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.S3.CreateMultipartUpload(ctx, in, opts...)
+}
+
+// A chain round's create is made without the chain's cancellation (so that
+// an answer is never dropped), but not without end: one that never answers
+// fails the run within roundCreateTimeout, and the run leaves nothing.
+func TestChainRoundCreateIsBounded(t *testing.T) {
+	defer func(d time.Duration) { roundCreateTimeout = d }(roundCreateTimeout)
+	roundCreateTimeout = time.Second
+	e := newEnv(t, mixedObjects("m/", s3test.ChecksumNone))
+	r := e.runner()
+	r.S3 = silentRoundCreate{e.s3}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := r.Run(ctx, request("chain", "m/", "chain.zip", ""), "silent")
+	if err == nil || !strings.Contains(err.Error(), "CreateMultipartUpload") {
+		t.Fatalf("run error %v, want the round's CreateMultipartUpload named", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the run failed after %v, want within a few round timeouts (%v)", took, roundCreateTimeout)
+	}
+	e.assertClean(t)
 }

@@ -28,7 +28,7 @@ type Config struct {
 	MemoryBudget          int64    // bytes of part buffers in flight per worker
 	DeadlineMargin        time.Duration
 	MaxEntries            int   // 0: no limit
-	MaxArchiveBytes       int64 // 0: no limit
+	MaxArchiveBytes       int64 // what one run writes, 0: no limit (a split run's archives together: each alone is bounded by the request's splitSize)
 	// KMSKeyGranted says DestinationKMSKeyID is the only customer-managed
 	// key the roles may encrypt archives with (a deployment: the CDK grants
 	// exactly that key), so a request naming another is refused before any

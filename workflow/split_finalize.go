@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3x"
 )
@@ -45,7 +46,7 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []
 		if err != nil {
 			return nil, fmt.Errorf("archive %d of %d, %s: %w", k+1, len(l.Archives), ArchiveKey(job.Destination.Key, k), err)
 		}
-		if err := writeJSON(ctx, f.S3, job.WorkBucket, doneKey(job.WorkPrefix, k), completedArchive{Key: ArchiveKey(job.Destination.Key, k), ETag: a.ETag}); err != nil {
+		if err := writeJSON(ctx, f.S3, job.WorkBucket, doneKey(job.WorkPrefix, k), completedArchive{Key: ArchiveKey(job.Destination.Key, k), ETag: a.ETag, Size: a.Size}); err != nil {
 			return nil, fmt.Errorf("archive %d of %d is complete, but recording it failed: %w", k+1, len(l.Archives), err)
 		}
 		a.Entries = spec.Entries
@@ -73,10 +74,42 @@ func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
 	return err == nil
 }
 
-// completedArchive is the record of an archive a split run completed.
+// completedArchive is the record of an archive the finalizer completes:
+// written before the completion with the archive's size and CRC-32 (ETag
+// empty), and, for a split run's, again after it with the ETag. An archive
+// a failed run completed is then found by Abort (discardArchives) however
+// the finalizer ended, even in the instant between the completion and its
+// record.
 type completedArchive struct {
 	Key  string `json:"key"`
-	ETag string `json:"etag"`
+	ETag string `json:"etag,omitempty"`
+	// Size and CRC32 (8 hex digits) are the archive's: with no ETag, the
+	// object at Key is this run's if it has them (the completion stores the
+	// CRC-32 as the object's full-object checksum).
+	Size  int64  `json:"size,omitempty"`
+	CRC32 string `json:"crc32,omitempty"`
+}
+
+// ours says whether the object h describes is the archive the record is
+// of: the ETag it was completed with or, before that was recorded, its size
+// and CRC-32. (With overwrite, an archive identical to the one the run
+// would have written, byte for byte, is taken for it.)
+func (c *completedArchive) ours(h *s3.HeadObjectOutput) bool {
+	if c.ETag != "" {
+		return aws.ToString(h.ETag) == c.ETag
+	}
+	crc, ok := fullObjectCRC(h)
+	return ok && c.CRC32 != "" && fmt.Sprintf("%08x", crc) == c.CRC32 && aws.ToInt64(h.ContentLength) == c.Size
+}
+
+// recordCompleting records archive k (0 for a run of one archive) before
+// its upload is completed: its key, size and CRC-32.
+func recordCompleting(ctx context.Context, c objectPutter, job *Job, k int, size int64, crc uint32) error {
+	rec := completedArchive{Key: job.Destination.Key, Size: size, CRC32: fmt.Sprintf("%08x", crc)}
+	if err := writeJSON(ctx, c, job.WorkBucket, doneKey(job.WorkPrefix, k), rec); err != nil {
+		return fmt.Errorf("recording the archive before completing it: %w", err)
+	}
+	return nil
 }
 
 // doneKey is where the finalizer records archive k of a split run as
@@ -85,13 +118,18 @@ func doneKey(workPrefix string, k int) string {
 	return fmt.Sprintf("%sdone/%04d.json", workPrefix, k+1)
 }
 
-// discardArchives deletes the archives of a failed split run that its
-// finalizer recorded as completed, each only while it is still the object
-// this run completed (its ETag): another writer's since is left alone.
+// discardArchives deletes the archives of a failed run that its finalizer
+// recorded as completed or completing (a split run's, or the one archive),
+// each only while it is still the object this run completed (its ETag, or
+// its size and CRC-32): another writer's since is left alone.
 func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord) (int, error) {
 	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
 	deleted := 0
-	for k := range rec.Archives {
+	archives := len(rec.Archives)
+	if archives == 0 && rec.UploadID != "" {
+		archives = 1
+	}
+	for k := range archives {
 		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
 		if s3x.NotFound(err) {
 			continue
@@ -103,8 +141,8 @@ func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord)
 		if err != nil {
 			return deleted, fmt.Errorf("the record of archive %d: %w", k+1, err)
 		}
-		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key})
-		if s3x.NotFound(err) || err == nil && aws.ToString(h.ETag) != done.ETag {
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key, ChecksumMode: types.ChecksumModeEnabled})
+		if s3x.NotFound(err) || err == nil && !done.ours(h) {
 			continue
 		}
 		if err != nil {

@@ -234,6 +234,9 @@ func cases() []badCase {
 		{name: "more-entries-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *workflow.Config) { c.MaxEntries = 3 }, want: limitErr, msg: "4 entries; this deployment allows at most 3 (MAX_ENTRIES)"},
 		{name: "more-manifest-entries-than-allowed", manifest: "p/a.txt\np/b.txt\n", cfg: func(c *workflow.Config) { c.MaxEntries = 1 }, want: limitErr, msg: "2 entries; this deployment allows at most 1"},
 		{name: "more-bytes-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *workflow.Config) { c.MaxArchiveBytes = 200 }, want: limitErr, msg: "this deployment allows at most 200 (MAX_ARCHIVE_BYTES)"},
+		// Each archive of the split run is under the bound; together they are not.
+		{name: "split-bytes-together-more-than-allowed", req: listReq("src", "p/", "out/a.zip", map[string]any{"splitEntries": 1}), cfg: func(c *workflow.Config) { c.MaxArchiveBytes = splitBound }, want: limitErr,
+			msg: fmt.Sprintf("the 4 archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes", splitTotal, splitBound)},
 	}
 }
 
@@ -465,3 +468,8 @@ func TestManifestCRCNotStoredInS3(t *testing.T) {
 		})
 	}
 }
+
+// The split run of p/'s four objects (10 to 30 bytes), one archive each:
+// each archive is under splitBound bytes (one entry, its headers and the
+// end records: 130 to 165), the four together splitTotal.
+const splitBound, splitTotal = 200, 581
