@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
@@ -139,6 +140,9 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &SourceChangedError{Bucket: bucket, Key: key, Err: err}
 	case s3x.Transient(err):
+		if advice := s3rate.SlowDownAdvice(err, bucket, key); advice != "" {
+			err = fmt.Errorf("%w; %s", err, advice)
+		}
 		return &TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
 	}
 	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)

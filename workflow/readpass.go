@@ -252,7 +252,7 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return res, nil
 	}
 	res.Size, res.CRC32 = int64(comp.Len()), plan.KnownCRC(crc32.ChecksumIEEE(comp.Bytes()))
-	if err := r.putPiece(ctx, job, comp.Bytes()); err != nil {
+	if err := r.putPiece(ctx, job, comp.Bytes(), res.CRC32.Sum); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -348,10 +348,20 @@ func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJo
 // putPiece writes a compressed piece to the job's intermediate object. No
 // stored checksum: the layout copies ranges of these objects, and the plan
 // carries their CRC-32 itself.
-func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte) error {
+// putPiece stores a compressed piece with the CRC-32 of its bytes, the one
+// the archive's headers and completion will be built from: S3 checks it
+// (BadDigest), so a piece changed on its way fails here, named, not the
+// archive at its completion.
+func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte, crc uint32) error {
 	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-	if _, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp), ContentLength: aws.Int64(int64(len(comp)))}, plain); err != nil {
+	want := s3x.CRCBase64(crc)
+	out, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp), ContentLength: aws.Int64(int64(len(comp))),
+		ChecksumCRC32: &want}, plain)
+	if err != nil {
 		return s3Error("PutObject", job.Bucket, job.Key, false, err)
+	}
+	if got := aws.ToString(out.ChecksumCRC32); got != "" && got != want {
+		return &ChecksumMismatchError{fmt.Sprintf("compressed piece %d of s3://%s/%s: S3 stored CRC-32 %s, its bytes have %s", job.Piece, job.Source.Bucket, job.Source.Key, got, want)}
 	}
 	return nil
 }

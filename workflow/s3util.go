@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -139,22 +140,49 @@ func pin(etag, versionID string) (ifMatch, version *string) {
 // getRange reads bytes [from, from+len(dst)) of an object into dst, pinned
 // by ETag.
 func getRange(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) error {
+	read := 0
+	for attempt := 1; ; attempt++ {
+		n, err := getRangeOnce(ctx, c, src, from+int64(read), dst[read:])
+		read += n
+		var lost *bodyLost
+		if err == nil || !errors.As(err, &lost) || attempt >= bodyAttempts || ctx.Err() != nil {
+			return err
+		}
+		// The body stalled or broke off: the rest is asked for again, from
+		// where it stopped (the GET is pinned, so the bytes are the same).
+	}
+}
+
+// bodyAttempts is how many GETs one range's body may take when it breaks
+// off (s3rate's idle-body timeout, a connection reset).
+const bodyAttempts = 4
+
+// bodyLost is a response body that broke off after its headers: the
+// request succeeded, the bytes did not all arrive.
+type bodyLost struct{ TransientError }
+
+func (e *bodyLost) Unwrap() error { return &e.TransientError }
+
+// getRangeOnce is one GET of the range into dst; it returns how many bytes
+// of dst it filled.
+func getRangeOnce(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) (int, error) {
 	to := from + int64(len(dst))
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
 	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	out, err := c.GetObject(ctx, in)
 	if err != nil {
-		return s3Error("GetObject", src.Bucket, src.Key, !src.work, err)
+		return 0, s3Error("GetObject", src.Bucket, src.Key, !src.work, err)
 	}
 	defer out.Body.Close()
 	if n := aws.ToInt64(out.ContentLength); n != to-from {
 		// A server that ignored the range would hand over the wrong bytes.
-		return fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", src.Bucket, src.Key, from, to-1, n)
+		return 0, fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", src.Bucket, src.Key, from, to-1, n)
 	}
-	if _, err := io.ReadFull(out.Body, dst); err != nil {
-		return &TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}
+	n, err := io.ReadFull(out.Body, dst)
+	if err != nil {
+		return n, &bodyLost{TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}}
 	}
-	return nil
+	return n, nil
 }
 
 type sourceRef struct {

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3rate"
 )
 
 // defaultRegion is used when neither the environment nor a profile names one.
@@ -42,7 +44,10 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	if cfg.Region == "" {
 		cfg.Region = defaultRegion
 	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+	// Every request to a bucket passes one limiter that learns the rate S3
+	// serves from its SlowDowns, and quiet connections are abandoned
+	// (internal/s3rate).
+	return s3.NewFromConfig(cfg, s3rate.Options(s3rate.Config{}), func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.UsePathStyle = true

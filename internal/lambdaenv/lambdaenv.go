@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3rate"
 )
 
 // Env is a Lambda's shared setup, with its workflow's configuration C.
@@ -38,11 +40,14 @@ func Load[C any](ctx context.Context, function string, configFromEnv func(getenv
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", function, err)
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(8))
+	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: AWS configuration: %w", function, err)
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	// Every request to a bucket passes one limiter that learns the rate S3
+	// serves from its SlowDowns (internal/s3rate); eight attempts at any
+	// other failure; connections that go quiet are abandoned and retried.
+	client := s3.NewFromConfig(awsCfg, s3rate.Options(s3rate.Config{Attempts: 8}), func(o *s3.Options) {
 		// Checksums are set explicitly where they matter (UploadPart);
 		// elsewhere the SDK adds none a request does not require.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired

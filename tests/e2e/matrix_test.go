@@ -71,18 +71,24 @@ type matrixSource struct {
 	typ  string // its Content-Type
 }
 
-// matrixData is the seeded data set: objects just over a part (copied by
-// duo, chained, streamed), the boundary sizes, compressible text of both
-// sizes, and small objects; each object's checksum kind drawn by the seed,
-// every kind at least once.
+// matrixData is the seeded data set, in two prefixes. big/ is 20 objects
+// of the challenge's sizes (about 100 MB), which auto lays out as duo's runs
+// with some chained at one worker. x/ is what every other layout archives:
+// objects just over a part (copied by duo, chained, streamed), the
+// boundary sizes, compressible text of both sizes, and small objects
+// (about 35 MB). Each object's checksum kind is drawn by the seed, every
+// kind at least once in each prefix.
 func matrixData(seed uint64) []matrixSource {
 	rng := rand.New(rand.NewPCG(seed, 31))
-	var out []matrixSource
-	add := func(name string, data []byte, typ string) {
-		out = append(out, matrixSource{key: "m/" + name, data: data, typ: typ})
-	}
+	var big, x []matrixSource
 	for i, e := range plan.Challenge(20, seed) {
-		add("big/"+e.Source.Key[:2]+"/"+e.Source.Key, body(seed*1000+uint64(i), int(e.Size)), "application/octet-stream")
+		big = append(big, matrixSource{key: "m/big/" + e.Source.Key[:2] + "/" + e.Source.Key, data: body(seed*1000+uint64(i), int(e.Size)), typ: "application/octet-stream"})
+	}
+	add := func(name string, data []byte, typ string) {
+		x = append(x, matrixSource{key: "m/x/" + name, data: data, typ: typ})
+	}
+	for i := range 4 {
+		add(fmt.Sprintf("copy/%02d.bin", i), body(seed*1000+50+uint64(i), 5*mib+rng.IntN(2*mib)), "application/octet-stream")
 	}
 	for i, size := range []int{0, 1, 5*mib - 1, 5 * mib, 5*mib + 1} {
 		add(fmt.Sprintf("edge/%d-%d.bin", i, size), body(seed*1000+100+uint64(i), size), "application/octet-stream")
@@ -97,11 +103,12 @@ func matrixData(seed uint64) []matrixSource {
 			add(fmt.Sprintf("small/%d.bin", i), body(seed*1000+200+uint64(i), size), "image/png")
 		}
 	}
-	kinds := rng.Perm(len(out))
-	for i, k := range kinds {
-		out[i].kind = storedKinds[k%len(storedKinds)]
+	for _, set := range [][]matrixSource{big, x} {
+		for i, k := range rng.Perm(len(set)) {
+			set[i].kind = storedKinds[k%len(storedKinds)]
+		}
 	}
-	return out
+	return append(big, x...)
 }
 
 // putMatrix uploads the data set, each object as its kind says.
@@ -136,23 +143,29 @@ type matrixLayout struct {
 	opts   map[string]any
 	// check says what the plan must hold for the cell to test that layout
 	// (nil: nothing more than that it built).
-	check func(st workflow.ReportStats) string
+	check func(out *workflow.FinalizeOutput) string
 }
 
 var matrixLayouts = []matrixLayout{
-	{name: "stream", opts: map[string]any{"strategy": "stream"}},
-	{name: "duo", opts: map[string]any{"strategy": "duo"}, check: has("copy", "upload")},
-	{name: "chain", opts: map[string]any{"strategy": "chain"}, check: has("chain")},
+	{name: "stream", prefix: "x/", opts: map[string]any{"strategy": "stream"}},
+	{name: "duo", prefix: "x/", opts: map[string]any{"strategy": "duo"}, check: has("copy", "upload")},
+	{name: "chain", prefix: "x/", opts: map[string]any{"strategy": "chain"}, check: has("chain")},
 	// One worker, the challenge's objects: auto chains some of duo's runs
-	// (the layout; the whole data set tips it to duo's).
+	// (the layout; x/'s objects added tip it to duo's).
 	{name: "auto-mixed", prefix: "big/", opts: map[string]any{"strategy": "auto", "maxConcurrency": 1}, check: has("chain", "copy", "upload")},
-	{name: "auto-cost", opts: map[string]any{"strategy": "auto", "prefer": "cost", "maxConcurrency": 4}},
-	{name: "auto-split", opts: map[string]any{"strategy": "auto", "splitSize": 40 * mib}},
+	{name: "auto-cost", prefix: "x/", opts: map[string]any{"strategy": "auto", "prefer": "cost", "maxConcurrency": 4}},
+	{name: "auto-split", prefix: "x/", opts: map[string]any{"strategy": "auto", "splitSize": 12 * mib}, check: func(out *workflow.FinalizeOutput) string {
+		if len(out.Archives) < 2 {
+			return fmt.Sprintf("%d archives, want a split run", len(out.Archives))
+		}
+		return ""
+	}},
 }
 
 // has says which part kinds the plan must have.
-func has(kinds ...string) func(workflow.ReportStats) string {
-	return func(st workflow.ReportStats) string {
+func has(kinds ...string) func(*workflow.FinalizeOutput) string {
+	return func(out *workflow.FinalizeOutput) string {
+		st := out.Stats
 		n := map[string]int{"copy": st.CopyParts, "upload": st.UploadParts, "chain": st.ChainParts}
 		for _, k := range kinds {
 			if n[k] == 0 {
@@ -266,9 +279,8 @@ func runMatrix(t *testing.T, cells []matrixCell) {
 					t.Logf("replay: S3ZIP_LONG=1 S3ZIP_MATRIX_SEED=%d go test -count=1 -run 'TestMatrix.*/^%s$' ./tests/e2e/", seed, c.name())
 				}
 			}()
-			st := res.Output.Stats
 			if c.layout.check != nil {
-				if msg := c.layout.check(st); msg != "" {
+				if msg := c.layout.check(res.Output); msg != "" {
 					t.Errorf("%s: %s", c.layout.name, msg)
 				}
 			}

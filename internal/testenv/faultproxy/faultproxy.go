@@ -184,6 +184,9 @@ type Config struct {
 	// S3 answers it (strict.go). It returns a source object's size (the
 	// test's own client asks the server).
 	SourceSize func(bucket, key, versionID string) (int64, error)
+	// Rates, when set, has the proxy refuse what S3 refuses past its
+	// request rates: 503 SlowDown (rates.go).
+	Rates *Rates
 }
 
 // Proxy is a running fault proxy.
@@ -200,6 +203,7 @@ type Proxy struct {
 	held   sync.WaitGroup
 	// refused are the requests answered as S3 would refuse them (strict.go).
 	refused []string
+	rates   *rateBuckets // nil without Config.Rates
 }
 
 // OpCount is what happened to one operation's requests.
@@ -222,6 +226,9 @@ func Start(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
 	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}}
+	if cfg.Rates != nil {
+		p.rates = newRateBuckets(*cfg.Rates)
+	}
 	p.setRules(cfg.Rules)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -336,6 +343,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault := p.decide(op, r)
+	if fault == "" && p.rates != nil && !p.rates.allow(r) {
+		fault = SlowDown
+		p.mu.Lock()
+		p.counts[op].Injected[SlowDown]++
+		p.mu.Unlock()
+	}
 	switch fault {
 	case InternalError:
 		writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")

@@ -1,0 +1,219 @@
+package s3rate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Config is how a client's requests are held. The zero value is the
+// defaults.
+type Config struct {
+	// Limits are the limiters the client's requests pass; nil: Default.
+	Limits *Limits
+	// Attempts is how many times a request that fails for another reason
+	// than throttling is tried (default 3).
+	Attempts int
+	// ThrottleAttempts is how many times a throttled request is tried
+	// (default 40: with backoff up to MaxBackoff, about ten minutes, while
+	// the limiter brings the rate down to what S3 serves).
+	ThrottleAttempts int
+	// MaxBackoff is the longest wait between attempts (default 20 s).
+	MaxBackoff time.Duration
+	// Timeouts of the HTTP client; zero fields take DefaultTimeouts'.
+	Timeouts Timeouts
+}
+
+func (c Config) withDefaults() Config {
+	if c.Limits == nil {
+		c.Limits = Default
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 3
+	}
+	if c.ThrottleAttempts <= 0 {
+		c.ThrottleAttempts = 40
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 20 * time.Second
+	}
+	c.Timeouts = c.Timeouts.withDefaults()
+	return c
+}
+
+// Options configures an S3 client as cfg says: its requests pass the
+// limiter of their bucket and class, are retried by a retryer without a
+// retry quota, and are sent by an HTTP client with timeouts. A client
+// option given after it (a test's HTTPClient, say) still wins.
+func Options(cfg Config) func(*s3.Options) {
+	cfg = cfg.withDefaults()
+	return func(o *s3.Options) {
+		o.Retryer = newRetryer(cfg)
+		o.RetryMaxAttempts = 0 // the retryer says
+		o.HTTPClient = NewHTTPClient(cfg.Timeouts)
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return addLimiter(stack, cfg.Limits)
+		})
+	}
+}
+
+// LimiterOnly is Options without the HTTP client: the limiter and the
+// retryer on a client whose transport is a test's own.
+func LimiterOnly(cfg Config) func(*s3.Options) {
+	cfg = cfg.withDefaults()
+	return func(o *s3.Options) {
+		o.Retryer = newRetryer(cfg)
+		o.RetryMaxAttempts = 0
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return addLimiter(stack, cfg.Limits)
+		})
+	}
+}
+
+// bucketKey holds the request's bucket, from its input, for the attempts.
+type bucketKey struct{}
+
+func addLimiter(stack *middleware.Stack, limits *Limits) error {
+	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("s3rate.Bucket",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			return next.HandleInitialize(context.WithValue(ctx, bucketKey{}, bucketOf(in.Parameters)), in)
+		}), middleware.Before)
+	if err != nil {
+		return err
+	}
+	// After the retry middleware: every attempt waits for its token and
+	// tells the limiter how it went.
+	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("s3rate.Limiter",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			bucket, _ := ctx.Value(bucketKey{}).(string)
+			l := limits.For(bucket, classOf(awsmiddleware.GetOperationName(ctx)))
+			if err := l.Wait(ctx); err != nil {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
+			}
+			out, md, err := next.HandleFinalize(ctx, in)
+			switch {
+			case err == nil:
+				l.Succeeded()
+			case IsThrottle(err):
+				l.Throttled()
+			}
+			return out, md, err
+		}), "Retry", middleware.After)
+}
+
+// bucketOf is the Bucket field of an S3 operation's input, "" when it has
+// none (ListBuckets).
+func bucketOf(params any) string {
+	v := reflect.ValueOf(params)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.FieldByName("Bucket")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+		return ""
+	}
+	s, _ := f.Elem().Interface().(string)
+	return s
+}
+
+// classOf is the class S3 counts an operation in.
+func classOf(op string) Class {
+	switch op {
+	case "GetObject", "HeadObject", "ListObjectsV2", "ListObjects", "ListParts", "ListMultipartUploads",
+		"GetObjectAttributes", "HeadBucket", "GetObjectTagging", "ListObjectVersions", "GetBucketLocation":
+		return Read
+	}
+	return Write
+}
+
+// IsThrottle says whether err is S3 asking for fewer requests: 503 SlowDown
+// (or any 503: a HEAD's has no body to name it).
+func IsThrottle(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "SlowDown" {
+		return true
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusServiceUnavailable
+}
+
+// retryer is the standard retryer without its retry quota, trying a
+// throttled request up to ThrottleAttempts times and any other failure
+// up to Attempts, with full-jitter exponential backoff.
+type retryer struct {
+	aws.RetryerV2
+	attempts, throttleAttempts int
+}
+
+func newRetryer(cfg Config) aws.RetryerV2 {
+	std := retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = max(cfg.Attempts, cfg.ThrottleAttempts)
+		o.MaxBackoff = cfg.MaxBackoff
+		o.Backoff = retry.NewExponentialJitterBackoff(cfg.MaxBackoff)
+		o.RateLimiter = ratelimit.None
+		o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			if isStall(err) {
+				return aws.TrueTernary
+			}
+			return aws.UnknownTernary
+		}))
+	})
+	return &retryer{RetryerV2: std, attempts: cfg.Attempts, throttleAttempts: cfg.ThrottleAttempts}
+}
+
+// RetryDelay ends a request that failed for another reason than
+// throttling once it was tried Attempts times.
+func (r *retryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	if !IsThrottle(err) && attempt >= r.attempts {
+		return 0, &retry.MaxAttemptsError{Attempt: attempt, Err: err}
+	}
+	return r.RetryerV2.RetryDelay(attempt, err)
+}
+
+// SlowDownAdvice is what to tell a user whose request S3 kept refusing
+// with SlowDown, for a request to bucket under key; "" for any other
+// error.
+func SlowDownAdvice(err error, bucket, key string) string {
+	if !IsThrottle(err) {
+		return ""
+	}
+	return fmt.Sprintf("S3 kept answering 503 SlowDown for s3://%s/%s after retrying at the rate it allowed: the requests to that prefix exceed what S3 serves it "+
+		"(about 5,500 GET/HEAD and 3,500 PUT/COPY/POST/DELETE a second per prefix); run with fewer workers, spread the keys over more prefixes, "+
+		"or ask AWS to raise the prefix's partitions", bucket, prefixOf(key))
+}
+
+// prefixOf is key up to its last "/", the prefix S3 partitions by at least.
+func prefixOf(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[:i+1]
+		}
+	}
+	return ""
+}
+
+// isStall says whether err is a connection that went quiet: the idle-body
+// timeout, or a net timeout.
+func isStall(err error) bool {
+	if errors.Is(err, ErrStalled) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,139 @@
+package s3rate
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+)
+
+// Timeouts bound how long a connection may go quiet. The SDK's default
+// HTTP client has a connect timeout and nothing else: a server that sends
+// a response's headers and then nothing holds the request (on Lambda, the
+// worker) until the function's own timeout.
+type Timeouts struct {
+	// Connect bounds a TCP connect (default 5 s).
+	Connect time.Duration
+	// Header bounds the wait for a response's headers once the request is
+	// sent (default 60 s: S3 answers a copy of 5 GiB or a completion of
+	// 10,000 parts with its headers first, and a GET within milliseconds).
+	Header time.Duration
+	// IdleBody bounds the wait for the next bytes of a response's body
+	// (default 30 s): a body that delivers nothing for that long is
+	// abandoned with ErrStalled, which the retryer and the readers that
+	// resume a range (workflow's getRange) retry.
+	IdleBody time.Duration
+}
+
+// DefaultTimeouts are the timeouts a zero Timeouts takes.
+var DefaultTimeouts = Timeouts{Connect: 5 * time.Second, Header: 60 * time.Second, IdleBody: 30 * time.Second}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Connect <= 0 {
+		t.Connect = DefaultTimeouts.Connect
+	}
+	if t.Header <= 0 {
+		t.Header = DefaultTimeouts.Header
+	}
+	if t.IdleBody <= 0 {
+		t.IdleBody = DefaultTimeouts.IdleBody
+	}
+	return t
+}
+
+// ErrStalled is a response body that delivered no byte for the idle-body
+// timeout.
+var ErrStalled = stallError{}
+
+type stallError struct{}
+
+func (stallError) Error() string {
+	return "the connection stalled: no byte of the response body arrived within the idle timeout"
+}
+func (stallError) Timeout() bool   { return true }
+func (stallError) Temporary() bool { return true }
+
+// NewHTTPClient is the SDK's buildable HTTP client with t's timeouts, its
+// response bodies abandoned when they go quiet for t.IdleBody.
+func NewHTTPClient(t Timeouts) *StallingClient {
+	t = t.withDefaults()
+	c := awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = t.Connect }).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = t.Header
+			tr.TLSHandshakeTimeout = t.Connect
+			tr.MaxIdleConnsPerHost = 256
+		})
+	return &StallingClient{c: c, idle: t.IdleBody}
+}
+
+// StallingClient sends requests with an awshttp.BuildableClient and
+// watches their response bodies.
+type StallingClient struct {
+	c    *awshttp.BuildableClient
+	idle time.Duration
+}
+
+// Do sends the request; the response's body fails with ErrStalled when no
+// byte arrives for the idle timeout.
+func (s *StallingClient) Do(req *http.Request) (*http.Response, error) {
+	resp, err := s.c.Do(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = watchBody(resp.Body, s.idle)
+	return resp, nil
+}
+
+// watchBody is body, closed and failing with ErrStalled when a Read waits
+// longer than idle. Only a Read in progress is timed: a reader that takes
+// its time between reads (its upload waiting its turn) stalls nothing.
+func watchBody(body io.ReadCloser, idle time.Duration) io.ReadCloser {
+	w := &watchedBody{body: body, idle: idle}
+	w.timer = time.AfterFunc(time.Hour, w.stall)
+	w.timer.Stop()
+	return w
+}
+
+type watchedBody struct {
+	body  io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+
+	mu      sync.Mutex
+	stalled bool
+}
+
+func (w *watchedBody) stall() {
+	w.mu.Lock()
+	w.stalled = true
+	w.mu.Unlock()
+	w.body.Close() // unblocks the Read waiting for bytes
+}
+
+func (w *watchedBody) Read(p []byte) (int, error) {
+	w.timer.Reset(w.idle)
+	n, err := w.body.Read(p)
+	w.timer.Stop()
+	if err != nil {
+		w.mu.Lock()
+		stalled := w.stalled
+		w.mu.Unlock()
+		if stalled && !errors.Is(err, io.EOF) {
+			return n, ErrStalled
+		}
+		if stalled && n == 0 {
+			return 0, ErrStalled
+		}
+	}
+	return n, err
+}
+
+func (w *watchedBody) Close() error {
+	w.timer.Stop()
+	return w.body.Close()
+}
