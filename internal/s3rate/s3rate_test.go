@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -204,12 +205,14 @@ func TestRetryerTriesThrottlesLonger(t *testing.T) {
 	if err == nil || calls.Load() != 6 || !IsThrottle(err) {
 		t.Fatalf("SlowDowns: %d calls, error %v; want 6 calls and a SlowDown", calls.Load(), err)
 	}
-	if advice := SlowDownAdvice(err, "b", "p/q/k"); advice == "" || !contains(advice, "s3://b/p/q/") || !contains(advice, "fewer workers") {
+	if advice := SlowDownAdvice(err, "b", "p/q/k"); advice == "" || !strings.Contains(advice, "s3://b/p/q/") || !strings.Contains(advice, "fewer workers") {
 		t.Errorf("advice %q: want the bucket, the prefix and what to do", advice)
 	}
 }
 
-func contains(s, sub string) bool { return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0)
+}
 
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
