@@ -152,7 +152,15 @@ const (
 	// resets the connection instead of answering: the effect happened,
 	// the client does not know it.
 	ResetAfter Fault = "reset-after"
+	// Stall forwards the request and sends the client the answer's
+	// headers and its first StallAfter bytes, then nothing: the connection
+	// stays open until the client gives up (or Config.Hold passes). Not in
+	// AllFaults: a client without an idle timeout waits out the Hold.
+	Stall Fault = "stall"
 )
+
+// StallAfter is how many bytes of a body a Stall sends before it stops.
+const StallAfter = 1024
 
 // AllFaults lists every fault kind.
 var AllFaults = []Fault{InternalError, SlowDown, Timeout, Reset, ResetAfter}
@@ -366,6 +374,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 		reset(w)
+	case Stall:
+		p.held.Add(1)
+		defer p.held.Done()
+		p.rp.ServeHTTP(&stallingWriter{ResponseWriter: w, left: StallAfter, hold: p.cfg.Hold, done: r.Context().Done()}, r)
+		panic(http.ErrAbortHandler) // then the connection is dropped
 	case Reset:
 		reset(w)
 	case ResetAfter:
@@ -507,3 +520,53 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// stallingWriter passes the headers and the first left bytes of a body,
+// then blocks the copy until the client leaves or hold passes.
+type stallingWriter struct {
+	http.ResponseWriter
+	left    int
+	started bool
+	hold    time.Duration
+	done    <-chan struct{}
+}
+
+func (s *stallingWriter) Write(b []byte) (int, error) {
+	if !s.started {
+		// A body shorter than StallAfter (a completion's XML) stops half-way.
+		s.started = true
+		var cl int
+		if _, err := fmt.Sscan(s.Header().Get("Content-Length"), &cl); err == nil && cl <= s.left {
+			s.left = cl / 2
+		}
+	}
+	n := min(len(b), s.left)
+	if n > 0 {
+		if _, err := s.ResponseWriter.Write(b[:n]); err != nil {
+			return 0, err
+		}
+		s.left -= n
+		if f, ok := s.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	if n == len(b) {
+		return n, nil
+	}
+	t := time.NewTimer(s.hold)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+	}
+	return n, errStalled
+}
+
+// Flush sends what was written so far (the reverse proxy flushes as it copies).
+func (s *stallingWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+var errStalled = fmt.Errorf("faultproxy: stalled")
