@@ -53,8 +53,8 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 			return p, nil // both preferences choose this plan
 		}
 		alt = mine
-	} else if breaksPromise(opposite(opts.Prefer), alt, mine) {
-		return p, nil // the other preference takes this plan too
+	} else if breaksPromise(opposite(opts.Prefer), alt, mine) || alt == mine {
+		return p, nil // the other preference takes this plan too, or one priced the same
 	}
 	p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: alt.Seconds, Dollars: alt.Dollars}
 	return p, nil
@@ -148,7 +148,7 @@ func (a *autoChoice) build(k int) (*Plan, error) {
 func (a *autoChoice) measure() error {
 	fastest := math.Inf(1)
 	for _, k := range []int{-1, 0, 8, chainAll} {
-		if k == chainAll && a.chainFloor() > fastest {
+		if k == chainAll && a.chainFloor() >= fastest*(1-TimeSlack) {
 			continue
 		}
 		p, err := a.build(k)
@@ -177,11 +177,17 @@ func (a *autoChoice) measure() error {
 // chainFloor is less than any time the chain layout can take: what every
 // run waits for (start, listing, finalizer), and its rounds: every entry
 // costs its chain a round, a round is two round trips one after the
-// other, and at most Concurrency rounds run at once on each worker.
+// other, and at most Concurrency rounds run at once on each worker; or
+// S3's rate, if that is longer. A chain layout that cannot beat the fastest
+// plan by more than TimeSlack is not built: at a tie its rounds' requests
+// make it the dearer.
 func (a *autoChoice) chainFloor() float64 {
 	m, n := a.model, len(a.entries)
-	return m.StartSeconds + m.FinishSeconds + m.listSeconds(n) +
-		float64(n)*2*m.RequestLatency/float64(max(m.Concurrency, 1)*max(a.opts.Workers, 1))
+	rounds := float64(n) * 2 * m.RequestLatency / float64(max(m.Concurrency, 1)*max(a.opts.Workers, 1))
+	// Every entry's bytes are copied from its source at least once, as
+	// another layout reads them: S3's rate bounds the chain layout as much.
+	rate := m.S3Rates(Stats{Requests: Requests{UploadPartCopy: n}}).Seconds
+	return m.StartSeconds + m.FinishSeconds + m.listSeconds(n) + math.Max(rounds, rate)
 }
 
 // candidates prices every share: those built as measured, those in

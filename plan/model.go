@@ -80,6 +80,21 @@ type Model struct {
 	ServerIngestRate, ServerGetRate, ServerCopyRate, ServerRequestRate float64
 	CompletePerByte                                                    float64
 
+	// S3ReadRate and S3WriteRate are what S3 serves one partitioned prefix,
+	// requests/s: about 5,500 GET/HEAD and 3,500 PUT/COPY/POST/DELETE; past
+	// them it answers 503 SlowDown, and s3zip's clients slow to them
+	// (internal/s3rate). 0 is unbounded. The sources' reads (the workers'
+	// GETs, the HEADs of their CRC-32s) spread over SourcePrefixes such
+	// prefixes (0 counts as 1: S3 serves a bucket as one partition until
+	// it splits it under load, which takes minutes to hours, so 1 is what a
+	// run can count on; a bucket whose partitions AWS raised, or whose
+	// keys S3 has split, states more); the archive's parts all go to one
+	// key, so one prefix's write rate bounds them. The chains' round
+	// objects spread over 4,096 prefixes of the work bucket and bound
+	// nothing.
+	S3ReadRate, S3WriteRate float64
+	SourcePrefixes          int
+
 	// Prices, us-east-1 (USD).
 	PricePutPer1000     float64 // PUT, COPY, POST, LIST
 	PriceGetPer1000     float64 // GET, HEAD
@@ -95,12 +110,17 @@ var DefaultModel = Model{
 	StartSeconds: 0.8, LaunchRate: 400, FinishSeconds: 0.6, CompletePerPart: 0.0004, ListPageSeconds: 0.1, ListPageCPUSeconds: 0.01, ListConcurrency: 16,
 	PricePutPer1000: 0.005, PriceGetPer1000: 0.0004, PriceLambdaGBSecond: 0.0000133334, PriceLambdaRequest: 0.2e-6,
 	PriceTransition: 0.000025, WorkerMemoryGB: 1.769, StreamPasses: 2,
+	S3ReadRate: 5500, S3WriteRate: 3500,
 }
 
 // PipedModel is DefaultModel for a worker that pipes each GET into its
 // upload, as the published streaming designs do: the model's check against
 // their records (model_test.go) uses it.
-var PipedModel = func() Model { m := DefaultModel; m.StreamPasses = 1; return m }()
+//
+// The published runs' sources' prefixes are not known (their fan-out read
+// some 7,000 requests' worth in about a second), so their records are
+// reproduced without S3's rates.
+var PipedModel = func() Model { m := DefaultModel; m.StreamPasses = 1; m.S3ReadRate, m.S3WriteRate = 0, 0; return m }()
 
 // Run describes how a plan is executed: by Workers at once, fanned out by
 // the state machine (Orchestrated) or inside one process (the published
@@ -122,12 +142,16 @@ type Run struct {
 
 // Prediction is a predicted run.
 type Prediction struct {
-	Seconds      float64 `json:"seconds"`
-	Dollars      float64 `json:"dollars"`
-	WorkerSecs   float64 `json:"workerSeconds"` // the busiest worker
-	StreamSecs   float64 `json:"streamSeconds"`
-	RequestSecs  float64 `json:"requestSeconds"`
-	ServerSecs   float64 `json:"serverSeconds"` // the server's share of the work, all workers together
+	Seconds     float64 `json:"seconds"`
+	Dollars     float64 `json:"dollars"`
+	WorkerSecs  float64 `json:"workerSeconds"` // the busiest worker
+	StreamSecs  float64 `json:"streamSeconds"`
+	RequestSecs float64 `json:"requestSeconds"`
+	ServerSecs  float64 `json:"serverSeconds"` // the server's share of the work, all workers together
+	// RateSecs is the least time S3's request rates allow the workers'
+	// requests (S3Rates); the run takes at least that, however many
+	// workers it has.
+	RateSecs     float64 `json:"rateSeconds"`
 	OverheadSecs float64 `json:"overheadSeconds"`
 }
 
@@ -190,15 +214,17 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 
 	server := m.serverSeconds(s)
 	overhead := m.overheadSeconds(s, r, w, children, conc)
-	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, OverheadSecs: overhead}
-	p.Seconds = math.Max(worker, server) + overhead
+	rates := m.S3Rates(s)
+	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, RateSecs: rates.Seconds, OverheadSecs: overhead}
+	p.Seconds = math.Max(math.Max(worker, server), rates.Seconds) + overhead
 
 	// Cost: requests, Lambda time (every invocation is billed for its
 	// time, and all of them for the server's share while they wait), state
 	// transitions (about three per child execution and ten for the run).
 	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
 	get := s.Requests.Get + max(s.Requests.Head, r.HeadsUpFront) // Stats' HEADs include the planner's
-	lambdaSecs := math.Max(busy, server*w) + overhead
+	// Workers held by the server, or by S3's rates, are billed while they wait.
+	lambdaSecs := math.Max(busy, math.Max(server, rates.Seconds)*w) + overhead
 	p.Dollars = float64(put)/1000*m.PricePutPer1000 + float64(get)/1000*m.PriceGetPer1000 +
 		lambdaSecs*m.WorkerMemoryGB*m.PriceLambdaGBSecond + (children+3)*m.PriceLambdaRequest
 	if r.Orchestrated {
@@ -206,6 +232,49 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	}
 	return p
 }
+
+// RateDemand is what a plan asks of S3's request rates.
+type RateDemand struct {
+	Reads, Writes int // of the sources (GET, HEAD, copies), of the archive (parts)
+	// ReadRate and WriteRate are what S3 serves them, requests/s.
+	ReadRate, WriteRate float64
+	// Seconds is the least time the rates allow; Binds names the rate that
+	// sets it ("" when neither is bounded).
+	Seconds float64
+	Binds   string
+}
+
+// S3Rates is what the plan's requests ask of S3's per-prefix rates: the
+// sources' reads over SourcePrefixes prefixes, the archive's parts to one.
+func (m Model) S3Rates(s Stats) RateDemand {
+	// The sources are read by GETs and HEADs and by the copies of their
+	// bytes (every UploadPartCopy but a chain's copies of its own round
+	// objects: one a round, and its product); the archive's key takes one
+	// request a part (the chains' rounds go to the work bucket's many
+	// prefixes).
+	copies := max(0, s.Requests.UploadPartCopy-s.ChainRounds-s.ChainParts)
+	d := RateDemand{Reads: s.Requests.Get + s.Requests.Head + copies, Writes: s.Parts,
+		ReadRate: m.S3ReadRate * float64(max(m.SourcePrefixes, 1)), WriteRate: m.S3WriteRate}
+	// S3 serves at least these rates, and a second's worth of requests at
+	// once (the published fan-out built 3,000 parts within about a second);
+	// what a run asks past that waits for the rate.
+	if d.ReadRate > 0 {
+		d.Seconds, d.Binds = max(0, float64(d.Reads)/d.ReadRate-RateBurstSeconds), "the sources' GET/HEAD rate"
+	}
+	if d.WriteRate > 0 {
+		if w := float64(d.Writes)/d.WriteRate - RateBurstSeconds; w > d.Seconds {
+			d.Seconds, d.Binds = w, "the archive's PUT rate"
+		}
+	}
+	if d.Seconds == 0 {
+		d.Binds = ""
+	}
+	return d
+}
+
+// RateBurstSeconds is how many seconds' worth of requests S3 serves a
+// prefix at once before its rate binds.
+const RateBurstSeconds = 1.0
 
 // serverSeconds is the server's share: every streamed byte is read from a
 // source and sent as a part, every copied byte copied, every request

@@ -56,6 +56,10 @@ type planSummary struct {
 	// Archives are the archives of a split plan (--split-size,
 	// --split-entries), in order: name-0001.zip first.
 	Archives []plan.Archive `json:"archives,omitempty"`
+	// S3Rates is what the plan asks of S3's per-prefix request rates;
+	// RateBinds says they, not the workers, set its time.
+	S3Rates   plan.RateDemand `json:"s3Rates"`
+	RateBinds bool            `json:"rateBinds"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -76,7 +80,12 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	// in the batches the plan cuts for its workers.
 	s, _ := plan.ParseStrategy(*rf.strategy)
 	prefer, _ := plan.ParsePreference(*rf.prefer)
-	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers}
+	if err := atLeast("plan", "source-prefixes", *pf.sourcePrefixes, 1); err != nil {
+		return err
+	}
+	model := plan.DefaultModel
+	model.SourcePrefixes = *pf.sourcePrefixes
+	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers, Model: &model}
 	var p *plan.Plan
 	if split := (plan.SplitLimits{Bytes: *rf.splitSize, Entries: *rf.splitEntries}); split.On() {
 		p, err = plan.MakeSplit(entries, opts, split)
@@ -117,6 +126,9 @@ type planFlags struct {
 	count     *int
 	seed      *uint64
 	asJSON    *bool
+	// sourcePrefixes is how many partitioned prefixes the sources' reads
+	// spread over (plan.Model.SourcePrefixes).
+	sourcePrefixes *int
 }
 
 func newPlanFlags() (*flags, *planFlags) {
@@ -130,6 +142,8 @@ func newPlanFlags() (*flags, *planFlags) {
 		count:     fs.Int("count", 3000, "objects in the synthetic data set"),
 		seed:      fs.Uint64("seed", 1, "seed of the synthetic data set"),
 		asJSON:    fs.Bool("json", false, "print one JSON object"),
+		sourcePrefixes: fs.Int("source-prefixes", 1, "partitioned prefixes the sources' reads spread over, each served ~5,500 GET/HEAD a second by S3 "+
+			"(1 unless AWS raised the bucket's partitions or S3 has split its keys: a bucket starts as one)"),
 	}
 }
 
@@ -169,8 +183,11 @@ func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSumma
 		ServerCopied: st.ServerCopiedBytes, Requests: st.Requests, Zip64: st.Zip64, Workers: opts.Workers, Fit: p.Fit,
 		PlanMillis: float64(elapsed.Microseconds()) / 1000,
 	}
-	pred := predictDeployed(p)
+	m := modelOf(opts)
+	pred := p.Predict(m)
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
+	sum.S3Rates = m.S3Rates(st)
+	sum.RateBinds = pred.RateSecs > 0 && pred.RateSecs >= max(pred.WorkerSecs, pred.ServerSecs)
 	return sum
 }
 
@@ -186,7 +203,7 @@ func (sum *planSummary) priceAlternative(p *plan.Plan, entries []plan.Entry, opt
 	if err != nil {
 		return inFlagTerms(fmt.Errorf("plan --prefer %s: %w", other.Prefer, err))
 	}
-	opred := predictDeployed(op)
+	opred := op.Predict(modelOf(opts))
 	sum.Alternative = &plan.Alternative{Prefer: other.Prefer, Seconds: opred.Seconds, Dollars: opred.Dollars}
 	return nil
 }
@@ -229,6 +246,14 @@ func (sum *planSummary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
 	fmt.Fprintf(w, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
+	if d := sum.S3Rates; d.Seconds > 0 {
+		binds := "S3's request rates allow it"
+		if sum.RateBinds {
+			binds = d.Binds + " binds: more workers would only wait for S3 (sources spread over N partitioned prefixes: --source-prefixes N)"
+		}
+		fmt.Fprintf(w, "S3 rates        %d source GET/HEAD at %.0f/s, %d archive parts at %.0f/s: at least %.1f s; %s\n",
+			d.Reads, d.ReadRate, d.Writes, d.WriteRate, d.Seconds, binds)
+	}
 	if a := sum.Alternative; a != nil {
 		fmt.Fprintf(w, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
 	}
@@ -247,9 +272,14 @@ func (sum *planSummary) print(w io.Writer) {
 	}
 }
 
-// predictDeployed prices a plan on AWS as the deployed Map runs it: in
-// the batches, on the workers and with the parts in flight of its Fit.
-func predictDeployed(p *plan.Plan) plan.Prediction { return p.Predict(plan.DefaultModel) }
+// modelOf is the model a plan is priced with: AWS's (plan.DefaultModel),
+// with the options' --source-prefixes.
+func modelOf(opts plan.Options) plan.Model {
+	if opts.Model != nil {
+		return *opts.Model
+	}
+	return plan.DefaultModel
+}
 
 // planOnlyDestination stands in for --dest, which plan does not take: the
 // request must name one to be valid, and nothing is written to it.

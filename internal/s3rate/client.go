@@ -87,6 +87,9 @@ func LimiterOnly(cfg Config) func(*s3.Options) {
 type bucketKey struct{}
 
 func addLimiter(stack *middleware.Stack, limits *Limits) error {
+	if _, ok := stack.Finalize.Get("Retry"); !ok {
+		return nil // a presigner's stack: it sends nothing
+	}
 	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("s3rate.Bucket",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			return next.HandleInitialize(context.WithValue(ctx, bucketKey{}, bucketOf(in.Parameters)), in)
