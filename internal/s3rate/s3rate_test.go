@@ -210,19 +210,6 @@ func TestRetryerTriesThrottlesLonger(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}
-
 // A body that sends its first bytes and then nothing fails with
 // ErrStalled after the idle timeout, not when the server gives up.
 func TestStalledBodyIsAbandoned(t *testing.T) {
