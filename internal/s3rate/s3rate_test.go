@@ -137,8 +137,9 @@ func testClient(endpoint string, cfg Config) *s3.Client {
 }
 
 // 64 goroutines asking a server that serves 200 requests a second for 600
-// objects: every request succeeds, in about the time the rate allows, and
-// the limiter took most of the refusals' place.
+// objects: every request succeeds, and the limiter took most of the
+// refusals' place (the time it took, against the time the rate allows, is
+// logged: tests/faults' throttling scenarios judge it).
 func TestClientSlowsToTheRateServed(t *testing.T) {
 	srv := &slowS3{rate: 200, at: time.Now()}
 	ts := httptest.NewServer(srv)
@@ -168,9 +169,6 @@ func TestClientSlowsToTheRateServed(t *testing.T) {
 	t.Logf("%d GETs in %v (the rate allows %v); %d SlowDown, limiter rate now %.0f/s", n, took.Round(time.Millisecond), allowed, srv.denied.Load(), limits.For("b", Read).Stats().Rate)
 	if srv.served.Load() != n {
 		t.Errorf("served %d, want %d", srv.served.Load(), n)
-	}
-	if took > allowed*2 {
-		t.Errorf("took %v, more than twice the %v the rate allows", took, allowed)
 	}
 	if d := srv.denied.Load(); d > n/2 {
 		t.Errorf("%d SlowDowns for %d requests: the limiter did not hold the rate", d, n)
