@@ -8,6 +8,8 @@ package faults_test
 // fails the same run.
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3rate"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
@@ -178,4 +181,46 @@ func firstLine(err error) string {
 		msg = msg[:i]
 	}
 	return msg
+}
+
+// TestThrottledExtract extracts an archive of 300 small entries (a third
+// DEFLATEd) through a proxy that serves the destination about 32 PUTs a
+// second: every object is written, right, in about the time the rate
+// allows.
+func TestThrottledExtract(t *testing.T) {
+	w := &extractWorld{world: newWorld(t), entries: map[string][]byte{}}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range 300 {
+		name := fmt.Sprintf("d%02d/%04d.txt", i%10, i)
+		b := body(uint64(9000+i), 500+i*7)
+		method := zip.Store
+		if i%3 == 0 {
+			b, method = []byte(strings.Repeat(fmt.Sprintf("entry %d compresses\n", i), 50)), zip.Deflate
+		}
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(b)
+		w.entries[name] = b
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.zip = buf.Bytes()
+	w.srv.PutObject(t, "src", "x/a.zip", w.zip)
+	rates := fp.ScaledRates(throttleFactor)
+	started := time.Now()
+	p, c, limits := w.throttled(t, rates, true)
+	prefix := "out/throttled/"
+	_, err := extract.Run(context.Background(), c, extractRequest(prefix), nil)
+	took := time.Since(started)
+	reads, writes, throttled := requests(p)
+	allowed := max(float64(reads)/rates.Read, float64(writes)/rates.Write)
+	t.Logf("extract: %d reads, %d writes served, %d SlowDown (limiter %d); %.1f s, the rates allow %.1f s", reads, writes, throttled, limits.Throttled(), took.Seconds(), allowed)
+	if throttled == 0 || took.Seconds() > allowed*1.5+5 {
+		t.Errorf("extract: %d SlowDown, %.1f s against %.1f s allowed: want throttling met and the run within 1.5× (and 5 s)", throttled, took.Seconds(), allowed)
+	}
+	w.judgeExtract(t, started, p, "objects", prefix, err)
 }
