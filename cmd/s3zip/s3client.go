@@ -47,7 +47,11 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	// Every request to a bucket passes one limiter that learns the rate S3
 	// serves from its SlowDowns, and quiet connections are abandoned
 	// (internal/s3rate).
-	return s3.NewFromConfig(cfg, s3rate.Options(s3rate.Config{}), func(o *s3.Options) {
+	timeouts, err := s3rate.TimeoutsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return s3.NewFromConfig(cfg, s3rate.Options(s3rate.Config{Timeouts: timeouts}), func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.UsePathStyle = true

@@ -275,3 +275,15 @@ func TestClassAndBucket(t *testing.T) {
 		t.Errorf("bucketOf(ListBuckets) = %q", b)
 	}
 }
+
+func TestTimeoutsFromEnv(t *testing.T) {
+	env := map[string]string{EnvIdleTimeout: "45s"}
+	got, err := TimeoutsFromEnv(func(k string) string { return env[k] })
+	if err != nil || got.IdleBody != 45*time.Second || got.Connect != DefaultTimeouts.Connect || got.Header != DefaultTimeouts.Header {
+		t.Errorf("TimeoutsFromEnv = %+v, %v; want the idle timeout 45s and the other defaults", got, err)
+	}
+	env = map[string]string{EnvHeaderTimeout: "soon"}
+	if _, err := TimeoutsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvHeaderTimeout) {
+		t.Errorf("a bad duration gave %v, want an error naming %s", err, EnvHeaderTimeout)
+	}
+}

@@ -2,6 +2,7 @@ package s3rate
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -136,4 +137,33 @@ func (w *watchedBody) Read(p []byte) (int, error) {
 func (w *watchedBody) Close() error {
 	w.timer.Stop()
 	return w.body.Close()
+}
+
+// The environment variables that set Timeouts (Go durations: "45s", "2m").
+const (
+	EnvConnectTimeout = "S3ZIP_CONNECT_TIMEOUT"
+	EnvHeaderTimeout  = "S3ZIP_HEADER_TIMEOUT"
+	EnvIdleTimeout    = "S3ZIP_IDLE_TIMEOUT"
+)
+
+// TimeoutsFromEnv reads Timeouts from the environment (getenv): a variable
+// unset keeps the default; one that is not a positive duration is an error
+// naming it.
+func TimeoutsFromEnv(getenv func(string) string) (Timeouts, error) {
+	var t Timeouts
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvConnectTimeout, &t.Connect}, {EnvHeaderTimeout, &t.Header}, {EnvIdleTimeout, &t.IdleBody}} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return t, fmt.Errorf("%s=%q: want a positive duration such as 30s or 2m", v.name, s)
+		}
+		*v.to = d
+	}
+	return t.withDefaults(), nil
 }
