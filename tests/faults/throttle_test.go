@@ -13,6 +13,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,10 +92,13 @@ func requests(p *fp.Proxy) (reads, writes, throttled int) {
 // what they ask: each completes, right, within 1.5 times the time the
 // rates allow for the requests it made (and a few seconds of its own); the
 // same run with the SDK's standard retryer fails with SlowDown.
+//
+// S3ZIP_THROTTLE_OBJECTS and S3ZIP_THROTTLE_FACTOR change the count and the
+// factor (the case: 3000 and 55, 100 GET/s).
 func TestSustainedThrottling(t *testing.T) {
 	w := newWorld(t)
-	w.putSmall(t, "s/", 400)
-	rates := fp.ScaledRates(throttleFactor)
+	w.putSmall(t, "s/", envInt(t, "S3ZIP_THROTTLE_OBJECTS", 400))
+	rates := fp.ScaledRates(float64(envInt(t, "S3ZIP_THROTTLE_FACTOR", throttleFactor)))
 	for _, c := range []struct {
 		name, strategy, compress string
 	}{
@@ -223,4 +228,17 @@ func TestThrottledExtract(t *testing.T) {
 		t.Errorf("extract: %d SlowDown, %.1f s against %.1f s allowed: want throttling met and the run within 1.5× (and 5 s)", throttled, took.Seconds(), allowed)
 	}
 	w.judgeExtract(t, started, p, "objects", prefix, err)
+}
+
+// envInt is the environment variable's number, or def when it is unset.
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return n
 }
