@@ -101,6 +101,22 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	return s
 }
 
+// copyStats is what a copy part of entry e takes.
+func copyStats(part *Part, e *PlacedEntry) Stats {
+	var s Stats
+	s.CopyParts++
+	s.CopiedBytes += part.Size()
+	s.ServerCopiedBytes += part.Size()
+	s.Requests.UploadPartCopy++
+	if part.CarriedAs == "" && !e.CRC32.Known && (part.Start != e.DataOffset() || part.End != e.End()) {
+		// A range of an object whose CRC-32 the plan lacks: what S3
+		// stores of it tells a server's answer of that from the range's
+		// own (the worker's copyPart).
+		s.Requests.Head++
+	}
+	return s
+}
+
 // carriesTail says whether part i carries the copy of the rest of an entry
 // whose start it streams (CarriedTail).
 func (p *Plan) carriesTail(i int) bool {
@@ -114,16 +130,7 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
 	case PartCopy:
-		s.CopyParts++
-		s.CopiedBytes += part.Size()
-		s.ServerCopiedBytes += part.Size()
-		s.Requests.UploadPartCopy++
-		if e := &entries[0]; part.CarriedAs == "" && !e.CRC32.Known && (part.Start != e.DataOffset() || part.End != e.End()) {
-			// A range of an object whose CRC-32 the plan lacks: what S3
-			// stores of it tells a server's answer of that from the range's
-			// own (the worker's copyPart).
-			s.Requests.Head++
-		}
+		s = copyStats(part, &entries[0])
 	case PartChain:
 		rounds := ChainRounds(entries, part.Start, part.End)
 		c := CostOfChain(rounds)

@@ -211,7 +211,7 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 		}
 	}
 	if !completed {
-		if err := recordCompleting(ctx, f.S3, job, max(ar.number-1, 0), a.Size, archiveCRC); err != nil {
+		if err := recordCompleting(ctx, f.S3, job, max(ar.number-1, 0), completedArchive{Size: a.Size, CRC32: fmt.Sprintf("%08x", archiveCRC)}); err != nil {
 			return nil, stats, 0, err
 		}
 		if etag, err = f.complete(ctx, job, a.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {

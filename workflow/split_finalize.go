@@ -103,9 +103,10 @@ func (c *completedArchive) ours(h *s3.HeadObjectOutput) bool {
 }
 
 // recordCompleting records archive k (0 for a run of one archive) before
-// its upload is completed: its key, size and CRC-32.
-func recordCompleting(ctx context.Context, c objectPutter, job *Job, k int, size int64, crc uint32) error {
-	rec := completedArchive{Key: job.Destination.Key, Size: size, CRC32: fmt.Sprintf("%08x", crc)}
+// its upload is completed: its key (the job's destination), size and
+// CRC-32 (rec's).
+func recordCompleting(ctx context.Context, c objectPutter, job *Job, k int, rec completedArchive) error {
+	rec.Key = job.Destination.Key
 	if err := writeJSON(ctx, c, job.WorkBucket, doneKey(job.WorkPrefix, k), rec); err != nil {
 		return fmt.Errorf("recording the archive before completing it: %w", err)
 	}

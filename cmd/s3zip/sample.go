@@ -67,34 +67,52 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("sample: create bucket %s: %w", bucket, err)
 		}
 	}
-	entries := plan.Challenge(*count, *seed)
 	start := time.Now()
+	up := sampleUpload{c: client, bucket: bucket, prefix: prefix, seed: *seed, scale: *scale, kinds: kinds, concurrency: *concurrency}
+	n, total, err := up.run(ctx, plan.Challenge(*count, *seed))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "uploaded %d objects, %s, to s3://%s/%s in %.1f s\n", n, humanBytes(total), bucket, prefix, time.Since(start).Seconds())
+	return nil
+}
+
+// sampleUpload is where and how `sample` uploads its data set.
+type sampleUpload struct {
+	c              *s3.Client
+	bucket, prefix string
+	seed           uint64
+	scale          float64
+	kinds          []sampleChecksum
+	concurrency    int
+}
+
+// run uploads the entries' objects, concurrency at a time, each of random
+// bytes of its (scaled) size stored as one of the kinds; it returns how
+// many and their bytes.
+func (u sampleUpload) run(ctx context.Context, entries []plan.Entry) (int, int64, error) {
 	var total int64
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(*concurrency)
+	g.SetLimit(u.concurrency)
 	for i, e := range entries {
-		size := int64(float64(e.Size) * *scale)
+		size := int64(float64(e.Size) * u.scale)
 		total += size
 		g.Go(func() error {
 			body := make([]byte, size)
-			rng := rand.New(rand.NewPCG(*seed, uint64(i)))
+			rng := rand.New(rand.NewPCG(u.seed, uint64(i)))
 			for k := 0; k+8 <= len(body); k += 8 {
 				v := rng.Uint64()
 				for b := 0; b < 8; b++ {
 					body[k+b] = byte(v >> (8 * b))
 				}
 			}
-			key := prefix + e.Source.Key[:2] + "/" + e.Source.Key
-			kind := kinds[rng.IntN(len(kinds))]
-			if err := kind.put(ctx, client, bucket, key, body); err != nil {
-				return fmt.Errorf("sample: put s3://%s/%s (checksum %s): %w", bucket, key, kind.name, err)
+			key := u.prefix + e.Source.Key[:2] + "/" + e.Source.Key
+			kind := u.kinds[rng.IntN(len(u.kinds))]
+			if err := kind.put(ctx, u.c, sampleObject{bucket: u.bucket, key: key, body: body}); err != nil {
+				return fmt.Errorf("sample: put s3://%s/%s (checksum %s): %w", u.bucket, key, kind.name, err)
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "uploaded %d objects, %s, to s3://%s/%s in %.1f s\n", len(entries), humanBytes(total), bucket, prefix, time.Since(start).Seconds())
-	return nil
+	return len(entries), total, g.Wait()
 }

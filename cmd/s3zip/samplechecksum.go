@@ -57,8 +57,15 @@ func sampleChecksums(name string) ([]sampleChecksum, error) {
 	return nil, usageErrorf("sample: --checksum %q: want one of %s", name, strings.Join(sampleChecksumNames(), ", "))
 }
 
-// put uploads body as a client of this kind would.
-func (k sampleChecksum) put(ctx context.Context, c *s3.Client, bucket, key string, body []byte) error {
+// sampleObject is one object `sample` uploads.
+type sampleObject struct {
+	bucket, key string
+	body        []byte
+}
+
+// put uploads the object as a client of this kind would.
+func (k sampleChecksum) put(ctx context.Context, c *s3.Client, o sampleObject) error {
+	bucket, key, body := o.bucket, o.key, o.body
 	if k.multipart == "" {
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body),
 			ContentLength: aws.Int64(int64(len(body))), ChecksumAlgorithm: k.alg})
@@ -68,7 +75,7 @@ func (k sampleChecksum) put(ctx context.Context, c *s3.Client, bucket, key strin
 	if err != nil {
 		return err
 	}
-	parts, err := k.putParts(ctx, c, bucket, key, aws.ToString(up.UploadId), body)
+	parts, err := k.putParts(ctx, c, o, aws.ToString(up.UploadId))
 	if err == nil {
 		in := &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId,
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
@@ -85,7 +92,8 @@ func (k sampleChecksum) put(ctx context.Context, c *s3.Client, bucket, key strin
 
 // putParts sends body in samplePartSize parts (one part, possibly empty, at
 // least), one after another.
-func (k sampleChecksum) putParts(ctx context.Context, c *s3.Client, bucket, key, id string, body []byte) ([]types.CompletedPart, error) {
+func (k sampleChecksum) putParts(ctx context.Context, c *s3.Client, o sampleObject, id string) ([]types.CompletedPart, error) {
+	bucket, key, body := o.bucket, o.key, o.body
 	var parts []types.CompletedPart
 	for n, off := int32(1), 0; n == 1 || off < len(body); n, off = n+1, off+samplePartSize {
 		b := body[off:min(off+samplePartSize, len(body))]
