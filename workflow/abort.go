@@ -82,16 +82,22 @@ func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error
 		if rec.UploadID != "" {
 			uploads = append(uploads, plan.Upload{Key: rec.Destination.Key, UploadID: rec.UploadID})
 		}
-		for _, u := range uploads {
+		// gone are the archives (by index; 0 for one) whose upload S3 no
+		// longer knew: completed, or never made. Only those may have left
+		// an archive.
+		gone := map[int]bool{}
+		for k, u := range uploads {
 			if u.UploadID == "" {
 				continue // its create failed
 			}
-			if err := a.abortUpload(ctx, rec.forArchive(&u)); err != nil {
+			found, err := a.abortUpload(ctx, rec.forArchive(&u))
+			if err != nil {
 				return out, err
 			}
+			gone[k] = !found
 			out.UploadAborted = true
 		}
-		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec); err != nil {
+		if out.ArchivesDeleted, err = discardArchives(ctx, a.S3, rec, gone); err != nil {
 			return out, err
 		}
 	}
@@ -120,8 +126,9 @@ func (a *Aborter) logger() *slog.Logger {
 }
 
 // abortUpload aborts until S3 no longer knows the upload: parts still being
-// uploaded when the first abort lands can otherwise survive it.
-func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
+// uploaded when the first abort lands can otherwise survive it. found says
+// whether the upload was there to abort (not completed).
+func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err error) {
 	d := job.Destination
 	sleep := a.Sleep
 	if sleep == nil {
@@ -131,10 +138,13 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 	again := s3x.Retry{Attempts: 5, Backoff: s3x.Linear(time.Second),
 		Retryable: func(err error) bool { return err == stillThere },
 		Sleep:     func(_ context.Context, d time.Duration) error { sleep(d); return nil }}
-	return again.Do(ctx, func(int) error {
+	err = again.Do(ctx, func(attempt int) error {
 		_, err := a.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
 		if err != nil && !s3x.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+		}
+		if attempt == 1 {
+			found = err == nil
 		}
 		_, err = a.S3.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
 		if err != nil && s3x.NotFound(err) {
@@ -142,4 +152,5 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) error {
 		}
 		return stillThere
 	})
+	return found, err
 }

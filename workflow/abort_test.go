@@ -111,7 +111,7 @@ func TestAbortUploadUntilGone(t *testing.T) {
 			f := &survivingUpload{abortFake: abortFake{fakeS3: *newFakeS3()}, live: c.live}
 			var sleeps []time.Duration
 			a := &Aborter{S3: f, Sleep: func(d time.Duration) { sleeps = append(sleeps, d) }}
-			err := a.abortUpload(t.Context(), &Job{UploadID: "U", Destination: Destination{Bucket: "dst", Key: "a.zip"}})
+			_, err := a.abortUpload(t.Context(), &Job{UploadID: "U", Destination: Destination{Bucket: "dst", Key: "a.zip"}})
 			if (err != nil) != c.wantFailure || c.wantFailure && !strings.Contains(err.Error(), "still exists after 5 aborts") {
 				t.Errorf("abortUpload = %v, want failure %v", err, c.wantFailure)
 			}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -219,6 +220,12 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 		}
 	}
 	out, err := f.check(ctx, job, a.Size, archiveCRC, etag)
+	if errors.Is(err, errArchiveDeleted) {
+		// Nothing of it is left for Abort to find: its record goes too (a
+		// HEAD of a missing key needs s3:ListBucket, which Abort lacks).
+		key := doneKey(job.WorkPrefix, max(ar.number-1, 0))
+		_, _ = f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &job.WorkBucket, Key: &key})
+	}
 	if err != nil {
 		return nil, stats, 0, err
 	}
@@ -420,6 +427,10 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 // check reads back the archive's size and checksum. A wrong archive that
 // this run's completion made (its ETag) is deleted: no wrong bytes are left
 // behind. An object another writer put at the key since is left alone.
+// errArchiveDeleted marks check's error for an archive it deleted; its
+// text is empty, so the error reads as the mismatch alone.
+var errArchiveDeleted = errors.New("")
+
 func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC uint32, etag string) (*Archive, error) {
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
@@ -446,7 +457,7 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 		if _, derr := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &d.Key}); derr != nil {
 			return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; deleting it failed, delete it yourself: %v", d.URI(), problem, derr)}
 		}
-		return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}
+		return nil, fmt.Errorf("%w%w", &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}, errArchiveDeleted)
 	}
 	return &Archive{URI: d.URI(), Size: size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }

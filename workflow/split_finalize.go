@@ -123,7 +123,11 @@ func doneKey(workPrefix string, k int) string {
 // recorded as completed or completing (a split run's, or the one archive),
 // each only while it is still the object this run completed (its ETag, or
 // its size and CRC-32): another writer's since is left alone.
-func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord) (int, error) {
+//
+// Only archives whose upload was gone when Abort came (gone, by index) are
+// looked for: one whose upload Abort aborted was never completed, and a HEAD
+// of a missing key needs s3:ListBucket.
+func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord, gone map[int]bool) (int, error) {
 	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
 	deleted := 0
 	archives := len(rec.Archives)
@@ -131,6 +135,9 @@ func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord)
 		archives = 1
 	}
 	for k := range archives {
+		if !gone[k] {
+			continue
+		}
 		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
 		if s3x.NotFound(err) {
 			continue
