@@ -60,13 +60,10 @@ func (c Config) withDefaults() Config {
 // option given after it (a test's HTTPClient, say) still wins.
 func Options(cfg Config) func(*s3.Options) {
 	cfg = cfg.withDefaults()
+	limited := LimiterOnly(cfg)
 	return func(o *s3.Options) {
-		o.Retryer = newRetryer(cfg)
-		o.RetryMaxAttempts = 0 // the retryer says
+		limited(o)
 		o.HTTPClient = NewHTTPClient(cfg.Timeouts)
-		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return addLimiter(stack, cfg.Limits)
-		})
 	}
 }
 
@@ -76,7 +73,7 @@ func LimiterOnly(cfg Config) func(*s3.Options) {
 	cfg = cfg.withDefaults()
 	return func(o *s3.Options) {
 		o.Retryer = newRetryer(cfg)
-		o.RetryMaxAttempts = 0
+		o.RetryMaxAttempts = 0 // the retryer says
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 			return addLimiter(stack, cfg.Limits)
 		})
