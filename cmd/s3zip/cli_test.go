@@ -27,22 +27,26 @@ import (
 var s3zipBin string
 
 func TestMain(m *testing.M) {
-	s3zipBin = os.Getenv("S3ZIP_BIN")
-	if s3zipBin == "" {
-		dir, err := os.MkdirTemp("", "s3zip-cli-test")
-		if err != nil {
-			panic(err)
-		}
-		s3zipBin = filepath.Join(dir, "s3zip")
+	// Server profiles (--model's default with --endpoint) are kept in a
+	// cache of the tests' own, not the user's.
+	tmp, err := os.MkdirTemp("", "s3zip-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
+	code := 1
+	if s3zipBin = os.Getenv("S3ZIP_BIN"); s3zipBin == "" {
+		s3zipBin = filepath.Join(tmp, "s3zip")
 		if out, err := exec.Command("go", "build", "-o", s3zipBin, ".").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build s3zip: %v\n%s", err, out)
-			os.Exit(1)
+			s3zipBin = ""
 		}
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	if s3zipBin != "" {
+		code = m.Run()
+	}
+	os.RemoveAll(tmp)
+	os.Exit(code)
 }
 
 type cliResult struct {

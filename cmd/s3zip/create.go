@@ -31,6 +31,9 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	show := resultOutput{stdout: stdout, asJSON: *cf.asJSON, linkLife: linkLife}
 	if *cf.stateMachine != "" { // typed empty, parse refused it
+		if *cf.model != "" {
+			return usageErrorf("create: --model prices a run here; a deployed planner prices with AWS's profile (drop --model, or --state-machine)")
+		}
 		// The deployment's own default concurrency applies unless --workers is
 		// given or the account's Lambda concurrency is below it (fitToAccount).
 		if !fs.given("workers") {
@@ -45,6 +48,8 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 type createFlags struct {
 	rf                             *requestFlags
 	dest, workBucket, stateMachine *string
+	model                          *string
+	modelChoice                    modelChoice // --model, parsed
 	batch                          *int
 	overwrite, asJSON, verbose     *bool
 	presign                        *string
@@ -64,6 +69,7 @@ func newCreateFlags() (*flags, *createFlags) {
 		asJSON:       fs.Bool("json", false, "print the result as JSON"),
 		verbose:      fs.Bool("v", false, "log every step"),
 		stateMachine: fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it"),
+		model:        fs.String("model", "", modelHelp),
 		presign:      presignFlag(fs),
 	}
 }
@@ -90,6 +96,9 @@ func (cf *createFlags) request() (workflow.Request, error) {
 	}
 	req.Destination = workflow.Destination{Bucket: b, Key: k}
 	req.Options.Overwrite = *cf.overwrite
+	if cf.modelChoice, err = parseModel(*cf.model); err != nil {
+		return workflow.Request{}, err
+	}
 	if err := req.Validate(); err != nil {
 		return workflow.Request{}, inFlagTerms(err)
 	}
@@ -109,11 +118,15 @@ func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show r
 		return err
 	}
 	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
+	model, measured, err := cf.modelChoice.resolve(ctx, endpointOrEnv(*cf.rf.endpoint), plain, workBucket)
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
 	counter := s3metrics.New()
 	progress := newProgressPrinter(os.Stderr)
 	runner := &workflow.Runner{
 		S3:         s3.New(client.Options(), counter.Option()),
-		Config:     workflow.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch},
+		Config:     workflow.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch, Model: model},
 		Log:        cf.logger(ctx),
 		OnProgress: progress.update,
 	}
@@ -133,6 +146,9 @@ func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show r
 			return interruptedCreate(ctx, plain, workBucket, execution, job)
 		}
 		return inFlagTerms(err)
+	}
+	if measured != "" {
+		fmt.Fprintln(os.Stderr, measured)
 	}
 	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start)}
 	if err := made.sign(ctx, plain, show.linkLife); err != nil {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -408,6 +409,21 @@ func (d *Deployment) SetPreconditionFailed(refuse func(op string) bool) {
 	d.refuse412 = refuse
 }
 
+// rateFactor reads S3ZIP_RATE_FACTOR: S3's per-prefix request rates divided
+// by it are what the deployment's S3 serves each bucket, 503 SlowDown past
+// them (faultproxy.ScaledRates); unset or 0, the S3 side never refuses a rate.
+func rateFactor() (*faultproxy.Rates, error) {
+	v := os.Getenv("S3ZIP_RATE_FACTOR")
+	if v == "" || v == "0" {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return nil, fmt.Errorf("S3ZIP_RATE_FACTOR=%q: want a positive number (S3's 5,500 GET/s and 3,500 PUT/s per prefix are divided by it), or 0 for no rates", v)
+	}
+	return faultproxy.ScaledRates(f), nil
+}
+
 // Deploy starts a fresh deployment for one test.
 func Deploy(t *testing.T) *Deployment {
 	t.Helper()
@@ -416,7 +432,12 @@ func Deploy(t *testing.T) *Deployment {
 	d := &Deployment{T: t, Template: tp, S3: srv, Admin: srv.Client(t), tokens: map[string]string{}, Functions: map[string]*LambdaFunction{}}
 	var err error
 	// SourceSize: the proxy also refuses what S3 refuses and versitygw does not.
-	if d.Faults, err = faultproxy.Start(faultproxy.Config{Target: srv.Endpoint(), Seed: 1, Hold: 5 * time.Second, SourceSize: srv.ObjectSize}); err != nil {
+	// Rates: S3's request rates, scaled, when S3ZIP_RATE_FACTOR asks.
+	rates, err := rateFactor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Faults, err = faultproxy.Start(faultproxy.Config{Target: srv.Endpoint(), Seed: 1, Hold: 5 * time.Second, SourceSize: srv.ObjectSize, Rates: rates}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 )
@@ -168,6 +169,7 @@ func TestDeployedScale(t *testing.T) {
 
 	key := destinationPrefix + "scale.zip"
 	_, before := d.Faults.Injected()
+	slowBefore := slowDowns(d.Faults)
 	t0 = time.Now()
 	out := d.Execute("scale-1", map[string]any{
 		"source":      map[string]any{"bucket": sourceBucket, "prefix": sourcePrefix},
@@ -176,6 +178,7 @@ func TestDeployedScale(t *testing.T) {
 	wall := time.Since(t0)
 	_, after := d.Faults.Injected()
 	requests := after - before
+	throttled := slowDowns(d.Faults) - slowBefore
 
 	// Peak memory against the template's, whatever the outcome.
 	var line strings.Builder
@@ -227,7 +230,17 @@ func TestDeployedScale(t *testing.T) {
 		t.Logf("%s: every entry's content as its source's (%s)", reader, time.Since(t0).Round(time.Second))
 	}
 	d.assertClean()
-	fmt.Printf("scale: %d entries, %d bytes, %.0f s; %s; requests %d\n", entries, size, wall.Seconds(), strings.TrimSuffix(line.String(), ", "), requests)
+	fmt.Printf("scale: %d entries, %d bytes, %.0f s; %s; requests %d, throttled %d\n", entries, size, wall.Seconds(), strings.TrimSuffix(line.String(), ", "), requests, throttled)
+}
+
+// slowDowns is how many requests the S3 side answered 503 SlowDown so far,
+// past its rates (S3ZIP_RATE_FACTOR) or as an injected fault.
+func slowDowns(p *faultproxy.Proxy) int {
+	n := 0
+	for _, c := range p.Counts() {
+		n += c.Injected[faultproxy.SlowDown]
+	}
+	return n
 }
 
 // scaleCheckEntries compares the central directory's CRC-32 and size of

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/s3zip/s3zip/internal/s3profile"
+	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/workflow"
+)
+
+// The --model choices besides a file.
+const (
+	modelAWS     = "aws"     // AWS's profile (plan.DefaultModel)
+	modelMeasure = "measure" // the endpoint's server measured now
+)
+
+const modelHelp = "the cost model's `profile` auto chooses a layout with: aws (AWS's S3 and Lambdas), measure (the --endpoint server, measured again now), " +
+	"or a FILE of plan.Model's fields as JSON (a bench results.json's \"model\"); default: with --endpoint, that server's profile, " +
+	"measured once with a few requests (~48 MiB written under the work prefix and removed) and kept for 30 days in the user cache directory's s3zip/profiles; without, aws"
+
+// modelChoice is --model as given, its file read (before anything runs).
+type modelChoice struct {
+	choice string
+	file   *plan.Model
+}
+
+func parseModel(choice string) (modelChoice, error) {
+	if choice == "" || choice == modelAWS || choice == modelMeasure {
+		return modelChoice{choice: choice}, nil
+	}
+	m, err := readModel(choice)
+	if err != nil {
+		return modelChoice{}, usageErrorf("--model: %v", err)
+	}
+	return modelChoice{choice: choice, file: m}, nil
+}
+
+// resolve is the profile a run here prices auto's choices with: nil is
+// AWS's. With an endpoint and no --model, the server's measured profile,
+// cached by endpoint (s3profile.Cache). When it measured, note says what
+// (the run prints it with its summary: a run that fails says only why).
+func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.Client, workBucket string) (model *plan.Model, note string, err error) {
+	switch {
+	case mc.file != nil:
+		return mc.file, "", nil
+	case mc.choice == modelAWS || (mc.choice == "" && endpoint == ""):
+		return nil, "", nil
+	case endpoint == "":
+		return nil, "", usageErrorf("--model measure: measures the server --endpoint names, and there is none (AWS's profile is --model aws)")
+	}
+	cache, cacheErr := s3profile.DefaultCache()
+	if mc.choice == "" && cacheErr == nil {
+		// An unreadable cache is measured again, as a missing one.
+		if m, ok, err := cache.Load(endpoint, time.Now()); ok && err == nil {
+			return serverModel(m), "", nil
+		}
+	}
+	cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+	t0 := time.Now()
+	m, err := s3profile.Measure(ctx, c, workBucket, cfg.WorkPrefix)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (give --model aws to price for AWS instead, or a FILE)", err)
+	}
+	m.Endpoint = endpoint
+	kept := "not kept: " + fmt.Sprint(cacheErr)
+	if cacheErr == nil {
+		if err := cache.Save(m); err != nil {
+			kept = "not kept: " + err.Error()
+		} else {
+			kept = "kept in " + cache.Path(endpoint)
+		}
+	}
+	note = fmt.Sprintf("s3zip: measured the S3 server at %s for auto's choices in %.1f s (round trip %.0f ms, GET %s/s, copy %s/s, Complete %.2f s/GiB); %s",
+		endpoint, time.Since(t0).Seconds(), m.RequestSeconds*1000, humanBytes(int64(m.GetOneRate)), humanBytes(int64(m.CopyRate)), m.CompletePerByte*(1<<30), kept)
+	return serverModel(m), note, nil
+}
+
+// serverModel is a measured server's profile for a run here, whose workers
+// build the workflow's parts in flight each.
+func serverModel(m s3profile.Measured) *plan.Model {
+	model := m.Model(workflow.Config{}.Defaults().PartConcurrency)
+	return &model
+}
