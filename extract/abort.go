@@ -112,26 +112,30 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 	// Without the jobs (never written, or lost) every key under the prefix
 	// is looked at; only this execution's are touched, and none at all in
 	// an --overwrite run, which cannot tell which of them it replaced.
-	var planned, fresh map[string]bool
-	if jobs, err := readJobs(ctx, c, ex); err == nil {
-		planned, fresh = map[string]bool{ex.reportKey(): true}, map[string]bool{}
-		if !ex.ReplacesReport {
-			fresh[ex.reportKey()] = true
-		}
-		for _, j := range jobs {
-			for _, it := range j.Items {
-				planned[it.Key] = true
-				if !it.Replaces {
-					fresh[it.Key] = true
-				}
-			}
-		}
-	} else if !s3x.NotFound(err) {
-		return 0, 0, err
-	} else if ex.Overwrite {
-		fresh = map[string]bool{}
+	planned, fresh := map[string]bool{ex.reportKey(): true}, map[string]bool{}
+	if !ex.ReplacesReport {
+		fresh[ex.reportKey()] = true
 	}
-	if uploads, err = sweepUploads(ctx, c, ex, planned); err != nil {
+	err = eachPlanned(ctx, c, ex, func(it plannedItem) {
+		planned[it.Key] = true
+		if !it.Replaces {
+			fresh[it.Key] = true
+		}
+	})
+	switch {
+	case err == nil:
+	case !s3x.NotFound(err):
+		return 0, 0, err
+	case ex.Overwrite:
+		planned, fresh = nil, map[string]bool{}
+	default:
+		planned, fresh = nil, nil
+	}
+	var ofRun func(string) bool // nil: any key
+	if planned != nil {
+		ofRun = func(key string) bool { return planned[key] }
+	}
+	if uploads, err = sweepUploads(ctx, c, ex, ofRun); err != nil {
 		return 0, 0, err
 	}
 	deleted, err = deleteOwn(ctx, c, ex, fresh)
@@ -141,12 +145,12 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 // sweepUploads aborts the multipart uploads under the destination prefix
 // of the given keys (nil: any key) begun since the execution started, and
 // says how many.
-func sweepUploads(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) (int, error) {
+func sweepUploads(ctx context.Context, c Client, ex *Extraction, ofRun func(key string) bool) (int, error) {
 	d := ex.DestBucket
 	var errs []error
 	n := 0
 	err := under(d, ex.Prefix).EachUpload(ctx, c, func(u types.MultipartUpload) error {
-		if keys != nil && !keys[aws.ToString(u.Key)] || u.Initiated != nil && u.Initiated.Before(ex.Started) {
+		if ofRun != nil && !ofRun(aws.ToString(u.Key)) || u.Initiated != nil && u.Initiated.Before(ex.Started) {
 			return nil
 		}
 		_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d, Key: u.Key, UploadId: u.UploadId})

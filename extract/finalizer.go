@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/stepfn"
@@ -84,7 +85,7 @@ func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*Summary, e
 // a failure (the report it wrote is recognised as its own).
 func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, error) {
 	ex := &in.Extraction
-	jobs, err := readJobs(ctx, f.S3, ex)
+	planned, err := readPlanned(ctx, f.S3, ex)
 	if err != nil {
 		return nil, err
 	}
@@ -92,23 +93,21 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	planned := plannedKeys(jobs)
-	if err := accountFor(ex, planned, written); err != nil {
+	slices.SortFunc(written, func(a, b Written) int { return strings.Compare(a.Key, b.Key) })
+	if err := accountFor(ex, planned.keys, written); err != nil {
 		return nil, err
 	}
-	sort.Slice(written, func(i, j int) bool { return written[i].Key < written[j].Key })
 	skipped, err := readSkipped(ctx, f.S3, ex)
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(ex, jobs, written, skipped, verifyRead)
+	res := newResult(ex, planned.types, written, skipped, verifyRead)
 	if res.Report, err = writeReport(ctx, f.S3, ex, res); err != nil {
 		return nil, err
 	}
 	// A batch that failed and was run again may have left uploads open.
-	keys := planned
-	keys[ex.reportKey()] = true
-	if _, err := sweepUploads(ctx, f.S3, ex, keys); err != nil {
+	report := ex.reportKey()
+	if _, err := sweepUploads(ctx, f.S3, ex, func(key string) bool { return key == report || planned.has(key) }); err != nil {
 		return nil, err
 	}
 	if _, err := under(ex.WorkBucket, ex.WorkPrefix).Delete(ctx, f.S3); err != nil {
@@ -129,13 +128,12 @@ func (f *Finalizer) written(ctx context.Context, in FinalizeInput) ([]Written, i
 	if in.Results == nil || in.Results.ResultWriterDetails == nil {
 		return nil, 0, &IncompleteError{fmt.Sprintf("%d jobs were planned but the input has no Map results", in.Jobs)}
 	}
-	outs, err := readBatchOutputs(ctx, f.S3, in.Results.ResultWriterDetails)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, o := range outs {
+	err := eachBatchOutput(ctx, f.S3, in.Results.ResultWriterDetails, func(o *BatchOutput) {
 		written = append(written, o.Written...)
 		verifyRead += o.VerifyRead
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return written, verifyRead, nil
 }
@@ -156,19 +154,19 @@ func readSkipped(ctx context.Context, c Client, ex *Extraction) ([]Skipped, erro
 	return skipped, nil
 }
 
-// readBatchOutputs reads the batches' outputs from the ResultWriter's manifest.
-func readBatchOutputs(ctx context.Context, c Client, d *stepfn.ResultWriterDetails) ([]BatchOutput, error) {
-	var outs []BatchOutput
+// eachBatchOutput reads the batches' outputs from the ResultWriter's
+// manifest, one at a time.
+func eachBatchOutput(ctx context.Context, c Client, d *stepfn.ResultWriterDetails, fn func(*BatchOutput)) error {
 	err := stepfn.EachOutput(ctx, workGetter(c), d, func(output []byte) error {
 		var out BatchOutput
 		if err := json.Unmarshal(output, &out); err != nil {
 			return fmt.Errorf("batch output: %w", err)
 		}
-		outs = append(outs, out)
+		fn(&out)
 		return nil
 	})
 	if errors.Is(err, stepfn.ErrMapIncomplete) {
-		return nil, &IncompleteError{err.Error()}
+		return &IncompleteError{err.Error()}
 	}
-	return outs, err
+	return err
 }

@@ -6,12 +6,16 @@ package extract
 // handlers in process for the CLI.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -249,16 +253,6 @@ func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) err
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
 	ex.ReadBelow = plan.ReadBelow
-	var buf bytes.Buffer
-	for i := range jobs {
-		jobs[i].Index = i
-		line, err := json.Marshal(&jobs[i])
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
-		buf.WriteByte('\n')
-	}
 	if len(plan.Skipped) > 0 {
 		ex.SkippedKey = ex.WorkPrefix + "skipped.json"
 		doc, _ := json.Marshal(plan.Skipped)
@@ -267,7 +261,7 @@ func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) err
 		}
 	}
 	ex.JobsKey = ex.WorkPrefix + "jobs.jsonl"
-	if err := putWork(ctx, p.S3, ex.WorkBucket, ex.JobsKey, buf.Bytes()); err != nil {
+	if err := putJobs(ctx, p.S3, ex, jobs); err != nil {
 		return err
 	}
 	// The state, kept beside the jobs for a clean-up that finds the work of
@@ -276,56 +270,82 @@ func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) err
 	return putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc)
 }
 
-// markExisting finds the planned keys (and the report's) that hold an object
-// already: it refuses them unless the request overwrites, and marks them as
-// replaced when it does (Item.Replaces), so that nothing deletes them.
-func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error {
-	want := map[string]bool{ex.reportKey(): true}
-	for _, j := range p.Jobs {
-		for _, it := range j.Items {
-			want[it.Key] = true
+// putJobs puts the jobs as JSON Lines, numbered, spooled to $TMPDIR as they
+// are encoded: a million entries' jobs are some hundreds of MB, which a
+// buffer would hold beside the jobs themselves (and twice while it grows).
+func putJobs(ctx context.Context, c Client, ex *Extraction, jobs []Job) error {
+	f, err := os.CreateTemp("", "s3zip-extract-jobs-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("spool the jobs: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	crc := crc32.NewIEEE()
+	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	enc := json.NewEncoder(w) // each value and a newline, as json.Marshal writes it
+	for i := range jobs {
+		jobs[i].Index = i
+		if err := enc.Encode(&jobs[i]); err != nil {
+			return fmt.Errorf("spool the jobs: %w", err)
 		}
 	}
-	exists, err := existingKeys(ctx, c, ex.DestBucket, ex.Prefix, want)
-	if err != nil || len(exists) == 0 {
-		return err
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("spool the jobs: %w", err)
 	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("spool the jobs: %w", err)
+	}
+	return putWorkFile(ctx, c, ex.WorkBucket, ex.JobsKey, f, size, crc.Sum32())
+}
+
+// markExisting finds the planned keys (and the report's) that hold an object
+// already: it refuses them unless the request overwrites, and marks them as
+// replaced when it does (Item.Replaces), so that nothing deletes them. It
+// holds the keys listed under the prefix, not the keys planned.
+func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error {
+	listed, err := under(ex.DestBucket, ex.Prefix).Keys(ctx, c)
+	if err != nil {
+		return fmt.Errorf("check for existing objects: %w", err)
+	}
+	if len(listed) == 0 {
+		return nil
+	}
+	there := make(map[string]bool, len(listed))
+	for _, k := range listed {
+		there[k] = true
+	}
+	var exists []string
+	if there[ex.reportKey()] {
+		exists = append(exists, ex.reportKey())
+	}
+	for _, j := range p.Jobs {
+		for _, it := range j.Items {
+			if there[it.Key] {
+				exists = append(exists, it.Key)
+			}
+		}
+	}
+	if len(exists) == 0 {
+		return nil
+	}
+	slices.Sort(exists)
 	if !ex.Overwrite {
 		return &ExistsError{Bucket: ex.DestBucket, Keys: exists}
 	}
-	replaced := map[string]bool{}
-	for _, k := range exists {
-		replaced[k] = true
-	}
-	ex.ReplacesReport = replaced[ex.reportKey()]
+	ex.ReplacesReport = there[ex.reportKey()]
 	for j := range p.Jobs {
 		for i := range p.Jobs[j].Items {
 			it := &p.Jobs[j].Items[i]
-			it.Replaces = replaced[it.Key]
+			it.Replaces = there[it.Key]
 		}
 	}
 	return nil
 }
 
-// existingKeys lists the destination prefix and returns the keys of want
-// that hold an object already.
-func existingKeys(ctx context.Context, c Client, bucket, prefix string, want map[string]bool) ([]string, error) {
-	keys, err := under(bucket, prefix).Keys(ctx, c)
-	if err != nil {
-		return nil, fmt.Errorf("check for existing objects: %w", err)
-	}
-	var exists []string
-	for _, k := range keys {
-		if want[k] {
-			exists = append(exists, k)
-		}
-	}
-	return exists, nil
-}
-
 // splitForMap splits read jobs whose JSON would exceed maxJobJSON into
 // read jobs of neighbouring items (each reads from its first item's local
-// header to its last item's bound).
+// header to its last item's bound); the pieces share the job's items.
 func splitForMap(jobs []Job) []Job {
 	var out []Job
 	for _, j := range jobs {
@@ -333,22 +353,21 @@ func splitForMap(jobs []Job) []Job {
 			out = append(out, j)
 			continue
 		}
-		var cur []Item
-		size := 0
-		flush := func() {
-			if len(cur) > 0 {
-				out = append(out, Job{Kind: KindRead, Items: cur, Ranges: []Range{{cur[0].Offset, cur[len(cur)-1].Bound}}})
-				cur, size = nil, 0
-			}
+		cut := func(items []Item) {
+			out = append(out, Job{Kind: KindRead, Items: items, Ranges: []Range{{items[0].Offset, items[len(items)-1].Bound}}})
 		}
-		for _, it := range j.Items {
-			b, _ := json.Marshal(&it)
-			if size+len(b) > maxJobJSON {
-				flush()
+		start, size := 0, 0
+		for i := range j.Items {
+			b, _ := json.Marshal(&j.Items[i])
+			if size+len(b) > maxJobJSON && i > start {
+				cut(j.Items[start:i:i])
+				start, size = i, 0
 			}
-			cur, size = append(cur, it), size+len(b)+1
+			size += len(b) + 1
 		}
-		flush()
+		if start < len(j.Items) {
+			cut(j.Items[start:len(j.Items):len(j.Items)])
+		}
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,56 +46,65 @@ type Result struct {
 }
 
 // newResult is the result of a planned extraction whose jobs wrote their
-// objects (written, sorted by key) and skipped entries.
-func newResult(ex *Extraction, jobs []Job, written []Written, skipped []Skipped, verifyRead int64) *Result {
+// objects (written, sorted by key; types counts them by Content-Type) and
+// skipped entries.
+func newResult(ex *Extraction, types map[string]int, written []Written, skipped []Skipped, verifyRead int64) *Result {
 	res := &Result{Archive: fmt.Sprintf("s3://%s/%s", ex.Archive.Bucket, ex.Archive.Key), ETag: ex.Archive.ETag, Entries: ex.Entries,
-		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: map[string]int{}}
-	for _, j := range jobs {
-		for _, it := range j.Items {
-			res.ContentTypes[it.ContentType]++
-		}
-	}
+		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: types}
 	for _, w := range written {
 		res.Extracted += w.Size
 	}
 	return res
 }
 
-// plannedKeys is the keys the jobs write.
-func plannedKeys(jobs []Job) map[string]bool {
-	planned := map[string]bool{}
-	for _, j := range jobs {
-		for _, it := range j.Items {
-			planned[it.Key] = true
-		}
-	}
-	return planned
+// planned is what the jobs write, all the finalizer needs of them: their
+// keys, sorted, and how many objects of each Content-Type.
+type planned struct {
+	keys  []string
+	types map[string]int
+}
+
+func (p *planned) has(key string) bool {
+	_, ok := slices.BinarySearch(p.keys, key)
+	return ok
 }
 
 // accountFor checks that the workers wrote every planned key exactly once
-// and nothing else; nothing is reported as extracted otherwise.
-func accountFor(ex *Extraction, planned map[string]bool, written []Written) error {
-	seen := map[string]bool{}
+// and nothing else, both lists sorted; nothing is reported as extracted
+// otherwise.
+func accountFor(ex *Extraction, planned []string, written []Written) error {
 	var problems []string
-	for _, w := range written {
+	complain := func(format string, args ...any) {
+		if len(problems) < 10 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	n := 0 // problems in all
+	i := 0 // next planned key
+	for k, w := range written {
+		for i < len(planned) && planned[i] < w.Key {
+			complain("%s was planned but no batch reports writing it", planned[i])
+			i, n = i+1, n+1
+		}
 		switch {
-		case !planned[w.Key]:
-			problems = append(problems, fmt.Sprintf("%s was written but not planned", w.Key))
-		case seen[w.Key]:
-			problems = append(problems, fmt.Sprintf("%s is in the results twice", w.Key))
-		}
-		seen[w.Key] = true
-	}
-	for k := range planned {
-		if !seen[k] {
-			problems = append(problems, fmt.Sprintf("%s was planned but no batch reports writing it", k))
+		case k > 0 && written[k-1].Key == w.Key:
+			complain("%s is in the results twice", w.Key)
+			n++
+		case i == len(planned) || planned[i] != w.Key:
+			complain("%s was written but not planned", w.Key)
+			n++
+		default:
+			i++
 		}
 	}
-	if len(problems) == 0 {
+	for ; i < len(planned); i++ {
+		complain("%s was planned but no batch reports writing it", planned[i])
+		n++
+	}
+	if n == 0 {
 		return nil
 	}
-	sort.Strings(problems)
-	return &IncompleteError{fmt.Sprintf("s3://%s/%s: %d problems with the workers' results: %s", ex.DestBucket, ex.Prefix, len(problems), strings.Join(problems[:min(len(problems), 10)], "; "))}
+	return &IncompleteError{fmt.Sprintf("s3://%s/%s: %d problems with the workers' results: %s", ex.DestBucket, ex.Prefix, n, strings.Join(problems, "; "))}
 }
 
 // report is the report object's content.
@@ -107,12 +116,45 @@ type report struct {
 	Skipped      []Skipped      `json:"skipped,omitempty"`
 }
 
+// encodeReport is the report's JSON, as json.MarshalIndent writes it, but
+// encoded an object at a time into one buffer sized for it: for a million
+// objects MarshalIndent would hold the compact encoding and the indented
+// one at once.
+func encodeReport(res *Result) []byte {
+	head, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, ContentTypes: res.ContentTypes, Skipped: res.Skipped}, "", "  ")
+	const slot = "\n  \"objects\": null" // the top-level field (Objects nil), indented
+	at := bytes.Index(head, []byte(slot)) + len(slot) - len("null")
+	size := len(head) + 8
+	for _, o := range res.Objects {
+		size += len(o.Key) + 80
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.Write(head[:at])
+	if len(res.Objects) == 0 {
+		buf.WriteString("[]")
+	} else {
+		buf.WriteString("[\n")
+		for i := range res.Objects {
+			o, _ := json.MarshalIndent(&res.Objects[i], "    ", "  ")
+			buf.WriteString("    ")
+			buf.Write(o)
+			if i < len(res.Objects)-1 {
+				buf.WriteByte(',')
+			}
+			buf.WriteByte('\n')
+		}
+		buf.WriteString("  ]")
+	}
+	buf.Write(head[at+len("null"):])
+	return buf.Bytes()
+}
+
 // writeReport puts the report at the extraction's report key, as it puts
 // an object: only where the key was free unless it replaces a report there
 // when planned; a report this execution put before (a Finalize run again)
 // counts as written. It returns the report's address.
 func writeReport(ctx context.Context, c Client, ex *Extraction, res *Result) (string, error) {
-	b, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, ContentTypes: res.ContentTypes, Objects: res.Objects, Skipped: res.Skipped}, "", "  ")
+	b := encodeReport(res)
 	d, key := ex.DestBucket, ex.reportKey()
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),

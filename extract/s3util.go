@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -101,6 +103,73 @@ func workPutter(c Client) stepfn.PutFunc {
 	return func(ctx context.Context, bucket, key string, doc []byte) error {
 		return putWork(ctx, c, bucket, key, doc)
 	}
+}
+
+// readPlanned reads what the jobs write a line at a time, keeping only
+// keys and Content-Types: the jobs of a million entries are some hundreds
+// of MB of JSON, their Items several times that decoded.
+func readPlanned(ctx context.Context, c Client, ex *Extraction) (*planned, error) {
+	p := &planned{types: map[string]int{}}
+	err := eachPlanned(ctx, c, ex, func(it plannedItem) {
+		p.keys = append(p.keys, it.Key)
+		p.types[it.ContentType]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(p.keys)
+	return p, nil
+}
+
+// plannedItem is what the finalizer and Abort need of a job's item.
+type plannedItem struct {
+	Key         string `json:"key"`
+	ContentType string `json:"contentType"`
+	Replaces    bool   `json:"replaces"`
+}
+
+// eachPlanned calls fn with every item of the jobs, read a line at a time.
+func eachPlanned(ctx context.Context, c Client, ex *Extraction, fn func(plannedItem)) error {
+	where := "s3://" + ex.WorkBucket + "/" + ex.JobsKey
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &ex.WorkBucket, Key: &ex.JobsKey})
+	if err != nil {
+		if s3x.NotFound(err) {
+			return fmt.Errorf("work object %s: %w", where, err)
+		}
+		return classifyS3(fmt.Errorf("get work object %s: %w", where, err))
+	}
+	defer out.Body.Close()
+	sc := bufio.NewScanner(out.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var j struct {
+			Items []plannedItem `json:"items"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			return fmt.Errorf("jobs %s line %d: %w", where, line, err)
+		}
+		for _, it := range j.Items {
+			fn(it)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return classifyS3(fmt.Errorf("read work object %s: %w", where, err))
+	}
+	return nil
+}
+
+// putWorkFile puts the file f (size bytes, whose CRC-32 is crc) as a work
+// object.
+func putWorkFile(ctx context.Context, c Client, bucket, key string, f *os.File, size int64, crc uint32) error {
+	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: io.NewSectionReader(f, 0, size), ContentLength: aws.Int64(size),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc))})
+	if err != nil {
+		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
+	}
+	return nil
 }
 
 // readJobs reads the planned jobs (JSONL).

@@ -127,10 +127,16 @@ func lambdaMemory(t testing.TB) map[string]int {
 	return out
 }
 
-// report prints the table and fails when an invocation would not fit its Lambda.
+// report prints the table and fails when an invocation would not fit its
+// Lambda (the create workflow's).
 func report(t *testing.T, title string, ms []measurement) {
 	t.Helper()
-	mem := lambdaMemory(t)
+	reportFor(t, title, ms, lambdaMemory(t))
+}
+
+// reportFor is report with each function's memory (MB) given.
+func reportFor(t *testing.T, title string, ms []measurement, mem map[string]int) {
+	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (Go runtime floor %.0f MiB)\n", title, float64(floor.mapped)/mib)
 	fmt.Fprintf(&b, "%-22s %9s %10s %10s %10s %10s %10s %8s\n", "handler", "wall", "own-peak", "heap-peak", "estimate", "proc-HWM", "lambda", "use")
