@@ -8,10 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
