@@ -115,3 +115,11 @@ func (c Config) derivedPrefix(key string) (string, error) {
 	}
 	return c.DestinationPrefix + name + "/", nil
 }
+
+// model is the cost model's profile (Model, or AWS's).
+func (c Config) model() plan.Model {
+	if c.Model != nil {
+		return *c.Model
+	}
+	return plan.DefaultModel
+}

@@ -30,6 +30,11 @@ type Request struct {
 type Progress struct {
 	Jobs, JobsDone   int
 	Bytes, BytesDone int64
+	// Writes and WriteSeconds are the plan's (Extraction): the requests
+	// S3 counts against the destination prefix's write rate, and the least
+	// time that rate allows them.
+	Writes       int
+	WriteSeconds float64
 }
 
 // Run extracts the archive the way the state machine does, with the same
@@ -118,7 +123,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	var bytesDone atomic.Int64
 	report := func() {
 		if r.onProgress != nil {
-			r.onProgress(Progress{Jobs: len(jobs), JobsDone: int(jobsDone.Load()), Bytes: total, BytesDone: bytesDone.Load()})
+			r.onProgress(Progress{Jobs: len(jobs), JobsDone: int(jobsDone.Load()), Bytes: total, BytesDone: bytesDone.Load(), Writes: ex.Writes, WriteSeconds: ex.WriteSeconds})
 		}
 	}
 	report()

@@ -153,6 +153,17 @@ func (j *Job) Bytes() int64 {
 	return n
 }
 
+// Writes is how many PUT, COPY and POST requests the job makes to the
+// destination, which S3 counts against the prefix's write rate: a
+// PutObject for each object read; CreateMultipartUpload, an
+// UploadPartCopy a range and CompleteMultipartUpload for a copy.
+func (j *Job) Writes() int {
+	if j.Kind == KindCopy {
+		return 2 + len(j.Ranges)
+	}
+	return len(j.Items)
+}
+
 // Skipped is an entry left out, and why.
 type Skipped struct {
 	Name string `json:"name"`

@@ -344,3 +344,17 @@ func TestPlanKeepsAFileThatIsAlsoAFolder(t *testing.T) {
 		t.Errorf("objects %d, skipped %v; want 3 and none", p.Objects, p.Skipped)
 	}
 }
+
+// A job's writes are what S3 counts against the destination's write rate:
+// a PutObject an object read; create, a copy a range and complete for a
+// copied entry.
+func TestJobWrites(t *testing.T) {
+	read := Job{Kind: KindRead, Items: make([]Item, 7), Ranges: []Range{{0, 100}}}
+	copied := Job{Kind: KindCopy, Items: make([]Item, 1), Ranges: []Range{{0, 5}, {5, 10}, {10, 12}}}
+	if got := read.Writes(); got != 7 {
+		t.Errorf("read job of 7 objects: %d writes, want 7", got)
+	}
+	if got := copied.Writes(); got != 5 {
+		t.Errorf("copy job of 3 ranges: %d writes, want 5 (create, 3 copies, complete)", got)
+	}
+}

@@ -96,6 +96,12 @@ type Extraction struct {
 	// ReadBelow is the size below which STORED entries are read rather
 	// than copied, as options.smallStored or the model chose it.
 	ReadBelow int64 `json:"readBelow"`
+	// Writes is the PUT, COPY and POST requests the jobs make to the
+	// destination; WriteSeconds the least time S3's write rate allows them
+	// under one prefix (plan.Model.S3WriteRate, as S3 serves a prefix
+	// until it splits it under load), however many workers run.
+	Writes       int     `json:"writes"`
+	WriteSeconds float64 `json:"writeSeconds"`
 }
 
 func (e *Extraction) archive() *archive.Archive {
@@ -136,7 +142,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
 		return nil, err
 	}
 	logf(p.Log).Info("extraction planned", "execution", ex.Execution, "archive", ex.archive().String(), "entries", ex.Entries,
-		"objects", ex.Objects, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
+		"objects", ex.Objects, "writes", ex.Writes, "writeSeconds", ex.WriteSeconds, "jobs", ex.Jobs, "copied", ex.Copied, "read", ex.Read, "readBelow", ex.ReadBelow, "skipped", ex.Skipped)
 	return ex, nil
 }
 
@@ -253,6 +259,12 @@ func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) err
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
 	ex.ReadBelow = plan.ReadBelow
+	for i := range jobs {
+		ex.Writes += jobs[i].Writes()
+	}
+	if rate := p.Config.model().S3WriteRate; rate > 0 {
+		ex.WriteSeconds = float64(ex.Writes) / rate
+	}
 	if len(plan.Skipped) > 0 {
 		ex.SkippedKey = ex.WorkPrefix + "skipped.json"
 		doc, _ := json.Marshal(plan.Skipped)

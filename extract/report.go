@@ -43,6 +43,11 @@ type Result struct {
 	VerifyRead int64 `json:"verifyReadBytes"`
 	// ContentTypes counts the objects written by Content-Type.
 	ContentTypes map[string]int `json:"contentTypes"`
+	// Writes and WriteSeconds: the requests S3 counts against the
+	// destination prefix's write rate, and the least time it allows them
+	// (Extraction).
+	Writes       int     `json:"writes"`
+	WriteSeconds float64 `json:"writeSeconds"`
 }
 
 // newResult is the result of a planned extraction whose jobs wrote their
@@ -50,7 +55,8 @@ type Result struct {
 // skipped entries.
 func newResult(ex *Extraction, types map[string]int, written []Written, skipped []Skipped, verifyRead int64) *Result {
 	res := &Result{Archive: fmt.Sprintf("s3://%s/%s", ex.Archive.Bucket, ex.Archive.Key), ETag: ex.Archive.ETag, Entries: ex.Entries,
-		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: types}
+		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: types,
+		Writes: ex.Writes, WriteSeconds: ex.WriteSeconds}
 	for _, w := range written {
 		res.Extracted += w.Size
 	}

@@ -147,10 +147,7 @@ func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show r
 		}
 		return inFlagTerms(err)
 	}
-	if measured != "" {
-		fmt.Fprintln(os.Stderr, measured)
-	}
-	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start)}
+	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start), profile: measured}
 	if err := made.sign(ctx, plain, show.linkLife); err != nil {
 		return err
 	}
@@ -172,6 +169,7 @@ type createdHere struct {
 	links   *links // with --presign
 	counter *s3metrics.Counter
 	wall    time.Duration
+	profile string // the server measured for auto's choices, when it was
 }
 
 // sign signs links to the archive and its report for linkLife (none when 0).
@@ -196,7 +194,7 @@ func (c *createdHere) print(show resultOutput) error {
 	printWarnings(out.Warnings)
 	if show.asJSON {
 		return printJSON(w, map[string]any{"archive": out.Archive, "archives": out.Archives, "report": out.Report, "stats": out.Stats, "warnings": append([]string{}, out.Warnings...),
-			"requests": c.counter.Snapshot(), "wallSeconds": c.wall.Seconds(), "links": c.links})
+			"requests": c.counter.Snapshot(), "wallSeconds": c.wall.Seconds(), "links": c.links, "profileMeasured": c.profile})
 	}
 	st := out.Stats
 	printArchive(w, out.Archive, out.Archives, st)
@@ -207,6 +205,9 @@ func (c *createdHere) print(show resultOutput) error {
 	}
 	fmt.Fprintf(w, "report      %s\n", reportOrWhy(out.Report))
 	printLinks(w, c.links)
+	if c.profile != "" {
+		fmt.Fprintf(w, "profile     %s\n", c.profile)
+	}
 	fmt.Fprintf(w, "wall time   %.2f s%s\n", c.wall.Seconds(), rate(st.ArchiveBytes, c.wall.Seconds()))
 	return nil
 }

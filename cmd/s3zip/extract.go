@@ -184,6 +184,12 @@ const phaseExtracting workflow.Phase = "extracting"
 func (p *progressPrinter) updateExtract(pr extract.Progress) {
 	p.mu.Lock()
 	p.unit = "jobs"
+	if !p.rateSaid && pr.WriteSeconds >= 1 {
+		// Before the first job: what S3's write rate alone allows.
+		p.rateSaid = true
+		fmt.Fprintf(p.w, "%sS3's rate   %d writes (PUT, COPY, POST) under one prefix: at least %.0f s at the %.0f a second S3 serves a prefix, whatever the workers\n",
+			map[bool]string{true: "\r\033[K"}[p.terminal], pr.Writes, pr.WriteSeconds, float64(pr.Writes)/pr.WriteSeconds)
+	}
 	p.mu.Unlock()
 	p.update(workflow.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
 }

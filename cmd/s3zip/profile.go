@@ -40,7 +40,7 @@ func parseModel(choice string) (modelChoice, error) {
 // resolve is the profile a run here prices auto's choices with: nil is
 // AWS's. With an endpoint and no --model, the server's measured profile,
 // cached by endpoint (s3profile.Cache). When it measured, note says what
-// (the run prints it with its summary: a run that fails says only why).
+// (the run's summary says it: a run that fails says only why).
 func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.Client, workBucket string) (model *plan.Model, note string, err error) {
 	switch {
 	case mc.file != nil:
@@ -72,7 +72,7 @@ func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.
 			kept = "kept in " + cache.Path(endpoint)
 		}
 	}
-	note = fmt.Sprintf("s3zip: measured the S3 server at %s for auto's choices in %.1f s (round trip %.0f ms, GET %s/s, copy %s/s, Complete %.2f s/GiB); %s",
+	note = fmt.Sprintf("the S3 server at %s measured for auto's choices in %.1f s (round trip %.0f ms, GET %s/s, copy %s/s, Complete %.2f s/GiB); %s",
 		endpoint, time.Since(t0).Seconds(), m.RequestSeconds*1000, humanBytes(int64(m.GetOneRate)), humanBytes(int64(m.CopyRate)), m.CompletePerByte*(1<<30), kept)
 	return serverModel(m), note, nil
 }

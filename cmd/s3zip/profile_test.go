@@ -38,23 +38,23 @@ func TestCreatePricesWithTheServersProfile(t *testing.T) {
 	}
 
 	aws := create("aws", "--model", "aws")
-	if n := rounds(t, aws); n == "0" || strings.Contains(aws.stderr, "measured") {
-		t.Errorf("--model aws: %s rounds of chains, stderr %q; want AWS's chained runs and no measurement", n, aws.stderr)
+	if n := rounds(t, aws); n == "0" || strings.Contains(aws.stdout, "measured") {
+		t.Errorf("--model aws: %s rounds of chains, stdout %q; want AWS's chained runs and no measurement", n, aws.stdout)
 	}
 	first := create("measured")
 	if n := rounds(t, first); n != "0" {
 		t.Errorf("with versitygw's profile: %s chain rounds, want none (its Completes read every byte again)", n)
 	}
-	if !strings.Contains(first.stderr, "measured the S3 server at "+srv.Endpoint()) {
-		t.Errorf("the first run against %s does not say it measured the server: %q", srv.Endpoint(), first.stderr)
+	if !strings.Contains(first.stdout, "profile     the S3 server at "+srv.Endpoint()+" measured") {
+		t.Errorf("the first run against %s does not say it measured the server: %q", srv.Endpoint(), first.stdout)
 	}
 	kept, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(cache[0], "XDG_CACHE_HOME="), "s3zip", "profiles", "*.json"))
 	if len(kept) != 1 {
 		t.Errorf("profiles kept: %v, want one", kept)
 	}
 	again := create("cached")
-	if n := rounds(t, again); n != "0" || strings.Contains(again.stderr, "measured") {
-		t.Errorf("second run: %s chain rounds, stderr %q; want the kept profile, not a new measurement", n, again.stderr)
+	if n := rounds(t, again); n != "0" || strings.Contains(again.stdout, "measured") {
+		t.Errorf("second run: %s chain rounds, stdout %q; want the kept profile, not a new measurement", n, again.stdout)
 	}
 	if left := srv.Leftovers(t, "out"); len(left) > 3*2 { // three archives and their reports
 		t.Errorf("left in the work bucket: %v", left)

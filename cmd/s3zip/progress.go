@@ -23,6 +23,7 @@ type progressPrinter struct {
 	start    time.Time
 	every    time.Duration // between plain lines while building
 	unit     string        // what Parts counts: "parts", or extract's "jobs"
+	rateSaid bool          // extract's line on S3's write rate is printed
 
 	mu         sync.Mutex
 	phase      workflow.Phase

@@ -138,3 +138,30 @@ func TestProgressEnds(t *testing.T) {
 		})
 	}
 }
+
+// Before its first job, extract says once what S3's write rate allows the
+// plan's writes under one prefix, when that is a second or more.
+func TestExtractSaysWhatS3sRateAllows(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		progress []extract.Progress
+		want     string // "" : no line
+	}{
+		{"bound", []extract.Progress{{Jobs: 40, Writes: 1_000_000, WriteSeconds: 1_000_000.0 / 3500}, {Jobs: 40, JobsDone: 10, Writes: 1_000_000, WriteSeconds: 1_000_000.0 / 3500}},
+			"S3's rate   1000000 writes (PUT, COPY, POST) under one prefix: at least 286 s at the 3500 a second S3 serves a prefix"},
+		{"not-bound", []extract.Progress{{Jobs: 4, Writes: 2000, WriteSeconds: 2000.0 / 3500}}, ""},
+		{"no-rate", []extract.Progress{{Jobs: 4, Writes: 2000}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := newProgress(&buf, false)
+			for _, pr := range tc.progress {
+				p.updateExtract(pr)
+			}
+			out := buf.String()
+			if n := strings.Count(out, "S3's rate"); tc.want == "" && n != 0 || tc.want != "" && (n != 1 || !strings.Contains(out, tc.want)) {
+				t.Errorf("output:\n%s\nwant the line %q once (none when empty)", out, tc.want)
+			}
+		})
+	}
+}

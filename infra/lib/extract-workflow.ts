@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,6 +10,19 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { checkMapChildTimeouts, DEFAULT_FUNCTIONS_DIR, type FunctionSizing, goFunction, normalizePrefix } from './archive-workflow';
+
+/**
+ * The extract planner's memory: it holds the central directory's entries and the jobs made of them, ~565 MiB a
+ * million entries measured (tests/load TestExtractPlannerAtTenMillion: 5,659 MiB at 10 M with no memory limit).
+ * infra/README.md, "Sizing, measured".
+ */
+export const EXTRACT_PLANNER_MEMORY = 6144;
+
+/**
+ * The extract planner's /tmp: it spools the jobs there as it encodes them before putting them (~262 bytes an entry
+ * as JSON: 2.6 GB at 10 M; extract/planner.go putJobs) — Lambda's default 512 MiB holds ~1.9 M entries.
+ */
+export const EXTRACT_PLANNER_TMP = Size.mebibytes(4096);
 
 /** statemachine/extract.asl.json: plain JSON, its only placeholders quoted strings. */
 export const EXTRACT_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachine', 'extract.asl.json');
@@ -107,7 +120,8 @@ export class ExtractWorkflow extends Construct {
       DEFAULT_MAX_CONCURRENCY: String(props.defaultMaxConcurrency ?? 100),
     };
     const sizing: Record<ExtractFunctionName, Required<FunctionSizing>> = {
-      'extract-planner': { memorySize: props.planner?.memorySize ?? 2048, timeout: props.planner?.timeout ?? Duration.minutes(15) },
+      // 10 M entries peak at 5.7 GB without a memory limit (565 MiB a million): infra/README.md, "Sizing, measured".
+      'extract-planner': { memorySize: props.planner?.memorySize ?? EXTRACT_PLANNER_MEMORY, timeout: props.planner?.timeout ?? Duration.minutes(15) },
       // One full vCPU: workers inflate and hash.
       'extract-worker': { memorySize: props.worker?.memorySize ?? 1769, timeout: props.worker?.timeout ?? Duration.minutes(15) },
       'extract-finalizer': { memorySize: 1024, timeout: Duration.minutes(15) },
@@ -117,7 +131,10 @@ export class ExtractWorkflow extends Construct {
     // Only the worker runs in the Map's children.
     checkMapChildTimeouts('ExtractWorkflow', mapExecutionType, { worker: sizing['extract-worker'].timeout });
     const makeFunction = (name: ExtractFunctionName, logicalId: string, description: string): lambda.Function =>
-      goFunction(this, logicalId, { owner: 'ExtractWorkflow', name, functionsDir, description, ...sizing[name], environment: env, logRetention, removalPolicy });
+      goFunction(this, logicalId, {
+        owner: 'ExtractWorkflow', name, functionsDir, description, ...sizing[name], environment: env, logRetention, removalPolicy,
+        ephemeralStorageSize: name === 'extract-planner' ? EXTRACT_PLANNER_TMP : undefined,
+      });
     this.functions = {
       'extract-planner': makeFunction('extract-planner', 'ExtractPlanner', 's3zip extract: read the central directory, refuse bad archives, write the jobs'),
       'extract-worker': makeFunction('extract-worker', 'ExtractWorker', 's3zip extract: run a batch of copy and read jobs'),

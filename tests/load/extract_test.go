@@ -256,8 +256,14 @@ func extractLambdaMemory(t testing.TB) map[string]int {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
-	for _, m := range regexp.MustCompile(`'(extract-\w+)': \{ memorySize: (?:[\w?.]+ \?\? )?(\d+)`).FindAllStringSubmatch(string(src), -1) {
-		out[m[1]], _ = strconv.Atoi(m[2])
+	for _, m := range regexp.MustCompile(`'(extract-\w+)': \{ memorySize: (?:[\w?.]+ \?\? )?(\w+)`).FindAllStringSubmatch(string(src), -1) {
+		value := m[2]
+		if c := regexp.MustCompile(`export const ` + value + ` = (\d+);`).FindStringSubmatch(string(src)); c != nil {
+			value = c[1] // a constant of the file's
+		}
+		if out[m[1]], err = strconv.Atoi(value); err != nil {
+			t.Fatalf("infra/lib/extract-workflow.ts: %s's memorySize %q is neither a number nor a constant of the file", m[1], m[2])
+		}
 	}
 	if len(out) != 4 {
 		t.Fatalf("the extract functions' sizing in infra/lib/extract-workflow.ts: found %v, want four", out)
