@@ -41,7 +41,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
 		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
-		partSize:    fs.Int64("part-size", 0, "target size of streamed parts in bytes, 5 MiB to 5 GiB (default 16 MiB)"),
+		partSize:    sizeFlag(fs, "part-size", "target `size` of streamed parts (bytes, or 5MiB to 5GiB; default 16MiB)"),
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
 		keepMetadata: fs.Bool("keep-metadata", false, "record each object's Content-Type, Content-Encoding, Cache-Control and user metadata in the archive "+
 			"(an extra field other readers skip; s3zip extract writes them back): one HeadObject per object, in the read pass"),
@@ -49,8 +49,8 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		digest:       fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
 		sumsFile:     fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
 		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
-		splitSize:    fs.Int64("split-size", 0, "split the archive into name-0001.zip, name-0002.zip, … of at most this many `bytes` each (an entry larger stands alone), each a whole ZIP; 0: one archive"),
-		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size); 0: no limit"),
+		splitSize:    sizeFlag(fs, "split-size", "split the archive into name-0001.zip, name-0002.zip, … of at most this `size` each (bytes, or 64MiB, 2GB; an entry larger stands alone), each a whole ZIP (default: one archive)"),
+		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size; default: no limit)"),
 	}
 }
 

@@ -61,6 +61,8 @@ export interface ExtractWorkflowProps {
   readonly functionsDir?: string;
   readonly planner?: FunctionSizing;
   readonly worker?: FunctionSizing;
+  /** It holds every object written (key, size, CRC-32), ~0.4 GiB a million entries. @default 2,048 MB, 15 minutes */
+  readonly finalizer?: FunctionSizing;
   /** Jobs per worker invocation (the planner's batchSize, read by MaxItemsPerBatchPath). @default 4 */
   readonly batchSize?: number;
   /** Map concurrency when a request gives none. @default 100 */
@@ -124,7 +126,8 @@ export class ExtractWorkflow extends Construct {
       'extract-planner': { memorySize: props.planner?.memorySize ?? EXTRACT_PLANNER_MEMORY, timeout: props.planner?.timeout ?? Duration.minutes(15) },
       // One full vCPU: workers inflate and hash.
       'extract-worker': { memorySize: props.worker?.memorySize ?? 1769, timeout: props.worker?.timeout ?? Duration.minutes(15) },
-      'extract-finalizer': { memorySize: 1024, timeout: Duration.minutes(15) },
+      // ~0.4 GiB a million entries (tests/load TestLoadExtractPerMillion): 2,048 MB holds about 4 M.
+      'extract-finalizer': { memorySize: props.finalizer?.memorySize ?? 2048, timeout: props.finalizer?.timeout ?? Duration.minutes(15) },
       'extract-abort': { memorySize: 512, timeout: Duration.minutes(5) },
     };
     const mapExecutionType = props.mapExecutionType ?? 'STANDARD';
