@@ -178,7 +178,7 @@ func (x *extractor) prepare() error {
 		}
 		if !e.IsDir() && !x.overwrite {
 			if _, err := x.root.Lstat(x.paths[i]); err == nil {
-				return fmt.Errorf("entry %q: %w (use overwrite to replace it)", e.Name, fs.ErrExist)
+				return fmt.Errorf("entry %q: %w (ExtractOptions.Overwrite replaces it)", e.Name, fs.ErrExist)
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("entry %q: %w", e.Name, err)
 			}

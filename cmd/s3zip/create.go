@@ -94,6 +94,9 @@ func (cf *createFlags) request() (workflow.Request, error) {
 	if err != nil {
 		return workflow.Request{}, usageErrorf("create: --dest: %v", err)
 	}
+	if k == "" || strings.HasSuffix(k, "/") {
+		return workflow.Request{}, usageErrorf("create: --dest %s names a bucket or a folder, not an archive: give the archive's key, e.g. s3://%s/%sarchive.zip", *cf.dest, b, k)
+	}
 	req.Destination = workflow.Destination{Bucket: b, Key: k}
 	req.Options.Overwrite = *cf.overwrite
 	if cf.modelChoice, err = parseModel(*cf.model); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +19,13 @@ var rawErrors = []string{"operation error", "StatusCode:", "RequestID", "https r
 func TestEveryCommandFailsInOneLine(t *testing.T) {
 	srv := newUserServer(t)
 	srv.PutObject(t, "cli", "in.zip", storedZip(t, map[string]string{"a.txt": "alpha"}))
+	srv.PutObject(t, "cli", "truncated.zip", storedZip(t, map[string]string{"a.txt": "alpha"})[:40])
+	srv.PutObject(t, "cli", "notes.txt", []byte("not a zip at all, though long enough to hold an end record"))
 	ep := "--endpoint=" + srv.Endpoint()
+	taken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(taken, "a.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dead := "--endpoint=http://127.0.0.1:1"
 	for _, tc := range []struct {
 		name string
@@ -49,6 +56,13 @@ func TestEveryCommandFailsInOneLine(t *testing.T) {
 			expect{code: exitRefused, stderr: []string{`destination bucket "nodest" does not exist`}}},
 		{"create-destination-exists", []string{"create", "--source", "s3://cli/small/", "--dest", "s3://cli/taken.zip", ep},
 			expect{code: exitRefused, stderr: []string{"add --overwrite to replace it"}}},
+		// what is there refuses the command before it writes (issue 35, rough edge 6)
+		{"get-onto-an-existing-file", []string{"get", "s3://cli/in.zip", taken, ep},
+			expect{code: exitRefused, stderr: []string{`entry "a.txt": file already exists in ` + taken + "; add --overwrite"}, banned: []string{"use overwrite"}}},
+		{"extract-truncated-archive", []string{"extract", "s3://cli/truncated.zip", "s3://out/t/", ep},
+			expect{code: exitRefused, stderr: []string{"s3://cli/truncated.zip is not a ZIP archive s3zip can read", "nothing was written"}}},
+		{"extract-not-a-zip", []string{"extract", "s3://cli/notes.txt", "s3://out/n/", ep},
+			expect{code: exitRefused, stderr: []string{"s3://cli/notes.txt is not a ZIP archive s3zip can read", "nothing was written"}}},
 		// S3 not reached: exit 3, whatever the command
 		{"extract-dead-endpoint", []string{"extract", "s3://cli/in.zip", "s3://out/x/", dead},
 			expect{code: exitUnreachable, stderr: []string{"cannot reach S3 at http://127.0.0.1:1"}}},
@@ -62,7 +76,7 @@ func TestEveryCommandFailsInOneLine(t *testing.T) {
 			expect{code: exitUnreachable, stderr: []string{"cannot reach S3 at http://127.0.0.1:1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.want.stderrMax, tc.want.banned = 1, rawErrors
+			tc.want.stderrMax, tc.want.banned = 1, append(tc.want.banned, rawErrors...)
 			tc.want.check(t, s3zip(t, nil, tc.args...))
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3metrics"
@@ -49,6 +51,10 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
 	progress.finish(err)
 	lease.stop(ctx)
+	var fe *archive.FormatError
+	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
+		return usageErrorf("extract: s3://%s/%s is not a ZIP archive s3zip can read: %s; nothing was written", req.Bucket, req.Key, fe.What)
+	}
 	if err != nil {
 		return err
 	}

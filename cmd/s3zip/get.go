@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/s3zip/s3zip/archive"
@@ -53,6 +55,10 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 		CoalesceSize: int64(*partSize) << 20, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
 	if errors.Is(err, archive.ErrSymlink) {
 		return fmt.Errorf("%w; add --skip-symlinks to extract everything else", err)
+	}
+	if errors.Is(err, os.ErrExist) { // found before any file was written
+		msg, _, _ := strings.Cut(err.Error(), " (ExtractOptions.Overwrite")
+		return usageErrorf("get: %s in %s; add --overwrite to replace what is there", msg, pos[1])
 	}
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {

@@ -12,7 +12,8 @@ import (
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("verify", "s3zip verify s3://bucket/archive.zip [--endpoint URL] [--concurrency N] [--json]",
 		"Read the archive with ranged GETs and check every record and every entry's CRC-32 against its data.\n"+
-			"Exits 0 when the archive is sound, 1 when it has problems (each listed) or cannot be read.\n"+
+			"Exits 0 when the archive is sound, 1 when it has problems (each listed) or is not a ZIP it can read,\n"+
+			"2 when it does not exist (or the command line is wrong), 3 when S3 cannot be reached.\n"+
 			"Warnings (listed after the problems) name what 7-Zip, Info-ZIP and Go's archive/zip read correctly\n"+
 			"but other readers, or get and extract, treat differently; they leave the exit code 0.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
