@@ -69,8 +69,8 @@ func ChecksumKey(manifestKey string) string {
 }
 
 // ReadManifest reads the manifest.json at key and checks it against the
-// manifest.checksum beside it, when there is one (S3 writes it last, so a
-// report without it may still be being written).
+// manifest.checksum beside it, which must be there: S3 writes it last, so
+// a report without it may still be being written.
 func ReadManifest(ctx context.Context, open Opener, key string) (*Manifest, error) {
 	data, err := readAll(ctx, open, key, MaxManifestBytes)
 	if err != nil {
@@ -79,7 +79,11 @@ func ReadManifest(ctx context.Context, open Opener, key string) (*Manifest, erro
 	var checksum []byte
 	if ck := ChecksumKey(key); ck != "" {
 		checksum, err = readAll(ctx, open, ck, 1024)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("inventory: %q has no manifest.checksum beside it: S3 writes it last, once the report is complete, so this one may still be being written; "+
+				"wait for it and run again (a manifest.json made by hand needs its MD5, in hex, in %q)", key, ck)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -118,6 +122,10 @@ func ParseManifest(data, checksum []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("inventory manifest.json: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || fields["files"] == nil || string(fields["files"]) == "null" {
+		return nil, errors.New(`inventory manifest.json has no "files" list: it is not an S3 Inventory manifest (S3 lists every data file there, "files": [] when the bucket was empty)`)
 	}
 	switch {
 	case strings.EqualFold(m.FileFormat, string(FormatCSV)):

@@ -1,7 +1,10 @@
 package inventory
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -86,7 +89,12 @@ func TestReadManifest(t *testing.T) {
 		wantErr string
 	}{
 		{"checksum-beside", func(store, string) {}, nil, ""},
-		{"checksum-absent", func(s store, key string) { delete(s, ChecksumKey(key)) }, nil, ""},
+		{"checksum-absent", func(s store, key string) { delete(s, ChecksumKey(key)) }, nil, "no manifest.checksum beside it"},
+		{"files-absent", func(s store, key string) {
+			s[key] = bytes.Replace(s[key], []byte(`"files"`), []byte(`"filez"`), 1)
+			sum := md5.Sum(s[key])
+			s[ChecksumKey(key)] = []byte(hex.EncodeToString(sum[:]))
+		}, nil, `has no "files" list`},
 		{"checksum-wrong", func(s store, key string) { s[ChecksumKey(key)] = []byte(strings.Repeat("0", 32)) }, nil, "MD5 is"},
 		{"manifest-edited-after-checksum", func(s store, key string) { s[key] = append(s[key], '\n') }, nil, "MD5 is"},
 		{"manifest-absent", func(s store, key string) { delete(s, key) }, nil, "manifest.json"},

@@ -69,7 +69,16 @@ type SourceChangedError struct {
 }
 
 func (e *SourceChangedError) Error() string {
-	return fmt.Sprintf("source s3://%s/%s changed or was deleted after planning (its ETag no longer matches); run again: %v", e.Bucket, e.Key, e.Err)
+	why := "its ETag no longer matches"
+	if status, code := s3ref.Status(e.Err); code != "" {
+		why = "S3 answered " + code + ": " + why
+	} else if status != 0 {
+		why = fmt.Sprintf("S3 answered %d: %s", status, why)
+	} else if e.Err != nil {
+		why = e.Err.Error()
+	}
+	return fmt.Sprintf("source s3://%s/%s changed or was deleted after planning (%s); run again to archive the objects as they are now "+
+		"(from an S3 Inventory report or a manifest that pins ETags: a newer one, or --source to list them now)", e.Bucket, e.Key, why)
 }
 
 func (e *SourceChangedError) Unwrap() error { return e.Err }
