@@ -167,7 +167,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	if err != nil {
 		return nil, err
 	}
-	res.Plan = &Plan{Jobs: jobs, Skipped: res.Skipped, Objects: ex.Objects, Bytes: ex.Bytes, Copied: ex.Copied, Read: ex.Read, ReadBelow: ex.ReadBelow}
+	res.Plan = &Plan{Jobs: jobs, Skipped: res.Skipped, Objects: ex.Objects, Bytes: ex.Bytes, Copied: ex.Copied, Read: ex.Read, ReadBelow: ex.ReadBelow, ReadAll: ex.ReadAll}
 	return res, nil
 }
 

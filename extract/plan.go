@@ -181,6 +181,9 @@ type Plan struct {
 	// ReadBelow is the size below which STORED entries were read rather
 	// than copied (Options.ReadBelow).
 	ReadBelow int64 `json:"readBelow"`
+	// ReadAll: the archive is no bigger than S3's smallest part, and S3
+	// copies no range of such an object, so every entry is read.
+	ReadAll bool `json:"readAll,omitempty"`
 }
 
 // RefusedError lists the entries that stop an archive from being extracted.
@@ -452,7 +455,7 @@ func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]i
 	if copyPart < MinPart || copyPart > MaxCopyPart {
 		copyPart = MaxCopyPart
 	}
-	p := &Plan{Skipped: c.Skipped, ReadBelow: small}
+	p := &Plan{Skipped: c.Skipped, ReadBelow: small, ReadAll: a.Size <= s3x.MinPartSize}
 	order := append([]int(nil), c.Keep...)
 	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
 	bound := bounds(a)

@@ -79,6 +79,12 @@ func TestPlanReadsTheEntriesOfASmallArchive(t *testing.T) {
 	if p.Copied != 0 {
 		t.Errorf("copied %d bytes of an archive of 5 MiB or less", p.Copied)
 	}
+	if !p.ReadAll {
+		t.Error("the plan does not say every entry is read (ReadAll), so its summary would say STORED entries are copied")
+	}
+	if big := planOf(t, Options{SmallStored: -1}, stored("x.bin", 6<<20)); big.ReadAll {
+		t.Error("an archive over 5 MiB is planned as read whole (ReadAll)")
+	}
 }
 
 func TestPlanCopyParts(t *testing.T) {

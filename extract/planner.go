@@ -96,6 +96,7 @@ type Extraction struct {
 	// ReadBelow is the size below which STORED entries are read rather
 	// than copied, as options.smallStored or the model chose it.
 	ReadBelow int64 `json:"readBelow"`
+	ReadAll   bool  `json:"readAll,omitempty"` // Plan.ReadAll
 	// Writes is the PUT, COPY and POST requests the jobs make to the
 	// destination; WriteSeconds the least time S3's write rate allows them
 	// under one prefix (plan.Model.S3WriteRate, as S3 serves a prefix
@@ -258,7 +259,7 @@ func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts O
 func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) error {
 	jobs := splitForMap(plan.Jobs)
 	ex.Jobs, ex.Objects, ex.Bytes, ex.Copied, ex.Read, ex.Skipped = len(jobs), plan.Objects, plan.Bytes, plan.Copied, plan.Read, len(plan.Skipped)
-	ex.ReadBelow = plan.ReadBelow
+	ex.ReadBelow, ex.ReadAll = plan.ReadBelow, plan.ReadAll
 	for i := range jobs {
 		ex.Writes += jobs[i].Writes()
 	}

@@ -147,10 +147,21 @@ func (x extractedHere) print(w io.Writer, req extract.Request) {
 	}
 	fmt.Fprintf(w, "types       %s\n", typeCounts(res.ContentTypes))
 	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(res.Copied))
-	fmt.Fprintf(w, "streamed    %s through workers (STORED entries under %s read, the rest copied)\n", humanBytes(res.Streamed), humanBytes(res.Plan.ReadBelow))
+	fmt.Fprintf(w, "streamed    %s through workers (%s)\n", humanBytes(res.Streamed), readRule(res.Plan))
 	printRequests(w, x.counter)
 	fmt.Fprintf(w, "report      %s\n", res.Report)
 	fmt.Fprintf(w, "wall time   %.2f s\n", x.wall.Seconds())
+}
+
+// readRule says which entries the plan read rather than copied.
+func readRule(p *extract.Plan) string {
+	switch {
+	case p.ReadAll:
+		return "every entry read: S3 copies no range of an archive under 5 MiB"
+	case p.ReadBelow <= 0:
+		return "every STORED entry copied, DEFLATE entries read"
+	}
+	return fmt.Sprintf("STORED entries under %s read, the rest copied", humanBytes(p.ReadBelow))
 }
 
 // typeCounts is how many objects got each Content-Type, most first.

@@ -165,3 +165,21 @@ func TestExtractSaysWhatS3sRateAllows(t *testing.T) {
 		})
 	}
 }
+
+// The summary says which entries were read rather than copied, truthfully
+// for an archive too small to copy ranges of and for --small-stored 0
+// (issue 35, rough edge 7).
+func TestExtractSummarySaysWhatWasRead(t *testing.T) {
+	for _, c := range []struct {
+		plan extract.Plan
+		want string
+	}{
+		{extract.Plan{ReadAll: true, ReadBelow: 0}, "every entry read: S3 copies no range of an archive under 5 MiB"},
+		{extract.Plan{ReadBelow: 0}, "every STORED entry copied, DEFLATE entries read"},
+		{extract.Plan{ReadBelow: 3 << 20}, "STORED entries under 3.00 MiB read, the rest copied"},
+	} {
+		if got := readRule(&c.plan); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.plan, got, c.want)
+		}
+	}
+}
