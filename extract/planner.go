@@ -20,9 +20,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // ExecutionMetadata is the user metadata key (x-amz-meta-s3zip-execution)
@@ -309,7 +313,12 @@ func putJobs(ctx context.Context, c Client, ex *Extraction, jobs []Job) error {
 	if err != nil {
 		return fmt.Errorf("spool the jobs: %w", err)
 	}
-	return putWorkFile(ctx, c, ex.WorkBucket, ex.JobsKey, f, size, crc.Sum32())
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &ex.WorkBucket, Key: &ex.JobsKey, Body: io.NewSectionReader(f, 0, size), ContentLength: aws.Int64(size),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc.Sum32()))})
+	if err != nil {
+		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", ex.WorkBucket, ex.JobsKey, err))
+	}
+	return nil
 }
 
 // markExisting finds the planned keys (and the report's) that hold an object

@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -157,17 +156,6 @@ func eachPlanned(ctx context.Context, c Client, ex *Extraction, fn func(plannedI
 	}
 	if err := sc.Err(); err != nil {
 		return classifyS3(fmt.Errorf("read work object %s: %w", where, err))
-	}
-	return nil
-}
-
-// putWorkFile puts the file f (size bytes, whose CRC-32 is crc) as a work
-// object.
-func putWorkFile(ctx context.Context, c Client, bucket, key string, f *os.File, size int64, crc uint32) error {
-	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: io.NewSectionReader(f, 0, size), ContentLength: aws.Int64(size),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc))})
-	if err != nil {
-		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
 	return nil
 }
