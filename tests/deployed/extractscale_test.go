@@ -46,18 +46,6 @@ var extractScaleTypes = map[string]string{
 	".csv": "text/csv; charset=utf-8", ".html": "text/html; charset=utf-8", ".png": "image/png",
 }
 
-func extractScaleEntries(t *testing.T) int {
-	v := os.Getenv("S3ZIP_SCALE_EXTRACT_ENTRIES")
-	if v == "" {
-		return extractScaleDefault
-	}
-	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
-	if err != nil || n < 1 {
-		t.Fatalf("S3ZIP_SCALE_EXTRACT_ENTRIES=%q: want a positive number of entries", v)
-	}
-	return n
-}
-
 // expectedEntry is what the archive's central directory (Python's) says
 // of an entry: the object extracted from it must have these bytes.
 type expectedEntry struct {
@@ -76,7 +64,7 @@ func TestDeployedExtractScale(t *testing.T) {
 	if os.Getenv("S3ZIP_SCALE_EXTRACT") != "1" {
 		t.Skip("scale case: run with S3ZIP_SCALE_EXTRACT=1 (make test-scale-extract; S3ZIP_SCALE_EXTRACT_ENTRIES sets the count)")
 	}
-	n := extractScaleEntries(t)
+	n := envCount(t, "S3ZIP_SCALE_EXTRACT_ENTRIES", extractScaleDefault)
 	// The archive (~1.1 KiB an entry), its copy in the server, and the
 	// objects (a file of at least a 4 KiB block and its metadata each).
 	need := int64(n)*(2*1200+8<<10) + 1<<30

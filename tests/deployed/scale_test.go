@@ -78,14 +78,16 @@ type scaleSource struct {
 	sha  [32]byte
 }
 
-func scaleObjects(t *testing.T) int {
-	v := os.Getenv("S3ZIP_SCALE_OBJECTS")
+// envCount reads a count from the environment variable name: def when it
+// is unset; "1_000_000" is read as 1000000.
+func envCount(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
 	if v == "" {
-		return scaleDefaultObjects
+		return def
 	}
 	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
 	if err != nil || n < 1 {
-		t.Fatalf("S3ZIP_SCALE_OBJECTS=%q: want a positive number of objects", v)
+		t.Fatalf("%s=%q: want a positive number", name, v)
 	}
 	return n
 }
@@ -128,7 +130,7 @@ func TestDeployedScale(t *testing.T) {
 	if os.Getenv("S3ZIP_SCALE") != "1" {
 		t.Skip("scale case: run with S3ZIP_SCALE=1 (make test-scale; S3ZIP_SCALE_OBJECTS sets the count)")
 	}
-	n := scaleObjects(t)
+	n := envCount(t, "S3ZIP_SCALE_OBJECTS", scaleDefaultObjects)
 	var sourceBytes int64
 	for i := range n {
 		sourceBytes += int64(scaleSize(i))

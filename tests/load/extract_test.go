@@ -88,6 +88,18 @@ func (s *archiveS3) ListMultipartUploads(context.Context, *s3.ListMultipartUploa
 	return &s3.ListMultipartUploadsOutput{Uploads: []types.MultipartUpload{}}, nil
 }
 
+// newArchiveS3 is the in-memory S3 serving an archive of n entries
+// (writeExtractArchive) from a file of the test's.
+func newArchiveS3(t *testing.T, n int) *archiveS3 {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.zip")
+	t0 := time.Now()
+	size := writeExtractArchive(t, path, n)
+	t.Logf("archive/zip wrote %d entries, %d bytes, in %s", n, size, time.Since(t0).Round(time.Second))
+	return &archiveS3{syntheticS3: newSyntheticS3(0, dir), path: path, size: size}
+}
+
 // writeExtractArchive writes n entries with Go's archive/zip: names in
 // folders of a thousand, 0 to 63 bytes each, every fourth DEFLATEd.
 func writeExtractArchive(t *testing.T, path string, n int) int64 {
@@ -144,12 +156,7 @@ func extractRequest(prefix string) []byte {
 func TestLoadExtractPerMillion(t *testing.T) {
 	long(t)
 	for _, n := range countsFrom(t, "S3ZIP_EXTRACT_COUNTS", []int{1_000_000}) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "big.zip")
-		t0 := time.Now()
-		size := writeExtractArchive(t, path, n)
-		t.Logf("archive/zip wrote %d entries, %d bytes, in %s", n, size, time.Since(t0).Round(time.Second))
-		c := &archiveS3{syntheticS3: newSyntheticS3(0, dir), path: path, size: size}
+		c := newArchiveS3(t, n)
 		ms := runExtract(t, c, n, fmt.Sprintf("extract-%d", n))
 		per := float64(n) / 1e6
 		for _, m := range ms {
@@ -279,12 +286,7 @@ func extractLambdaMemory(t testing.TB) map[string]int {
 func TestExtractPlannerAtTenMillion(t *testing.T) {
 	long(t)
 	for _, n := range countsFrom(t, "S3ZIP_EXTRACT_PLAN_COUNTS", []int{10_000_000}) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "big.zip")
-		t0 := time.Now()
-		size := writeExtractArchive(t, path, n)
-		t.Logf("archive/zip wrote %d entries, %d bytes, in %s", n, size, time.Since(t0).Round(time.Second))
-		c := &archiveS3{syntheticS3: newSyntheticS3(0, dir), path: path, size: size}
+		c := newArchiveS3(t, n)
 		cfg := extract.Config{WorkBucket: workBucket}.Defaults()
 		var ex *extract.Extraction
 		m, err := measure("extract-planner", func() (err error) {
