@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,5 +162,31 @@ func TestExitCodesDocumented(t *testing.T) {
 		if !re.Match(doc) {
 			t.Errorf("README's exit status table has no row %q for %d", meaning, code)
 		}
+	}
+}
+
+// Off EC2, the SDK looks for credentials at the instance metadata service,
+// which refuses its token, and warns "falling back to IMDSv1": the user's
+// first line must be s3zip's, saying what is missing (issue 35, rough
+// edge 5). The metadata service here is a loopback server that answers as
+// one that refuses tokens.
+func TestNoSDKWarningBeforeTheCredentialsLine(t *testing.T) {
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer imds.Close()
+	none := t.TempDir() + "/none"
+	env := []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL, "AWS_CONFIG_FILE=" + none, "AWS_SHARED_CREDENTIALS_FILE=" + none,
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=", "AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_REGION=eu-west-1",
+		"S3_ENDPOINT=http://127.0.0.1:1"}
+	r := s3zip(t, env, "create", "--source", "s3://cli/small/", "--dest", "s3://out/a.zip")
+	expect{code: exitUnreachable, stderr: []string{"no AWS credentials"}, stderrMax: 1, banned: []string{"WARN", "IMDSv1"}}.check(t, r)
+	if !strings.HasPrefix(r.stderr, "s3zip: ") {
+		t.Errorf("stderr begins %.80q, want s3zip's own line first", r.stderr)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/s3zip/s3zip/internal/s3rate"
 )
@@ -66,7 +68,7 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 // (after the SDK's retries, as whatever that request was), so every
 // command says so before it asks anything of anyone.
 func loadAWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(sdkLogger{}))
 	if err != nil {
 		return cfg, unreachablef("load the AWS configuration: %v; check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE", err)
 	}
@@ -101,4 +103,17 @@ func parseS3ObjectURI(s string) (bucket, key string, err error) {
 		err = fmt.Errorf("S3 URI %q names no object: want s3://bucket/key", s)
 	}
 	return bucket, key, err
+}
+
+// sdkLogger prints the SDK's warnings as its default logger does, but for
+// the IMDS client's "falling back to IMDSv1": looking for credentials off
+// EC2 says it before s3zip's own line says what is missing and what to do.
+type sdkLogger struct{}
+
+func (sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if strings.Contains(msg, "falling back to IMDSv1") {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "SDK %s %s %s\n", time.Now().Format("2006/01/02 15:04:05"), c, msg)
 }
