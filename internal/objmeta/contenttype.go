@@ -78,9 +78,17 @@ func (o *ContentTypes) String() string {
 }
 
 // For is the Content-Type of the entry name, given what the archive kept
-// ("" when nothing).
+// ("" when nothing). A kept type that is only a default S3 or an SDK gave an
+// object uploaded without one (binary/octet-stream,
+// application/octet-stream) gives way to the extension's, when it has one.
 func (o ContentTypes) For(name, kept string) string {
 	if t, ok := o.override(strings.ToLower(name)); ok {
+		return t
+	}
+	if kept != "" && !untyped(kept) {
+		return kept
+	}
+	if t, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
 		return t
 	}
 	if kept != "" {
@@ -90,6 +98,14 @@ func (o ContentTypes) For(name, kept string) string {
 		return t
 	}
 	return DefaultContentType
+}
+
+// untyped says a Content-Type is what an object uploaded without one gets:
+// S3's default (binary/octet-stream) or the SDKs' (application/octet-stream).
+func untyped(t string) bool {
+	base, _, _ := strings.Cut(t, ";")
+	base = strings.ToLower(strings.TrimSpace(base))
+	return base == "binary/octet-stream" || base == DefaultContentType
 }
 
 // override is the override of the longest extension name ends in, so that
