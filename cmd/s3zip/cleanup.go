@@ -429,7 +429,8 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 	}
 	if !quietIfNothing {
 		if len(r.Runs) == 0 {
-			fmt.Fprintf(w, "no run of s3zip for %s has work in s3://%s/%s\n", r.Destination, r.WorkBucket, workPrefix(r.WorkBucket))
+			fmt.Fprintf(w, "no run of s3zip for %s has work in s3://%s/%s; a run given --work-bucket, or an extract into another bucket "+
+				"(whose work is in its destination's bucket), is cleaned up with --work-bucket BUCKET\n", r.Destination, r.WorkBucket, workPrefix(r.WorkBucket))
 		}
 		for _, u := range r.Unrecorded {
 			fmt.Fprintf(w, "multipart upload %s of %s: no run records it; left alone (a lifecycle rule AbortIncompleteMultipartUpload removes it)\n", u, r.Destination)

@@ -82,6 +82,16 @@ func TestKilledExtractIsCleanedUp(t *testing.T) {
 	}
 	t.Logf("kill -9 left: %s", strings.Join(left, "; "))
 
+	// Looked for in the archive's bucket, the run is not found: cleanup says
+	// where else it may be (issue 35, rough edge 9).
+	var elsewhere bytes.Buffer
+	if err := run(t.Context(), []string{"cleanup", "s3://src/a.zip", "--endpoint", srv.Endpoint()}, &elsewhere); err != nil {
+		t.Fatalf("cleanup without --work-bucket: %v\n%s", err, elsewhere.String())
+	}
+	if !strings.Contains(elsewhere.String(), "no run of s3zip") || !strings.Contains(elsewhere.String(), "--work-bucket BUCKET") {
+		t.Errorf("cleanup in the wrong bucket printed %q: want it to say the run may keep its work elsewhere (--work-bucket)", elsewhere.String())
+	}
+
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"cleanup", "s3://src/a.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
 		t.Fatalf("cleanup: %v\n%s", err, out.String())
