@@ -226,7 +226,7 @@ func (sum *planSummary) priceReadPass(entries []plan.Entry) {
 
 // print is the summary as plan prints it without --json.
 func (sum *planSummary) print(w io.Writer) {
-	fmt.Fprintf(w, "strategy        %s\n", sum.Strategy)
+	fmt.Fprintf(w, "strategy        %s\n", strategyLine(sum))
 	fmt.Fprintf(w, "entries         %d\n", sum.Entries)
 	fmt.Fprintf(w, "archive         %s (%d bytes)%s\n", humanBytes(sum.ArchiveBytes), sum.ArchiveBytes, map[bool]string{true: ", ZIP64"}[sum.Zip64])
 	fmt.Fprintf(w, "streamed        %s (%.1f%%) through workers\n", humanBytes(sum.StreamedBytes), 100*sum.StreamedFraction)
@@ -240,11 +240,11 @@ func (sum *planSummary) print(w io.Writer) {
 	if sum.ReadJobs > 0 {
 		// The layout of a compressed archive waits for the read pass: what
 		// is above is the STORED layout, an upper bound on its size.
-		fmt.Fprintf(w, "read pass       %d jobs over %s: predicted %.1f s, $%.4f on AWS with %d workers (compressing to %.0f%%, assumed)\n",
-			sum.ReadJobs, humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, sum.Workers, 100*readRatio)
+		fmt.Fprintf(w, "read pass       %s over %s: predicted %.1f s, $%.4f on AWS with %s (compressing to %.0f%%, assumed)\n",
+			count(sum.ReadJobs, "job", "jobs"), humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, count(sum.Workers, "worker", "workers"), 100*readRatio)
 		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
-	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %d workers (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, sum.Workers, plan.DefaultModel)
+	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %s (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, count(sum.Workers, "worker", "workers"), plan.DefaultModel)
 	fmt.Fprintf(w, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
 	if d := sum.S3Rates; d.Seconds > 0 {
 		binds := "S3's request rates allow it"
@@ -347,6 +347,26 @@ func manifestEntries(path string) ([]plan.Entry, error) {
 }
 
 // count is n things in words: "1 entry", "2 entries", "0 directories".
+// strategyLine is the strategy asked for and, for auto, the layout it
+// chose, as the parts show it.
+func strategyLine(sum *planSummary) string {
+	if sum.Strategy != plan.StrategyAuto {
+		return string(sum.Strategy)
+	}
+	var layout string
+	switch {
+	case sum.ChainParts > 0 && sum.CopyParts > 0:
+		layout = "chained runs beside copies and uploads (auto's mix)"
+	case sum.ChainParts > 0:
+		layout = "chains (chain's layout)"
+	case sum.CopyParts > 0:
+		layout = "copies and uploads (duo's layout)"
+	default:
+		layout = "uploads only (stream's layout)"
+	}
+	return "auto, chose " + layout
+}
+
 func count[N int | int64](n N, one, many string) string {
 	if n == 1 {
 		return "1 " + one

@@ -62,7 +62,7 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 		return
 	case workflow.PhaseBuilding:
 		if pr.PartsDone == 0 && !p.terminal {
-			fmt.Fprintf(p.w, "building %d %s, %s\n", pr.Parts, p.unit, humanBytes(pr.Bytes))
+			fmt.Fprintf(p.w, "building %s, %s\n", count(pr.Parts, strings.TrimSuffix(p.unit, "s"), p.unit), humanBytes(pr.Bytes))
 			p.last = now
 			return
 		}

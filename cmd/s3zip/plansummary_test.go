@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// plan names the layout auto chose and counts in words that agree with
+// their numbers (issue 35, rough edge 10).
+func TestPlanSaysWhatAutoChose(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--synthetic", "small", "--count", "10", "--workers", "1"},
+			[]string{"strategy        auto, chose uploads only (stream's layout)\n", "predicted with 1 worker ("}},
+		{[]string{"--synthetic", "challenge", "--count", "30", "--workers", "1"},
+			[]string{"strategy        auto, chose chained runs beside copies and uploads (auto's mix)\n"}},
+		{[]string{"--synthetic", "challenge", "--count", "300", "--workers", "100", "--prefer", "cost"},
+			[]string{"strategy        auto, chose copies and uploads (duo's layout)\n", "predicted with 100 workers ("}},
+		{[]string{"--synthetic", "challenge", "--count", "30", "--strategy", "duo"}, []string{"strategy        duo\n"}},
+	} {
+		var out bytes.Buffer
+		if err := runPlan(context.Background(), c.args, &out); err != nil {
+			t.Fatalf("plan %v: %v", c.args, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("plan %v lacks %q:\n%s", c.args, w, out.String())
+			}
+		}
+		if strings.Contains(out.String(), " 1 workers") || strings.Contains(out.String(), " 1 jobs") {
+			t.Errorf("plan %v counts one in the plural:\n%s", c.args, out.String())
+		}
+	}
+}
