@@ -62,9 +62,9 @@ func TestEveryCommandFailsInOneLine(t *testing.T) {
 		{"get-onto-an-existing-file", []string{"get", "s3://cli/in.zip", taken, ep},
 			expect{code: exitRefused, stderr: []string{`entry "a.txt": file already exists in ` + taken + "; add --overwrite"}, banned: []string{"use overwrite"}}},
 		{"extract-truncated-archive", []string{"extract", "s3://cli/truncated.zip", "s3://out/t/", ep},
-			expect{code: exitRefused, stderr: []string{"s3://cli/truncated.zip is not a ZIP archive s3zip can read", "nothing was written"}}},
+			expect{code: exitRefused, stderr: []string{"s3://cli/truncated.zip is not a readable ZIP archive", "nothing was written"}}},
 		{"extract-not-a-zip", []string{"extract", "s3://cli/notes.txt", "s3://out/n/", ep},
-			expect{code: exitRefused, stderr: []string{"s3://cli/notes.txt is not a ZIP archive s3zip can read", "nothing was written"}}},
+			expect{code: exitRefused, stderr: []string{"s3://cli/notes.txt is not a readable ZIP archive", "nothing was written"}}},
 		// S3 not reached: exit 3, whatever the command
 		{"extract-dead-endpoint", []string{"extract", "s3://cli/in.zip", "s3://out/x/", dead},
 			expect{code: exitUnreachable, stderr: []string{"cannot reach S3 at http://127.0.0.1:1"}}},

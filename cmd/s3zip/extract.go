@@ -53,7 +53,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	lease.stop(ctx)
 	var fe *archive.FormatError
 	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
-		return usageErrorf("extract: s3://%s/%s is not a ZIP archive s3zip can read: %s; nothing was written", req.Bucket, req.Key, fe.What)
+		return usageErrorf("extract: s3://%s/%s is not a readable ZIP archive: %s; nothing was written", req.Bucket, req.Key, fe.What)
 	}
 	if err != nil {
 		return err
@@ -155,13 +155,14 @@ func (x extractedHere) print(w io.Writer, req extract.Request) {
 
 // readRule says which entries the plan read rather than copied.
 func readRule(p *extract.Plan) string {
-	switch {
-	case p.ReadAll:
-		return "every entry read: S3 copies no range of an archive under 5 MiB"
-	case p.ReadBelow <= 0:
-		return "every STORED entry copied, DEFLATE entries read"
+	rule := fmt.Sprintf("STORED entries under %s read, the rest copied", humanBytes(p.ReadBelow))
+	if p.ReadBelow <= 0 {
+		rule = "every STORED entry copied, DEFLATE entries read"
 	}
-	return fmt.Sprintf("STORED entries under %s read, the rest copied", humanBytes(p.ReadBelow))
+	if p.ReadAll {
+		return rule + "; but S3 copies no range of an archive under 5 MiB, so every entry was read"
+	}
+	return rule
 }
 
 // typeCounts is how many objects got each Content-Type, most first.

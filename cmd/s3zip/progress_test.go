@@ -174,7 +174,8 @@ func TestExtractSummarySaysWhatWasRead(t *testing.T) {
 		plan extract.Plan
 		want string
 	}{
-		{extract.Plan{ReadAll: true, ReadBelow: 0}, "every entry read: S3 copies no range of an archive under 5 MiB"},
+		{extract.Plan{ReadAll: true, ReadBelow: 0}, "every STORED entry copied, DEFLATE entries read; but S3 copies no range of an archive under 5 MiB, so every entry was read"},
+		{extract.Plan{ReadAll: true, ReadBelow: 3 << 20}, "STORED entries under 3.00 MiB read, the rest copied; but S3 copies no range of an archive under 5 MiB, so every entry was read"},
 		{extract.Plan{ReadBelow: 0}, "every STORED entry copied, DEFLATE entries read"},
 		{extract.Plan{ReadBelow: 3 << 20}, "STORED entries under 3.00 MiB read, the rest copied"},
 	} {
