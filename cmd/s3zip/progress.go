@@ -25,6 +25,8 @@ type progressPrinter struct {
 	unit     string        // what Parts counts: "parts", or extract's "jobs"
 	rateSaid bool          // extract's line on S3's write rate is printed
 
+	plannedBefore bool // a planning phase was entered before (compressed runs come back to it)
+
 	mu         sync.Mutex
 	phase      workflow.Phase
 	phaseStart time.Time
@@ -83,8 +85,16 @@ func (p *progressPrinter) draw(pr workflow.Progress, now time.Time) {
 	if pr.Phase == workflow.PhaseBuilding && speed > 0 && pr.BytesDone < pr.Bytes {
 		eta = fmt.Sprintf(", ETA %.0f s", float64(pr.Bytes-pr.BytesDone)/speed)
 	}
+	unit := p.unit
+	if pr.Phase == workflow.PhaseReading {
+		unit = "jobs" // the read pass's: pieces read, CRC-32s looked up
+	}
 	if !p.terminal {
-		fmt.Fprintf(p.w, "%s: %s %d/%d, %s of %s%s\n", pr.Phase, p.unit, pr.PartsDone, pr.Parts, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), eta)
+		of := ""
+		if pr.Bytes > 0 { // a read pass of lookups alone reads no bytes
+			of = fmt.Sprintf(", %s of %s", humanBytes(pr.BytesDone), humanBytes(pr.Bytes))
+		}
+		fmt.Fprintf(p.w, "%s: %s %d/%d%s%s\n", pr.Phase, unit, pr.PartsDone, pr.Parts, of, eta)
 		return
 	}
 	const width = 30
@@ -93,7 +103,7 @@ func (p *progressPrinter) draw(pr workflow.Progress, now time.Time) {
 		filled = min(width, int(float64(width)*float64(pr.BytesDone)/float64(pr.Bytes)))
 	}
 	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s  %s / %s  %s/s%s  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		pr.PartsDone, pr.Parts, p.unit, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(speed)), eta, pr.Phase)
+		pr.PartsDone, pr.Parts, unit, humanBytes(pr.BytesDone), humanBytes(pr.Bytes), humanBytes(int64(speed)), eta, pr.Phase)
 	p.drawn = true
 }
 
@@ -137,7 +147,14 @@ func (p *progressPrinter) drawPlanning(now time.Time) {
 		return
 	}
 	if p.last.IsZero() {
-		fmt.Fprintln(p.w, "planning: listing sources, learning CRC-32s")
+		// Planning comes back after each read round: said once, then as what
+		// it does then.
+		if p.plannedBefore {
+			fmt.Fprintln(p.w, "planning: laying out what the read pass learnt")
+		} else {
+			fmt.Fprintln(p.w, "planning: listing sources, learning CRC-32s")
+		}
+		p.plannedBefore = true
 		p.last = now
 	}
 }

@@ -184,3 +184,32 @@ func TestExtractSummarySaysWhatWasRead(t *testing.T) {
 		}
 	}
 }
+
+// A compressed run plans, reads, plans again: its progress says planning
+// once as the first planning and then as what the later ones do, counts
+// the read pass's jobs as jobs and says no bytes when the pass reads none
+// (only CRC-32 lookups) (issue 35, rough edge 10).
+func TestProgressOfAReadPass(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, false)
+	p.every = 0
+	for _, pr := range []workflow.Progress{
+		{Phase: workflow.PhasePlanning},
+		{Phase: workflow.PhaseReading, Parts: 3},
+		{Phase: workflow.PhaseReading, Parts: 3, PartsDone: 3},
+		{Phase: workflow.PhasePlanning},
+		{Phase: workflow.PhaseBuilding, Parts: 2, Bytes: 10 << 20},
+		{Phase: workflow.PhaseDone, Parts: 2, PartsDone: 2, Bytes: 10 << 20, BytesDone: 10 << 20},
+	} {
+		p.update(pr)
+	}
+	out := buf.String()
+	for _, want := range []string{"planning: listing sources, learning CRC-32s\n", "reading: jobs 3/3\n", "planning: laying out what the read pass learnt\n", "building 2 parts, 10.00 MiB\n"} {
+		if strings.Count(out, want) != 1 {
+			t.Errorf("progress says %q %d times, want once:\n%s", want, strings.Count(out, want), out)
+		}
+	}
+	if strings.Contains(out, "0 B of 0 B") || strings.Contains(out, "reading: parts") {
+		t.Errorf("progress counts the read pass as parts or bytes it does not read:\n%s", out)
+	}
+}
