@@ -23,7 +23,8 @@ const lambdaDefaultTmpMB = 512
 
 // Every function's /tmp is what the template says: the planner's and the
 // finalizer's what infra/ sets (PLANNER_TMP, FINALIZER_TMP: they spool the
-// plan and the report there), every other function Lambda's default.
+// plan and the report there), the extract planner's EXTRACT_PLANNER_TMP (it
+// spools its jobs), every other function Lambda's default.
 func TestDeployedEphemeralStorageAsInfra(t *testing.T) {
 	tp := requireTemplate(t)
 	src, err := os.ReadFile(filepath.Join(repo, "infra", "lib", "archive-workflow.ts"))
@@ -37,6 +38,15 @@ func TestDeployedEphemeralStorageAsInfra(t *testing.T) {
 	if len(infraMB) != 2 {
 		t.Fatalf("infra/lib/archive-workflow.ts: found %v, want PLANNER_TMP and FINALIZER_TMP as Size.mebibytes(N)", infraMB)
 	}
+	xsrc, err := os.ReadFile(filepath.Join(repo, "infra", "lib", "extract-workflow.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`export const EXTRACT_PLANNER_TMP = Size\.mebibytes\((\d+)\)`).FindSubmatch(xsrc)
+	if m == nil {
+		t.Fatal("infra/lib/extract-workflow.ts: no EXTRACT_PLANNER_TMP = Size.mebibytes(N)")
+	}
+	extractPlannerMB, _ := strconv.Atoi(string(m[1]))
 	fns, err := tp.Functions()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +54,10 @@ func TestDeployedEphemeralStorageAsInfra(t *testing.T) {
 	seen := map[string]bool{}
 	for _, f := range fns {
 		want := lambdaDefaultTmpMB
-		if !strings.HasPrefix(f.ID, "ExtractWorkflow") {
+		if strings.HasPrefix(f.ID, "ExtractWorkflowExtractPlanner") {
+			want = extractPlannerMB
+			seen["EXTRACT_PLANNER"] = true
+		} else if !strings.HasPrefix(f.ID, "ExtractWorkflow") {
 			for role, mb := range infraMB {
 				if strings.Contains(f.ID, strings.ToUpper(role[:1])+strings.ToLower(role[1:])) {
 					want = mb
@@ -59,8 +72,8 @@ func TestDeployedEphemeralStorageAsInfra(t *testing.T) {
 			t.Errorf("%s: EphemeralStorage declared in the template: %v; infra sets one: %v", f.ID, declared, want != lambdaDefaultTmpMB)
 		}
 	}
-	if len(seen) != 2 {
-		t.Errorf("functions found for %v: %v, want the planner and the finalizer", infraMB, seen)
+	if len(seen) != 3 {
+		t.Errorf("functions found for %v and EXTRACT_PLANNER: %v, want the planner, the finalizer and the extract planner", infraMB, seen)
 	}
 }
 
