@@ -536,8 +536,10 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		// be stored as the archive's. Some servers (versitygw 1.8) report the
 		// source's stored checksum for a copy. Upload the same part number
 		// again, streamed, with a checksum computed from its bytes: it
-		// replaces the copy, whatever the range's size.
-		b.log.Warn("server reported an implausible CRC-32 for a copied part; streaming the range instead",
+		// replaces the copy, whatever the range's size. Logged at Info: it
+		// is how such a server is handled, not a fault of the run (the CLI
+		// shows it with -v; a Lambda logs it).
+		b.log.Info("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
 		withStored := *item
 		withStored.CRC32 = stored // what tells the range's CRC-32 with the least reading

@@ -75,5 +75,21 @@ func (c Cache) Save(m Measured) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("cache the profile of %s: %w", m.Endpoint, err)
 	}
+	c.prune(time.Now())
 	return nil
+}
+
+// prune removes the profiles kept longer than the cache's MaxAge: a local
+// server on a new port each run (tests, make demo) would leave one a run.
+func (c Cache) prune(now time.Time) {
+	age := c.MaxAge
+	if age <= 0 {
+		age = MaxAge
+	}
+	old, _ := filepath.Glob(filepath.Join(c.Dir, "*.json"))
+	for _, p := range old {
+		if st, err := os.Stat(p); err == nil && now.Sub(st.ModTime()) > age {
+			_ = os.Remove(p)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package s3profile
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +93,24 @@ func TestCacheKeepsAProfilePerEndpoint(t *testing.T) {
 	}
 	if _, ok, _ := c.Load(bad.Endpoint, now); ok {
 		t.Error("a profile with a zero copy rate was loaded")
+	}
+	// Saving prunes what was kept past MaxAge (a local server on a new
+	// port each run leaves a profile a run).
+	stale := c.Path("http://127.0.0.1:9")
+	if err := os.WriteFile(stale, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, long, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Save(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a profile kept past MaxAge is still there after a save: %v", err)
+	}
+	if _, ok, _ := c.Load(m.Endpoint, now.Add(time.Minute)); !ok {
+		t.Error("the profile just saved was pruned")
 	}
 }
