@@ -70,8 +70,8 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
 }
 
-// getWorkUpTo reads a work object whole, refusing one over limit bytes.
-func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
+// openWork opens a work object for reading, naming it in its error.
+func openWork(ctx context.Context, c Client, bucket, key string) (io.ReadCloser, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
 		if s3x.NotFound(err) {
@@ -79,8 +79,17 @@ func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
-	defer out.Body.Close()
-	doc, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	return out.Body, nil
+}
+
+// getWorkUpTo reads a work object whole, refusing one over limit bytes.
+func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64) ([]byte, error) {
+	body, err := openWork(ctx, c, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	doc, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
 		return nil, classifyS3(fmt.Errorf("read work object s3://%s/%s: %w", bucket, key, err))
 	}
@@ -129,61 +138,47 @@ type plannedItem struct {
 
 // eachPlanned calls fn with every item of the jobs, read a line at a time.
 func eachPlanned(ctx context.Context, c Client, ex *Extraction, fn func(plannedItem)) error {
-	where := "s3://" + ex.WorkBucket + "/" + ex.JobsKey
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &ex.WorkBucket, Key: &ex.JobsKey})
-	if err != nil {
-		if s3x.NotFound(err) {
-			return fmt.Errorf("work object %s: %w", where, err)
+	return eachJob(ctx, c, ex, func(j *struct {
+		Items []plannedItem `json:"items"`
+	}) {
+		for _, it := range j.Items {
+			fn(it)
 		}
-		return classifyS3(fmt.Errorf("get work object %s: %w", where, err))
+	})
+}
+
+// readJobs reads the planned jobs (JSONL).
+func readJobs(ctx context.Context, c Client, ex *Extraction) ([]Job, error) {
+	var jobs []Job
+	err := eachJob(ctx, c, ex, func(j *Job) { jobs = append(jobs, *j) })
+	return jobs, err
+}
+
+// eachJob decodes the jobs (JSONL) a line at a time, each into a T (a Job,
+// or only what the caller needs of one), for fn.
+func eachJob[T any](ctx context.Context, c Client, ex *Extraction, fn func(*T)) error {
+	where := "s3://" + ex.WorkBucket + "/" + ex.JobsKey
+	body, err := openWork(ctx, c, ex.WorkBucket, ex.JobsKey)
+	if err != nil {
+		return err
 	}
-	defer out.Body.Close()
-	sc := bufio.NewScanner(out.Body)
+	defer body.Close()
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for line := 1; sc.Scan(); line++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var j struct {
-			Items []plannedItem `json:"items"`
-		}
+		var j T
 		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
 			return fmt.Errorf("jobs %s line %d: %w", where, line, err)
 		}
-		for _, it := range j.Items {
-			fn(it)
-		}
+		fn(&j)
 	}
 	if err := sc.Err(); err != nil {
 		return classifyS3(fmt.Errorf("read work object %s: %w", where, err))
 	}
 	return nil
-}
-
-// readJobs reads the planned jobs (JSONL).
-func readJobs(ctx context.Context, c Client, ex *Extraction) ([]Job, error) {
-	doc, err := getWork(ctx, c, ex.WorkBucket, ex.JobsKey)
-	if err != nil {
-		return nil, err
-	}
-	return decodeJobs(doc, ex.WorkBucket+"/"+ex.JobsKey)
-}
-
-func decodeJobs(doc []byte, where string) ([]Job, error) {
-	var jobs []Job
-	sc := bufio.NewScanner(bytes.NewReader(doc))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var j Job
-		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
-			return nil, fmt.Errorf("jobs s3://%s line %d: %w", where, len(jobs)+1, err)
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, sc.Err()
 }
 
 func logf(l *slog.Logger) *slog.Logger {

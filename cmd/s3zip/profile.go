@@ -57,9 +57,8 @@ func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.
 			return serverModel(m), "", nil
 		}
 	}
-	cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
 	t0 := time.Now()
-	m, err := s3profile.Measure(ctx, c, workBucket, cfg.WorkPrefix)
+	m, err := s3profile.Measure(ctx, c, workBucket, workPrefix(workBucket))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (give --model aws to price for AWS instead, or a FILE)", err)
 	}

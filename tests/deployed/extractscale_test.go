@@ -17,7 +17,6 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,7 +98,8 @@ func TestDeployedExtractScale(t *testing.T) {
 	wall := time.Since(t0)
 	_, after := d.Faults.Injected()
 	requests, throttled := after-before, slowDowns(d.Faults)-slowBefore
-	line := extractScaleMemory(t, d)
+	line := peakMemory(t, d, map[string]*LambdaFunction{"planner": extractFunction(d, "ExtractPlanner"),
+		"finalizer": extractFunction(d, "ExtractFinalizer"), "worker": extractFunction(d, "ExtractWorker")})
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s after %s: %s: %.2000s", out.Status, wall.Round(time.Second), out.Error, out.Cause)
 	}
@@ -151,30 +151,6 @@ func extractScaleWants(t *testing.T, zipPath string, n int) (map[string]*expecte
 		t.Fatal(err)
 	}
 	return want, st.Size()
-}
-
-// extractScaleMemory checks each extract function's peak RSS against its
-// template's memory and says them as the scale line does.
-func extractScaleMemory(t *testing.T, d *Deployment) string {
-	var parts []string
-	for _, name := range []string{"Planner", "Finalizer", "Worker"} {
-		f := extractFunction(d, "Extract"+name)
-		peak, procs, err := d.Lambdas.PeakRSS(f)
-		if err != nil {
-			t.Error(err)
-		}
-		label := strings.ToLower(name)
-		if name == "Worker" {
-			label = "worker peak"
-		}
-		parts = append(parts, fmt.Sprintf("%s %.0f MiB of %d", label, float64(peak)/mib, f.MemoryMB))
-		invocations, _, timeouts := f.Stats()
-		t.Logf("extract %s: %d invocations in %d processes, %d timed out; peak RSS %.0f MiB of %d MB", label, invocations, procs, timeouts, float64(peak)/mib, f.MemoryMB)
-		if limit := uint64(f.MemoryMB) * mib; peak > limit {
-			t.Errorf("extract %s: peak RSS %.0f MiB (largest of %d processes) exceeds its %d MB", label, float64(peak)/mib, procs, f.MemoryMB)
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // extractScaleCheck lists the destination and reads every object: each key

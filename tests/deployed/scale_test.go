@@ -183,28 +183,7 @@ func TestDeployedScale(t *testing.T) {
 	throttled := slowDowns(d.Faults) - slowBefore
 
 	// Peak memory against the template's, whatever the outcome.
-	var line strings.Builder
-	for _, name := range []string{"planner", "finalizer", "worker"} {
-		f := d.Functions[name]
-		peak, procs, err := d.Lambdas.PeakRSS(f)
-		if err != nil {
-			t.Error(err)
-		}
-		label := name
-		if name == "worker" {
-			label = "worker peak"
-		}
-		fmt.Fprintf(&line, "%s %.0f MiB of %d, ", label, float64(peak)/mib, f.MemoryMB)
-		invocations, _, timeouts := f.Stats()
-		f.mu.Lock()
-		longest := f.Longest
-		f.mu.Unlock()
-		t.Logf("%s: %d invocations in %d processes, %d timed out; the longest %s of its %d s; peak RSS %.0f MiB of %d MB",
-			name, invocations, procs, timeouts, longest.Round(100*time.Millisecond), f.TimeoutSeconds, float64(peak)/mib, f.MemoryMB)
-		if limit := uint64(f.MemoryMB) * mib; peak > limit {
-			t.Errorf("%s: peak RSS %.0f MiB (largest of %d processes) exceeds its %d MB", name, float64(peak)/mib, procs, f.MemoryMB)
-		}
-	}
+	line := peakMemory(t, d, map[string]*LambdaFunction{"planner": d.Functions["planner"], "finalizer": d.Functions["finalizer"], "worker": d.Functions["worker"]})
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s after %s: %s: %.2000s", out.Status, wall.Round(time.Second), out.Error, out.Cause)
 	}
@@ -232,7 +211,38 @@ func TestDeployedScale(t *testing.T) {
 		t.Logf("%s: every entry's content as its source's (%s)", reader, time.Since(t0).Round(time.Second))
 	}
 	d.assertClean()
-	fmt.Printf("scale: %d entries, %d bytes, %.0f s; %s; requests %d, throttled %d\n", entries, size, wall.Seconds(), strings.TrimSuffix(line.String(), ", "), requests, throttled)
+	fmt.Printf("scale: %d entries, %d bytes, %.0f s; %s; requests %d, throttled %d\n", entries, size, wall.Seconds(), line, requests, throttled)
+}
+
+// peakMemory checks the peak RSS of the planner, finalizer and worker (fns,
+// by those names) against their template's memory, logs what each ran, and
+// says them as the scale lines do: "planner P MiB of M, finalizer F MiB of
+// M, worker peak R MiB of M".
+func peakMemory(t *testing.T, d *Deployment, fns map[string]*LambdaFunction) string {
+	t.Helper()
+	var parts []string
+	for _, name := range []string{"planner", "finalizer", "worker"} {
+		f := fns[name]
+		peak, procs, err := d.Lambdas.PeakRSS(f)
+		if err != nil {
+			t.Error(err)
+		}
+		label := name
+		if name == "worker" {
+			label = "worker peak"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f MiB of %d", label, float64(peak)/mib, f.MemoryMB))
+		invocations, _, timeouts := f.Stats()
+		f.mu.Lock()
+		longest := f.Longest
+		f.mu.Unlock()
+		t.Logf("%s (%s): %d invocations in %d processes, %d timed out; the longest %s of its %d s; peak RSS %.0f MiB of %d MB",
+			name, f.ID, invocations, procs, timeouts, longest.Round(100*time.Millisecond), f.TimeoutSeconds, float64(peak)/mib, f.MemoryMB)
+		if limit := uint64(f.MemoryMB) * mib; peak > limit {
+			t.Errorf("%s (%s): peak RSS %.0f MiB (largest of %d processes) exceeds its %d MB", name, f.ID, float64(peak)/mib, procs, f.MemoryMB)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // slowDowns is how many requests the S3 side answered 503 SlowDown so far,

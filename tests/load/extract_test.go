@@ -20,7 +20,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/stepfn"
@@ -75,17 +74,6 @@ func (s *archiveS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...f
 	body := io.NewSectionReader(f, from, to+1-from)
 	return &s3.GetObjectOutput{Body: readCloser{body, f}, ContentLength: aws.Int64(body.Size()), ETag: aws.String(archiveETag),
 		ContentRange: aws.String(fmt.Sprintf("bytes %d-%d/%d", from, to, s.size))}, nil
-}
-
-// PutObject answers a conditional put of an extracted object as S3 does
-// for a new key; the bytes go nowhere (syntheticS3 keeps only the work
-// bucket's).
-func (s *archiveS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	return s.syntheticS3.PutObject(ctx, in, o...)
-}
-
-func (s *archiveS3) ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
-	return &s3.ListMultipartUploadsOutput{Uploads: []types.MultipartUpload{}}, nil
 }
 
 // newArchiveS3 is the in-memory S3 serving an archive of n entries
