@@ -30,7 +30,8 @@ type executor struct {
 	c    Client
 	a    *archive.Archive
 	ex   *Extraction
-	dest string // the destination bucket
+	dest string   // the destination bucket
+	puts putSlots // the small-object PUTs in flight
 
 	mu      sync.Mutex
 	uploads map[string]string // upload ID → key, while open
@@ -42,7 +43,7 @@ type executor struct {
 }
 
 func newExecutor(c Client, ex *Extraction) *executor {
-	return &executor{c: c, a: ex.archive(), ex: ex, dest: ex.DestBucket, uploads: map[string]string{}}
+	return &executor{c: c, a: ex.archive(), ex: ex, dest: ex.DestBucket, puts: newPutSlots(), uploads: map[string]string{}}
 }
 
 func (x *executor) run(ctx context.Context, j Job) error {

@@ -8,6 +8,7 @@ import (
 	"compress/flate"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3x"
@@ -29,16 +31,27 @@ const largeObject = 64 << 20
 const largePart = 16 << 20
 
 // readGroup reads neighbouring entries with one ranged GET and writes each.
-func (x *executor) readGroup(ctx context.Context, j *Job) error {
+// The GET is read in order; the entries' PUTs overlap (x.puts bounds them),
+// since a job of thousands of small entries written one at a time waits on
+// round trips, not on S3's rate.
+func (x *executor) readGroup(ctx context.Context, j *Job) (err error) {
 	r := j.Ranges[0]
 	var body io.ReadCloser = io.NopCloser(bytes.NewReader(nil))
 	if r.End > r.Start {
-		var err error
 		if body, err = x.get(ctx, r); err != nil {
 			return err
 		}
 	}
 	defer body.Close()
+	puts, pctx := errgroup.WithContext(ctx)
+	defer func() {
+		// What is in flight ends before the job does, whatever it returns.
+		// A failed PUT cancels pctx: its error, not the cancellation the
+		// reading then met, is the job's.
+		if werr := puts.Wait(); werr != nil && (err == nil || ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+			err = werr
+		}
+	}()
 	pos := r.Start
 	for k := range j.Items {
 		it := &j.Items[k]
@@ -49,7 +62,7 @@ func (x *executor) readGroup(ctx context.Context, j *Job) error {
 			return err
 		}
 		src := io.LimitReader(body, it.CompressedSize)
-		if err := x.writeEntry(ctx, it, src); err != nil {
+		if err := x.writeEntry(pctx, puts, it, src); err != nil {
 			return err
 		}
 		// Whatever the decoder left of the entry's range (it never needs more).
@@ -83,9 +96,10 @@ func (x *executor) skipLocalHeader(body io.Reader, it *Item) error {
 	return nil
 }
 
-// writeEntry decodes an entry's data from src, checks its size and CRC-32
-// and writes it.
-func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) error {
+// writeEntry decodes an entry's data from src and checks its size and
+// CRC-32. A large entry is uploaded in parts before it returns; a small one
+// is put by puts, once x.puts has room for it.
+func (x *executor) writeEntry(ctx context.Context, puts *errgroup.Group, it *Item, src io.Reader) error {
 	var dec io.Reader = src
 	if it.Method == archive.MethodDeflate {
 		fr := flate.NewReader(src)
@@ -102,6 +116,19 @@ func (x *executor) writeEntry(ctx context.Context, it *Item, src io.Reader) erro
 	if err := decodedAsListed(it, dec, crc32.ChecksumIEEE(data)); err != nil {
 		return err
 	}
+	release, err := x.puts.acquire(ctx, it.Size)
+	if err != nil {
+		return err // a put of this job failed, or the batch is interrupted
+	}
+	puts.Go(func() error {
+		defer release()
+		return x.put(ctx, it, data)
+	})
+	return nil
+}
+
+// put writes a small entry's decoded bytes with one PutObject.
+func (x *executor) put(ctx context.Context, it *Item, data []byte) error {
 	in := &s3.PutObjectInput{
 		Bucket: &x.dest, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
 		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
