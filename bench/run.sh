@@ -10,7 +10,7 @@ size=${1:-full}
 
 case $size in
 full)  args=(--count "${BENCH_COUNT:-200}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}" --repeats "${BENCH_REPEATS:-3}"
-             --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench --readme README.md --chart docs/bench.png --label bench) ;;
+             --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench --readme docs/performance.md --chart docs/bench.png --label bench) ;;
 get)   args=(-get --count "${BENCH_COUNT:-60}" --small-count "${BENCH_SMALL:-50000}" --get-repeats "${BENCH_REPEATS:-3}") ;;
 # quick leaves out stream-1 (BENCH_SKIP= keeps it): one Lambda streaming every byte over its narrow link
 # would take longer than all the other runs together, and none of the three target lines uses it;
@@ -19,8 +19,8 @@ quick) args=(--count "${BENCH_COUNT:-60}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}
              --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench-quick --chart dist/bench-quick/bench.png --label bench-quick) ;;
 *) echo "usage: bench/run.sh full|quick|get" >&2; exit 2 ;;
 esac
-# BENCH_README=1: write README's Performance table and docs/bench.png from this run (make bench always does).
-if [ -n "${BENCH_README:-}" ] && [ "$size" != get ]; then args+=(--readme README.md --chart docs/bench.png); fi
+# BENCH_README=1: write docs/performance.md's table and docs/bench.png from this run (make bench always does).
+if [ -n "${BENCH_README:-}" ] && [ "$size" != get ]; then args+=(--readme docs/performance.md --chart docs/bench.png); fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "bench: needs root to make network namespaces, veth pairs and tc qdiscs (CAP_NET_ADMIN); not running an unshaped benchmark instead" >&2
