@@ -41,13 +41,13 @@ type Aborter struct {
 	Log    *slog.Logger
 }
 
-// Abort undoes a failed execution: it aborts the multipart uploads of the
+// Handle undoes a failed execution: it aborts the multipart uploads of the
 // planned keys begun since the execution started, deletes the objects
 // under the destination that carry this execution's metadata and were not
 // there before it (each with If-Match on the ETag it saw, so a concurrent
 // writer's object is never deleted) and deletes the work prefix. It is
 // idempotent.
-func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
+func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	var cause struct{ Error, Cause string }
 	_ = json.Unmarshal(in.Error, &cause)
@@ -100,7 +100,7 @@ func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput
 	if err != nil && !s3x.NotFound(err) {
 		return nil, err
 	}
-	return a.Abort(ctx, AbortInput{State: state, Execution: execution,
+	return a.Handle(ctx, AbortInput{State: state, Execution: execution,
 		Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
 }
 

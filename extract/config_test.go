@@ -68,7 +68,7 @@ func TestPlanRefusesBadRequests(t *testing.T) {
 		{`{"archive":{"bucket":"a","key":"k.zip"},"destinaton":{"bucket":"d"}}`, "unknown field"},
 		{`{"archive":{"bucket":"a","key":"k.zip"},"destination":{"bucket":"d","prefix":"extracted/x/"},"options":{"smallStored":-2}}`, "negative"},
 	} {
-		_, err := p.Plan(context.Background(), PlanInput{Request: []byte(tc.request), Execution: "e"})
+		_, err := p.Handle(context.Background(), PlanInput{Request: []byte(tc.request), Execution: "e"})
 		var re *RequestError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want a RequestError saying %q", tc.request, err, tc.want)

@@ -69,8 +69,8 @@ type Finalizer struct {
 	Log    *slog.Logger
 }
 
-// Finalize returns the summary of Result.
-func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*Summary, error) {
+// Handle returns the summary of Result.
+func (f *Finalizer) Handle(ctx context.Context, in FinalizeInput) (*Summary, error) {
 	res, err := f.finalize(ctx, in)
 	if err != nil {
 		return nil, err

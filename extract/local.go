@@ -83,7 +83,7 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 	raw, _ := json.Marshal(doc)
 
 	planner := &Planner{S3: r.c, Config: cfg, Log: r.log}
-	ex, err := planner.Plan(ctx, PlanInput{Request: raw, Execution: req.Execution})
+	ex, err := planner.Handle(ctx, PlanInput{Request: raw, Execution: req.Execution})
 	if err != nil {
 		if plannedNothing(err) {
 			return nil, err
@@ -146,7 +146,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 			jobsDone.Add(int32(len(batches[b].Items)))
 			report()
 		}}
-		children, err := stepfn.RunMap(ctx, m, batches, w.Batch)
+		children, err := stepfn.RunMap(ctx, m, batches, w.Handle)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +176,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 func (r *runner) abort(ctx context.Context, cfg Config, state json.RawMessage, execution string, cause error) error {
 	a := &Aborter{S3: r.c, Config: cfg, Log: r.log}
 	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
-		_, err := a.Abort(ctx, in)
+		_, err := a.Handle(ctx, in)
 		return err
 	}}
 	return c.Run(ctx, state, execution, cause)

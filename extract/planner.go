@@ -130,10 +130,10 @@ type Planner struct {
 	Log    *slog.Logger
 }
 
-// Plan reads the archive's end records and central directory with ranged
+// Handle reads the archive's end records and central directory with ranged
 // GETs (pinned by its ETag from then on), refuses a bad archive or existing
 // objects before anything is written, and writes the jobs to the work prefix.
-func (p *Planner) Plan(ctx context.Context, in PlanInput) (*Extraction, error) {
+func (p *Planner) Handle(ctx context.Context, in PlanInput) (*Extraction, error) {
 	cfg := p.Config.Defaults()
 	ex, opts, err := readRequest(cfg, in)
 	if err != nil {

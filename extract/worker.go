@@ -30,13 +30,13 @@ type Worker struct {
 	Log    *slog.Logger
 }
 
-// Batch runs the batch's jobs, at most Config.Workers at once. Every object
+// Handle runs the batch's jobs, at most Config.Workers at once. Every object
 // is written with If-None-Match: * unless overwriting, every archive read
 // and copy with If-Match on the planned ETag. A batch run again (after a
 // transient failure or a timeout) finds the objects its last attempt wrote
 // by their execution metadata and writes only the rest. On failure it
 // aborts the uploads it has open; what it wrote is Abort's to delete.
-func (w *Worker) Batch(ctx context.Context, in BatchInput) (*BatchOutput, error) {
+func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchOutput, error) {
 	cfg := w.Config.Defaults()
 	ex := &in.BatchInput.Job
 	if ex.JobsKey == "" || ex.Archive.ETag == "" {

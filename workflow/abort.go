@@ -55,8 +55,8 @@ type caught struct {
 	Cause string `json:"Cause"`
 }
 
-// Abort cleans up. It is safe to run more than once.
-func (a *Aborter) Abort(ctx context.Context, in AbortInput) (*AbortOutput, error) {
+// Handle cleans up. It is safe to run more than once.
+func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	log := a.logger().With("execution", in.Execution)
 	var cause caught

@@ -46,7 +46,7 @@ func TestAbortIgnoresWhatTheStateNames(t *testing.T) {
 	hostile, _ := json.Marshal(map[string]any{"uploadId": "X", "destination": map[string]string{"bucket": "other", "key": "their.zip"},
 		"workBucket": "victim", "workPrefix": "data/"})
 	a := &Aborter{S3: f, Config: Config{WorkBucket: "work"}}
-	if _, err := a.Abort(context.Background(), AbortInput{State: hostile, Execution: "exec-1", Error: json.RawMessage(`{"Error":"RequestError","Cause":"bad"}`)}); err != nil {
+	if _, err := a.Handle(context.Background(), AbortInput{State: hostile, Execution: "exec-1", Error: json.RawMessage(`{"Error":"RequestError","Cause":"bad"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.aborted) != 0 {
@@ -61,7 +61,7 @@ func TestAbortIgnoresWhatTheStateNames(t *testing.T) {
 	// With the planner's record, its upload is aborted.
 	rec, _ := json.Marshal(Job{UploadID: "U", Destination: Destination{Bucket: "dst", Key: "a.zip"}})
 	f.put("work", "s3zip-work/exec-1/upload.json", rec)
-	if _, err := a.Abort(context.Background(), AbortInput{State: hostile, Execution: "exec-1"}); err != nil {
+	if _, err := a.Handle(context.Background(), AbortInput{State: hostile, Execution: "exec-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.aborted) == 0 || f.aborted[0] != "dst/a.zip#U" {

@@ -127,9 +127,9 @@ type ReportEntry struct {
 	Archive int `json:"archive,omitempty"`
 }
 
-// Finalize runs the finalizer. Run again after it completed the upload, it
+// Handle runs the finalizer. Run again after it completed the upload, it
 // finds the archive in place, checks it, and finishes the rest.
-func (f *Finalizer) Finalize(ctx context.Context, in FinalizeInput) (*FinalizeOutput, error) {
+func (f *Finalizer) Handle(ctx context.Context, in FinalizeInput) (*FinalizeOutput, error) {
 	started := time.Now()
 	cfg := f.Config.Defaults()
 	job := in.Job

@@ -91,7 +91,7 @@ func TestWorkerKeepsTheJobsPartsInFlight(t *testing.T) {
 			in.BatchInput.Job.PartsInFlight = 12
 			counter := &inFlight{fakeS3: f, op: c.op, want: c.want, hold: 300 * time.Millisecond, reached: make(chan struct{})}
 			w := &Worker{S3: counter, Config: Config{PartConcurrency: 2}}
-			if _, err := w.Build(context.Background(), in); err != nil {
+			if _, err := w.Handle(context.Background(), in); err != nil {
 				t.Fatal(err)
 			}
 			if counter.most != c.want {
@@ -116,7 +116,7 @@ func TestJobCarriesThePlansFit(t *testing.T) {
 				mu.Lock()
 				batches = append(batches, in)
 				mu.Unlock()
-				return w.Build(ctx, in)
+				return w.Handle(ctx, in)
 			}
 			dest := fmt.Sprintf("fit-%d.zip", workers)
 			res, err := r.Run(context.Background(), request("duo", "m/", dest, ""), fmt.Sprintf("fit-%d", workers))

@@ -22,7 +22,7 @@ type S3 interface {
 	AborterS3
 }
 
-// BatchFunc builds one Distributed Map batch: in process (Worker.Build) or
+// BatchFunc builds one Distributed Map batch: in process (Worker.Handle) or
 // elsewhere (another process, a Lambda).
 type BatchFunc func(ctx context.Context, in BatchInput) (*BatchResult, error)
 
@@ -180,7 +180,7 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	var out *FinalizeOutput
 	err := r.taskRetry(log, job.Execution).Do(ctx, "FinalizeArchive", func() error {
 		var err error
-		out, err = f.Finalize(ctx, in)
+		out, err = f.Handle(ctx, in)
 		return err
 	})
 	if err == nil {
@@ -192,7 +192,7 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	return out, err
 }
 
-// ReadBatchFunc runs one ReadEntries batch: in process (Reader.ReadBatch)
+// ReadBatchFunc runs one ReadEntries batch: in process (Reader.Handle)
 // or elsewhere.
 type ReadBatchFunc func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error)
 
@@ -224,7 +224,7 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 		// at most a compressed piece (never more than the piece) and a little;
 		// and the machine's connections: HeadConcurrency lookups in all.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
-		read = (&Reader{S3: r.S3, Lookups: max(1, cfg.HeadConcurrency/limit)}).ReadBatch
+		read = (&Reader{S3: r.S3, Lookups: max(1, cfg.HeadConcurrency/limit)}).Handle
 	}
 	m := stepfn.Map{State: "ReadEntries", MaxConcurrency: limit, Retry: r.taskRetry(log, rp.Execution), Done: func(b int) {
 		var n int64
@@ -268,7 +268,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 	batch := r.Batch
 	if batch == nil {
 		w := &Worker{S3: r.S3, Config: cfg, Log: log}
-		batch = w.Build
+		batch = w.Handle
 	}
 	var partsDone, bytesDone atomic.Int64
 	m := stepfn.Map{State: "BuildParts", MaxConcurrency: job.MaxConcurrency, Retry: r.taskRetry(log, job.Execution), Done: func(b int) {
@@ -312,7 +312,7 @@ func plannedNothing(err error) bool {
 func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution string, cause error) error {
 	a := &Aborter{S3: r.S3, Config: r.Config.Defaults(), Log: r.Log}
 	c := stepfn.Catch{ErrorType: ErrorType, Abort: func(ctx context.Context, in AbortInput) error {
-		_, err := a.Abort(ctx, in)
+		_, err := a.Handle(ctx, in)
 		return err
 	}, Retry: stepfn.Retry{Attempts: r.Attempts}}
 	if r.Log != nil {

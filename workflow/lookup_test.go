@@ -245,14 +245,14 @@ func TestManifestSourceChangedAfterThePin(t *testing.T) {
 				if when == "before-the-crc-round" && in.Items[0].Lookup == LookupCRC {
 					change()
 				}
-				return reader.ReadBatch(ctx, in)
+				return reader.Handle(ctx, in)
 			}
 			w := &Worker{S3: e.s3, Config: r.Config}
 			r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
 				if when == "before-the-build" {
 					change()
 				}
-				return w.Build(ctx, in)
+				return w.Handle(ctx, in)
 			}
 			req := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/m.csv"}},"destination":{"bucket":"dst","key":"out/a.zip"},"options":{"strategy":"stream","partSize":5242880}}`
 			_, err := r.Run(context.Background(), []byte(req), "exec-"+when)

@@ -29,7 +29,7 @@ func TestRunManySmallEntriesWithoutCRCStayUnderPayloadQuota(t *testing.T) {
 	w := &Worker{S3: e.s3, Config: r.Config}
 	var crcsBytes, outputBytes int
 	r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
-		out, err := w.Build(ctx, in)
+		out, err := w.Handle(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func TestRunnerRefusesOversizedPayloads(t *testing.T) {
 		r := e.runner()
 		w := &Worker{S3: e.s3, Config: r.Config}
 		r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
-			out, err := w.Build(ctx, in)
+			out, err := w.Handle(ctx, in)
 			if err != nil {
 				return nil, err
 			}

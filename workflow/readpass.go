@@ -632,10 +632,10 @@ type ReadBatchResult struct {
 	Results []ReadResult `json:"results"`
 }
 
-// ReadBatch is the reader Lambda's handler: the batch's read jobs one after
+// Handle is the reader Lambda's handler: the batch's read jobs one after
 // the other (DEFLATE is CPU-bound, and the reader has one vCPU; memory holds
 // one compressed piece at a time), or its lookups, many at once.
-func (r *Reader) ReadBatch(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
+func (r *Reader) Handle(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 	if len(in.Items) > 0 && in.Items[0].Lookup != "" {
 		// A round's jobs are all lookups or all reads.
 		return r.lookUpBatch(ctx, in.Items)

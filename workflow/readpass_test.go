@@ -97,7 +97,7 @@ func TestRunCompresses(t *testing.T) {
 			reads := 0
 			r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 				reads += len(in.Items)
-				return (&Reader{S3: e.s3}).ReadBatch(ctx, in)
+				return (&Reader{S3: e.s3}).Handle(ctx, in)
 			}
 			r.Config.DefaultMaxConcurrency = 1 // reads counted without a lock
 			res, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", fmt.Sprintf(`,"compression":%q`, c.compression)), "exec-compress")
@@ -426,7 +426,7 @@ func TestJoinedPiecesDeletedEarly(t *testing.T) {
 	w := &Worker{S3: e.s3, Config: r.Config.Defaults()}
 	r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
 		during = listKeys(t, e.s3, "work", in.BatchInput.Job.WorkPrefix+"deflate/")
-		return w.Build(ctx, in)
+		return w.Handle(ctx, in)
 	}
 	if _, err := r.Run(context.Background(), request("stream", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-early"); err != nil {
 		t.Fatal(err)
@@ -451,7 +451,7 @@ func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 	return keys
 }
 
-// perJob makes a batch function of a per-job one, as Reader.ReadBatch runs Read.
+// perJob makes a batch function of a per-job one, as Reader.Handle runs Read.
 func perJob(read func(context.Context, ReadJob) (*ReadResult, error)) ReadBatchFunc {
 	return func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 		out := &ReadBatchResult{}

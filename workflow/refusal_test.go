@@ -22,7 +22,7 @@ func TestRunRefusedAfterReadPassLeavesNothing(t *testing.T) {
 	r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 		reads++
 		e.srv.PutObject(t, "dst", "out/a.zip", []byte("someone else's")) // meanwhile
-		return (&Reader{S3: e.s3}).ReadBatch(ctx, in)
+		return (&Reader{S3: e.s3}).Handle(ctx, in)
 	}
 	r.Config.DefaultMaxConcurrency = 1
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-appeared")
@@ -48,7 +48,7 @@ func TestRunChecksumsFileClashNamesTheSource(t *testing.T) {
 	r := e.runner()
 	r.Read = func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 		t.Errorf("a read batch ran for a request refused from its names")
-		return (&Reader{S3: e.s3}).ReadBatch(ctx, in)
+		return (&Reader{S3: e.s3}).Handle(ctx, in)
 	}
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate","digests":["sha256"],"checksumsFile":"SHA256SUMS"`), "exec-clash")
 	var re *RequestError

@@ -64,7 +64,7 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			out, err := (&Worker{S3: f, Config: Config{MemoryBudget: budget}}).Build(context.Background(), in)
+			out, err := (&Worker{S3: f, Config: Config{MemoryBudget: budget}}).Handle(context.Background(), in)
 			runtime.ReadMemStats(&after)
 			if err != nil {
 				t.Fatal(err)
@@ -159,7 +159,7 @@ func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
 func testWorkerPipes(t *testing.T, sizes []int64) {
 	f, in := batchCRC(t, false, sizes...)
 	f.copyCRC = true
-	out, err := (&Worker{S3: f}).Build(context.Background(), in)
+	out, err := (&Worker{S3: f}).Handle(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

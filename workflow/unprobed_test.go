@@ -115,7 +115,7 @@ func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
 			if lies {
 				f.stored["src/"+carried.Source.Key] = s3x.CRCBase64(crcOf(whole))
 			}
-			out, err := (&Worker{S3: f}).Build(context.Background(), in)
+			out, err := (&Worker{S3: f}).Handle(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ type PartResult struct {
 	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex
 	// digits). They grow with the part's entries (a 16 MiB part of 1 KiB
 	// objects has 16,000), so they never travel in the batch's output (Step
-	// Functions' 256 KiB): Build writes them to BatchResult.CRCsKey.
+	// Functions' 256 KiB): Handle writes them to BatchResult.CRCsKey.
 	CRCs          map[string]string `json:"-"`
 	StreamedBytes int64             `json:"streamedBytes"`
 	CopiedBytes   int64             `json:"copiedBytes"`
@@ -104,11 +104,11 @@ func putCRCs(ctx context.Context, c objectPutter, job *Job, first *plan.PartJob,
 	return nil
 }
 
-// Build builds every part of the batch, a bounded number at a time within a
+// Handle builds every part of the batch, a bounded number at a time within a
 // memory budget. The first error stops the batch. Parts are idempotent: a
 // retried batch uploads the same bytes under the same part numbers. Near the
 // Lambda deadline it stops starting parts and returns DeadlineError.
-func (w *Worker) Build(ctx context.Context, in BatchInput) (*BatchResult, error) {
+func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error) {
 	job := in.BatchInput.Job
 	if job.UploadID == "" && job.Archives == 0 || job.WorkBucket == "" || job.EntriesKey == "" {
 		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")

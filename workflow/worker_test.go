@@ -265,7 +265,7 @@ func TestWorkerThrottledIsTransient(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := (&Worker{S3: f}).Build(context.Background(), in)
+	_, err := (&Worker{S3: f}).Handle(context.Background(), in)
 	if !Retryable(err) || ErrorType(err) != "TransientError" {
 		t.Fatalf("err = %v (type %s), want a retryable TransientError", err, ErrorType(err))
 	}
@@ -284,7 +284,7 @@ func TestWorkerPartFailsTwiceThenSucceeds(t *testing.T) {
 	w := &Worker{S3: f}
 	var first map[int32][]byte
 	for attempt := 1; attempt <= 3; attempt++ {
-		out, err := w.Build(context.Background(), in)
+		out, err := w.Handle(context.Background(), in)
 		if attempt < 3 {
 			if !Retryable(err) {
 				t.Fatalf("attempt %d: err = %v, want retryable", attempt, err)
@@ -334,7 +334,7 @@ func TestWorkerStopsBeforeTheDeadline(t *testing.T) {
 		return deadline.Add(-10 * time.Second)
 	}
 	w := &Worker{S3: f, Now: now, Config: Config{PartConcurrency: 1}}
-	_, err := w.Build(ctx, in)
+	_, err := w.Handle(ctx, in)
 	var de *DeadlineError
 	if !errors.As(err, &de) || de.Done != 1 || de.Left != len(in.Items)-1 || !Retryable(err) {
 		t.Fatalf("err = %v, want DeadlineError with 1 part done and %d left", err, len(in.Items)-1)
@@ -344,7 +344,7 @@ func TestWorkerStopsBeforeTheDeadline(t *testing.T) {
 func TestWorkerSourceChangedIsNotRetried(t *testing.T) {
 	f, in := batch(t, 6*plan.MiB, 2*plan.MiB)
 	f.put("src", "in/0", bytes.Repeat([]byte{9}, 6*plan.MiB+1)) // new ETag
-	_, err := (&Worker{S3: f}).Build(context.Background(), in)
+	_, err := (&Worker{S3: f}).Handle(context.Background(), in)
 	var sc *SourceChangedError
 	if !errors.As(err, &sc) || Retryable(err) || ErrorType(err) != "SourceChangedError" {
 		t.Fatalf("err = %v, want a SourceChangedError, not retried", err)
@@ -362,7 +362,7 @@ func TestWorkerCarriedCopyGivesTheCRC(t *testing.T) {
 		if len(in.Items) != 1 || len(in.Items[0].Carried) != 1 {
 			t.Fatalf("items %+v: want one upload part carrying one copy", in.Items)
 		}
-		out, err := (&Worker{S3: f}).Build(context.Background(), in)
+		out, err := (&Worker{S3: f}).Handle(context.Background(), in)
 		if err != nil {
 			t.Fatalf("answers %v: %v", answers, err)
 		}
@@ -407,7 +407,7 @@ func TestCopyAnswerWithoutResult(t *testing.T) {
 
 	f, in := batch(t, 6*plan.MiB, 7*plan.MiB, 1000)
 	f.noCopyResult = true
-	_, err = (&Worker{S3: f}).Build(context.Background(), in)
+	_, err = (&Worker{S3: f}).Handle(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "no CopyPartResult") {
 		t.Fatalf("worker over a copy answered without a result: %v, want an error saying so", err)
 	}

@@ -148,7 +148,7 @@ func TestRunSourceChangedMidway(t *testing.T) {
 			e.srv.PutObject(t, "src", "in/big/c.bin", make([]byte, 7*mib))
 			e.srv.PutObject(t, "src", "in/mid.bin", make([]byte, 3*mib))
 		}
-		return w.Build(ctx, in)
+		return w.Handle(ctx, in)
 	}
 	r.Config.DefaultMaxConcurrency = 1
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", ""), "exec-changed")

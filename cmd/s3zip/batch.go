@@ -83,7 +83,7 @@ func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, opts bat
 		Config: workflow.Config{WorkBucket: in.BatchInput.Job.WorkBucket},
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
-	out, err := w.Build(ctx, in)
+	out, err := w.Handle(ctx, in)
 	if err != nil {
 		return err
 	}

@@ -360,7 +360,7 @@ func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
 		f.Uploads = len(ups.Uploads)
 	}
 	aborter := &workflow.Aborter{S3: cl.c, Config: workflow.Config{WorkBucket: cl.workBucket}, Log: slog.New(slog.DiscardHandler)}
-	out, err := aborter.Abort(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
+	out, err := aborter.Handle(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
 	if err != nil {
 		f.CleanError = err.Error()
 		return

@@ -12,5 +12,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "abort", workflow.ConfigFromEnv))
 	a := &workflow.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(a.Abort, workflow.ErrorType)
+	lambdaenv.Start(a.Handle, workflow.ErrorType)
 }

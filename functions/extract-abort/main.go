@@ -11,5 +11,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "extract-abort", extract.ConfigFromEnv))
 	h := &extract.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(h.Abort, extract.ErrorType)
+	lambdaenv.Start(h.Handle, extract.ErrorType)
 }

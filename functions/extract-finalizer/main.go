@@ -11,5 +11,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "extract-finalizer", extract.ConfigFromEnv))
 	h := &extract.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(h.Finalize, extract.ErrorType)
+	lambdaenv.Start(h.Handle, extract.ErrorType)
 }

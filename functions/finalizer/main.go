@@ -13,5 +13,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv))
 	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
-	lambdaenv.Start(f.Finalize, workflow.ErrorType)
+	lambdaenv.Start(f.Handle, workflow.ErrorType)
 }

@@ -14,5 +14,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv))
 	r := &workflow.Reader{S3: env.S3, Lookups: env.Config.HeadConcurrency}
-	lambdaenv.Start(r.ReadBatch, workflow.ErrorType)
+	lambdaenv.Start(r.Handle, workflow.ErrorType)
 }

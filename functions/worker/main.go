@@ -11,5 +11,5 @@ import (
 func main() {
 	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "worker", workflow.ConfigFromEnv))
 	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(w.Build, workflow.ErrorType)
+	lambdaenv.Start(w.Handle, workflow.ErrorType)
 }

@@ -79,13 +79,13 @@ func (f *extractFunctions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	switch r.URL.Path {
 	case "/invoke/planner":
-		call = decodeCall((&extract.Planner{S3: f.s3, Config: cfg}).Plan)
+		call = decodeCall((&extract.Planner{S3: f.s3, Config: cfg}).Handle)
 	case "/invoke/worker":
-		call = decodeCall((&extract.Worker{S3: f.s3, Config: cfg}).Batch)
+		call = decodeCall((&extract.Worker{S3: f.s3, Config: cfg}).Handle)
 	case "/invoke/finalizer":
-		call = decodeCall((&extract.Finalizer{S3: f.s3, Config: cfg}).Finalize)
+		call = decodeCall((&extract.Finalizer{S3: f.s3, Config: cfg}).Handle)
 	case "/invoke/abort":
-		call = decodeCall((&extract.Aborter{S3: f.s3, Config: cfg}).Abort)
+		call = decodeCall((&extract.Aborter{S3: f.s3, Config: cfg}).Handle)
 	default:
 		http.NotFound(w, r)
 		return
@@ -326,7 +326,7 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 			if err := json.Unmarshal(payload, &in); err != nil {
 				return err
 			}
-			if _, err := (&extract.Worker{S3: e.s3, Config: e.fns.cfg}).Batch(context.Background(), in); err != nil {
+			if _, err := (&extract.Worker{S3: e.s3, Config: e.fns.cfg}).Handle(context.Background(), in); err != nil {
 				return err
 			}
 			return &extract.TransientError{Err: errors.New("injected: S3 answered 503 SlowDown after the batch wrote its objects")}

@@ -128,7 +128,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
-			return h.ReadBatch(ctx, in)
+			return h.Handle(ctx, in)
 		}, true
 	case "worker":
 		h := &workflow.Worker{S3: f.S3, Config: cfg, Log: f.Log}
@@ -137,7 +137,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
-			return h.Build(ctx, in)
+			return h.Handle(ctx, in)
 		}, true
 	case "finalizer":
 		h := &workflow.Finalizer{S3: f.S3, Config: cfg, Log: f.Log, Links: f.Links}
@@ -146,7 +146,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
-			return h.Finalize(ctx, in)
+			return h.Handle(ctx, in)
 		}, true
 	case "abort":
 		h := &workflow.Aborter{S3: f.S3, Config: cfg, Log: f.Log, Sleep: func(time.Duration) { time.Sleep(20 * time.Millisecond) }}
@@ -155,7 +155,7 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
-			return h.Abort(ctx, in)
+			return h.Handle(ctx, in)
 		}, true
 	}
 	return nil, false

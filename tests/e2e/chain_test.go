@@ -139,7 +139,7 @@ func TestPlannerWarnsChainIsTheWrongTool(t *testing.T) {
 				t.Fatal(err)
 			}
 			state, _ := json.Marshal(job)
-			if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Abort(context.Background(), workflow.AbortInput{State: state, Execution: execution}); err != nil {
+			if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Handle(context.Background(), workflow.AbortInput{State: state, Execution: execution}); err != nil {
 				t.Fatal(err)
 			}
 			got := logs.String()
@@ -209,7 +209,7 @@ func TestChainFailureLeavesNoRounds(t *testing.T) {
 	in.Items, in.BatchInput.Job = items, *job
 	c := &failComplete{Client: w.s3}
 	c.n.Store(40)
-	_, err = (&workflow.Worker{S3: c, Config: cfg}).Build(ctx, in)
+	_, err = (&workflow.Worker{S3: c, Config: cfg}).Handle(ctx, in)
 	if workflow.ErrorType(err) != "RefusedError" || workflow.Retryable(err) || !strings.Contains(err.Error(), "out of space") {
 		t.Fatalf("err = %v (%s): want a RefusedError that says the server is out of space", err, workflow.ErrorType(err))
 	}
@@ -233,7 +233,7 @@ func TestChainFailureLeavesNoRounds(t *testing.T) {
 		t.Errorf("the failed chain left %d round objects %v and %d round uploads", len(left), left, len(ups.Uploads))
 	}
 	state, _ := json.Marshal(job)
-	if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Abort(ctx, workflow.AbortInput{State: state, Execution: "e2e-chain-failure"}); err != nil {
+	if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Handle(ctx, workflow.AbortInput{State: state, Execution: "e2e-chain-failure"}); err != nil {
 		t.Fatal(err)
 	}
 	w.absent(t, "out/failed.zip")

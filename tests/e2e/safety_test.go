@@ -127,7 +127,7 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		var once sync.Once
 		r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
 			once.Do(func() { w.srv.PutObject(t, "dst", "out/race.zip.report.json", mine) })
-			return worker.Build(ctx, in)
+			return worker.Handle(ctx, in)
 		}
 		raw, _ := json.Marshal(listRequest("duo", "src", "p/", "out/race.zip", nil))
 		_, err := r.Run(context.Background(), raw, "e2e-report-race")

@@ -188,7 +188,7 @@ func TestExtractWorkerKilled(t *testing.T) {
 			execution := "killed-" + name
 			ex, in, kerr := w.killedBatch(t, cfg, prefix, execution, false, 1)
 			if !retried {
-				_, err := (&extract.Aborter{S3: w.direct, Config: cfg}).Abort(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
+				_, err := (&extract.Aborter{S3: w.direct, Config: cfg}).Handle(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
 				if err != nil {
 					w.judgeExtract(t, started, nil, "clean failure", prefix, fmt.Errorf("abort: %w", err))
 					return
@@ -196,12 +196,12 @@ func TestExtractWorkerKilled(t *testing.T) {
 				w.judgeTyped(t, started, nil, "clean failure", prefix, fmt.Errorf("batch killed mid-entry, not retried: %w", kerr), "Sandbox.Timedout")
 				return
 			}
-			out, err := (&extract.Worker{S3: w.direct, Config: cfg}).Batch(ctx, in)
+			out, err := (&extract.Worker{S3: w.direct, Config: cfg}).Handle(ctx, in)
 			if err == nil {
 				var res extract.FinalizeInput
 				res.Extraction = *ex
 				res.Results = writeResultLayout(t, w, ex, out)
-				_, err = (&extract.Finalizer{S3: w.direct, Config: cfg}).Finalize(ctx, res)
+				_, err = (&extract.Finalizer{S3: w.direct, Config: cfg}).Handle(ctx, res)
 			}
 			w.judgeExtract(t, started, nil, "objects", prefix, err)
 		})
@@ -220,7 +220,7 @@ func (w *extractWorld) killedBatch(t *testing.T, cfg extract.Config, prefix, exe
 		"archive": map[string]any{"bucket": req.Bucket, "key": req.Key}, "destination": map[string]any{"bucket": "dst", "prefix": prefix},
 		"options": map[string]any{"overwrite": overwrite, "smallStored": req.SmallStored, "copyPart": req.CopyPart, "readGroup": req.ReadGroup},
 	})
-	ex, err := (&extract.Planner{S3: w.direct, Config: cfg}).Plan(ctx, extract.PlanInput{Request: raw, Execution: execution})
+	ex, err := (&extract.Planner{S3: w.direct, Config: cfg}).Handle(ctx, extract.PlanInput{Request: raw, Execution: execution})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func (w *extractWorld) killedBatch(t *testing.T, cfg extract.Config, prefix, exe
 	in.Items, in.BatchInput.Job = readJobLines(t, w, ex), *ex
 	kctx, cancel := context.WithCancel(ctx)
 	k := &killCopies{Client: w.direct, n: n, cancel: cancel}
-	_, kerr := (&extract.Worker{S3: k, Config: cfg}).Batch(kctx, in)
+	_, kerr := (&extract.Worker{S3: k, Config: cfg}).Handle(kctx, in)
 	cancel()
 	if kerr == nil {
 		t.Fatal("the killed batch succeeded")

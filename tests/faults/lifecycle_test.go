@@ -67,12 +67,12 @@ func TestWorkerKilled(t *testing.T) {
 				first := tries[in.Items[0].Number] == 1
 				mu.Unlock()
 				if !first {
-					return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Build(ctx, in)
+					return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
 				}
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				k := &killAfter{WorkerS3: w.direct, n: 1, cancel: cancel}
-				_, _ = (&workflow.Worker{S3: k, Config: cfg, Log: quiet}).Build(ctx, in)
+				_, _ = (&workflow.Worker{S3: k, Config: cfg, Log: quiet}).Handle(ctx, in)
 				mu.Lock()
 				killed++
 				mu.Unlock()
@@ -106,7 +106,7 @@ func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults
 	var in workflow.BatchInput
 	in.Items = items
 	in.BatchInput.Job = *job
-	res, err := (&workflow.Worker{S3: c, Config: config(), Log: quiet}).Build(ctx, in)
+	res, err := (&workflow.Worker{S3: c, Config: config(), Log: quiet}).Handle(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func finalizeUntilCrash(ctx context.Context, f *workflow.Finalizer, in workflow.
 			err = errCrashed
 		}
 	}()
-	_, err = f.Finalize(ctx, in)
+	_, err = f.Handle(ctx, in)
 	return err
 }
 
@@ -190,7 +190,7 @@ func TestFinalizerRerun(t *testing.T) {
 				w.scrub(t)
 				return
 			}
-			_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Finalize(ctx, in)
+			_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			w.judge(t, started, nil, wantArchive, outcome{err: err, dest: dest, want: w.wants("d/")})
 		})
 	}
@@ -218,13 +218,13 @@ func TestPlannerRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			if end == "finish" {
-				_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Finalize(ctx, workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)})
+				_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)})
 				w.judge(t, started, nil, wantArchive, outcome{err: err, dest: dest, want: w.wants("d/")})
 				return
 			}
 			state, _ := json.Marshal(job)
 			cause := &workflow.TransientError{Op: "BuildParts", Err: errors.New("injected")}
-			if _, aerr := (&workflow.Aborter{S3: w.direct, Config: config(), Log: quiet}).Abort(ctx, workflow.AbortInput{State: state, Execution: execution}); aerr != nil {
+			if _, aerr := (&workflow.Aborter{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, workflow.AbortInput{State: state, Execution: execution}); aerr != nil {
 				t.Fatal(aerr)
 			}
 			w.judge(t, started, nil, wantFailure("TransientError"), outcome{err: cause, dest: dest})
@@ -257,7 +257,7 @@ func TestSourceChanged(t *testing.T) {
 			r := w.runner(w.direct)
 			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
 				once.Do(func() { c.change(t, c.key) })
-				return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Build(ctx, in)
+				return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
 			}
 			dest := "out/changed-" + strings.ReplaceAll(c.name, "/", "-") + ".zip"
 			_, err := r.Run(context.Background(), request(c.strategy, "d/", dest, false), "changed-"+strings.ReplaceAll(c.name, "/", "-"))

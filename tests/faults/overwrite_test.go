@@ -169,7 +169,7 @@ func TestExtractOverwriteNeverLoses(t *testing.T) {
 			a := &extract.Aborter{S3: w.direct, Config: cfg}
 			var err error
 			if how == "aborted" {
-				_, err = a.Abort(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
+				_, err = a.Handle(ctx, extract.AbortInput{State: mustJSON(ex), Error: mustJSON(map[string]string{"Error": "Sandbox.Timedout"}), Execution: execution})
 			} else {
 				_, err = a.AbortDead(ctx, execution)
 			}

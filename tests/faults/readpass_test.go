@@ -121,11 +121,11 @@ func TestReaderKilled(t *testing.T) {
 		again := tries[id] > 1
 		mu.Unlock()
 		if again {
-			return (&workflow.Reader{S3: w.direct}).ReadBatch(ctx, in)
+			return (&workflow.Reader{S3: w.direct}).Handle(ctx, in)
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		_, err := (&workflow.Reader{S3: &killMidPiece{Client: w.direct, cancel: cancel}}).ReadBatch(ctx, in)
+		_, err := (&workflow.Reader{S3: &killMidPiece{Client: w.direct, cancel: cancel}}).Handle(ctx, in)
 		if err == nil {
 			t.Errorf("batch %s survived its kill", id)
 		}
@@ -170,13 +170,13 @@ func TestSourceChangedAroundRead(t *testing.T) {
 				if c.during && batches.Add(1) == 2 {
 					change()
 				}
-				return (&workflow.Reader{S3: w.direct}).ReadBatch(ctx, in)
+				return (&workflow.Reader{S3: w.direct}).Handle(ctx, in)
 			}
 			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
 				if !c.during {
 					change()
 				}
-				return (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Build(ctx, in)
+				return (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			}
 			dest := "out/changed-" + c.name + ".zip"
 			_, err := r.Run(context.Background(), compressRequest("z/", dest), "read-changed-"+c.name)
@@ -237,7 +237,7 @@ func TestIntermediateWriteFaults(t *testing.T) {
 		var seen atomic.Int32
 		r := w.compressRunner(w.direct)
 		r.Read = func(ctx context.Context, in workflow.ReadBatchInput) (*workflow.ReadBatchResult, error) {
-			return (&workflow.Reader{S3: &failPuts{Client: w.direct, n: 3, seen: &seen}}).ReadBatch(ctx, in)
+			return (&workflow.Reader{S3: &failPuts{Client: w.direct, n: 3, seen: &seen}}).Handle(ctx, in)
 		}
 		dest := "out/intermediate-failing.zip"
 		_, err := r.Run(context.Background(), compressRequest("z/", dest), "intermediate-failing")

@@ -69,7 +69,7 @@ func TestSplitRunFailsWhole(t *testing.T) {
 			r.S3 = f
 		}, func() string { return "completed before failing: " + strings.Join(f.completed, ", ") }},
 		{"worker-of-archive-2-fails", wantFailure("ChecksumMismatchError"), func(r *workflow.Runner) {
-			build := (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Build
+			build := (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle
 			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
 				for _, it := range in.Items {
 					if it.Archive == 1 {
@@ -161,7 +161,7 @@ func TestSplitFinalizerRerun(t *testing.T) {
 				w.conclude(t, started, nil, wantArchive, []string{fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err)}, false)
 				return
 			}
-			out, err := (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Finalize(ctx, in)
+			out, err := (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			var obs []string
 			pass := err == nil && len(out.Archives) >= 3
 			if err != nil {

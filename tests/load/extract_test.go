@@ -163,7 +163,7 @@ func runExtract(t *testing.T, c *archiveS3, n int, execution string) []measureme
 	cfg := extract.Config{WorkBucket: workBucket}.Defaults()
 	var ex *extract.Extraction
 	planner, err := measure("extract-planner", func() (err error) {
-		ex, err = (&extract.Planner{S3: c, Config: cfg, Log: quiet}).Plan(ctx, extract.PlanInput{Request: extractRequest("x/"), Execution: execution})
+		ex, err = (&extract.Planner{S3: c, Config: cfg, Log: quiet}).Handle(ctx, extract.PlanInput{Request: extractRequest("x/"), Execution: execution})
 		return err
 	})
 	if err != nil {
@@ -180,7 +180,7 @@ func runExtract(t *testing.T, c *archiveS3, n int, execution string) []measureme
 		in.Items, in.BatchInput.Job = jobs[i:min(i+ex.BatchSize, len(jobs))], *ex
 		var out *extract.BatchOutput
 		batch := func() (err error) {
-			out, err = (&extract.Worker{S3: c, Config: cfg, Log: quiet}).Batch(ctx, in)
+			out, err = (&extract.Worker{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 			return err
 		}
 		// Every batch runs the same jobs' worth (ex.BatchSize): a sample
@@ -206,7 +206,7 @@ func runExtract(t *testing.T, c *archiveS3, n int, execution string) []measureme
 	in.Results = &stepfn.MapResults{MapRunArn: "load", ResultWriterDetails: d}
 	var sum *extract.Summary
 	finalizer, err := measure("extract-finalizer", func() (err error) {
-		sum, err = (&extract.Finalizer{S3: c, Config: cfg, Log: quiet}).Finalize(ctx, in)
+		sum, err = (&extract.Finalizer{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 		return err
 	})
 	if err != nil {
@@ -278,7 +278,7 @@ func TestExtractPlannerAtTenMillion(t *testing.T) {
 		cfg := extract.Config{WorkBucket: workBucket}.Defaults()
 		var ex *extract.Extraction
 		m, err := measure("extract-planner", func() (err error) {
-			ex, err = (&extract.Planner{S3: c, Config: cfg, Log: quiet}).Plan(context.Background(), extract.PlanInput{Request: extractRequest("x/"), Execution: fmt.Sprintf("plan-%d", n)})
+			ex, err = (&extract.Planner{S3: c, Config: cfg, Log: quiet}).Handle(context.Background(), extract.PlanInput{Request: extractRequest("x/"), Execution: fmt.Sprintf("plan-%d", n)})
 			return err
 		})
 		if err != nil {

@@ -83,7 +83,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 		in.BatchInput.Job = *job
 		var res *workflow.BatchResult
 		m, err := measure("worker", func() (err error) {
-			res, err = (&workflow.Worker{S3: c, Config: cfg, Log: quiet}).Build(ctx, in)
+			res, err = (&workflow.Worker{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 			return err
 		})
 		if err != nil {
@@ -105,7 +105,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	}
 	var fin *workflow.FinalizeOutput
 	m, err = measure("finalizer", func() (err error) {
-		fin, err = (&workflow.Finalizer{S3: c, Config: cfg, Log: quiet}).Finalize(ctx, in)
+		fin, err = (&workflow.Finalizer{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 		return err
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	}
 	state, _ := json.Marshal(job2)
 	m, err = measure("abort", func() error {
-		_, err := (&workflow.Aborter{S3: c, Config: cfg, Log: quiet}).Abort(ctx, workflow.AbortInput{State: state, Error: json.RawMessage(`{"Error":"Test","Cause":"load"}`), Execution: job2.Execution})
+		_, err := (&workflow.Aborter{S3: c, Config: cfg, Log: quiet}).Handle(ctx, workflow.AbortInput{State: state, Error: json.RawMessage(`{"Error":"Test","Cause":"load"}`), Execution: job2.Execution})
 		return err
 	})
 	if err != nil {

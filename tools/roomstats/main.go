@@ -1,0 +1,223 @@
+// Command roomstats measures how a Go package's files hang together (issue
+// 34's before-and-after): files and lines per package, references between
+// its files that run against the file order, and the path a handler's calls
+// take through the files.
+//
+//	go run ./tools/roomstats [-entry pkg.Type.Method] ./workflow/... ./extract
+//
+// A reference is an identifier in one file that names a package-level
+// declaration (function, method, type, variable, constant) made in another
+// file of the same package; it runs against the file order when the
+// declaration's file sorts before the referring one (a reader climbs back
+// up). The path from -entry is the depth-first walk of the functions and
+// methods it calls inside the module, each visited once: its stops, the
+// distinct files and the stops that climb back to an earlier file of the
+// same package.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+type pkg struct {
+	path  string
+	files []*ast.File
+	names []string // file paths, sorted as the file list shows them
+	lines int
+	info  *types.Info
+	types *types.Package
+}
+
+func main() {
+	entry := flag.String("entry", "", "a handler to walk from: importpath-suffix.Type.Method, e.g. workflow.Worker.Handle")
+	flag.Parse()
+	fset := token.NewFileSet()
+	pkgs, err := load(fset, flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "roomstats:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%-40s %6s %7s %6s %8s\n", "package", "files", "lines", "refs", "backward")
+	for _, p := range pkgs {
+		refs, back := fileRefs(fset, p)
+		fmt.Printf("%-40s %6d %7d %6d %8d\n", p.path, len(p.files), p.lines, refs, back)
+	}
+	if *entry != "" {
+		walk(fset, pkgs, *entry)
+	}
+}
+
+// load parses and type-checks the packages `go list` names (production
+// files only).
+func load(fset *token.FileSet, patterns []string) ([]*pkg, error) {
+	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}} {{.Dir}} {{join .GoFiles \",\"}}"}, patterns...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	imp := importer.ForCompiler(fset, "source", nil)
+	var pkgs []*pkg
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		p := &pkg{path: f[0]}
+		for _, name := range strings.Split(f[2], ",") {
+			path := filepath.Join(f[1], name)
+			af, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+			if err != nil {
+				return nil, err
+			}
+			p.files, p.names = append(p.files, af), append(p.names, path)
+			p.lines += fset.File(af.Pos()).LineCount()
+		}
+		p.info = &types.Info{Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}}
+		if p.types, err = (&types.Config{Importer: imp}).Check(p.path, fset, p.files, p.info); err != nil {
+			return nil, fmt.Errorf("type-check %s: %w", p.path, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, nil
+}
+
+// declared says whether obj is a package-level declaration or a method of
+// package p.
+func declared(p *pkg, obj types.Object) bool {
+	if obj == nil || obj.Pkg() != p.types {
+		return false
+	}
+	if fn, ok := obj.(*types.Func); ok && fn.Signature().Recv() != nil {
+		return true
+	}
+	return obj.Parent() == p.types.Scope()
+}
+
+// fileRefs counts the references between p's files, and those that run
+// against the file order.
+func fileRefs(fset *token.FileSet, p *pkg) (refs, back int) {
+	index := map[string]int{}
+	for i, n := range p.names {
+		index[n] = i
+	}
+	for id, obj := range p.info.Uses {
+		if !declared(p, obj) {
+			continue
+		}
+		from, to := index[fset.Position(id.Pos()).Filename], index[fset.Position(obj.Pos()).Filename]
+		if from == to {
+			continue
+		}
+		refs++
+		if to < from {
+			back++
+		}
+	}
+	return refs, back
+}
+
+// walk prints the depth-first path of calls from entry through the module.
+func walk(fset *token.FileSet, pkgs []*pkg, entry string) {
+	bodies := map[types.Object]*ast.FuncDecl{}
+	owner := map[types.Object]*pkg{}
+	var start types.Object
+	for _, p := range pkgs {
+		for _, f := range p.files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				obj := p.info.Defs[fd.Name]
+				bodies[obj], owner[obj] = fd, p
+				if name := qualified(p, fd); name == entry || strings.HasSuffix(p.path+"."+strings.TrimPrefix(name, lastElem(p.path)+"."), "/"+entry) {
+					start = obj
+				}
+			}
+		}
+	}
+	if start == nil {
+		fmt.Fprintf(os.Stderr, "roomstats: no function %s among the packages\n", entry)
+		os.Exit(1)
+	}
+	seen := map[types.Object]bool{}
+	files := map[string]bool{}
+	stops, climbs := 0, 0
+	last := ""
+	var visit func(obj types.Object)
+	visit = func(obj types.Object) {
+		if seen[obj] {
+			return
+		}
+		seen[obj] = true
+		fd, p := bodies[obj], owner[obj]
+		file := fset.Position(fd.Pos()).Filename
+		stops++
+		files[file] = true
+		if last != "" && filepath.Dir(last) == filepath.Dir(file) && filepath.Base(file) < filepath.Base(last) {
+			climbs++
+		}
+		last = file
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var id *ast.Ident
+			switch fn := ast.Unparen(call.Fun).(type) {
+			case *ast.Ident:
+				id = fn
+			case *ast.SelectorExpr:
+				id = fn.Sel
+			}
+			if id != nil {
+				if callee := p.info.Uses[id]; callee != nil && bodies[callee] != nil {
+					visit(callee)
+				}
+			}
+			return true
+		})
+	}
+	visit(start)
+	names := make([]string, 0, len(files))
+	for f := range files {
+		rel, _ := filepath.Rel(mustWd(), f)
+		names = append(names, rel)
+	}
+	sort.Strings(names)
+	fmt.Printf("\n%s: %d stops in %d files, %d of them climbing back to an earlier file\n  %s\n", entry, stops, len(files), climbs, strings.Join(names, "\n  "))
+}
+
+func qualified(p *pkg, fd *ast.FuncDecl) string {
+	name := lastElem(p.path) + "."
+	if fd.Recv != nil && len(fd.Recv.List) == 1 {
+		t := fd.Recv.List[0].Type
+		if s, ok := t.(*ast.StarExpr); ok {
+			t = s.X
+		}
+		if ix, ok := t.(*ast.IndexExpr); ok {
+			t = ix.X
+		}
+		if id, ok := t.(*ast.Ident); ok {
+			name += id.Name + "."
+		}
+	}
+	return name + fd.Name.Name
+}
+
+func lastElem(path string) string { return path[strings.LastIndex(path, "/")+1:] }
+
+func mustWd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
