@@ -77,6 +77,19 @@ plan:
 clean:
 	rm -rf dist cdk.out
 
+## install: the s3zip CLI built from this clone into BINDIR: where `go install ./cmd/s3zip` puts it, $(go env GOBIN),
+## or $(go env GOPATH)/bin when GOBIN is unset; PREFIX=/usr/local installs into /usr/local/bin, BINDIR=DIR into DIR
+.PHONY: install
+ifdef PREFIX
+BINDIR ?= $(PREFIX)/bin
+endif
+BINDIR ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+install:
+	@mkdir -p "$(BINDIR)"
+	$(GO) build -trimpath -o "$(BINDIR)/s3zip" ./cmd/s3zip
+	@echo "installed $(BINDIR)/s3zip"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH: export PATH=\"$(BINDIR):\$$PATH\"";; esac
+
 ## demo: a real archive built here, against a local S3 server, in one command
 demo:
 	@bash scripts/demo.sh
