@@ -1,8 +1,11 @@
-// Package layout_test holds the README to the tree: its Repository table
-// names every Go package, Lambda and TypeScript folder (issue 22: it once
-// said five Lambdas when there were nine), and every document a Go comment
-// or a Markdown file (README.md first) refers to exists (plan/plan.go cited
-// a design document the repository did not have).
+// Package layout_test holds the documents to the tree: the repository's
+// table (docs/repository.md; the README's until issue 35 moved it) names
+// every Go package, Lambda and TypeScript folder (issue 22: it once said
+// five Lambdas when there were nine), every document a Go comment or a
+// Markdown file (README.md first) refers to exists (plan/plan.go cited a
+// design document the repository did not have), every link of the README
+// and docs/ resolves (links_test.go), and the README's code is the files
+// the tests build and run (snippets_test.go).
 package layout_test
 
 import (
@@ -20,6 +23,9 @@ import (
 // root is the repository's root, where go.mod and README.md are.
 const root = "../.."
 
+// repositoryTable is the page whose table names every folder of code.
+const repositoryTable = "docs/repository.md"
+
 // notSource are directories whose code is not the project's: other
 // people's packages, build output, test inputs.
 var notSource = map[string]bool{"node_modules": true, "testdata": true, "dist": true, "cdk.out": true}
@@ -29,39 +35,34 @@ func TestRepositoryTableNamesEveryPackage(t *testing.T) {
 	named := map[string]bool{}
 	for _, p := range rows {
 		if named[p] {
-			t.Errorf("README's Repository table has %s twice", p)
+			t.Errorf("%s has %s twice", repositoryTable, p)
 		}
 		named[p] = true
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-			t.Errorf("README's Repository table names %s, which is not in the tree: remove its row", p)
+			t.Errorf("%s names %s, which is not in the tree: remove its row", repositoryTable, p)
 		}
 	}
 	for _, dir := range codeDirs(t) {
 		if !named[dir] {
-			t.Errorf("%s holds code but README's Repository table has no row for it: add a row for %s/", dir, dir)
+			t.Errorf("%s holds code but %s has no row for it: add a row for %s/", dir, repositoryTable, dir)
 		}
 	}
 }
 
-// repositoryRows returns the paths the README's Repository table names,
-// without their trailing slash.
+// repositoryRows returns the paths the repository's table names, without
+// their trailing slash.
 func repositoryRows(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	table, err := os.ReadFile(filepath.Join(root, repositoryTable))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Repository\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Repository" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
 	var paths []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllStringSubmatch(string(table), -1) {
 		paths = append(paths, strings.TrimSuffix(m[1], "/"))
 	}
 	if len(paths) == 0 {
-		t.Fatal("README's Repository table has no rows")
+		t.Fatalf("%s has no rows", repositoryTable)
 	}
 	return paths
 }
