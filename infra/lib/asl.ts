@@ -10,10 +10,9 @@
  * CloudFormation does, for tests and for the local runner.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
+import { ARCHIVE_ASL_PATH } from './paths';
 
-/** Absolute path of the workflow definition. */
-export const ARCHIVE_ASL_PATH = path.resolve(__dirname, '..', '..', 'statemachine', 'archive.asl.json');
+export { ARCHIVE_ASL_PATH };
 
 /** Placeholders whose values are Lambda function ARNs (JSON strings in the file). */
 export const FUNCTION_ARN_PLACEHOLDERS = [
