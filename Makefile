@@ -75,7 +75,13 @@ plan:
 	@for s in stream duo chain auto; do $(GO) run ./cmd/s3zip plan --strategy $$s --synthetic challenge --count 3000 --seed 1; echo; done
 
 clean:
-	rm -rf dist cdk.out
+	rm -rf dist cdk.out infra/dist
+
+## package: the s3zip-cdk construct library packed into dist/s3zip-cdk-<version>.tgz: the constructs compiled
+## (JS and .d.ts), the ASL files and the nine Lambda binaries for linux/arm64 (infra/README.md)
+.PHONY: package
+package: node
+	@mkdir -p dist; npm pack -w infra --pack-destination dist
 
 ## install: the s3zip CLI built from this clone into BINDIR: where `go install ./cmd/s3zip` puts it, $(go env GOBIN),
 ## or $(go env GOPATH)/bin when GOBIN is unset; PREFIX=/usr/local installs into /usr/local/bin, BINDIR=DIR into DIR

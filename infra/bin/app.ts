@@ -14,13 +14,15 @@
  *   -c extractArchiveKmsKeyArns=arn1,arn2  -c extractDestinationKmsKeyArn=arn  (the extract workflow's)
  *   -c inventoryBuckets=inv,inv2/reports/  (S3 Inventory reports the planner may read: source.inventory; none by default)
  *   -c maxPresignSeconds=86400  (requests may ask for download links in the output, options.presign; none by default)
+ *   -c monitoring=true  (both workflows: alarms on failed and timed-out runs and throttled functions, a dashboard each)
  */
 import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps } from '../lib/archive-workflow';
-import { ExtractWorkflow, type ExtractWorkflowProps } from '../lib/extract-workflow';
+// The construct library, by its package name as any CDK app imports it (infra/ is the s3zip-cdk
+// workspace; tsconfig.json maps the name to lib/index.ts, so synth runs the source, no build).
+import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
 
 export class S3ZipStack extends Stack {
   readonly workflow: ArchiveWorkflow;
@@ -71,6 +73,7 @@ function contextInt(app: App, key: string): number | undefined {
 }
 
 const app = new App();
+const monitoring = contextString(app, 'monitoring') === 'true' ? {} : undefined;
 const mapExecutionType = contextString(app, 'mapExecutionType');
 if (mapExecutionType !== undefined && mapExecutionType !== 'STANDARD' && mapExecutionType !== 'EXPRESS') {
   throw new Error(`context mapExecutionType must be STANDARD or EXPRESS, got "${mapExecutionType}"`);
@@ -95,6 +98,7 @@ new S3ZipStack(
     destinationKmsKeyArn: contextString(app, 'destinationKmsKeyArn'),
     inventoryBuckets: contextList(app, 'inventoryBuckets'),
     maxPresignSeconds: contextInt(app, 'maxPresignSeconds'),
+    monitoring,
   },
   {
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
@@ -107,6 +111,7 @@ new S3ZipStack(
     mapExecutionType: mapExecutionType as ExtractWorkflowProps['mapExecutionType'],
     archiveKmsKeyArns: contextList(app, 'extractArchiveKmsKeyArns'),
     destinationKmsKeyArn: contextString(app, 'extractDestinationKmsKeyArn'),
+    monitoring,
   },
 );
 

@@ -11,6 +11,7 @@ import { createArchiveBuckets } from './archive-buckets';
 import { FUNCTION_NAMES, type FunctionName, grantArchiveFunctions, inventoryObjectArns } from './archive-grants';
 import type { Placeholder } from './asl';
 import { goFunction } from './go-function';
+import { type MonitoringProps, WorkflowMonitoring } from './monitoring';
 import {
   checkMapChildTimeouts,
   checkPositiveInteger,
@@ -202,6 +203,8 @@ export class ArchiveWorkflow extends Construct {
   readonly stateMachineName: string;
   /** Every value substituted into the ASL, by placeholder name. */
   readonly definitionSubstitutions: Record<Placeholder, string>;
+  /** The alarms and dashboard (only with the monitoring prop). */
+  readonly monitoring?: WorkflowMonitoring;
 
   constructor(scope: Construct, id: string, props: ArchiveWorkflowProps) {
     super(scope, id);
@@ -251,6 +254,33 @@ export class ArchiveWorkflow extends Construct {
     this.requestRule = this.createRequestRule();
     this.endedRule = this.createEndedRule(props.endedTargets ?? []);
     this.addNagSuppressions(settings, props);
+    if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
+  }
+
+  /** Alarms and a dashboard; its log-derived metrics come from the planner's "planned" and the worker's "batch built" lines. */
+  private createMonitoring(props: MonitoringProps): WorkflowMonitoring {
+    const { planner, worker } = this.functions;
+    const planned = (name: string, field: string) => ({ name, function: planner, msg: 'planned', field });
+    return new WorkflowMonitoring(
+      this,
+      'Monitoring',
+      {
+        stateMachine: this.stateMachine,
+        functions: FUNCTION_NAMES.map((n) => this.functions[n]),
+        namespace: `s3zip/${this.stateMachineName}`,
+        loggedMetrics: [
+          planned('PartsPlanned', 'parts'),
+          { name: 'PartsBuilt', function: worker, msg: 'batch built', field: 'parts' },
+          planned('BytesStreamed', 'streamedBytes'),
+          planned('BytesCopied', 'copiedBytes'),
+        ],
+        charts: [
+          { title: 'Parts planned and built', metrics: ['PartsPlanned', 'PartsBuilt'] },
+          { title: 'Bytes streamed through workers and copied by S3 (as planned)', metrics: ['BytesStreamed', 'BytesCopied'] },
+        ],
+      },
+      props,
+    );
   }
 
   /** The five functions, each with its own role and log group, sharing one environment. */

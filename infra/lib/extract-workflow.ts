@@ -8,6 +8,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { goFunction } from './go-function';
+import { type MonitoringProps, WorkflowMonitoring } from './monitoring';
 import {
   checkMapChildTimeouts,
   checkPositiveInteger,
@@ -151,6 +152,8 @@ export class ExtractWorkflow extends Construct {
   readonly archiveRule: events.Rule;
   readonly stateMachineName: string;
   readonly definitionSubstitutions: Record<string, string>;
+  /** The alarms and dashboard (only with the monitoring prop). */
+  readonly monitoring?: WorkflowMonitoring;
 
   constructor(scope: Construct, id: string, props: ExtractWorkflowProps) {
     super(scope, id);
@@ -181,6 +184,33 @@ export class ExtractWorkflow extends Construct {
     });
     this.archiveRule = this.createArchiveRule(settings, props.archiveBucket);
     this.addNagSuppressions(settings, props);
+    if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
+  }
+
+  /** Alarms and a dashboard; its log-derived metrics come from the planner's "extraction planned" and the finalizer's "extraction done" lines. */
+  private createMonitoring(props: MonitoringProps): WorkflowMonitoring {
+    const planner = this.functions['extract-planner'];
+    const planned = (name: string, field: string) => ({ name, function: planner, msg: 'extraction planned', field });
+    return new WorkflowMonitoring(
+      this,
+      'Monitoring',
+      {
+        stateMachine: this.stateMachine,
+        functions: Object.values(this.functions),
+        namespace: `s3zip/${this.stateMachineName}`,
+        loggedMetrics: [
+          planned('JobsPlanned', 'jobs'),
+          { name: 'ObjectsExtracted', function: this.functions['extract-finalizer'], msg: 'extraction done', field: 'objects' },
+          planned('BytesStreamed', 'read'),
+          planned('BytesCopied', 'copied'),
+        ],
+        charts: [
+          { title: 'Jobs planned, objects extracted', metrics: ['JobsPlanned', 'ObjectsExtracted'] },
+          { title: 'Archive bytes read by workers and copied by S3 (as planned)', metrics: ['BytesStreamed', 'BytesCopied'] },
+        ],
+      },
+      props,
+    );
   }
 
   private createFunctions(settings: ExtractSettings, props: ExtractWorkflowProps): Record<ExtractFunctionName, lambda.Function> {

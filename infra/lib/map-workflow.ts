@@ -10,6 +10,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
+import type { MonitoringProps } from './monitoring';
 
 /** A function's memory and timeout; unset fields keep the workflow's default for that function. */
 export interface FunctionSizing {
@@ -45,6 +46,11 @@ export interface MapWorkflowProps {
   readonly removalPolicy?: RemovalPolicy;
   /** Retention of the state machine's and the functions' logs. @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Alarms on failed and timed-out runs and on throttled function invocations, and a dashboard of
+   * runs, parts and bytes streamed and copied (`{}` for the defaults). @default none
+   */
+  readonly monitoring?: MonitoringProps;
 }
 
 /** MapWorkflowProps with their defaults applied and checked. */

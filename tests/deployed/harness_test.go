@@ -424,10 +424,17 @@ func rateFactor() (*faultproxy.Rates, error) {
 	return faultproxy.ScaledRates(f), nil
 }
 
-// Deploy starts a fresh deployment for one test.
+// Deploy starts a fresh deployment of the repository's template for one test.
 func Deploy(t *testing.T) *Deployment {
 	t.Helper()
-	tp := requireTemplate(t)
+	return DeployTemplate(t, requireTemplate(t))
+}
+
+// DeployTemplate starts a fresh deployment of tp, a cloud assembly of
+// S3ZipStack from LoadTemplate (package_test.go: one synthesized outside the
+// repository from the packed construct library).
+func DeployTemplate(t *testing.T, tp *Template) *Deployment {
+	t.Helper()
 	srv := s3test.Start(t)
 	d := &Deployment{T: t, Template: tp, S3: srv, Admin: srv.Client(t), tokens: map[string]string{}, Functions: map[string]*LambdaFunction{}}
 	var err error

@@ -22,11 +22,21 @@ var justifiedWarnings = map[string]string{
 // warnings justified above.
 func TestCfnLint(t *testing.T) {
 	tp := requireTemplate(t)
+	errors := lintTemplate(t, filepath.Join(tp.Dir, stackName+".template.json"))
+	summaryMu.Lock()
+	summary.linted, summary.lintErrors = true, errors
+	summaryMu.Unlock()
+}
+
+// lintTemplate runs cfn-lint on a template file and fails t on each error
+// and each warning not justified above; it returns the number of errors.
+func lintTemplate(t *testing.T, template string) int {
+	t.Helper()
 	bin := filepath.Join(repo, ".tools", "cfn-lint", "bin", "cfn-lint")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run `make tools` (tools/install.sh installs cfn-lint 1.58.0)", bin)
 	}
-	cmd := exec.Command(bin, "--format", "json", filepath.Join(tp.Dir, stackName+".template.json"))
+	cmd := exec.Command(bin, "--format", "json", template)
 	out, err := cmd.Output()
 	// cfn-lint exits non-zero when it finds anything; the JSON says what.
 	var findings []struct {
@@ -49,7 +59,5 @@ func TestCfnLint(t *testing.T) {
 			t.Errorf("cfn-lint %s %s: %s (fix it, or justify it in justifiedWarnings)", f.Level, f.Rule.Id, f.Message)
 		}
 	}
-	summaryMu.Lock()
-	summary.linted, summary.lintErrors = true, errors
-	summaryMu.Unlock()
+	return errors
 }
