@@ -1,0 +1,55 @@
+/**
+ * Props are checked at synth: a prop that would deploy a workflow that cannot run fails with the
+ * construct's name, the prop, what was wrong and what to give instead.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { ArchiveWorkflow, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
+import { DESTINATION_BUCKET, functionsDir, SOURCE_BUCKETS } from './helpers';
+
+function archive(props: Partial<ArchiveWorkflowProps>): void {
+  const stack = new Stack(new App(), 'PropsStack');
+  new ArchiveWorkflow(stack, 'ArchiveWorkflow', { sourceBuckets: SOURCE_BUCKETS, destinationBucket: DESTINATION_BUCKET, functionsDir: functionsDir(), ...props });
+}
+
+function extract(props: Partial<ExtractWorkflowProps>): void {
+  const stack = new Stack(new App(), 'PropsStack');
+  const workBucket = new s3.Bucket(stack, 'Work');
+  new ExtractWorkflow(stack, 'ExtractWorkflow', { archiveBucket: 's3zip-test-uploads', workBucket, functionsDir: functionsDir(), ...props });
+}
+
+describe('props checked at synth', () => {
+  const refusals: [string, () => void, RegExp][] = [
+    ['no source bucket', () => archive({ sourceBuckets: [] }), /ArchiveWorkflow: sourceBuckets must name at least one bucket/],
+    ['an s3:// URL for a bucket', () => archive({ destinationBucket: 's3://out/zips' }), /ArchiveWorkflow: "s3:\/\/out\/zips" is not a bucket name; give sourceBuckets and destinationBucket as bare names .* key prefixes in sourcePrefix \/ destinationPrefix/],
+    ['a bucket with a key', () => archive({ sourceBuckets: ['photos/2024'] }), /"photos\/2024" is not a bucket name/],
+    ['an empty work prefix', () => archive({ workPrefix: '' }), /ArchiveWorkflow: workPrefix must not be empty; leave it unset for 's3zip-work\/'/],
+    ['partsPerBatch 0', () => archive({ partsPerBatch: 0 }), /ArchiveWorkflow: partsPerBatch must be a positive integer, got 0/],
+    ['workExpirationDays 1.5', () => archive({ workExpirationDays: 1.5 }), /workExpirationDays must be a positive integer, got 1.5/],
+    ['maxPresignSeconds over 7 days', () => archive({ maxPresignSeconds: 604801 }), /maxPresignSeconds must be a whole number of seconds from 1 to 604800/],
+    ['a worker of 64 MB', () => archive({ worker: { memorySize: 64 } }), /ArchiveWorkflow: worker\.memorySize must be a whole number of MB from 128 to 10240 \(Lambda's range\), got 64/],
+    ['a planner timeout of 20 minutes', () => archive({ planner: { timeout: Duration.minutes(20) } }), /planner\.timeout must be from 1 second to 15 minutes \(Lambda's limit\), got 1200s/],
+    ['defaultMaxConcurrency 0', () => archive({ defaultMaxConcurrency: 0 }), /defaultMaxConcurrency must be a whole number from 1 to 10000 \(a Distributed Map's limit\), got 0/],
+    ['mapExecutionType in lower case', () => archive({ mapExecutionType: 'express' as never }), /mapExecutionType must be 'STANDARD' or 'EXPRESS', got "express"/],
+    ['EXPRESS with 15-minute workers', () => archive({ mapExecutionType: 'EXPRESS' }), /EXPRESS map children end after 5 minutes including retries; set worker\.timeout <= 240s or use mapExecutionType STANDARD/],
+    ['a state machine name with a space', () => archive({ stateMachineName: 'my zips' }), /stateMachineName must be 1 to 80 characters without spaces .*got "my zips"/],
+    ['an ARN for the archive bucket', () => extract({ archiveBucket: 'arn:aws:s3:::in' }), /ExtractWorkflow: archiveBucket "arn:aws:s3:::in" is not a bucket name/],
+    ['overlapping prefixes', () => extract({ archivePrefix: 'data/', destinationPrefix: 'data/out/' }), /archivePrefix data\/ and destinationPrefix data\/out\/ overlap/],
+    ['batchSize 0', () => extract({ batchSize: 0 }), /ExtractWorkflow: batchSize must be a positive integer, got 0/],
+    ['an extract finalizer of 20,000 MB', () => extract({ finalizer: { memorySize: 20000 } }), /ExtractWorkflow: finalizer\.memorySize must be a whole number of MB from 128 to 10240/],
+    ['a functionsDir without the binaries', () => archive({ functionsDir: '/nonexistent' }), /ArchiveWorkflow: \/nonexistent\/planner\/bootstrap not found; functionsDir must hold <name>\/bootstrap/],
+  ];
+  for (const [what, make, message] of refusals) {
+    test(`refused: ${what}`, () => assert.throws(make, message));
+  }
+
+  test('accepted: the same constructs with sound props, bucket names given as tokens too', () => {
+    archive({ partsPerBatch: 4, maxPresignSeconds: 604800, worker: { memorySize: 3008, timeout: Duration.minutes(4) }, reader: { timeout: Duration.minutes(4) }, mapExecutionType: 'EXPRESS' });
+    const stack = new Stack(new App(), 'TokenStack');
+    const destination = new s3.Bucket(stack, 'Destination');
+    new ArchiveWorkflow(stack, 'ArchiveWorkflow', { sourceBuckets: SOURCE_BUCKETS, destinationBucket: destination.bucketName, functionsDir: functionsDir() });
+    extract({ destinationBucket: 's3zip-test-out', destinationPrefix: 'data/' });
+  });
+});
