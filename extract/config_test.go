@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -69,9 +71,9 @@ func TestPlanRefusesBadRequests(t *testing.T) {
 		{`{"archive":{"bucket":"a","key":"k.zip"},"destination":{"bucket":"d","prefix":"extracted/x/"},"options":{"smallStored":-2}}`, "negative"},
 	} {
 		_, err := p.Handle(context.Background(), PlanInput{Request: []byte(tc.request), Execution: "e"})
-		var re *RequestError
+		var re *failure.RequestError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want a RequestError saying %q", tc.request, err, tc.want)
+			t.Errorf("%s: got %v, want a failure.RequestError saying %q", tc.request, err, tc.want)
 		}
 	}
 }
@@ -87,21 +89,21 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("job 3: %w", &ChecksumError{"x"}), "ChecksumMismatchError"},
-		{fmt.Errorf("entry: %w", &SourceChangedError{Archive: "a", Err: errors.New("412")}), "SourceChangedError"},
+		{fmt.Errorf("job 3: %w", failure.Checksum("x")), "ChecksumMismatchError"},
+		{fmt.Errorf("entry: %w", &failure.SourceChangedError{What: "archive", Bucket: "b", Key: "a", Err: errors.New("412")}), "SourceChangedError"},
 		{status(503, "SlowDown"), "TransientError"},
 		{status(500, "InternalError"), "TransientError"},
 		{status(409, "ConditionalRequestConflict"), "TransientError"},
 		{status(403, "AccessDenied"), "Error"},
 		{status(412, "PreconditionFailed"), "Error"},
 		{context.Canceled, "Error"},
-		{&RefusedError{Archive: "a"}, "RefusedError"},
-		{&RequestError{[]string{"x"}}, "RequestError"},
-		{&ExistsError{Bucket: "b", Keys: []string{"k"}}, "DestinationExistsError"},
+		{&EntriesRefusedError{Archive: "a"}, "RefusedError"},
+		{&failure.RequestError{Problems: []string{"x"}}, "RequestError"},
+		{&failure.DestinationExistsError{Bucket: "b", Keys: []string{"k"}}, "DestinationExistsError"},
 		{&archive.FormatError{Bucket: "b", Key: "k", What: "x"}, "FormatError"},
 		{&IncompleteError{"x"}, "IncompleteError"},
-		{&TransientError{Err: errors.New("x")}, "TransientError"},
-		{&TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},
+		{&stepfn.TransientError{Err: errors.New("x")}, "TransientError"},
+		{&stepfn.TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},
 	} {
 		got := ErrorType(tc.err)
 		if got != tc.want {

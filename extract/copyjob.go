@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -94,8 +96,8 @@ func copiedAsListed(it *Item, crc uint32) error {
 	if crc == it.CRC32 {
 		return nil
 	}
-	return &ChecksumError{fmt.Sprintf("entry %q: the archive's bytes %d-%d have CRC-32 %08x, the central directory says %08x: the archive is corrupt",
-		it.Name, it.DataStart, it.DataStart+it.CompressedSize-1, crc, it.CRC32)}
+	return failure.Checksum("entry %q: the archive's bytes %d-%d have CRC-32 %08x, the central directory says %08x: the archive is corrupt",
+		it.Name, it.DataStart, it.DataStart+it.CompressedSize-1, crc, it.CRC32)
 }
 
 // copyPart copies the archive's range r into part k+1 of the entry's upload,

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -103,9 +104,9 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 
 // plannedNothing: the planner refused before writing anything.
 func plannedNothing(err error) bool {
-	var re *RequestError
-	var rfe *RefusedError
-	var ee *ExistsError
+	var re *failure.RequestError
+	var rfe *EntriesRefusedError
+	var ee *failure.DestinationExistsError
 	return errors.As(err, &re) || errors.As(err, &rfe) || errors.As(err, &ee)
 }
 

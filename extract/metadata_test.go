@@ -52,7 +52,7 @@ func TestMalformedMetadataRefused(t *testing.T) {
 	big.MetaField = huge[4:] // well formed, but its JSON (escaped) would not fit a job
 	a, _ := layout(stored("good.txt", 5), bad, big)
 	_, err = Check(a, "out/", Options{})
-	var re *RefusedError
+	var re *EntriesRefusedError
 	if !errors.As(err, &re) || len(re.Entries) != 2 {
 		t.Fatalf("got %v, want bad.html and big.html refused for their metadata fields", err)
 	}

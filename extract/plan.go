@@ -186,16 +186,16 @@ type Plan struct {
 	ReadAll bool `json:"readAll,omitempty"`
 }
 
-// RefusedError lists the entries that stop an archive from being extracted.
+// EntriesRefusedError lists the entries that stop an archive from being extracted.
 // Nothing has been written when it is returned.
-type RefusedError struct {
+type EntriesRefusedError struct {
 	Archive string
 	Entries []Skipped
 	// Fix says what to do; empty, the hint for unsafe and unsupported entries.
 	Fix string
 }
 
-func (e *RefusedError) Error() string {
+func (e *EntriesRefusedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s cannot be extracted: %d entries refused", e.Archive, len(e.Entries))
 	for i, s := range e.Entries {
@@ -278,7 +278,7 @@ func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
 	}
 	refused = append(refused, layoutProblems(a, nil)...)
 	if len(refused) > 0 {
-		return nil, &RefusedError{Archive: a.String(), Entries: refused}
+		return nil, &EntriesRefusedError{Archive: a.String(), Entries: refused}
 	}
 	return &Checked{Keep: keep, Skipped: skipped}, nil
 }
@@ -444,7 +444,7 @@ func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
 // the data of the entries named by Copies starts (from their local headers).
 func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]int64, opts Options) (*Plan, error) {
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
-		return nil, &RefusedError{Archive: a.String(), Entries: probs}
+		return nil, &EntriesRefusedError{Archive: a.String(), Entries: probs}
 	}
 	small := opts.ReadBelow()
 	group := opts.ReadGroup
@@ -479,7 +479,7 @@ func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]i
 		p.Objects++
 		p.Bytes += it.Size
 		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
-			return nil, &RefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
+			return nil, &EntriesRefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
 		}
 		if copied(a, e, small) {
 			ds, ok := dataStart[i]

@@ -177,7 +177,7 @@ func TestCheckRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := layout(tc.entries...)
 			_, err := Check(a, "out/", tc.opts)
-			var re *RefusedError
+			var re *EntriesRefusedError
 			if !errors.As(err, &re) {
 				t.Fatalf("got %v, want a RefusedError", err)
 			}

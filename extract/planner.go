@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -184,7 +186,7 @@ func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, Options{}, &RequestError{problems}
+		return nil, Options{}, &failure.RequestError{Of: "extract", Problems: problems}
 	}
 	ex.Overwrite = o.Overwrite
 	ex.BatchSize, ex.MaxConcurrency = cfg.BatchSize, cfg.MaxConcurrency
@@ -241,7 +243,7 @@ func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts O
 		return nil, err
 	}
 	if reserved := Reserved(a, ex.DestBucket, ex.Prefix, cfg.WorkPrefix, checked.Keep); len(reserved) > 0 {
-		return nil, &RefusedError{Archive: a.String(), Entries: reserved, Fix: "extract into another prefix; nothing was written"}
+		return nil, &EntriesRefusedError{Archive: a.String(), Entries: reserved, Fix: "extract into another prefix; nothing was written"}
 	}
 	starts, err := a.DataStarts(ctx, Copies(a, checked.Keep, opts), 16)
 	if err != nil {
@@ -353,7 +355,7 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 	}
 	slices.Sort(exists)
 	if !ex.Overwrite {
-		return &ExistsError{Bucket: ex.DestBucket, Keys: exists}
+		return &failure.DestinationExistsError{Bucket: ex.DestBucket, Keys: exists}
 	}
 	ex.ReplacesReport = there[ex.reportKey()]
 	for j := range p.Jobs {

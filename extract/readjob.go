@@ -13,6 +13,8 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -111,7 +113,7 @@ func (x *executor) writeEntry(ctx context.Context, puts *errgroup.Group, it *Ite
 	}
 	data := make([]byte, it.Size)
 	if _, err := io.ReadFull(dec, data); err != nil {
-		return &ChecksumError{fmt.Sprintf("entry %q: decoding %d bytes: %v: the archive is corrupt", it.Name, it.Size, err)}
+		return failure.Checksum("entry %q: decoding %d bytes: %v: the archive is corrupt", it.Name, it.Size, err)
 	}
 	if err := decodedAsListed(it, dec, crc32.ChecksumIEEE(data)); err != nil {
 		return err
@@ -158,7 +160,7 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 	for total < it.Size {
 		n, err := io.ReadFull(dec, buf[:min(largePart, it.Size-total)])
 		if err != nil {
-			return &ChecksumError{fmt.Sprintf("entry %q: decoding at byte %d of %d: %v: the archive is corrupt", it.Name, total, it.Size, err)}
+			return failure.Checksum("entry %q: decoding at byte %d of %d: %v: the archive is corrupt", it.Name, total, it.Size, err)
 		}
 		sum := crc32.ChecksumIEEE(buf[:n])
 		whole = zipformat.CombineCRC(whole, sum, int64(n))
@@ -184,10 +186,10 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 // the one listed.
 func decodedAsListed(it *Item, dec io.Reader, crc uint32) error {
 	if n, _ := io.Copy(io.Discard, io.LimitReader(dec, 1)); n != 0 {
-		return &ChecksumError{fmt.Sprintf("entry %q decodes to more than the %d bytes the central directory says: the archive is corrupt", it.Name, it.Size)}
+		return failure.Checksum("entry %q decodes to more than the %d bytes the central directory says: the archive is corrupt", it.Name, it.Size)
 	}
 	if crc != it.CRC32 {
-		return &ChecksumError{fmt.Sprintf("entry %q decodes to CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, crc, it.CRC32)}
+		return failure.Checksum("entry %q decodes to CRC-32 %08x, the central directory says %08x: the archive is corrupt", it.Name, crc, it.CRC32)
 	}
 	return nil
 }

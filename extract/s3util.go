@@ -38,13 +38,13 @@ type Client interface {
 
 func classifyS3(err error) error {
 	if err != nil && s3x.Transient(err) {
-		return &TransientError{Err: err}
+		return &stepfn.TransientError{Err: err}
 	}
 	return err
 }
 
 // named names a failed S3 call for the extract state machine: a
-// TransientError when a retry may help (s3x.Under's ErrorNamer).
+// stepfn.TransientError when a retry may help (s3x.Under's ErrorNamer).
 func named(op, bucket, key string, err error) error {
 	return classifyS3(fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err))
 }

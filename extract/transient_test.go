@@ -42,11 +42,11 @@ func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 		// Used to be Error: a body read that fails is no SDK error, yet a retry helps.
 		{"body-cut-off", fmt.Errorf("read archive bytes: %w", io.ErrUnexpectedEOF), stepfn.TypeTransientError},
 		{"body-read-reset", fmt.Errorf("read archive bytes: %w", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reset")}), stepfn.TypeTransientError},
-		// Used to be TransientError: a server out of space or without the
+		// Used to be stepfn.TransientError: a server out of space or without the
 		// feature stays so (workflow calls these RefusedError).
 		{"out-of-space", answered(507, "InsufficientStorage"), stepfn.TypeUntyped},
 		{"not-implemented", answered(501, ""), stepfn.TypeUntyped},
-		// Used to be TransientError: the SDK refusing its own parameters never heals.
+		// Used to be stepfn.TransientError: the SDK refusing its own parameters never heals.
 		{"invalid-params", sdk(smithy.InvalidParamsError{Context: "GetObjectInput"}), stepfn.TypeUntyped},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 			}
 		})
 	}
-	if te := fmt.Errorf("job 2: %w", &TransientError{Err: errors.New("x")}); !s3x.Transient(te) {
-		t.Errorf("s3x.Transient(%v) = false: a TransientError must say it is one", te)
+	if te := fmt.Errorf("job 2: %w", &stepfn.TransientError{Err: errors.New("x")}); !s3x.Transient(te) {
+		t.Errorf("s3x.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
 	}
 }

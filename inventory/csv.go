@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // csvColumns are the indexes of the fields a Record takes in a CSV row, -1
@@ -173,7 +175,7 @@ func (d *digest) check(f File) error {
 		return fmt.Errorf("inventory: read data file %q: %w", f.Key, err)
 	}
 	if got := hex.EncodeToString(d.h.Sum(nil)); got != f.MD5Checksum {
-		return &ChecksumError{What: fmt.Sprintf("file %q", f.Key), Want: f.MD5Checksum, Got: got}
+		return &failure.ChecksumMismatchError{What: fmt.Sprintf("inventory file %q", f.Key), Algorithm: "MD5", Got: got, Source: "manifest.json", Want: f.MD5Checksum, Fix: readAgain}
 	}
 	return nil
 }

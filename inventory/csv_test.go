@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 const modifiedCSV = "2026-11-23T21:32:07.123Z"
@@ -191,7 +193,7 @@ func TestReadDataFileMD5Mismatch(t *testing.T) {
 			}
 			s["inv/src-bucket/cfg/data/file-0"] = other
 			_, _, err := readAllRecords(t, s, key)
-			var ce *ChecksumError
+			var ce *failure.ChecksumMismatchError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a *ChecksumError", err)
 			}

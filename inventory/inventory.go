@@ -90,19 +90,9 @@ func (e *RowError) Error() string {
 
 func (e *RowError) Unwrap() error { return e.Err }
 
-// ChecksumError is an MD5 that does not match what the report says it is
-// (manifest.checksum for manifest.json, manifest.json for a data file): the
-// report is corrupt or was rewritten while it was read.
-type ChecksumError struct {
-	What string // "manifest.json" or `file "key"`
-	Want string // hex, as the report gives it
-	Got  string // hex, of the bytes read
-}
-
-func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("inventory %s: MD5 is %s, the report says %s: it is corrupt or was rewritten while read; read it again, or use the next report",
-		e.What, e.Got, e.Want)
-}
+// readAgain is what to do about an inventory file whose MD5 is not the
+// report's.
+const readAgain = "it is corrupt or was rewritten while read; read it again, or use the next report"
 
 // rowsBetweenCancelChecks bounds how long a canceled context goes unnoticed
 // without paying for a check on every row.

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // Format is an inventory's data file format, as manifest.json's fileFormat
@@ -116,7 +118,7 @@ func ParseManifest(data, checksum []byte) (*Manifest, error) {
 		want := strings.ToLower(string(bytes.TrimSpace(checksum)))
 		sum := md5.Sum(data)
 		if got := hex.EncodeToString(sum[:]); got != want {
-			return nil, &ChecksumError{What: "manifest.json", Want: want, Got: got}
+			return nil, &failure.ChecksumMismatchError{What: "inventory manifest.json", Algorithm: "MD5", Got: got, Source: "manifest.checksum", Want: want, Fix: readAgain}
 		}
 	}
 	var m Manifest

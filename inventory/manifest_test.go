@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 func TestParseManifest(t *testing.T) {
@@ -74,9 +76,9 @@ func TestParseManifest(t *testing.T) {
 
 func TestParseManifestChecksumErrorType(t *testing.T) {
 	_, err := ParseManifest([]byte(`{}`), []byte("00000000000000000000000000000000"))
-	var ce *ChecksumError
-	if !errors.As(err, &ce) || ce.What != "manifest.json" {
-		t.Fatalf("err = %v, want a *ChecksumError on manifest.json", err)
+	var ce *failure.ChecksumMismatchError
+	if !errors.As(err, &ce) || ce.What != "inventory manifest.json" {
+		t.Fatalf("err = %v, want a *failure.ChecksumMismatchError on manifest.json", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // makeAuto chooses among whole plans priced by the model: streaming
@@ -17,7 +19,7 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	}
 	cands := a.candidates()
 	if len(cands) == 0 {
-		return nil, &LimitError{fmt.Sprintf("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)}
+		return nil, failure.Limit("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)
 	}
 	preds := make([]Prediction, len(cands))
 	for i, c := range cands {
@@ -153,7 +155,7 @@ func (a *autoChoice) measure() error {
 		}
 		p, err := a.build(k)
 		if err != nil {
-			var le *LimitError
+			var le *failure.LimitError
 			if isLimit(err, &le) {
 				continue // this candidate does not fit; others may
 			}
@@ -319,8 +321,8 @@ func mixStats(a, b Stats, f float64) Stats {
 	}
 }
 
-func isLimit(err error, target **LimitError) bool {
-	le, ok := err.(*LimitError)
+func isLimit(err error, target **failure.LimitError) bool {
+	le, ok := err.(*failure.LimitError)
 	if ok {
 		*target = le
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -12,17 +14,6 @@ type DataRead struct {
 	Entry    *PlacedEntry
 	From, To int64
 	Dst      []byte
-}
-
-// CRCMismatchError says an entry's bytes do not have the CRC-32 the plan
-// was given for it: the source changed, or the manifest is wrong.
-type CRCMismatchError struct {
-	Entry     string
-	Want, Got uint32
-}
-
-func (e *CRCMismatchError) Error() string {
-	return fmt.Sprintf("entry %q: bytes read have CRC-32 %08x, the plan says %08x (the source changed, or the manifest's CRC is wrong)", e.Entry, e.Got, e.Want)
 }
 
 // BuildPart assembles the bytes of an upload part. entries are the part's
@@ -90,7 +81,8 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAl
 					got = zipformat.CombineCRC(got, tail.CRC, tail.Len)
 				}
 				if e.CRC32.Known && e.CRC32.Sum != got {
-					return nil, nil, &CRCMismatchError{Entry: e.Name, Want: e.CRC32.Sum, Got: got}
+					return nil, nil, &failure.ChecksumMismatchError{What: fmt.Sprintf("entry %q", e.Name), Algorithm: "CRC-32", Got: fmt.Sprintf("%08x", got), Want: fmt.Sprintf("%08x", e.CRC32.Sum),
+						Source: "the plan", Fix: "the source changed, or the manifest's CRC is wrong"}
 				}
 				computed[e.Index] = got
 			}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // The entry count: MaxEntries plans, one more is refused with the limit
@@ -17,9 +19,9 @@ func TestEntryCountAtMaxEntries(t *testing.T) {
 		t.Errorf("%d entries: %v, want no error", MaxEntries, err)
 	}
 	err := checkCount(MaxEntries + 1)
-	var limit *LimitError
+	var limit *failure.LimitError
 	if !errors.As(err, &limit) || !strings.Contains(err.Error(), "32 bits") || !strings.Contains(err.Error(), fmt.Sprint(MaxEntries+1)) {
-		t.Errorf("%d entries: %v, want a LimitError naming the 32-bit entry numbers", MaxEntries+1, err)
+		t.Errorf("%d entries: %v, want a failure.LimitError naming the 32-bit entry numbers", MaxEntries+1, err)
 	}
 }
 
@@ -35,9 +37,9 @@ func TestPartJobAtMaxJobBytes(t *testing.T) {
 	}
 	part.NeedCRC = append(part.NeedCRC, 1)
 	err := p.checkJobs([]Part{part})
-	var limit *LimitError
+	var limit *failure.LimitError
 	if !errors.As(err, &limit) || !strings.Contains(err.Error(), "part 3") || !strings.Contains(err.Error(), "MaxInputBytesPerBatch") {
-		t.Errorf("%d CRCs needed: %v, want a LimitError naming part 3 and MaxInputBytesPerBatch", fit+1, err)
+		t.Errorf("%d CRCs needed: %v, want a failure.LimitError naming part 3 and MaxInputBytesPerBatch", fit+1, err)
 	}
 }
 

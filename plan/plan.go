@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/internal/nameset"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
@@ -185,7 +187,7 @@ const jobOverhead = 2048
 // checkCount refuses more entries than a plan can number.
 func checkCount(n int) error {
 	if n > MaxEntries {
-		return &LimitError{fmt.Sprintf("%d entries: one plan holds at most %d (entries are numbered in 32 bits; ZIP64 would allow 2^64): split the archive", n, MaxEntries)}
+		return failure.Limit("%d entries: one plan holds at most %d (entries are numbered in 32 bits; ZIP64 would allow 2^64): split the archive", n, MaxEntries)
 	}
 	return nil
 }
@@ -198,17 +200,12 @@ func (p *Plan) checkJobs(parts []Part) error {
 	for i := range parts {
 		need := int64(len(parts[i].NeedCRC))
 		if bytes := need*(digits+1) + jobOverhead; bytes > MaxJobBytes {
-			return &LimitError{fmt.Sprintf("the %s plan's part %d (a %s part of %d entries) needs the CRC-32s of %d of them before it is built: its job would be about %d bytes, over the %d a Distributed Map item may be (MaxInputBytesPerBatch): use a smaller part size, or the stream or auto strategy",
-				p.Strategy, parts[i].Number, parts[i].Kind, parts[i].Count, need, bytes, MaxJobBytes)}
+			return failure.Limit("the %s plan's part %d (a %s part of %d entries) needs the CRC-32s of %d of them before it is built: its job would be about %d bytes, over the %d a Distributed Map item may be (MaxInputBytesPerBatch): use a smaller part size, or the stream or auto strategy",
+				p.Strategy, parts[i].Number, parts[i].Kind, parts[i].Count, need, bytes, MaxJobBytes)
 		}
 	}
 	return nil
 }
-
-// LimitError says a plan does not fit a hard limit of S3 or of the format.
-type LimitError struct{ Msg string }
-
-func (e *LimitError) Error() string { return e.Msg }
 
 // InputError says an entry is unusable as given.
 type InputError struct {
@@ -411,8 +408,8 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 		parts = coalesce(parts)
 	}
 	if len(parts) > MaxParts {
-		return &LimitError{fmt.Sprintf("the %s plan needs %d parts; S3 allows %d in one multipart upload (archive of %d bytes, %d entries): raise the part size or use the chain or auto strategy, which assemble in two levels",
-			p.Strategy, len(parts), MaxParts, p.Size, len(p.Entries))}
+		return failure.Limit("the %s plan needs %d parts; S3 allows %d in one multipart upload (archive of %d bytes, %d entries): raise the part size or use the chain or auto strategy, which assemble in two levels",
+			p.Strategy, len(parts), MaxParts, p.Size, len(p.Entries))
 	}
 	for i := range parts {
 		parts[i].Number = i + 1

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 var strategies = []Strategy{StrategyStream, StrategyDuo, StrategyChain, StrategyAuto}
@@ -132,7 +134,7 @@ func TestBuildPartDetectsChangedSource(t *testing.T) {
 		return nil
 	}
 	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, func(map[EntryIndex]uint32) ([]byte, error) { return p.Directory() }, fill)
-	var mismatch *CRCMismatchError
+	var mismatch *failure.ChecksumMismatchError
 	if !errors.As(err, &mismatch) {
 		t.Fatalf("err = %v, want CRCMismatchError", err)
 	}
@@ -178,7 +180,7 @@ func TestTooManyParts(t *testing.T) {
 		entries[i] = obj(fmt.Sprintf("o%05d", i), 5*MiB)
 	}
 	_, err := Make(entries, Options{Strategy: StrategyDuo})
-	var limit *LimitError
+	var limit *failure.LimitError
 	if !errors.As(err, &limit) {
 		t.Fatalf("err = %v, want LimitError", err)
 	}

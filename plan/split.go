@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -148,7 +150,7 @@ func SplitEntries(entries []Entry, l SplitLimits) [][2]int {
 // CheckArchives refuses more archives than a run names.
 func CheckArchives(entries, archives int) error {
 	if archives > MaxArchives {
-		return &LimitError{fmt.Sprintf("%d entries under the split limits make %d archives; a run writes at most %d (name-0001 to name-%04d): raise the split size or entries", entries, archives, MaxArchives, MaxArchives)}
+		return failure.Limit("%d entries under the split limits make %d archives; a run writes at most %d (name-0001 to name-%04d): raise the split size or entries", entries, archives, MaxArchives, MaxArchives)
 	}
 	return nil
 }

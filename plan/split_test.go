@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // splitEntries are n objects of the given sizes, cycled.
@@ -167,7 +169,7 @@ func TestSplitRefusals(t *testing.T) {
 	if _, err := MakeSplit(splitEntries(2, 1), Options{}, SplitLimits{Bytes: MinSplitBytes}); err != nil {
 		t.Errorf("split size of the smallest archive: %v", err)
 	}
-	var le *LimitError
+	var le *failure.LimitError
 	if _, err := MakeSplit(splitEntries(MaxArchives+1, 0), Options{Strategy: StrategyStream}, SplitLimits{Entries: 1}); !errors.As(err, &le) || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("10,000 archives: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
@@ -153,4 +154,56 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err er
 		return stillThere
 	})
 	return found, err
+}
+
+// discardArchives deletes the archives of a failed run that its finalizer
+// recorded as completed or completing (a split run's, or the one archive),
+// each only while it is still the object this run completed (its ETag, or
+// its size and CRC-32): another writer's since is left alone.
+//
+// Only archives whose upload was gone when Abort came (gone, by index) are
+// looked for: one whose upload Abort aborted was never completed, and a HEAD
+// of a missing key needs s3:ListBucket.
+func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord, gone map[int]bool) (int, error) {
+	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
+	deleted := 0
+	archives := len(rec.Archives)
+	if archives == 0 && rec.UploadID != "" {
+		archives = 1
+	}
+	for k := range archives {
+		if !gone[k] {
+			continue
+		}
+		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
+		if s3x.NotFound(err) {
+			continue
+		}
+		var done completedArchive
+		if err == nil {
+			err = json.Unmarshal(doc, &done)
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("the record of archive %d: %w", k+1, err)
+		}
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key, ChecksumMode: types.ChecksumModeEnabled})
+		if s3x.NotFound(err) || err == nil && !done.ours(h) {
+			continue
+		}
+		if err != nil {
+			return deleted, s3Error("HeadObject", bucket, done.Key, false, err)
+		}
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &done.Key}); err != nil {
+			return deleted, s3Error("DeleteObject", bucket, done.Key, false, err)
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
+// archiveDiscarder is what discarding a failed split run's archives needs.
+type archiveDiscarder interface {
+	objectGetter
+	objectHeader
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/s3ref"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"

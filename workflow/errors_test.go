@@ -12,8 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/internal/stepfn"
-	"github.com/s3zip/s3zip/plan"
 )
 
 // unquotedPlaceholder is a DefinitionSubstitutions placeholder standing for a
@@ -136,15 +137,15 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&RequestError{Problems: []string{"x"}}, stepfn.TypeRequestError},
-		{&SourceChangedError{Bucket: "b", Key: "k", Err: errors.New("412")}, stepfn.TypeSourceChangedError},
-		{&ChecksumMismatchError{Msg: "x"}, stepfn.TypeChecksumMismatchError},
-		{&plan.CRCMismatchError{}, stepfn.TypeChecksumMismatchError},
-		{&DestinationExistsError{Bucket: "b", Key: "k"}, stepfn.TypeDestinationExistsError},
-		{&LimitError{Msg: "x"}, stepfn.TypeLimitError},
+		{&failure.RequestError{Problems: []string{"x"}}, stepfn.TypeRequestError},
+		{&failure.SourceChangedError{Bucket: "b", Key: "k", Err: errors.New("412")}, stepfn.TypeSourceChangedError},
+		{&failure.ChecksumMismatchError{Msg: "x"}, stepfn.TypeChecksumMismatchError},
+		{&failure.ChecksumMismatchError{}, stepfn.TypeChecksumMismatchError},
+		{&failure.DestinationExistsError{Bucket: "b", Key: "k"}, stepfn.TypeDestinationExistsError},
+		{&failure.LimitError{Msg: "x"}, stepfn.TypeLimitError},
 		{&RefusedError{Op: "op", Err: errors.New("x")}, stepfn.TypeRefusedError},
 		{&DeadlineError{Done: 1, Left: 2}, stepfn.TypeDeadlineError},
-		{&TransientError{Op: "op", Err: errors.New("x")}, stepfn.TypeTransientError},
+		{&stepfn.TransientError{Op: "op", Err: errors.New("x")}, stepfn.TypeTransientError},
 		{errors.New("plain"), stepfn.TypeUntyped},
 	}
 	seen := map[string]bool{}
@@ -166,8 +167,8 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 	// A cause of a transient failure does not make a bad request retryable.
-	if got := ErrorType(&TransientError{Op: "op", Err: &RequestError{Problems: []string{"x"}}}); got != stepfn.TypeRequestError {
-		t.Errorf("a TransientError around a RequestError is %s, want %s (the first in ErrorTypes' order)", got, stepfn.TypeRequestError)
+	if got := ErrorType(&stepfn.TransientError{Op: "op", Err: &failure.RequestError{Problems: []string{"x"}}}); got != stepfn.TypeRequestError {
+		t.Errorf("a stepfn.TransientError around a failure.RequestError is %s, want %s (the first in ErrorTypes' order)", got, stepfn.TypeRequestError)
 	}
 }
 
@@ -177,9 +178,9 @@ func TestRequestObjectProblemsAreSeparate(t *testing.T) {
 	s := &fakePlannerS3{}
 	pl := &Planner{S3: s, Config: Config{WorkBucket: "work", ControlBucket: "ctl"}}
 	_, err := pl.Plan(context.Background(), PlanInput{Request: []byte(`{"requestObject":{"bucket":"","key":""}}`), Execution: "x"})
-	var re *RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) || len(re.Problems) != 2 {
-		t.Fatalf("err = %v, want a RequestError with two problems", err)
+		t.Fatalf("err = %v, want a failure.RequestError with two problems", err)
 	}
 	want := "bad request (2 problems): requestObject.bucket is missing; requestObject.key is missing"
 	if err.Error() != want {

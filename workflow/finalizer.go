@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -414,10 +416,10 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3x.CRCBase64(archiveCRC) {
 				return aws.ToString(h.ETag), nil
 			}
-			return "", &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
+			return "", &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
 		}
 		if s3ref.IsCode(err, "BadDigest", "InvalidPart") {
-			return "", &ChecksumMismatchError{fmt.Sprintf("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)}
+			return "", failure.Checksum("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)
 		}
 		return "", s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
@@ -436,7 +438,7 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		if s3x.NotFound(err) {
-			return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: "the archive was removed from the key by another writer right after completion"}
+			return nil, &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: "the archive was removed from the key by another writer right after completion"}
 		}
 		return nil, s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
@@ -452,12 +454,12 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 	switch {
 	case problem == "":
 	case etag == "" || aws.ToString(h.ETag) != etag:
-		return nil, &DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: fmt.Sprintf("%s %s: another writer replaced this run's archive (left as it is)", d.URI(), problem)}
+		return nil, &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: fmt.Sprintf("%s %s: another writer replaced this run's archive (left as it is)", d.URI(), problem)}
 	default:
 		if _, derr := f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.Bucket, Key: &d.Key}); derr != nil {
-			return nil, &ChecksumMismatchError{fmt.Sprintf("archive %s %s; deleting it failed, delete it yourself: %v", d.URI(), problem, derr)}
+			return nil, failure.Checksum("archive %s %s; deleting it failed, delete it yourself: %v", d.URI(), problem, derr)
 		}
-		return nil, fmt.Errorf("%w%w", &ChecksumMismatchError{fmt.Sprintf("archive %s %s; it was deleted", d.URI(), problem)}, errArchiveDeleted)
+		return nil, fmt.Errorf("%w%w", failure.Checksum("archive %s %s; it was deleted", d.URI(), problem), errArchiveDeleted)
 	}
 	return &Archive{URI: d.URI(), Size: size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }
@@ -493,7 +495,7 @@ func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *r
 		if earlier, gerr := readReportHead(ctx, f.S3, job.Destination.Bucket, key); gerr == nil && earlier.Execution == job.Execution {
 			return nil
 		}
-		return &DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
+		return &failure.DestinationExistsError{Bucket: job.Destination.Bucket, Key: job.Destination.Key,
 			Msg: fmt.Sprintf("another writer created s3://%s/%s during the run (left as it is)", job.Destination.Bucket, key)}
 	}
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
@@ -540,25 +542,6 @@ func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*R
 // (another conditional write to the key in progress) or a 5xx heals within
 // seconds.
 var reportRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Linear(200 * time.Millisecond)}
-
-// ReportKey is the key of the JSON report written beside an archive, in
-// the archive's bucket: the archive's key plus ".report.json".
-func ReportKey(d Destination) string { return d.Key + ".report.json" }
-
-// checkReportFree says whether the report's key is free; without overwrite
-// a run never replaces an object there.
-func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
-	key := ReportKey(d)
-	_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
-	switch {
-	case err == nil:
-		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key,
-			Msg: fmt.Sprintf("its report s3://%s/%s already exists (s3zip writes the report beside the archive); set options.overwrite to replace both, or choose another key", d.Bucket, key)}
-	case s3x.NotFound(err):
-		return nil
-	}
-	return s3Error("HeadObject", d.Bucket, key, false, err)
-}
 
 type workCleaner interface {
 	uploadLister

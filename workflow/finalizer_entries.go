@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -111,7 +113,7 @@ func takeCRC(e *plan.PlacedEntry, computed plan.CRC) error {
 		return nil
 	}
 	if e.CRC32.Known && e.CRC32.Sum != computed.Sum {
-		return &ChecksumMismatchError{fmt.Sprintf("entry %q: a worker computed CRC-32 %08x, the plan has %08x", e.Name, computed.Sum, e.CRC32.Sum)}
+		return failure.Checksum("entry %q: a worker computed CRC-32 %08x, the plan has %08x", e.Name, computed.Sum, e.CRC32.Sum)
 	}
 	e.CRC32 = computed
 	return nil

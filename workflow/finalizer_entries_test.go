@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
@@ -165,16 +166,16 @@ func TestBatchCRCsReadAsTheyCome(t *testing.T) {
 }
 
 // A worker's CRC-32 is taken where the plan has none, and must be the
-// plan's where it has one: a difference fails the run (ChecksumMismatchError).
+// plan's where it has one: a difference fails the run (failure.ChecksumMismatchError).
 func TestTakeCRCRefusesAnotherThanThePlans(t *testing.T) {
 	unknown := &plan.PlacedEntry{Entry: &plan.Entry{Name: "u"}}
 	if err := takeCRC(unknown, plan.KnownCRC(5)); err != nil || unknown.CRC32 != plan.KnownCRC(5) {
 		t.Errorf("an entry without a CRC-32 given 5: %v, %v", err, unknown.CRC32)
 	}
 	known := &plan.PlacedEntry{Entry: &plan.Entry{Name: "k", CRC32: plan.KnownCRC(7)}}
-	var mismatch *ChecksumMismatchError
+	var mismatch *failure.ChecksumMismatchError
 	if err := takeCRC(known, plan.KnownCRC(8)); !errors.As(err, &mismatch) || !strings.Contains(err.Error(), `entry "k"`) {
-		t.Errorf("an entry of CRC-32 7 given 8: %v, want a ChecksumMismatchError naming it", err)
+		t.Errorf("an entry of CRC-32 7 given 8: %v, want a failure.ChecksumMismatchError naming it", err)
 	}
 	if err := takeCRC(known, plan.CRC{}); err != nil || known.CRC32 != plan.KnownCRC(7) {
 		t.Errorf("an entry of CRC-32 7 given none: %v, %v", err, known.CRC32)

@@ -2,15 +2,11 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // finalizeSplit finalizes a split run: each archive's central directory
@@ -74,34 +70,6 @@ func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
 	return err == nil
 }
 
-// completedArchive is the record of an archive the finalizer completes:
-// written before the completion with the archive's size and CRC-32 (ETag
-// empty), and, for a split run's, again after it with the ETag. An archive
-// a failed run completed is then found by Abort (discardArchives) however
-// the finalizer ended, even in the instant between the completion and its
-// record.
-type completedArchive struct {
-	Key  string `json:"key"`
-	ETag string `json:"etag,omitempty"`
-	// Size and CRC32 (8 hex digits) are the archive's: with no ETag, the
-	// object at Key is this run's if it has them (the completion stores the
-	// CRC-32 as the object's full-object checksum).
-	Size  int64  `json:"size,omitempty"`
-	CRC32 string `json:"crc32,omitempty"`
-}
-
-// ours says whether the object h describes is the archive the record is
-// of: the ETag it was completed with or, before that was recorded, its size
-// and CRC-32. (With overwrite, an archive identical to the one the run
-// would have written, byte for byte, is taken for it.)
-func (c *completedArchive) ours(h *s3.HeadObjectOutput) bool {
-	if c.ETag != "" {
-		return aws.ToString(h.ETag) == c.ETag
-	}
-	crc, ok := fullObjectCRC(h)
-	return ok && c.CRC32 != "" && fmt.Sprintf("%08x", crc) == c.CRC32 && aws.ToInt64(h.ContentLength) == c.Size
-}
-
 // recordCompleting records archive k (0 for a run of one archive) before
 // its upload is completed: its key (the job's destination), size and
 // CRC-32 (rec's).
@@ -111,62 +79,4 @@ func recordCompleting(ctx context.Context, c objectPutter, job *Job, k int, rec 
 		return fmt.Errorf("recording the archive before completing it: %w", err)
 	}
 	return nil
-}
-
-// doneKey is where the finalizer records archive k of a split run as
-// completed.
-func doneKey(workPrefix string, k int) string {
-	return fmt.Sprintf("%sdone/%04d.json", workPrefix, k+1)
-}
-
-// discardArchives deletes the archives of a failed run that its finalizer
-// recorded as completed or completing (a split run's, or the one archive),
-// each only while it is still the object this run completed (its ETag, or
-// its size and CRC-32): another writer's since is left alone.
-//
-// Only archives whose upload was gone when Abort came (gone, by index) are
-// looked for: one whose upload Abort aborted was never completed, and a HEAD
-// of a missing key needs s3:ListBucket.
-func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord, gone map[int]bool) (int, error) {
-	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
-	deleted := 0
-	archives := len(rec.Archives)
-	if archives == 0 && rec.UploadID != "" {
-		archives = 1
-	}
-	for k := range archives {
-		if !gone[k] {
-			continue
-		}
-		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
-		if s3x.NotFound(err) {
-			continue
-		}
-		var done completedArchive
-		if err == nil {
-			err = json.Unmarshal(doc, &done)
-		}
-		if err != nil {
-			return deleted, fmt.Errorf("the record of archive %d: %w", k+1, err)
-		}
-		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key, ChecksumMode: types.ChecksumModeEnabled})
-		if s3x.NotFound(err) || err == nil && !done.ours(h) {
-			continue
-		}
-		if err != nil {
-			return deleted, s3Error("HeadObject", bucket, done.Key, false, err)
-		}
-		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &done.Key}); err != nil {
-			return deleted, s3Error("DeleteObject", bucket, done.Key, false, err)
-		}
-		deleted++
-	}
-	return deleted, nil
-}
-
-// archiveDiscarder is what discarding a failed split run's archives needs.
-type archiveDiscarder interface {
-	objectGetter
-	objectHeader
-	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 )
 
@@ -43,7 +44,7 @@ func TestDeployedPlannerRefusesUngrantedKMSKey(t *testing.T) {
 			r := &Runner{S3: s3.New(e.s3.Options(), counter.Option()), Config: deployedConfig(t, tc.granted)}
 			req := request("duo", "p/", "kms-"+tc.name+".zip", `,"sse":{"type":"aws:kms","kmsKeyId":"`+otherKey+`"}`)
 			_, err := r.Run(context.Background(), req, "kms-"+tc.name)
-			var refused *RequestError
+			var refused *failure.RequestError
 			if !errors.As(err, &refused) {
 				t.Fatalf("error %v, want a *RequestError", err)
 			}

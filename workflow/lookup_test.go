@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
@@ -215,7 +216,7 @@ func TestCRCsTheLayoutNeedsAreLearnedByTheReadPass(t *testing.T) {
 // Pinning stays what it was when the planner looked a manifest's objects up
 // itself: an object changed after the pin round — before the CRC round asks
 // for its CRC-32, or before a worker copies it — fails the run with
-// SourceChangedError (If-Match on the pinned ETag), never archives other
+// failure.SourceChangedError (If-Match on the pinned ETag), never archives other
 // bytes, and leaves nothing behind.
 func TestManifestSourceChangedAfterThePin(t *testing.T) {
 	for _, when := range []string{"before-the-crc-round", "before-the-build"} {
@@ -256,7 +257,7 @@ func TestManifestSourceChangedAfterThePin(t *testing.T) {
 			}
 			req := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/m.csv"}},"destination":{"bucket":"dst","key":"out/a.zip"},"options":{"strategy":"stream","partSize":5242880}}`
 			_, err := r.Run(context.Background(), []byte(req), "exec-"+when)
-			var sce *SourceChangedError
+			var sce *failure.SourceChangedError
 			if !errors.As(err, &sce) {
 				t.Fatalf("err = %v, want SourceChangedError", err)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -60,7 +62,7 @@ func metaOf(h *s3.HeadObjectOutput, src plan.Source, keep bool) (headMeta, error
 	field, err := zipformat.AppendMetadataExtra(nil, kept)
 	var tl *zipformat.MetadataTooLongError
 	if errors.As(err, &tl) || err == nil && len(field) > MaxKeptMetadataBytes {
-		return m, &RequestError{[]string{fmt.Sprintf("s3://%s/%s: its metadata is over the %d bytes s3zip keeps of an object's (S3's own stays under 8 KiB of headers); archive it without options.keepMetadata",
+		return m, &failure.RequestError{Problems: []string{fmt.Sprintf("s3://%s/%s: its metadata is over the %d bytes s3zip keeps of an object's (S3's own stays under 8 KiB of headers); archive it without options.keepMetadata",
 			src.Bucket, src.Key, MaxKeptMetadataBytes)}}
 	}
 	m.Field = plan.MetaField(field)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
@@ -64,9 +65,9 @@ func TestMetaOf(t *testing.T) {
 	}
 	huge := &s3.HeadObjectOutput{Metadata: map[string]string{"a": strings.Repeat("x", 40000), "b": strings.Repeat("y", 30000)}}
 	_, err := metaOf(huge, src, true)
-	var re *RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "s3://b/k") || !strings.Contains(err.Error(), "without options.keepMetadata") {
-		t.Errorf("metadata past the field's limit: got %v, want a RequestError naming the object and the way out", err)
+		t.Errorf("metadata past the field's limit: got %v, want a failure.RequestError naming the object and the way out", err)
 	}
 	if _, err := metaOf(huge, src, false); err != nil {
 		t.Errorf("not kept, its size does not matter: %v", err)
@@ -88,7 +89,7 @@ func TestKeptLookupsFitThePayloadQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	over := &s3.HeadObjectOutput{Metadata: map[string]string{"k": strings.Repeat("x", MaxKeptMetadataBytes)}}
-	var re *RequestError
+	var re *failure.RequestError
 	if _, err := metaOf(over, plan.Source{Bucket: "b", Key: "k"}, true); !errors.As(err, &re) {
 		t.Errorf("a field over MaxKeptMetadataBytes: got %v, want a RequestError", err)
 	}
@@ -96,7 +97,7 @@ func TestKeptLookupsFitThePayloadQuota(t *testing.T) {
 
 // The metadata a run keeps is bounded all objects together: past
 // MaxKeptMetadataTotal the pin round's answers are refused with a
-// LimitError rather than held until the planner runs out of memory.
+// failure.LimitError rather than held until the planner runs out of memory.
 func TestKeptMetadataTotalBounded(t *testing.T) {
 	field := plan.MetaField(strings.Repeat("m", 8<<20)) // one string shared by every answer: cheap here
 	n := int(MaxKeptMetadataTotal/(8<<20)) + 1
@@ -110,9 +111,9 @@ func TestKeptMetadataTotalBounded(t *testing.T) {
 	}
 	r := &planRun{req: &Request{Source: Source{Bucket: "b"}}, stored: &storedCRCs{}}
 	_, err := r.applyPins(entries, jobs, answersOf(results))
-	var le *LimitError
+	var le *failure.LimitError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "without options.keepMetadata") {
-		t.Fatalf("got %v, want a LimitError saying how to get under it", err)
+		t.Fatalf("got %v, want a failure.LimitError saying how to get under it", err)
 	}
 	if _, err := r.applyPins(entries[:n-1], jobs[:n-1], answersOf(results[:n-1])); err != nil {
 		t.Fatalf("at the bound: %v", err)

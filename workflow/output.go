@@ -11,7 +11,11 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/presign"
+	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -146,4 +150,23 @@ func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput,
 	if warning != "" {
 		out.Warnings = append(out.Warnings, warning)
 	}
+}
+
+// ReportKey is the key of the JSON report written beside an archive, in
+// the archive's bucket: the archive's key plus ".report.json".
+func ReportKey(d Destination) string { return d.Key + ".report.json" }
+
+// checkReportFree says whether the report's key is free; without overwrite
+// a run never replaces an object there.
+func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
+	key := ReportKey(d)
+	_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
+	switch {
+	case err == nil:
+		return &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key,
+			Msg: fmt.Sprintf("its report s3://%s/%s already exists (s3zip writes the report beside the archive); set options.overwrite to replace both, or choose another key", d.Bucket, key)}
+	case s3x.NotFound(err):
+		return nil
+	}
+	return s3Error("HeadObject", d.Bucket, key, false, err)
 }

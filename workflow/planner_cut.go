@@ -2,7 +2,8 @@ package workflow
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/s3zip/s3zip/internal/failure"
 
 	"github.com/s3zip/s3zip/plan"
 )
@@ -28,10 +29,10 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	warnWrongTool(pl.runLog(execution, req), p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		if p.Split() {
-			return nil, &LimitError{fmt.Sprintf("the %d archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes: all of a split run's archives together)",
-				len(p.Archives), p.Size, cfg.MaxArchiveBytes)}
+			return nil, failure.Limit("the %d archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes: all of a split run's archives together)",
+				len(p.Archives), p.Size, cfg.MaxArchiveBytes)
 		}
-		return nil, &LimitError{fmt.Sprintf("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)}
+		return nil, failure.Limit("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)
 	}
 	return p, nil
 }

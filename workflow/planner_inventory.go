@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -30,7 +32,7 @@ const maxProblemsListed = 20
 // manifest, its checksum and the data files, whatever the number of objects.
 //
 // The report is a day or a week old: an object changed since is caught by the
-// workers' If-Match on the ETag it gives (SourceChangedError), as a listing's
+// workers' If-Match on the ETag it gives (failure.SourceChangedError), as a listing's
 // would be. No version is pinned, for the same reason: an object overwritten
 // since the report is refused, not archived as it was.
 func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy, stored *storedCRCs) ([]plan.Entry, error) {
@@ -88,7 +90,7 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 		bad = append(bad, fmt.Sprintf("… and %d more keys outside the allowed sources", outside-maxProblemsListed))
 	}
 	if bad != nil {
-		return nil, &RequestError{bad}
+		return nil, &failure.RequestError{Problems: bad}
 	}
 	if skipped > 0 {
 		pl.logger().Warn("skipped work objects listed in the inventory", "inventory", "s3://"+ref.Bucket+"/"+ref.Key, "workPrefix", cfg.WorkPrefix, "objects", skipped)
@@ -119,7 +121,7 @@ func inventoryError(ctx context.Context, ref *ObjectRef, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return requestError("inventory s3://%s/%s: %v: the report is incomplete or was deleted; give a complete report (S3 writes manifest.checksum last)", ref.Bucket, ref.Key, err)
-	case ctx.Err() != nil, errors.As(err, &s3Failure), stepfn.IsA[*TransientError](err), stepfn.IsA[*RefusedError](err):
+	case ctx.Err() != nil, errors.As(err, &s3Failure), stepfn.IsA[*stepfn.TransientError](err), stepfn.IsA[*RefusedError](err):
 		return err
 	}
 	// The package's own errors: a ChecksumError, a RowError, a format it

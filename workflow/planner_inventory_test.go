@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/invreport"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
@@ -180,7 +181,7 @@ func TestInventorySourceRefused(t *testing.T) {
 				prefix = "in/"
 			}
 			_, err := run.Run(context.Background(), inventoryRequest(r.ManifestKey, prefix, "out/x.zip", "stream", c.extra), "exec-refused")
-			var re *RequestError
+			var re *failure.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %T %v, want a RequestError", err, err)
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -49,7 +51,7 @@ func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) 
 // entryLimit refuses more entries than the deployment allows.
 func entryLimit(cfg Config, n int) error {
 	if cfg.MaxEntries > 0 && n > cfg.MaxEntries {
-		return &LimitError{fmt.Sprintf("%d entries; this deployment allows at most %d (MAX_ENTRIES)", n, cfg.MaxEntries)}
+		return failure.Limit("%d entries; this deployment allows at most %d (MAX_ENTRIES)", n, cfg.MaxEntries)
 	}
 	return nil
 }
@@ -201,7 +203,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 	}
 	lines, err := manifest.Parse(bytes.NewReader(doc))
 	if err != nil {
-		return nil, nil, &RequestError{[]string{fmt.Sprintf("manifest s3://%s/%s: %v", m.Bucket, m.Key, err)}}
+		return nil, nil, &failure.RequestError{Problems: []string{fmt.Sprintf("manifest s3://%s/%s: %v", m.Bucket, m.Key, err)}}
 	}
 	var bad []string
 	entries := make([]plan.Entry, len(lines))
@@ -236,7 +238,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 			Dir: strings.HasSuffix(name, "/") && l.Size <= 0}
 	}
 	if bad != nil {
-		return nil, nil, &RequestError{bad}
+		return nil, nil, &failure.RequestError{Problems: bad}
 	}
 	return entries, lines, nil
 }

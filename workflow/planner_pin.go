@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -91,8 +93,8 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 		folders = folders || e.Dir != dir
 		r.stored.note(e.Source.Bucket, e.Source.Key, l.Stored)
 		if kept += int64(len(e.Meta)); kept > MaxKeptMetadataTotal {
-			return &LimitError{fmt.Sprintf("the objects' kept metadata passes %d MiB by entry %d of %d; the planner holds it with the entries (docs/metadata.md): archive fewer objects per run, or without options.keepMetadata",
-				MaxKeptMetadataTotal>>20, i+1, len(entries))}
+			return failure.Limit("the objects' kept metadata passes %d MiB by entry %d of %d; the planner holds it with the entries (docs/metadata.md): archive fewer objects per run, or without options.keepMetadata",
+				MaxKeptMetadataTotal>>20, i+1, len(entries))
 		}
 		return nil
 	})
@@ -105,7 +107,7 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 		for k, p := range problems {
 			bad[k] = p.what
 		}
-		return nil, &RequestError{bad}
+		return nil, &failure.RequestError{Problems: bad}
 	}
 	if folders {
 		if err := checkSourceNames(r.req, entries); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3metrics"
@@ -30,12 +32,12 @@ func TestRunnerSkipsAbortWhenPlanningWroteNothing(t *testing.T) {
 		want    any
 		says    []string // what the refusal must name
 	}{
-		{"destination-exists", request("duo", "p/", "taken.zip", ""), new(*DestinationExistsError), nil},
-		{"duplicate-names", request("duo", "q/", "d.zip", `,"names":"flat"`), new(*RequestError), nil},
-		{"empty-prefix", request("duo", "none/", "e.zip", ""), new(*RequestError), nil},
-		{"missing-manifest", json.RawMessage(`{"source":{"manifest":{"bucket":"src","key":"none.csv"}},"destination":{"bucket":"dst","key":"m.zip"}}`), new(*RequestError), nil},
-		{"file-and-folder", json.RawMessage(fmt.Sprintf(clash, "c.zip", "")), new(*RequestError), []string{`file "sub" (key "p/a.txt")`, `"sub/x" (key "q/x/same.txt")`, "manifest"}},
-		{"file-and-folder-compressed", json.RawMessage(fmt.Sprintf(clash, "cz.zip", `"compression":"deflate"`)), new(*RequestError), []string{`"sub/x"`}},
+		{"destination-exists", request("duo", "p/", "taken.zip", ""), new(*failure.DestinationExistsError), nil},
+		{"duplicate-names", request("duo", "q/", "d.zip", `,"names":"flat"`), new(*failure.RequestError), nil},
+		{"empty-prefix", request("duo", "none/", "e.zip", ""), new(*failure.RequestError), nil},
+		{"missing-manifest", json.RawMessage(`{"source":{"manifest":{"bucket":"src","key":"none.csv"}},"destination":{"bucket":"dst","key":"m.zip"}}`), new(*failure.RequestError), nil},
+		{"file-and-folder", json.RawMessage(fmt.Sprintf(clash, "c.zip", "")), new(*failure.RequestError), []string{`file "sub" (key "p/a.txt")`, `"sub/x" (key "q/x/same.txt")`, "manifest"}},
+		{"file-and-folder-compressed", json.RawMessage(fmt.Sprintf(clash, "cz.zip", `"compression":"deflate"`)), new(*failure.RequestError), []string{`"sub/x"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counter := s3metrics.New()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/s3ref"
@@ -57,7 +59,7 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 			}
 		}
 		if bad != nil {
-			return nil, &RequestError{bad}
+			return nil, &failure.RequestError{Problems: bad}
 		}
 		if cfg.ControlBucket != "" && ref.Bucket != cfg.ControlBucket {
 			return nil, requestError("requestObject s3://%s/%s: request objects are read only from the control bucket %s", ref.Bucket, ref.Key, cfg.ControlBucket)
@@ -98,7 +100,7 @@ func checkAllowed(cfg Config, req *Request) error {
 		bad = append(bad, msg)
 	}
 	if bad != nil {
-		return &RequestError{bad}
+		return &failure.RequestError{Problems: bad}
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
 	_, err := pl.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key})
 	switch {
 	case err == nil:
-		return &DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
+		return &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
 	case !s3x.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}

@@ -85,20 +85,6 @@ func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error)
 	return plan.Decode(header, entries, bytes.NewReader(parts))
 }
 
-// readLayout reads a job's plan without its entries (the finalizer's:
-// streamEntries reads them an entry at a time).
-func readLayout(ctx context.Context, c objectGetter, job *Job) (*plan.Layout, error) {
-	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
-	if err != nil {
-		return nil, fmt.Errorf("plan parts: %w", err)
-	}
-	return plan.DecodeLayout(header, bytes.NewReader(parts))
-}
-
 // spooledPlan is a plan's entries and part-job files, written to the temp
 // directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
 // they are made, and its header. The entries file of ten million entries
@@ -131,15 +117,6 @@ func spoolPlan(p *plan.Plan) (*spooledPlan, error) {
 func (f *spooledPlan) remove() {
 	discardSpool(f.entries)
 	discardSpool(f.parts)
-}
-
-// discardSpool closes and deletes a file spooled to $TMPDIR (nil: none): a
-// warm Lambda's /tmp outlives the invocation.
-func discardSpool(file *os.File) {
-	if file != nil {
-		file.Close()
-		os.Remove(file.Name())
-	}
 }
 
 // uploadRecordKey is where a planner records the upload it created, so that

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -185,12 +187,12 @@ func TestRunCompressFailsCleanly(t *testing.T) {
 	n := 0
 	r.Read = perJob(func(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		if n++; n == 5 {
-			return nil, &SourceChangedError{Bucket: job.Source.Bucket, Key: job.Source.Key, Err: errors.New("injected")}
+			return nil, &failure.SourceChangedError{Bucket: job.Source.Bucket, Key: job.Source.Key, Err: errors.New("injected")}
 		}
 		return (&Reader{S3: e.s3}).Read(ctx, job)
 	})
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-fail")
-	var changed *SourceChangedError
+	var changed *failure.SourceChangedError
 	if !errors.As(err, &changed) {
 		t.Fatalf("err = %v, want SourceChangedError", err)
 	}
@@ -234,9 +236,9 @@ func TestPlanWithoutReadPassRefuses(t *testing.T) {
 	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumNone}})
 	pl := &Planner{S3: e.s3, Config: Config{WorkBucket: "work"}}
 	_, err := pl.Plan(context.Background(), PlanInput{Request: request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), Execution: "exec-direct"})
-	var re *RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "need the read pass") {
-		t.Fatalf("err = %v, want a RequestError about the read pass", err)
+		t.Fatalf("err = %v, want a failure.RequestError about the read pass", err)
 	}
 	e.assertClean(t)
 }
@@ -339,7 +341,7 @@ func TestChecksumsFileEscapesNewlines(t *testing.T) {
 }
 
 // A source rewritten after the listing and before its read: the read job's
-// If-Match fails, the run fails with SourceChangedError, nothing is left.
+// If-Match fails, the run fails with failure.SourceChangedError, nothing is left.
 func TestRunCompressSourceChangedBeforeRead(t *testing.T) {
 	srv := s3test.Start(t)
 	e := &env{srv: srv, s3: srv.Client(t)}
@@ -359,9 +361,9 @@ func TestRunCompressSourceChangedBeforeRead(t *testing.T) {
 		return (&Reader{S3: e.s3}).Read(ctx, job)
 	})
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-changed")
-	var sce *SourceChangedError
+	var sce *failure.SourceChangedError
 	if !errors.As(err, &sce) || sce.Key != "in/b.txt" {
-		t.Fatalf("err = %v, want SourceChangedError for in/b.txt", err)
+		t.Fatalf("err = %v, want failure.SourceChangedError for in/b.txt", err)
 	}
 	e.assertClean(t)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // A local run refused after the read pass (here: the destination appeared
@@ -26,7 +28,7 @@ func TestRunRefusedAfterReadPassLeavesNothing(t *testing.T) {
 	}
 	r.Config.DefaultMaxConcurrency = 1
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate"`), "exec-appeared")
-	var exists *DestinationExistsError
+	var exists *failure.DestinationExistsError
 	if !errors.As(err, &exists) {
 		t.Fatalf("err = %v, want a DestinationExistsError", err)
 	}
@@ -51,7 +53,7 @@ func TestRunChecksumsFileClashNamesTheSource(t *testing.T) {
 		return (&Reader{S3: e.s3}).Handle(ctx, in)
 	}
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", `,"compression":"deflate","digests":["sha256"],"checksumsFile":"SHA256SUMS"`), "exec-clash")
-	var re *RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v, want a RequestError", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
@@ -36,7 +37,7 @@ func TestWriteReportNeverReplaces(t *testing.T) {
 
 	e.srv.PutObject(t, "dst", key, []byte("someone else's"))
 	err := f.writeReport(t.Context(), job, p, []Archive{*a}, ReportStats{})
-	var de *DestinationExistsError
+	var de *failure.DestinationExistsError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want a DestinationExistsError", err)
 	}

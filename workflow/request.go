@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -158,7 +160,7 @@ func (r *Request) Validate() error {
 	add(checkPresign(r.Options.Presign))
 	add(checkRequestID(r.ID))
 	if bad != nil {
-		return &RequestError{bad}
+		return &failure.RequestError{Problems: bad}
 	}
 	return nil
 }
@@ -304,3 +306,22 @@ func (o Options) checkRun(add func(string)) {
 		add("options.level applies to compression deflate or auto; set options.compression too")
 	}
 }
+
+// Compression settings (Options.Compression).
+const (
+	CompressNone    = "none"
+	CompressDeflate = "deflate"
+	CompressAuto    = "auto"
+
+	// DefaultLevel is the DEFLATE level when the request gives none.
+	DefaultLevel = 6
+	// DefaultPieceSize is how much of an object one read job reads.
+	DefaultPieceSize = 64 << 20
+	// autoSample is how much of a piece's start auto compresses to decide
+	// whether the rest is worth it.
+	autoSample = 256 << 10
+	// autoMaxRatio is the compressed/uncompressed ratio of the sample above
+	// which auto stores the entry: below 10% saving, DEFLATE costs readers
+	// time for little.
+	autoMaxRatio = 0.9
+)

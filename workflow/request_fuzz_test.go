@@ -17,11 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // FuzzDecodeRequest: DecodeRequest and Validate never panic, every refusal
-// is a RequestError, and an accepted request survives encoding and decoding
+// is a failure.RequestError, and an accepted request survives encoding and decoding
 // unchanged and valid. Seeds: testdata/fuzz/FuzzDecodeRequest.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"source":{"bucket":"src","prefix":"p/"},"destination":{"bucket":"dst","key":"a.zip"}}`))
@@ -68,12 +69,12 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func assertRequestError(t *testing.T, where string, err error) {
 	t.Helper()
-	var re *RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) {
 		t.Fatalf("%s: %T %v, want a RequestError", where, err, err)
 	}
 	if len(re.Problems) == 0 {
-		t.Fatalf("%s: a RequestError with no problem", where)
+		t.Fatalf("%s: a failure.RequestError with no problem", where)
 	}
 	for _, p := range re.Problems {
 		if strings.TrimSpace(p) == "" {
@@ -85,7 +86,7 @@ func assertRequestError(t *testing.T, where string, err error) {
 // FuzzPlannerManifest runs the planner over an arbitrary manifest, against
 // an in-memory S3 in which every key under p/ exists (size and CRC-32
 // derived from the key; keys containing "gone" do not). The planner never
-// panics, refuses only with RequestError or LimitError, and never writes
+// panics, refuses only with failure.RequestError or failure.LimitError, and never writes
 // before it refuses. Seeds: testdata/fuzz/FuzzPlannerManifest.
 func FuzzPlannerManifest(f *testing.F) {
 	f.Add([]byte("key,size\np/a.txt,5\np/b.txt\n"))
@@ -99,8 +100,8 @@ func FuzzPlannerManifest(f *testing.F) {
 		req := []byte(`{"source":{"manifest":{"bucket":"ctl","key":"m.csv"},"bucket":"src"},"destination":{"bucket":"dst","key":"out/a.zip"},"options":{"duplicates":"suffix"}}`)
 		job, err := pl.Plan(context.Background(), PlanInput{Request: req, Execution: "fuzz"})
 		if err != nil {
-			var re *RequestError
-			var le *LimitError
+			var re *failure.RequestError
+			var le *failure.LimitError
 			if !errors.As(err, &re) && !errors.As(err, &le) {
 				t.Fatalf("refused with %T: %v", err, err)
 			}

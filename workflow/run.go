@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -302,9 +303,9 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 // destination before its first write, so there is nothing to abort (and an
 // abort against an S3 that just refused us would only fail again, loudly).
 func plannedNothing(err error) bool {
-	var re *RequestError
-	var le *LimitError
-	var de *DestinationExistsError
+	var re *failure.RequestError
+	var le *failure.LimitError
+	var de *failure.DestinationExistsError
 	return errors.As(err, &re) || errors.As(err, &le) || errors.As(err, &de)
 }
 
@@ -319,4 +320,13 @@ func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution str
 		c.Retry.Log = r.Log.With("execution", execution)
 	}
 	return c.Run(ctx, state, execution, cause)
+}
+
+// readBytes is how much of its source the job reads, for progress: a
+// lookup's Length is its object's size, which it does not read.
+func (job ReadJob) readBytes() int64 {
+	if job.Lookup != "" {
+		return 0
+	}
+	return job.Length
 }

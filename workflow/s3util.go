@@ -1,7 +1,11 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -93,7 +99,7 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 
 // openObject opens an object to be read as it arrives (an entries file of
 // millions of lines is decoded so, not held whole first); a read that
-// fails is a TransientError.
+// fails is a stepfn.TransientError.
 func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
 	return openObjectFrom(ctx, c, bucket, key, 0)
 }
@@ -120,7 +126,7 @@ type objectBody struct {
 func (b *objectBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
-		err = &TransientError{Op: b.op, Err: err}
+		err = &stepfn.TransientError{Op: b.op, Err: err}
 	}
 	return n, err
 }
@@ -159,7 +165,7 @@ const bodyAttempts = 4
 
 // bodyLost is a response body that broke off after its headers: the
 // request succeeded, the bytes did not all arrive.
-type bodyLost struct{ TransientError }
+type bodyLost struct{ stepfn.TransientError }
 
 func (e *bodyLost) Unwrap() error { return &e.TransientError }
 
@@ -180,7 +186,7 @@ func getRangeOnce(ctx context.Context, c objectGetter, src *sourceRef, from int6
 	}
 	n, err := io.ReadFull(out.Body, dst)
 	if err != nil {
-		return n, &bodyLost{TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}}
+		return n, &bodyLost{stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}}
 	}
 	return n, nil
 }
@@ -233,4 +239,40 @@ func destPart(job *Job, n int) s3x.Part {
 // pinned is a planned source of size bytes, as a copy must find it.
 func pinned(src plan.Source, size int64) s3x.Pinned {
 	return s3x.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
+}
+
+// writeJSON writes v as a work object.
+func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) error {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+	return s3Error("PutObject", bucket, key, false, err)
+}
+
+// forEach runs fn for 0..n-1 with at most limit at once; the first error
+// cancels the rest and is returned.
+func forEach(ctx context.Context, limit, n int, fn func(context.Context, int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(limit, 1))
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
+}
+
+func newAttempt() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// sourceOf is a planned source as the reads name it: pinned by its ETag and
+// version.
+func sourceOf(s plan.Source) *sourceRef {
+	return &sourceRef{Bucket: s.Bucket, Key: s.Key, ETag: s.ETag, VersionID: s.VersionID}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/smithy-go"
 )
 
@@ -22,7 +24,7 @@ func TestSourceChangedSaysWhatToDo(t *testing.T) {
 		{sdk, "(S3 answered PreconditionFailed: its ETag no longer matches)"},
 		{fmt.Errorf("now 5 bytes, planned 7"), "(now 5 bytes, planned 7)"},
 	} {
-		msg := (&SourceChangedError{Bucket: "b", Key: "k", Err: c.err}).Error()
+		msg := (&failure.SourceChangedError{Bucket: "b", Key: "k", Err: c.err}).Error()
 		for _, want := range []string{"source s3://b/k changed or was deleted after planning " + c.want, "S3 Inventory report", "a newer one", "--source"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q lacks %q", msg, want)

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/stepfn"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -42,7 +45,7 @@ func headCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (
 		return 0, false, false, s3Error("HeadObject", src.Bucket, src.Key, true, err)
 	}
 	if aws.ToInt64(h.ContentLength) != size {
-		return 0, false, false, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), size)}
+		return 0, false, false, &failure.SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("now %d bytes, planned %d", aws.ToInt64(h.ContentLength), size)}
 	}
 	crc, ok = fullObjectCRC(h)
 	return crc, ok, !ok && aws.ToString(h.ChecksumCRC32) != "", nil
@@ -104,10 +107,10 @@ func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int
 	h32 := crc32.NewIEEE()
 	n, err := io.Copy(h32, out.Body)
 	if err != nil {
-		return 0, &TransientError{Op: fmt.Sprintf("read s3://%s/%s", src.Bucket, src.Key), Err: err}
+		return 0, &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s", src.Bucket, src.Key), Err: err}
 	}
 	if n != size {
-		return 0, &SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("read %d bytes, planned %d", n, size)}
+		return 0, &failure.SourceChangedError{Bucket: src.Bucket, Key: src.Key, Err: fmt.Errorf("read %d bytes, planned %d", n, size)}
 	}
 	return h32.Sum32(), nil
 }

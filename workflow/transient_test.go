@@ -31,7 +31,7 @@ func TestS3ErrorTransientOnlyWhenRetryCanHelp(t *testing.T) {
 		{"body-cut-off", fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), stepfn.TypeTransientError},
 		{"response-timeout", sdk(context.DeadlineExceeded), stepfn.TypeTransientError},
 		{"cancelled", sdk(context.Canceled), stepfn.TypeUntyped},
-		// Used to be TransientError: no status and no code was taken for a lost connection.
+		// Used to be stepfn.TransientError: no status and no code was taken for a lost connection.
 		{"not-an-s3-failure", errors.New("part 3 has no source"), stepfn.TypeUntyped},
 		{"invalid-params", sdk(smithy.InvalidParamsError{Context: "GetObjectInput"}), stepfn.TypeUntyped},
 	} {
@@ -41,7 +41,7 @@ func TestS3ErrorTransientOnlyWhenRetryCanHelp(t *testing.T) {
 			}
 		})
 	}
-	if te := fmt.Errorf("batch 2: %w", &TransientError{Op: "op", Err: errors.New("x")}); !s3x.Transient(te) {
-		t.Errorf("s3x.Transient(%v) = false: a TransientError must say it is one", te)
+	if te := fmt.Errorf("batch 2: %w", &stepfn.TransientError{Op: "op", Err: errors.New("x")}); !s3x.Transient(te) {
+		t.Errorf("s3x.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
 	}
 }

@@ -3,15 +3,15 @@ package workflow
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"hash/crc32"
 	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3x"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -49,12 +49,6 @@ func chainKey(job *Job, part int, attempt string, round int) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%d", part)
 	return fmt.Sprintf("%schain/%03x/%d-%s-%d", job.WorkPrefix, h.Sum32()&0xfff, part, attempt, round)
-}
-
-func newAttempt() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // built is a round object: lead bytes of pad, then content. stored is the
@@ -211,7 +205,7 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 		}
 	}
 	if want, ok := chainCRC(ch.entries, item); ok && r.ChecksumCRC32 != "" && r.ChecksumCRC32 != s3x.CRCBase64(want) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, r.ChecksumCRC32, s3x.CRCBase64(want))}
+		return nil, failure.Checksum("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, r.ChecksumCRC32, s3x.CRCBase64(want))
 	}
 	return r, nil
 }
@@ -260,7 +254,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 				}
 			}
 			if e.CRC32.Known && e.CRC32.Sum != crc {
-				return &ChecksumMismatchError{fmt.Sprintf("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)}
+				return failure.Checksum("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)
 			}
 			mu.Lock()
 			crcs[e.Index] = crc

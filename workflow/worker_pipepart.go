@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -84,7 +86,7 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 	}
 	got := aws.ToString(out.ChecksumCRC32)
 	if got != "" && got != s3x.CRCBase64(partCRC) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3x.CRCBase64(partCRC))}
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3x.CRCBase64(partCRC))
 	}
 	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(partCRC), StreamedBytes: part.Size()}
 	r.addCRCs(computed)

@@ -7,6 +7,9 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/stepfn"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -56,8 +59,8 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 	}
 	got := aws.ToString(out.ChecksumCRC32)
 	if got != "" && got != s3x.CRCBase64(crc) {
-		return nil, &ChecksumMismatchError{fmt.Sprintf("S3 reports CRC-32 %s for part %d, streamed from s3://%s/%s bytes %d-%d whose CRC-32 is %s",
-			got, item.Number, src.Bucket, src.Key, from, to-1, s3x.CRCBase64(crc))}
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, streamed from s3://%s/%s bytes %d-%d whose CRC-32 is %s",
+			got, item.Number, src.Bucket, src.Key, from, to-1, s3x.CRCBase64(crc))
 	}
 	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(crc), StreamedBytes: to - from}, nil
 }
@@ -84,12 +87,6 @@ func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.Pa
 	}
 	crc, err := readCRC(ctx, c, src, from, to)
 	return crc, to - from, err
-}
-
-// sourceOf is a planned source as the reads name it: pinned by its ETag and
-// version.
-func sourceOf(s plan.Source) *sourceRef {
-	return &sourceRef{Bucket: s.Bucket, Key: s.Key, ETag: s.ETag, VersionID: s.VersionID}
 }
 
 // readCRC streams bytes [from, to) of a source through CRC-32.
@@ -157,7 +154,7 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	return n, r.fail(&TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", r.src.Bucket, r.src.Key, r.pos, r.to-1), Err: err})
+	return n, r.fail(&stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", r.src.Bucket, r.src.Key, r.pos, r.to-1), Err: err})
 }
 
 func (r *rangeReader) fail(err error) error {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -345,9 +347,9 @@ func TestWorkerSourceChangedIsNotRetried(t *testing.T) {
 	f, in := batch(t, 6*plan.MiB, 2*plan.MiB)
 	f.put("src", "in/0", bytes.Repeat([]byte{9}, 6*plan.MiB+1)) // new ETag
 	_, err := (&Worker{S3: f}).Handle(context.Background(), in)
-	var sc *SourceChangedError
+	var sc *failure.SourceChangedError
 	if !errors.As(err, &sc) || Retryable(err) || ErrorType(err) != "SourceChangedError" {
-		t.Fatalf("err = %v, want a SourceChangedError, not retried", err)
+		t.Fatalf("err = %v, want a failure.SourceChangedError, not retried", err)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -120,9 +122,9 @@ func TestRunFailsCleanly(t *testing.T) {
 		req     json.RawMessage
 		wantErr any
 	}{
-		{"empty-prefix", request("duo", "nothing-here/", "out/x.zip", ""), new(*RequestError)},
-		{"bad-strategy", request("zip-harder", "in/", "out/x.zip", ""), new(*RequestError)},
-		{"destination-exists", request("duo", "in/", "existing.zip", ""), new(*DestinationExistsError)},
+		{"empty-prefix", request("duo", "nothing-here/", "out/x.zip", ""), new(*failure.RequestError)},
+		{"bad-strategy", request("zip-harder", "in/", "out/x.zip", ""), new(*failure.RequestError)},
+		{"destination-exists", request("duo", "in/", "existing.zip", ""), new(*failure.DestinationExistsError)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,7 +154,7 @@ func TestRunSourceChangedMidway(t *testing.T) {
 	}
 	r.Config.DefaultMaxConcurrency = 1
 	_, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", ""), "exec-changed")
-	var changed *SourceChangedError
+	var changed *failure.SourceChangedError
 	if !errors.As(err, &changed) {
 		t.Fatalf("err = %v, want SourceChangedError", err)
 	}

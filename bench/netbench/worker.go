@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -139,7 +140,7 @@ func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workfl
 		msg := fmt.Sprintf("worker in %s: %s: %s", l.NS, failure.ErrorType, failure.ErrorMessage)
 		switch failure.ErrorType {
 		case "TransientError", "DeadlineError": // the state machine retries these
-			return nil, &workflow.TransientError{Op: "batch", Err: errors.New(msg)}
+			return nil, &stepfn.TransientError{Op: "batch", Err: errors.New(msg)}
 		}
 		return nil, errors.New(msg)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -47,9 +48,9 @@ func unreachablef(format string, a ...any) error {
 // refusals are (refusedErrors), and extract's.
 func refusal(err error) bool {
 	var (
-		xre *extract.RequestError
-		xrf *extract.RefusedError
-		xee *extract.ExistsError
+		xre *failure.RequestError
+		xrf *extract.EntriesRefusedError
+		xee *failure.DestinationExistsError
 	)
 	return refusedErrors[workflow.ErrorType(err)] || errors.As(err, &xre) || errors.As(err, &xrf) || errors.As(err, &xee)
 }

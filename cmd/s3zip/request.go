@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
@@ -210,8 +211,8 @@ func (e *cliError) Unwrap() error { return e.err }
 // inFlagTerms rewrites the request-field names in err's message as flags.
 // Only the workflow's request and destination errors speak of fields.
 func inFlagTerms(err error) error {
-	var re *workflow.RequestError
-	var de *workflow.DestinationExistsError
+	var re *failure.RequestError
+	var de *failure.DestinationExistsError
 	if err == nil || !errors.As(err, &re) && !errors.As(err, &de) {
 		return err
 	}

@@ -19,6 +19,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/stepfn"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -180,7 +183,7 @@ func TestASLRetriesTransientWorkerError(t *testing.T) {
 	e := newEnv(t)
 	e.fns.SetFault("worker", func(_ context.Context, attempt int, _ json.RawMessage) error {
 		if attempt == 1 {
-			return &workflow.TransientError{Op: "UploadPart s3://dst/out/a.zip (injected)", Err: errors.New("503 SlowDown")}
+			return &stepfn.TransientError{Op: "UploadPart s3://dst/out/a.zip (injected)", Err: errors.New("503 SlowDown")}
 		}
 		return nil
 	})
@@ -234,7 +237,7 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 	}
 	var changed []Invocation
 	for _, c := range e.fns.Calls("worker") {
-		var sc *workflow.SourceChangedError
+		var sc *failure.SourceChangedError
 		if errors.As(c.Err, &sc) {
 			changed = append(changed, c)
 		}
@@ -261,7 +264,7 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 func TestASLAbortsOnFinalizerError(t *testing.T) {
 	e := newEnv(t)
 	e.fns.SetFault("finalizer", func(context.Context, int, json.RawMessage) error {
-		return &workflow.ChecksumMismatchError{Msg: "injected: archive CRC-32 differs from the plan's"}
+		return &failure.ChecksumMismatchError{Msg: "injected: archive CRC-32 differs from the plan's"}
 	})
 	out := e.execute(t, request("out/a.zip", ""), "exec-final")
 	if out.Status != "FAILED" || out.Error != "ChecksumMismatchError" {

@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/stepfn"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -329,7 +332,7 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 			if _, err := (&extract.Worker{S3: e.s3, Config: e.fns.cfg}).Handle(context.Background(), in); err != nil {
 				return err
 			}
-			return &extract.TransientError{Err: errors.New("injected: S3 answered 503 SlowDown after the batch wrote its objects")}
+			return &stepfn.TransientError{Err: errors.New("injected: S3 answered 503 SlowDown after the batch wrote its objects")}
 		}
 		return nil
 	})
@@ -356,7 +359,7 @@ func TestASLExtractWorkerFaults(t *testing.T) {
 	e.fns.mu.Unlock()
 	e.fns.setFault("worker", func(attempt int, _ []byte) error {
 		if attempt >= 2 { // the first batch has written its objects
-			return &extract.ChecksumError{Msg: "injected: entry decodes to the wrong CRC-32"}
+			return &failure.ChecksumMismatchError{Msg: "injected: entry decodes to the wrong CRC-32"}
 		}
 		return nil
 	})

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
 
@@ -67,9 +67,9 @@ const (
 )
 
 func (k kind) matches(err error) bool {
-	var re *workflow.RequestError
-	var le *workflow.LimitError
-	var de *workflow.DestinationExistsError
+	var re *failure.RequestError
+	var le *failure.LimitError
+	var de *failure.DestinationExistsError
 	switch k {
 	case requestErr:
 		return errors.As(err, &re)
@@ -451,11 +451,10 @@ func TestManifestCRCNotStoredInS3(t *testing.T) {
 			req := manifestReq("manifests/wrong-crc.csv", map[string]any{"strategy": strategy})
 			_, err := r.Run(context.Background(), req.raw(t), "wrong-crc-"+strategy)
 			// The worker or finalizer that reads the object finds the mismatch
-			// (plan.CRCMismatchError; workflow.ChecksumMismatchError would be the
-			// contract's name for it). Not retried: the manifest is wrong.
-			var ce *workflow.ChecksumMismatchError
-			var pe *plan.CRCMismatchError
-			if !errors.As(err, &ce) && !errors.As(err, &pe) || workflow.Retryable(err) {
+			// (failure.ChecksumMismatchError, the contract's name for it too).
+			// Not retried: the manifest is wrong.
+			var ce *failure.ChecksumMismatchError
+			if !errors.As(err, &ce) || workflow.Retryable(err) {
 				t.Fatalf("err = %v, want a CRC mismatch that is not retried", err)
 			}
 			if !strings.Contains(err.Error(), `entry "p/c.txt"`) || !strings.Contains(err.Error(), "the plan says 00000001") {

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
@@ -198,7 +199,7 @@ func TestDuplicateNames(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s+"/error", func(t *testing.T) {
 			_, err := w.run(t, listRequest(s, "src", "d/", "out/dup.zip", map[string]any{"names": "flat"}))
-			var re *workflow.RequestError
+			var re *failure.RequestError
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), `"a.jpg"`) {
 				t.Fatalf("err = %v, want a RequestError naming a.jpg", err)
 			}
@@ -440,7 +441,7 @@ func TestEmptyPrefixFailsCleanly(t *testing.T) {
 	w.srv.PutObject(t, "src", "elsewhere/a", body(1, 10))
 	for _, s := range strategies {
 		_, err := w.run(t, listRequest(s, "src", "nothing/", "out/none.zip", nil))
-		var re *workflow.RequestError
+		var re *failure.RequestError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), "no objects") {
 			t.Fatalf("%s: err = %v, want a RequestError saying there are no objects", s, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -32,7 +33,7 @@ func TestManifestKeysExactlyAsWritten(t *testing.T) {
 	}
 	t.Run("key-with-space-that-does-not-exist", func(t *testing.T) {
 		_, err := w.run(t, manifest("missing.csv", "out/missing.zip"))
-		var re *workflow.RequestError
+		var re *failure.RequestError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), `s3://src/man/a.txt  does not exist`) {
 			t.Fatalf("err = %v, want a RequestError saying s3://src/man/a.txt  (with its space) does not exist", err)
 		}
@@ -86,7 +87,7 @@ func TestWorkPrefixIsNeverASource(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := w.run(t, tc.req)
-			var re *workflow.RequestError
+			var re *failure.RequestError
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a RequestError containing %q", err, tc.want)
 			}
@@ -111,7 +112,7 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 	t.Run("existing-report", func(t *testing.T) {
 		w.srv.PutObject(t, "dst", "out/r.zip.report.json", mine)
 		_, err := w.run(t, listRequest("duo", "src", "p/", "out/r.zip", nil))
-		var de *workflow.DestinationExistsError
+		var de *failure.DestinationExistsError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "s3://dst/out/r.zip.report.json already exists") {
 			t.Fatalf("err = %v, want a DestinationExistsError naming the report", err)
 		}
@@ -131,7 +132,7 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		}
 		raw, _ := json.Marshal(listRequest("duo", "src", "p/", "out/race.zip", nil))
 		_, err := r.Run(context.Background(), raw, "e2e-report-race")
-		var de *workflow.DestinationExistsError
+		var de *failure.DestinationExistsError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "report.json") {
 			t.Fatalf("err = %v, want a DestinationExistsError naming the report", err)
 		}
@@ -162,7 +163,7 @@ func TestUnicodeSpellingsAreDuplicates(t *testing.T) {
 	w.srv.PutObject(t, "src", "n/caf\u00e9.txt", nfc)
 	w.srv.PutObject(t, "src", "n/cafe\u0301.txt", nfd)
 	_, err := w.run(t, listRequest("duo", "src", "n/", "out/error.zip", nil))
-	var re *workflow.RequestError
+	var re *failure.RequestError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "Unicode spelling") {
 		t.Fatalf("err = %v, want a RequestError about two spellings of one name", err)
 	}

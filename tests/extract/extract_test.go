@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -202,7 +204,7 @@ func TestExtractRoundTrip(t *testing.T) {
 	}
 	t.Run("existing objects refused, then overwritten", func(t *testing.T) {
 		_, err := w.extract(t, nil, "archives/duo.zip", "out/duo/default/", extract.Options{}, false)
-		var ee *extract.ExistsError
+		var ee *failure.DestinationExistsError
 		if !errors.As(err, &ee) || len(ee.Keys) != len(src)+1 {
 			t.Fatalf("got %v, want an ExistsError listing %d keys", err, len(src)+1)
 		}
@@ -671,8 +673,8 @@ func TestExtractFaults(t *testing.T) {
 		{"put fails", "PutObject", 2, false, nil, false},
 		{"complete fails", "CompleteMultipartUpload", 1, false, nil, false},
 		{"read fails", "GetObject", 3, false, nil, false},
-		{"archive replaced before a copy", "UploadPartCopy", 1, true, new(*extract.SourceChangedError), false},
-		{"archive replaced before a read", "GetObject", 3, true, new(*extract.SourceChangedError), false},
+		{"archive replaced before a copy", "UploadPartCopy", 1, true, new(*failure.SourceChangedError), false},
+		{"archive replaced before a read", "GetObject", 3, true, new(*failure.SourceChangedError), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.srv.PutObject(t, "src", "a.zip", original)
@@ -695,7 +697,7 @@ func TestExtractFaults(t *testing.T) {
 			if err == nil {
 				t.Fatal("the run succeeded despite the fault")
 			}
-			if target, ok := tc.want.(**extract.SourceChangedError); ok && !errors.As(err, target) {
+			if target, ok := tc.want.(**failure.SourceChangedError); ok && !errors.As(err, target) {
 				t.Errorf("got %v, want a SourceChangedError", err)
 			}
 			w.nothingLeft(t, prefix)

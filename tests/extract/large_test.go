@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/s3zip/s3zip/extract"
+	"github.com/s3zip/s3zip/internal/failure"
 )
 
 // TestExtractLargeDeflatedEntry: a DEFLATE entry decoding to more than the
@@ -58,7 +59,7 @@ func TestExtractLargeDeflatedEntry(t *testing.T) {
 	t.Run("wrong CRC-32", func(t *testing.T) {
 		w.srv.PutObject(t, "src", "large/wrong.zip", archiveOf(crc(data)^1))
 		_, err := w.extract(t, nil, "large/wrong.zip", "large/wrong/", extract.Options{}, false)
-		var ce *extract.ChecksumError
+		var ce *failure.ChecksumMismatchError
 		if !errors.As(err, &ce) {
 			t.Fatalf("got %v, want a ChecksumError", err)
 		}

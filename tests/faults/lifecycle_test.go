@@ -223,7 +223,7 @@ func TestPlannerRerun(t *testing.T) {
 				return
 			}
 			state, _ := json.Marshal(job)
-			cause := &workflow.TransientError{Op: "BuildParts", Err: errors.New("injected")}
+			cause := &stepfn.TransientError{Op: "BuildParts", Err: errors.New("injected")}
 			if _, aerr := (&workflow.Aborter{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, workflow.AbortInput{State: state, Execution: execution}); aerr != nil {
 				t.Fatal(aerr)
 			}

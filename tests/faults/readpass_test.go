@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/workflow"
@@ -197,7 +198,7 @@ type failPuts struct {
 
 func (f *failPuts) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if f.seen.Add(1) >= f.n {
-		return nil, &workflow.TransientError{Op: "PutObject " + *in.Key + " (injected)", Err: errors.New("503 SlowDown")}
+		return nil, &stepfn.TransientError{Op: "PutObject " + *in.Key + " (injected)", Err: errors.New("503 SlowDown")}
 	}
 	return f.Client.PutObject(ctx, in, o...)
 }

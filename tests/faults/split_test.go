@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -73,7 +75,7 @@ func TestSplitRunFailsWhole(t *testing.T) {
 			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
 				for _, it := range in.Items {
 					if it.Archive == 1 {
-						return nil, &workflow.ChecksumMismatchError{Msg: fmt.Sprintf("injected: part %d of archive 2", it.Number)}
+						return nil, &failure.ChecksumMismatchError{Msg: fmt.Sprintf("injected: part %d of archive 2", it.Number)}
 					}
 				}
 				return build(ctx, in)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/workflow"
 )
@@ -43,7 +44,7 @@ func planOrRefuse(t *testing.T, name string, entries []plan.Entry, s plan.Strate
 	t.Run(name, func(t *testing.T) {
 		t0 := time.Now()
 		p, err := plan.Make(entries, plan.Options{Strategy: s, Workers: 100, PartsPerBatch: workflow.DefaultPartsPerBatch})
-		var limit *plan.LimitError
+		var limit *failure.LimitError
 		switch {
 		case errors.As(err, &limit):
 			t.Logf("refused in %s: %v", time.Since(t0).Round(time.Millisecond), err)

@@ -23,9 +23,11 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -41,6 +43,8 @@ type pkg struct {
 
 func main() {
 	entry := flag.String("entry", "", "a handler to walk from: importpath-suffix.Type.Method, e.g. workflow.Worker.Handle")
+	owners := flag.String("owners", "", "comma-separated handlers: for each declaration, which of them reach it")
+	groups := flag.String("groups", "", "comma-separated handlers: group the files by the handler that reaches them and count references across groups")
 	flag.Parse()
 	fset := token.NewFileSet()
 	pkgs, err := load(fset, flag.Args())
@@ -56,6 +60,156 @@ func main() {
 	if *entry != "" {
 		walk(fset, pkgs, *entry)
 	}
+	if *owners != "" {
+		reachedBy(fset, pkgs, strings.Split(*owners, ","))
+	}
+	if *groups != "" {
+		groupRefs(fset, pkgs, strings.Split(*groups, ","))
+	}
+}
+
+// groupRefs puts each file in the group of the one handler that reaches
+// its functions (a file several reach, or none, is shared) and counts the
+// references from one handler's files to another handler's: code a reader
+// of one handler must leave its group for.
+func groupRefs(fset *token.FileSet, pkgs []*pkg, handlers []string) {
+	g := callGraph(pkgs)
+	reach := map[string]map[string]bool{} // file → handlers reaching it
+	for _, h := range handlers {
+		seen := map[types.Object]bool{}
+		var visit func(types.Object)
+		visit = func(o types.Object) {
+			if seen[o] {
+				return
+			}
+			seen[o] = true
+			f := fset.Position(o.Pos()).Filename
+			if reach[f] == nil {
+				reach[f] = map[string]bool{}
+			}
+			reach[f][h] = true
+			for _, c := range g.calls[o] {
+				visit(c)
+			}
+		}
+		if start := g.find(h); start != nil {
+			visit(start)
+		}
+	}
+	group := func(file string) string {
+		if len(reach[file]) == 1 {
+			for h := range reach[file] {
+				return h
+			}
+		}
+		return "shared"
+	}
+	members := map[string][]string{}
+	for _, p := range pkgs {
+		for _, n := range p.names {
+			members[group(n)] = append(members[group(n)], filepath.Base(n))
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(members)) {
+		fmt.Printf("%-28s %2d files: %s\n", h, len(members[h]), strings.Join(members[h], " "))
+	}
+	cross := 0
+	for _, p := range pkgs {
+		for id, obj := range p.info.Uses {
+			if !declared(p, obj) {
+				continue
+			}
+			from, to := group(fset.Position(id.Pos()).Filename), group(fset.Position(obj.Pos()).Filename)
+			if from != to && from != "shared" && to != "shared" {
+				cross++
+				if os.Getenv("ROOMSTATS_VERBOSE") != "" {
+					fmt.Printf("  %s (%s) -> %s (%s)\n", filepath.Base(fset.Position(id.Pos()).Filename), from, obj.Name(), filepath.Base(fset.Position(obj.Pos()).Filename))
+				}
+			}
+		}
+	}
+	fmt.Printf("references from one handler's files to another handler's: %d\n", cross)
+}
+
+// reachedBy prints each function of the packages with the handlers whose
+// calls reach it, grouped by file.
+func reachedBy(fset *token.FileSet, pkgs []*pkg, handlers []string) {
+	g := callGraph(pkgs)
+	reach := map[types.Object][]string{}
+	for _, h := range handlers {
+		start := g.find(h)
+		if start == nil {
+			fmt.Fprintf(os.Stderr, "roomstats: no function %s\n", h)
+			os.Exit(1)
+		}
+		seen := map[types.Object]bool{}
+		var visit func(types.Object)
+		visit = func(o types.Object) {
+			if seen[o] {
+				return
+			}
+			seen[o] = true
+			reach[o] = append(reach[o], h[strings.Index(h, ".")+1:])
+			for _, c := range g.calls[o] {
+				visit(c)
+			}
+		}
+		visit(start)
+	}
+	byFile := map[string][]string{}
+	for o := range g.bodies {
+		file, _ := filepath.Rel(mustWd(), fset.Position(o.Pos()).Filename)
+		who := strings.Join(reach[o], "+")
+		if who == "" {
+			who = "-"
+		}
+		byFile[file] = append(byFile[file], fmt.Sprintf("%s[%s]", o.Name(), who))
+	}
+	for _, f := range slices.Sorted(maps.Keys(byFile)) {
+		sort.Strings(byFile[f])
+		fmt.Printf("%s: %s\n", f, strings.Join(byFile[f], " "))
+	}
+}
+
+type graph struct {
+	bodies map[types.Object]*ast.FuncDecl
+	owner  map[types.Object]*pkg
+	calls  map[types.Object][]types.Object
+}
+
+func callGraph(pkgs []*pkg) *graph {
+	g := &graph{bodies: map[types.Object]*ast.FuncDecl{}, owner: map[types.Object]*pkg{}, calls: map[types.Object][]types.Object{}}
+	for _, p := range pkgs {
+		for _, f := range p.files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+					o := p.info.Defs[fd.Name]
+					g.bodies[o], g.owner[o] = fd, p
+				}
+			}
+		}
+	}
+	for o, fd := range g.bodies {
+		p := g.owner[o]
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if c := p.info.Uses[id]; c != nil && g.bodies[c] != nil {
+					g.calls[o] = append(g.calls[o], c)
+				}
+			}
+			return true
+		})
+	}
+	return g
+}
+
+func (g *graph) find(name string) types.Object {
+	for o, fd := range g.bodies {
+		if qualified(g.owner[o], fd) == name {
+			return o
+		}
+	}
+	return nil
 }
 
 // load parses and type-checks the packages `go list` names (production
