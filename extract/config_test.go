@@ -14,9 +14,9 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 func TestDerivedPrefix(t *testing.T) {
@@ -100,7 +100,7 @@ func TestErrorType(t *testing.T) {
 		{&EntriesRefusedError{Archive: "a"}, "RefusedError"},
 		{&failure.RequestError{Problems: []string{"x"}}, "RequestError"},
 		{&failure.DestinationExistsError{Bucket: "b", Keys: []string{"k"}}, "DestinationExistsError"},
-		{&archive.FormatError{Bucket: "b", Key: "k", What: "x"}, "FormatError"},
+		{&zipread.FormatError{Bucket: "b", Key: "k", What: "x"}, "FormatError"},
 		{&IncompleteError{"x"}, "IncompleteError"},
 		{&stepfn.TransientError{Err: errors.New("x")}, "TransientError"},
 		{&stepfn.TransientError{Op: "op", Err: errors.New("x")}, "TransientError"},

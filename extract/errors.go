@@ -3,10 +3,10 @@ package extract
 import (
 	"github.com/s3zip/s3zip/internal/failure"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // IncompleteError says the workers' results do not account for every
@@ -24,7 +24,7 @@ var errorKinds = []stepfn.ErrorKind{
 	{Name: stepfn.TypeDestinationExistsError, Is: stepfn.IsA[*failure.DestinationExistsError]},
 	{Name: stepfn.TypeChecksumMismatchError, Is: stepfn.IsA[*failure.ChecksumMismatchError]},
 	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*failure.SourceChangedError]},
-	{Name: stepfn.TypeFormatError, Is: stepfn.IsA[*archive.FormatError]},
+	{Name: stepfn.TypeFormatError, Is: stepfn.IsA[*zipread.FormatError]},
 	{Name: stepfn.TypeIncompleteError, Is: stepfn.IsA[*IncompleteError]},
 	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*stepfn.TransientError](err) || s3x.Transient(err) }},
 }
@@ -42,7 +42,7 @@ func requestError(format string, a ...any) *failure.RequestError {
 	return failure.Request("extract", format, a...)
 }
 
-func sourceChanged(err error, a *archive.Archive) error {
+func sourceChanged(err error, a *zipread.Archive) error {
 	if s3ref.IsCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
 		return &failure.SourceChangedError{What: "archive", Bucket: a.Bucket, Key: a.Key, ETag: a.ETag, When: "during the extraction", Fix: "run again", Err: err}
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // executor runs jobs and remembers what it began and wrote. Writes are not
@@ -28,7 +28,7 @@ import (
 // let finish and its answer recorded. Cancelling stops new jobs and reads.
 type executor struct {
 	c    Client
-	a    *archive.Archive
+	a    *zipread.Archive
 	ex   *Extraction
 	dest string   // the destination bucket
 	puts putSlots // the small-object PUTs in flight

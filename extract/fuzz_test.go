@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // memObject serves one object from memory: a fake for fuzzing the readers,
@@ -58,7 +58,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctx := context.Background()
-		a, err := archive.Open(ctx, memObject(b), "b", "k.zip")
+		a, err := zipread.Open(ctx, memObject(b), "b", "k.zip")
 		if err != nil {
 			return
 		}

@@ -25,11 +25,11 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // S3 limits the plan keeps to.
@@ -225,7 +225,7 @@ type Checked struct {
 // (judged from the central directory's sizes; PlanJobs checks again with the
 // real data starts). It returns the entries to extract (directories and
 // skipped entries excluded) and those skipped.
-func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
+func Check(a *zipread.Archive, prefix string, opts Options) (*Checked, error) {
 	var keep []int
 	var refused, skipped []Skipped
 	type taken struct{ key, what string }
@@ -288,7 +288,7 @@ func Check(a *archive.Archive, prefix string, opts Options) (*Checked, error) {
 // read (replacing it mid-run breaks the run, and a failed run's clean-up
 // would then delete it) and keys under workPrefix, which is s3zip's own
 // (work objects live there and cleanup deletes there), in any bucket.
-func Reserved(a *archive.Archive, destBucket, prefix, workPrefix string, keep []int) []Skipped {
+func Reserved(a *zipread.Archive, destBucket, prefix, workPrefix string, keep []int) []Skipped {
 	var out []Skipped
 	check := func(name, key string) {
 		switch {
@@ -310,7 +310,7 @@ func Reserved(a *archive.Archive, destBucket, prefix, workPrefix string, keep []
 // before the central directory, or overlap the next entry: a "zip bomb"
 // layout that makes many entries of the same bytes, or a directory that
 // points outside the file.
-func layoutProblems(a *archive.Archive, dataStart map[int]int64) []Skipped {
+func layoutProblems(a *zipread.Archive, dataStart map[int]int64) []Skipped {
 	order := make([]int, len(a.Entries))
 	for i := range order {
 		order[i] = i
@@ -338,14 +338,14 @@ func layoutProblems(a *archive.Archive, dataStart map[int]int64) []Skipped {
 }
 
 // entryName returns the name an entry is written under below the prefix
-// (archive.EntryPath: without "." components), or why it cannot become a key.
+// (zipread.EntryPath: without "." components), or why it cannot become a key.
 func entryName(name string) (string, string) {
 	if !utf8.ValidString(name) {
 		return "", "is not valid UTF-8"
 	}
-	p, err := archive.EntryPath(name)
+	p, err := zipread.EntryPath(name)
 	if err != nil {
-		if ue, ok := err.(*archive.UnsafeNameError); ok {
+		if ue, ok := err.(*zipread.UnsafeNameError); ok {
 			return "", ue.Why
 		}
 		return "", err.Error()
@@ -363,7 +363,7 @@ func entryName(name string) (string, string) {
 // device, pipe or socket entry that holds data is the content read through
 // it (Info-ZIP's `zip - <file` records standard input, a pipe, with the
 // pipe's mode) and is extracted as Info-ZIP's unzip extracts it: as a file.
-func notAFile(e *archive.Entry) string {
+func notAFile(e *zipread.Entry) string {
 	m := e.Mode
 	special := ""
 	switch {
@@ -388,11 +388,11 @@ func notAFile(e *archive.Entry) string {
 	return ""
 }
 
-func unsupported(e *archive.Entry) string {
+func unsupported(e *zipread.Entry) string {
 	switch {
 	case e.Flags&0x1 != 0:
 		return "is encrypted"
-	case e.Method != archive.MethodStore && e.Method != archive.MethodDeflate:
+	case e.Method != zipread.MethodStore && e.Method != zipread.MethodDeflate:
 		return fmt.Sprintf("uses compression method %d (%s), not STORED (0) or DEFLATE (8)", e.Method, methodName(e.Method))
 	}
 	return ""
@@ -422,7 +422,7 @@ func methodName(m uint16) string {
 // their data starts must be read from their local headers before planning.
 // The others' headers are read by the read jobs, in the bytes they read
 // anyway.
-func Copies(a *archive.Archive, keep []int, opts Options) []int {
+func Copies(a *zipread.Archive, keep []int, opts Options) []int {
 	small := opts.ReadBelow()
 	var out []int
 	for _, i := range keep {
@@ -436,13 +436,13 @@ func Copies(a *archive.Archive, keep []int, opts Options) []int {
 // copied says whether an entry is copied server-side: STORED, not small,
 // and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
 // entries of a smaller one are read).
-func copied(a *archive.Archive, e *archive.Entry, small int64) bool {
-	return e.Method == archive.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3x.MinPartSize
+func copied(a *zipread.Archive, e *zipread.Entry, small int64) bool {
+	return e.Method == zipread.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3x.MinPartSize
 }
 
 // PlanJobs turns the entries Check kept into jobs; dataStart holds where
 // the data of the entries named by Copies starts (from their local headers).
-func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]int64, opts Options) (*Plan, error) {
+func PlanJobs(a *zipread.Archive, prefix string, c *Checked, dataStart map[int]int64, opts Options) (*Plan, error) {
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
 		return nil, &EntriesRefusedError{Archive: a.String(), Entries: probs}
 	}
@@ -478,7 +478,7 @@ func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]i
 		}
 		p.Objects++
 		p.Bytes += it.Size
-		if e.Method == archive.MethodStore && e.CompressedSize != e.UncompressedSize {
+		if e.Method == zipread.MethodStore && e.CompressedSize != e.UncompressedSize {
 			return nil, &EntriesRefusedError{Archive: a.String(), Entries: []Skipped{{e.Name, fmt.Sprintf("is STORED but its sizes differ (%d compressed, %d uncompressed)", e.CompressedSize, e.UncompressedSize)}}}
 		}
 		if copied(a, e, small) {
@@ -515,7 +515,7 @@ func PlanJobs(a *archive.Archive, prefix string, c *Checked, dataStart map[int]i
 
 // bounds returns, per entry, where the next entry by offset (or the central
 // directory) starts.
-func bounds(a *archive.Archive) []int64 {
+func bounds(a *zipread.Archive) []int64 {
 	order := make([]int, len(a.Entries))
 	for i := range order {
 		order[i] = i

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/plan"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // layout makes an archive whose entries lie back to back, each local header
 // as long as the central directory says, and their data starts.
-func layout(entries ...archive.Entry) (*archive.Archive, map[int]int64) {
-	a := &archive.Archive{Bucket: "b", Key: "k.zip"}
+func layout(entries ...zipread.Entry) (*zipread.Archive, map[int]int64) {
+	a := &zipread.Archive{Bucket: "b", Key: "k.zip"}
 	starts := map[int]int64{}
 	var off int64
 	for i, e := range entries {
@@ -27,15 +27,15 @@ func layout(entries ...archive.Entry) (*archive.Archive, map[int]int64) {
 	return a, starts
 }
 
-func stored(name string, n int64) archive.Entry {
-	return archive.Entry{Name: name, Method: archive.MethodStore, CompressedSize: n, UncompressedSize: n}
+func stored(name string, n int64) zipread.Entry {
+	return zipread.Entry{Name: name, Method: zipread.MethodStore, CompressedSize: n, UncompressedSize: n}
 }
 
-func deflated(name string, c, u int64) archive.Entry {
-	return archive.Entry{Name: name, Method: archive.MethodDeflate, CompressedSize: c, UncompressedSize: u}
+func deflated(name string, c, u int64) zipread.Entry {
+	return zipread.Entry{Name: name, Method: zipread.MethodDeflate, CompressedSize: c, UncompressedSize: u}
 }
 
-func planOf(t *testing.T, opts Options, entries ...archive.Entry) *Plan {
+func planOf(t *testing.T, opts Options, entries ...zipread.Entry) *Plan {
 	t.Helper()
 	a, starts := layout(entries...)
 	checked, err := Check(a, "out/", opts)
@@ -159,20 +159,20 @@ func TestPlanKinds(t *testing.T) {
 func TestCheckRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		entries []archive.Entry
+		entries []zipread.Entry
 		opts    Options
 		want    []string
 	}{
-		{"zip slip", []archive.Entry{stored("../x", 1), stored("a/../../y", 1)}, Options{}, []string{`"../x" has a ".." component`, `"a/../../y"`}},
-		{"absolute and backslash", []archive.Entry{stored("/etc/x", 1), stored(`a\b`, 1)}, Options{}, []string{"absolute", "backslash"}},
-		{"NUL and bad UTF-8", []archive.Entry{stored("a\x00b", 1), stored("\xff\xfe", 1)}, Options{}, []string{"NUL", "UTF-8"}},
-		{"duplicate", []archive.Entry{stored("a", 1), stored("a", 1)}, Options{}, []string{"same key"}},
-		{"NFC collision, composed first", []archive.Entry{stored("caf\u00e9.txt", 1), stored("cafe\u0301.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
-		{"NFC collision, decomposed first", []archive.Entry{stored("cafe\u0301.txt", 1), stored("caf\u00e9.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
-		{"the report's name", []archive.Entry{stored(ReportName, 1)}, Options{}, []string{"extraction report"}},
-		{"bzip2", []archive.Entry{{Name: "a", Method: 12, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"bzip2"}},
-		{"encrypted", []archive.Entry{{Name: "a", Flags: 1, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"encrypted"}},
-		{"unsafe names not skipped", []archive.Entry{stored("../x", 1), {Name: "a", Method: 12, CompressedSize: 1}}, Options{SkipUnsupported: true}, []string{`".." component`}},
+		{"zip slip", []zipread.Entry{stored("../x", 1), stored("a/../../y", 1)}, Options{}, []string{`"../x" has a ".." component`, `"a/../../y"`}},
+		{"absolute and backslash", []zipread.Entry{stored("/etc/x", 1), stored(`a\b`, 1)}, Options{}, []string{"absolute", "backslash"}},
+		{"NUL and bad UTF-8", []zipread.Entry{stored("a\x00b", 1), stored("\xff\xfe", 1)}, Options{}, []string{"NUL", "UTF-8"}},
+		{"duplicate", []zipread.Entry{stored("a", 1), stored("a", 1)}, Options{}, []string{"same key"}},
+		{"NFC collision, composed first", []zipread.Entry{stored("caf\u00e9.txt", 1), stored("cafe\u0301.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
+		{"NFC collision, decomposed first", []zipread.Entry{stored("cafe\u0301.txt", 1), stored("caf\u00e9.txt", 1)}, Options{}, []string{"after Unicode NFC normalisation"}},
+		{"the report's name", []zipread.Entry{stored(ReportName, 1)}, Options{}, []string{"extraction report"}},
+		{"bzip2", []zipread.Entry{{Name: "a", Method: 12, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"bzip2"}},
+		{"encrypted", []zipread.Entry{{Name: "a", Flags: 1, CompressedSize: 1, UncompressedSize: 1}}, Options{}, []string{"encrypted"}},
+		{"unsafe names not skipped", []zipread.Entry{stored("../x", 1), {Name: "a", Method: 12, CompressedSize: 1}}, Options{SkipUnsupported: true}, []string{`".." component`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := layout(tc.entries...)
@@ -216,8 +216,8 @@ func TestCheckLayout(t *testing.T) {
 
 func TestSkipUnsupported(t *testing.T) {
 	p := planOf(t, Options{SkipUnsupported: true}, stored("a", 5),
-		archive.Entry{Name: "b.bz2", Method: 12, CompressedSize: 3, UncompressedSize: 9},
-		archive.Entry{Name: "c", Flags: 1, CompressedSize: 3, UncompressedSize: 3})
+		zipread.Entry{Name: "b.bz2", Method: 12, CompressedSize: 3, UncompressedSize: 9},
+		zipread.Entry{Name: "c", Flags: 1, CompressedSize: 3, UncompressedSize: 3})
 	if p.Objects != 1 || len(p.Skipped) != 2 {
 		t.Errorf("objects %d skipped %v, want 1 and b.bz2, c", p.Objects, p.Skipped)
 	}
@@ -226,7 +226,7 @@ func TestSkipUnsupported(t *testing.T) {
 // TestSkipNotFiles: entries that are not files are skipped whatever the
 // options, each with why; a plain directory entry is neither written nor listed.
 func TestSkipNotFiles(t *testing.T) {
-	with := func(e archive.Entry, m fs.FileMode) archive.Entry { e.Mode = m; return e }
+	with := func(e zipread.Entry, m fs.FileMode) zipread.Entry { e.Mode = m; return e }
 	p := planOf(t, Options{}, stored("a", 5),
 		with(stored("link", 8), fs.ModeSymlink|0o777),
 		with(stored("tty", 0), fs.ModeDevice|fs.ModeCharDevice|0o620),

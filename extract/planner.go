@@ -25,10 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // ExecutionMetadata is the user metadata key (x-amz-meta-s3zip-execution)
@@ -111,8 +111,8 @@ type Extraction struct {
 	WriteSeconds float64 `json:"writeSeconds"`
 }
 
-func (e *Extraction) archive() *archive.Archive {
-	return &archive.Archive{Bucket: e.Archive.Bucket, Key: e.Archive.Key, ETag: e.Archive.ETag, Size: e.Archive.Size, ChecksumCRC32: e.Archive.ChecksumCRC32}
+func (e *Extraction) archive() *zipread.Archive {
+	return &zipread.Archive{Bucket: e.Archive.Bucket, Key: e.Archive.Key, ETag: e.Archive.ETag, Size: e.Archive.Size, ChecksumCRC32: e.Archive.ChecksumCRC32}
 }
 
 // reportKey is the report object's key.
@@ -232,7 +232,7 @@ func destination(cfg Config, req *RequestDoc, ex *Extraction) []string {
 // an archive it cannot extract and keys that hold objects (unless the
 // request overwrites them).
 func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts Options) (*Plan, error) {
-	a, err := archive.Open(ctx, p.S3, ex.Archive.Bucket, ex.Archive.Key)
+	a, err := zipread.Open(ctx, p.S3, ex.Archive.Bucket, ex.Archive.Key)
 	if err != nil {
 		return nil, err
 	}

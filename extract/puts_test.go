@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // putRecorder is a Client whose archive is memObject and whose PutObject
@@ -79,7 +79,7 @@ func readJobOf(t *testing.T, n int) (memObject, *Extraction, Job, map[string][]b
 	}
 	m := memObject(buf.Bytes())
 	ctx := t.Context()
-	a, err := archive.Open(ctx, m, "b", "k.zip")
+	a, err := zipread.Open(ctx, m, "b", "k.zip")
 	if err != nil {
 		t.Fatal(err)
 	}

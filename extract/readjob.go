@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // largeObject is the size from which an inflated entry is uploaded in parts
@@ -84,12 +84,12 @@ func (x *executor) skipLocalHeader(body io.Reader, it *Item) error {
 		return fmt.Errorf("read %s: local header of entry %q at %d: %w", x.a, it.Name, it.Offset, err)
 	}
 	if binary.LittleEndian.Uint32(fixed[:]) != 0x04034b50 {
-		return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf("entry %q: no local header (signature 0x04034b50 missing)", it.Name)}
+		return &zipread.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf("entry %q: no local header (signature 0x04034b50 missing)", it.Name)}
 	}
 	hlen := int64(30 + int(binary.LittleEndian.Uint16(fixed[26:])) + int(binary.LittleEndian.Uint16(fixed[28:])))
 	it.DataStart = it.Offset + hlen
 	if it.DataStart+it.CompressedSize > it.Bound {
-		return &archive.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf(
+		return &zipread.FormatError{Bucket: x.a.Bucket, Key: x.a.Key, Offset: it.Offset, What: fmt.Sprintf(
 			"entry %q: its %d-byte local header and %d bytes of data end at %d, past the next entry at %d (overlapping entries)", it.Name, hlen, it.CompressedSize, it.DataStart+it.CompressedSize, it.Bound)}
 	}
 	if _, err := io.CopyN(io.Discard, body, hlen-30); err != nil {
@@ -103,7 +103,7 @@ func (x *executor) skipLocalHeader(body io.Reader, it *Item) error {
 // is put by puts, once x.puts has room for it.
 func (x *executor) writeEntry(ctx context.Context, puts *errgroup.Group, it *Item, src io.Reader) error {
 	var dec io.Reader = src
-	if it.Method == archive.MethodDeflate {
+	if it.Method == zipread.MethodDeflate {
 		fr := flate.NewReader(src)
 		defer fr.Close()
 		dec = fr

@@ -144,7 +144,7 @@ func WholeCopy(entries []PlacedEntry, pc ChainPiece) (int, bool) {
 }
 
 // ChainSteps is how many round trips a chain part's worker makes one after
-// another (workflow/chain.go), given which rounds plan.ChainChecksums opens
+// another (create/worker_chain.go), given which rounds plan.ChainChecksums opens
 // early: the GET of its entries; the rounds opened early, all side by side
 // (Create, then their copies); the first round's Create, unless opened
 // early; each round's copy of what is built (beside the first round's own

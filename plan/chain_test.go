@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// ChainSteps counts the round trips workflow/chain.go waits for one after
+// ChainSteps counts the round trips create/worker_chain.go waits for one after
 // another: the GET of the part's entries and the copy of the product into
 // the archive; the first round's Create (skipped when it is opened early);
 // two per round (the copy of what is built, beside the first round's own

@@ -121,7 +121,7 @@ func execute(t testing.TB, p *Plan) []byte {
 		p.Entries[k].CRC32 = KnownCRC(v)
 	}
 	// The finalizer's parts, one after another, reading the directory as
-	// it goes (workflow.Finalizer).
+	// it goes (create.Finalizer).
 	var dir []byte
 	dirBytes := p.DirectoryReader()
 	for _, final := range p.FinalParts() {

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const mib = 1 << 20
@@ -93,9 +93,9 @@ func upload(t *testing.T, srv *s3test.Server, prefix string, files map[string][]
 
 func runS3zip(t *testing.T, srv *s3test.Server, prefix, dest, compression string, workers, level int) (time.Duration, int64) {
 	t.Helper()
-	r := &workflow.Runner{S3: srv.Client(t), Config: workflow.Config{WorkBucket: "work"}}
-	req, _ := json.Marshal(workflow.Request{Source: workflow.Source{Bucket: "src", Prefix: prefix}, Destination: workflow.Destination{Bucket: "dst", Key: dest},
-		Options: workflow.Options{Compression: compression, MaxConcurrency: workers, Level: level}})
+	r := &create.Runner{S3: srv.Client(t), Config: create.Config{WorkBucket: "work"}}
+	req, _ := json.Marshal(create.Request{Source: create.Source{Bucket: "src", Prefix: prefix}, Destination: create.Destination{Bucket: "dst", Key: dest},
+		Options: create.Options{Compression: compression, MaxConcurrency: workers, Level: level}})
 	start := time.Now()
 	res, err := r.Run(context.Background(), req, "bench-"+filepath.Base(dest))
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // getOptions are the download comparison's knobs (`make bench-get`).
@@ -116,9 +116,9 @@ func getBenchmark(ctx context.Context, o options, g getOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("upload the data set: %w", err)
 	}
-	runner := &workflow.Runner{S3: env.base, Config: workflow.Config{WorkBucket: bucket, PartsPerBatch: 4}}
-	req, _ := json.Marshal(workflow.Request{Source: workflow.Source{Bucket: bucket, Prefix: srcPrefix},
-		Destination: workflow.Destination{Bucket: bucket, Key: "out/get.zip"}, Options: workflow.Options{Strategy: "duo"}})
+	runner := &create.Runner{S3: env.base, Config: create.Config{WorkBucket: bucket, PartsPerBatch: 4}}
+	req, _ := json.Marshal(create.Request{Source: create.Source{Bucket: bucket, Prefix: srcPrefix},
+		Destination: create.Destination{Bucket: bucket, Key: "out/get.zip"}, Options: create.Options{Strategy: "duo"}})
 	out, err := runner.Run(ctx, req, "bench-get")
 	if err != nil {
 		return fmt.Errorf("build the archive: %w", err)

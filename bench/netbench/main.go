@@ -35,10 +35,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // runSpec is one line of the comparison. Adding a strategy is one line here.
@@ -577,8 +577,8 @@ type phaseClock struct {
 	first, last time.Time
 }
 
-func (c *phaseClock) wrap(f workflow.BatchFunc) workflow.BatchFunc {
-	return func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+func (c *phaseClock) wrap(f create.BatchFunc) create.BatchFunc {
+	return func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 		c.mu.Lock()
 		if c.first.IsZero() {
 			c.first = time.Now()
@@ -637,17 +637,17 @@ func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool,
 	if per == 0 {
 		per = s3x.MaxParts
 	}
-	runner := &workflow.Runner{
+	runner := &create.Runner{
 		S3:     client,
-		Config: workflow.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers, Model: model, PartsPerBatch: per},
+		Config: create.Config{WorkBucket: bucket, DefaultMaxConcurrency: r.Workers, Model: model, PartsPerBatch: per},
 		Batch:  phases.wrap(pool.build),
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	dest := fmt.Sprintf("out/%s-%d.zip", r.Name, rep)
-	req, _ := json.Marshal(workflow.Request{
-		Source:      workflow.Source{Bucket: bucket, Prefix: prefix},
-		Destination: workflow.Destination{Bucket: bucket, Key: dest},
-		Options:     workflow.Options{Strategy: r.Strategy, MaxConcurrency: r.Workers, Overwrite: true},
+	req, _ := json.Marshal(create.Request{
+		Source:      create.Source{Bucket: bucket, Prefix: prefix},
+		Destination: create.Destination{Bucket: bucket, Key: dest},
+		Options:     create.Options{Strategy: r.Strategy, MaxConcurrency: r.Workers, Overwrite: true},
 	})
 	before, err := readLinkBytes(nets)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // localModel is plan.Model's local profile: this machine's server as
@@ -18,7 +18,7 @@ import (
 // concurrency. Prices stay AWS's, so auto weighs cost as it would there.
 func localModel(cal calibration) plan.Model {
 	m := plan.DefaultModel
-	cfg := workflow.Config{}.Defaults()
+	cfg := create.Config{}.Defaults()
 	m.WorkerBandwidth = cal.LinkRate
 	m.RequestLatency = cal.RequestSeconds
 	m.CopyRate = cal.CopyOneRate

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // lambdaPool is N emulated Lambdas: each batch runs as its own `s3zip batch`
@@ -60,7 +60,7 @@ type batchError struct {
 }
 
 // build is the Runner's BatchFunc.
-func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+func (p *lambdaPool) build(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 	var l lambdaNet
 	select {
 	case l = <-p.free:
@@ -144,7 +144,7 @@ func (p *lambdaPool) build(ctx context.Context, in workflow.BatchInput) (*workfl
 		}
 		return nil, errors.New(msg)
 	}
-	var out workflow.BatchResult
+	var out create.BatchResult
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		return nil, fmt.Errorf("worker in %s: result is not a BatchResult: %v", l.NS, err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // BatchStats is what `s3zip batch --stats` prints on stderr as one JSON line
@@ -36,7 +36,7 @@ type BatchError struct {
 // user command.
 func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("batch", "s3zip batch [--endpoint URL] [--stats] [-v] < BATCH_INPUT.json",
-		"Build one Distributed Map batch of part jobs (a workflow.BatchInput JSON document on stdin) as the\n"+
+		"Build one Distributed Map batch of part jobs (a create.BatchInput JSON document on stdin) as the\n"+
 			"worker Lambda does, and print its result on stdout. Plumbing for the benchmark (bench/README.md).")
 	var opts batchOptions
 	fs.StringVar(&opts.endpoint, "endpoint", "", "S3 endpoint URL (default: AWS, or $S3_ENDPOINT)")
@@ -47,7 +47,7 @@ func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	err := buildBatch(ctx, os.Stdin, stdout, opts)
 	if err != nil {
-		line, _ := json.Marshal(BatchError{ErrorType: workflow.ErrorType(err), ErrorMessage: err.Error()})
+		line, _ := json.Marshal(BatchError{ErrorType: create.ErrorType(err), ErrorMessage: err.Error()})
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 		os.Exit(1)
 	}
@@ -62,11 +62,11 @@ type batchOptions struct {
 
 // buildBatch builds the batch stdin holds and writes its output to stdout.
 func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, opts batchOptions) error {
-	var in workflow.BatchInput
+	var in create.BatchInput
 	dec := json.NewDecoder(stdin)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return fmt.Errorf("batch: stdin is not a workflow.BatchInput JSON document: %w", err)
+		return fmt.Errorf("batch: stdin is not a create.BatchInput JSON document: %w", err)
 	}
 	client, err := newS3Client(ctx, opts.endpoint)
 	if err != nil {
@@ -78,9 +78,9 @@ func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, opts bat
 	if opts.verbose {
 		level = slog.LevelDebug
 	}
-	w := &workflow.Worker{
+	w := &create.Worker{
 		S3:     client,
-		Config: workflow.Config{WorkBucket: in.BatchInput.Job.WorkBucket},
+		Config: create.Config{WorkBucket: in.BatchInput.Job.WorkBucket},
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	out, err := w.Handle(ctx, in)

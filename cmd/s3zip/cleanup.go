@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3x"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // A run the CLI starts keeps a marker, <work prefix><execution>/run.json
@@ -65,7 +65,7 @@ type runMarker struct {
 }
 
 func workPrefix(workBucket string) string {
-	return workflow.Config{WorkBucket: workBucket}.Defaults().WorkPrefix
+	return create.Config{WorkBucket: workBucket}.Defaults().WorkPrefix
 }
 
 // markerLease writes a run's marker and keeps it fresh until stop.
@@ -215,7 +215,7 @@ func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 // probes) and its work objects; an extract's uploads and the objects it
 // wrote under its destination (as its Abort would) and its work objects.
 // Live runs are left alone.
-func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest workflow.Destination, self string) (*cleanupResult, error) {
+func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest create.Destination, self string) (*cleanupResult, error) {
 	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
 	cl := &cleaner{c: c, workBucket: workBucket}
 	prefixes, now, err := cl.runPrefixes(ctx)
@@ -317,7 +317,7 @@ func (cl *cleaner) record(ctx context.Context, prefix string, r *runRecord) erro
 	if ok && m.Execution != "" && prefix == markerPrefix(cl.workBucket, &m) {
 		r.marker, r.lastBeat = &m, written
 	}
-	var job workflow.Job
+	var job create.Job
 	if ok, _, err = cl.readDoc(ctx, prefix+"upload.json", &job); ok {
 		r.uploadID = job.UploadID
 	}
@@ -359,8 +359,8 @@ func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
 	if ups, err := cl.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &cl.workBucket, Prefix: &prefix}); err == nil {
 		f.Uploads = len(ups.Uploads)
 	}
-	aborter := &workflow.Aborter{S3: cl.c, Config: workflow.Config{WorkBucket: cl.workBucket}, Log: slog.New(slog.DiscardHandler)}
-	out, err := aborter.Handle(ctx, workflow.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
+	aborter := &create.Aborter{S3: cl.c, Config: create.Config{WorkBucket: cl.workBucket}, Log: slog.New(slog.DiscardHandler)}
+	out, err := aborter.Handle(ctx, create.AbortInput{Execution: m.Execution, Error: json.RawMessage(`{"Error":"DeadRun","Cause":"cleaned up after a run that was killed"}`)})
 	if err != nil {
 		f.CleanError = err.Error()
 		return
@@ -372,7 +372,7 @@ func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
 }
 
 // unrecordedUploads are the uploads of dest's key that no run records.
-func (cl *cleaner) unrecordedUploads(ctx context.Context, dest workflow.Destination, recorded map[string]bool) ([]string, error) {
+func (cl *cleaner) unrecordedUploads(ctx context.Context, dest create.Destination, recorded map[string]bool) ([]string, error) {
 	ups, err := cl.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &dest.Bucket, Prefix: &dest.Key})
 	if err != nil {
 		return nil, fmt.Errorf("list uploads of %s: %w", dest.URI(), err)
@@ -469,7 +469,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := cleanDeadRuns(ctx, client, *workBucket, workflow.Destination{Bucket: bucket, Key: key}, "")
+	res, err := cleanDeadRuns(ctx, client, *workBucket, create.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
 		if jerr := printJSON(stdout, res); jerr != nil && err == nil {
 			err = jerr
@@ -487,7 +487,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 // what dead runs for the same destination left, saying so on stderr. When
 // the marker cannot be written the work bucket is unusable and the run
 // itself will say why; a clean-up that fails is a warning.
-func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest workflow.Destination) *markerLease {
+func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest create.Destination) *markerLease {
 	c = housekeeping(c)
 	lease := leaseMarker(ctx, c, workBucket, newMarker(execution, dest.URI()), dest)
 	if lease == nil {
@@ -512,7 +512,7 @@ func housekeeping(c *s3.Client) *s3.Client {
 // leaseMarker writes a run's marker m (nil when it cannot: the work bucket
 // is unusable and the run itself will say why) and sets the clean-up hint
 // for archive: the `s3zip cleanup` that finds the run if it is killed.
-func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker, archive workflow.Destination) *markerLease {
+func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker, archive create.Destination) *markerLease {
 	setCleanupHint(archive, workBucket)
 	lease, err := startMarker(ctx, c, workBucket, m)
 	if err != nil {
@@ -526,7 +526,7 @@ func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMark
 // bucket), so that `s3zip cleanup` of the archive finds what the run leaves
 // if it is killed.
 func startExtractRun(ctx context.Context, c *s3.Client, req extract.Request) *markerLease {
-	archive := workflow.Destination{Bucket: req.Bucket, Key: req.Key}
+	archive := create.Destination{Bucket: req.Bucket, Key: req.Key}
 	m := newMarker(req.Execution, fmt.Sprintf("s3://%s/%s", req.DestBucket, req.Prefix))
 	m.Archive = archive.URI()
 	return leaseMarker(ctx, housekeeping(c), req.WorkBucket, m, archive)
@@ -539,7 +539,7 @@ var cleanupHint struct {
 	s string
 }
 
-func setCleanupHint(dest workflow.Destination, workBucket string) {
+func setCleanupHint(dest create.Destination, workBucket string) {
 	cleanupHint.Lock()
 	defer cleanupHint.Unlock()
 	cleanupHint.s = "s3zip cleanup " + dest.URI()

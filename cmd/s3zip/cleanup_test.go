@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // cliBinary builds the s3zip command for tests that run it as a process
@@ -315,7 +315,7 @@ func TestEndedRunThatLeftWorkIsFoundByCleanup(t *testing.T) {
 		srv.CreateBucket(t, b)
 	}
 	ctx, c := t.Context(), srv.Client(t)
-	dest := workflow.Destination{Bucket: "dst", Key: "left.zip"}
+	dest := create.Destination{Bucket: "dst", Key: "left.zip"}
 
 	clean, err := startMarker(ctx, c, "work", newMarker("local-clean", dest.URI()))
 	if err != nil {

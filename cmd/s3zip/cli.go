@@ -9,9 +9,9 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // The exit codes, the same for every command (README, "Exit status"):
@@ -52,7 +52,7 @@ func refusal(err error) bool {
 		xrf *extract.EntriesRefusedError
 		xee *failure.DestinationExistsError
 	)
-	return refusedErrors[workflow.ErrorType(err)] || errors.As(err, &xre) || errors.As(err, &xrf) || errors.As(err, &xee)
+	return refusedErrors[create.ErrorType(err)] || errors.As(err, &xre) || errors.As(err, &xrf) || errors.As(err, &xee)
 }
 
 func exitCode(err error) int {

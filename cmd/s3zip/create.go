@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -76,34 +76,34 @@ func newCreateFlags() (*flags, *createFlags) {
 
 // request is the workflow request the flags describe, checked as the
 // planner checks it.
-func (cf *createFlags) request() (workflow.Request, error) {
+func (cf *createFlags) request() (create.Request, error) {
 	if err := cf.rf.check("create"); err != nil {
-		return workflow.Request{}, err
+		return create.Request{}, err
 	}
 	if err := atLeast("create", "batch", *cf.batch, 0); err != nil {
-		return workflow.Request{}, err
+		return create.Request{}, err
 	}
 	req, err := cf.rf.sourceRequest("create")
 	if err != nil {
-		return workflow.Request{}, err
+		return create.Request{}, err
 	}
 	if *cf.dest == "" {
-		return workflow.Request{}, usageErrorf("create: --dest s3://bucket/key.zip is missing")
+		return create.Request{}, usageErrorf("create: --dest s3://bucket/key.zip is missing")
 	}
 	b, k, err := parseS3URI(*cf.dest)
 	if err != nil {
-		return workflow.Request{}, usageErrorf("create: --dest: %v", err)
+		return create.Request{}, usageErrorf("create: --dest: %v", err)
 	}
 	if k == "" || strings.HasSuffix(k, "/") {
-		return workflow.Request{}, usageErrorf("create: --dest %s names a bucket or a folder, not an archive: give the archive's key, e.g. s3://%s/%sarchive.zip", *cf.dest, b, k)
+		return create.Request{}, usageErrorf("create: --dest %s names a bucket or a folder, not an archive: give the archive's key, e.g. s3://%s/%sarchive.zip", *cf.dest, b, k)
 	}
-	req.Destination = workflow.Destination{Bucket: b, Key: k}
+	req.Destination = create.Destination{Bucket: b, Key: k}
 	req.Options.Overwrite = *cf.overwrite
 	if cf.modelChoice, err = parseModel(*cf.model); err != nil {
-		return workflow.Request{}, err
+		return create.Request{}, err
 	}
 	if err := req.Validate(); err != nil {
-		return workflow.Request{}, inFlagTerms(err)
+		return create.Request{}, inFlagTerms(err)
 	}
 	return req, nil
 }
@@ -111,7 +111,7 @@ func (cf *createFlags) request() (workflow.Request, error) {
 // runHere runs the workflow's handlers here, as the state machine would,
 // keeping this run's marker (and removing what dead runs for the same
 // destination left) while it lasts.
-func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show resultOutput) error {
+func (cf *createFlags) runHere(ctx context.Context, req create.Request, show resultOutput) error {
 	workBucket := *cf.workBucket
 	if workBucket == "" {
 		workBucket = req.Destination.Bucket
@@ -127,9 +127,9 @@ func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show r
 	}
 	counter := s3metrics.New()
 	progress := newProgressPrinter(os.Stderr)
-	runner := &workflow.Runner{
+	runner := &create.Runner{
 		S3:         s3.New(client.Options(), counter.Option()),
-		Config:     workflow.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch, Model: model},
+		Config:     create.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch, Model: model},
 		Log:        cf.logger(ctx),
 		OnProgress: progress.update,
 	}
@@ -142,7 +142,7 @@ func (cf *createFlags) runHere(ctx context.Context, req workflow.Request, show r
 	lease.stop(ctx)
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {
-			var job *workflow.Job
+			var job *create.Job
 			if res != nil {
 				job = res.Job
 			}
@@ -168,7 +168,7 @@ func (cf *createFlags) logger(ctx context.Context) *slog.Logger {
 
 // createdHere is what a create run here made, and what it took.
 type createdHere struct {
-	out     workflow.FinalizeOutput
+	out     create.FinalizeOutput
 	links   *links // with --presign
 	counter *s3metrics.Counter
 	wall    time.Duration
@@ -226,7 +226,7 @@ func printRequests(w io.Writer, counter *s3metrics.Counter) {
 
 // printArchive is the summary's first lines, the same for a run here and
 // a deployed one: what was made and how it was built.
-func printArchive(w io.Writer, a workflow.Archive, split []workflow.Archive, st workflow.ReportStats) {
+func printArchive(w io.Writer, a create.Archive, split []create.Archive, st create.ReportStats) {
 	if split != nil {
 		fmt.Fprintf(w, "archives    %d, each a whole ZIP\n", len(split))
 		for _, a := range split {
@@ -258,7 +258,7 @@ func endpointOrEnv(endpoint string) string {
 
 // runChecks are the buckets a run needs: the source (listed) or the
 // manifest or inventory report (read), the destination and the work bucket.
-func runChecks(req workflow.Request, workBucket string) []bucketCheck {
+func runChecks(req create.Request, workBucket string) []bucketCheck {
 	var checks []bucketCheck
 	if m := req.Source.Manifest; m != nil {
 		checks = append(checks, bucketCheck{role: "manifest", bucket: m.Bucket, object: m.Key})

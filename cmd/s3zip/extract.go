@@ -13,12 +13,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
@@ -51,7 +51,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
 	progress.finish(err)
 	lease.stop(ctx)
-	var fe *archive.FormatError
+	var fe *zipread.FormatError
 	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
 		return usageErrorf("extract: s3://%s/%s is not a readable ZIP archive: %s; nothing was written", req.Bucket, req.Key, fe.What)
 	}
@@ -195,7 +195,7 @@ func smallStoredOption(fs *flags, bytes int64) (int64, error) {
 }
 
 // phaseExtracting is an extraction's one phase between planning and done.
-const phaseExtracting workflow.Phase = "extracting"
+const phaseExtracting create.Phase = "extracting"
 
 // updateExtract shows an extraction's progress with the same printer as
 // create, counting jobs where create counts parts.
@@ -209,7 +209,7 @@ func (p *progressPrinter) updateExtract(pr extract.Progress) {
 			map[bool]string{true: "\r\033[K"}[p.terminal], pr.Writes, pr.WriteSeconds, float64(pr.Writes)/pr.WriteSeconds)
 	}
 	p.mu.Unlock()
-	p.update(workflow.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
+	p.update(create.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
 }
 
 // readModel reads a cost model profile: a plan.Model as JSON, or a document

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 func runGet(ctx context.Context, args []string, stdout io.Writer) error {
@@ -19,7 +19,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 			"Names that would leave DIR are refused. Symbolic links are never created (their targets could point\n"+
 			"anywhere): an archive holding one is refused unless --skip-symlinks leaves them out.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
-	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
+	concurrency := fs.Int("concurrency", zipread.DefaultConcurrency, "ranged GETs at once")
 	// 32 MiB: what make bench-get's tuning chose for s3zip get on one
 	// Lambda-sized link in every run, and on the unshaped path most often.
 	partSize := fs.Int("part-size", 32, "MiB per ranged GET: STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
@@ -47,13 +47,13 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	a, err := archive.Open(ctx, client, bucket, key)
+	a, err := zipread.Open(ctx, client, bucket, key)
 	if err != nil {
 		return openError("get", bucket, key, err)
 	}
-	res, err := a.Extract(ctx, pos[1], archive.ExtractOptions{Concurrency: *concurrency, ChunkSize: int64(*partSize) << 20,
+	res, err := a.Extract(ctx, pos[1], zipread.ExtractOptions{Concurrency: *concurrency, ChunkSize: int64(*partSize) << 20,
 		CoalesceSize: int64(*partSize) << 20, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
-	if errors.Is(err, archive.ErrSymlink) {
+	if errors.Is(err, zipread.ErrSymlink) {
 		return fmt.Errorf("%w; add --skip-symlinks to extract everything else", err)
 	}
 	if errors.Is(err, os.ErrExist) { // found before any file was written

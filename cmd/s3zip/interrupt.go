@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3x"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // signalCause is why the command's context was cancelled: a signal.
@@ -69,7 +69,7 @@ func (e *interruptedError) Error() string { return e.msg }
 
 // interruptedCreate says what an interrupted create left: it looks, rather
 // than trusting that the clean-up ran.
-func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution string, job *workflow.Job) error {
+func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution string, job *create.Job) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	left := workLeft(ctx, c, workBucket, workPrefix(workBucket)+execution+"/")

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // readRatio is the compressed/uncompressed ratio plan assumes for the
@@ -103,7 +103,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := sum.priceAlternative(p, entries, opts); err != nil {
 		return err
 	}
-	if *rf.compress != workflow.CompressNone || *rf.digest != "" {
+	if *rf.compress != create.CompressNone || *rf.digest != "" {
 		sum.priceReadPass(entries)
 	}
 	if sum.Archives = p.Archives; !p.Split() {
@@ -216,10 +216,10 @@ func (sum *planSummary) priceReadPass(entries []plan.Entry) {
 	for _, e := range entries {
 		if !e.Dir && e.Size > 0 {
 			rp.Bytes += e.Size
-			rp.Jobs += int((e.Size + workflow.DefaultPieceSize - 1) / workflow.DefaultPieceSize)
+			rp.Jobs += int((e.Size + create.DefaultPieceSize - 1) / create.DefaultPieceSize)
 		}
 	}
-	rp.PerBatch = workflow.ReadsPerBatch(rp.Jobs, sum.Workers, workflow.DefaultMaxReadsPerBatch)
+	rp.PerBatch = create.ReadsPerBatch(rp.Jobs, sum.Workers, create.DefaultMaxReadsPerBatch)
 	rpred := plan.DefaultModel.PredictRead(rp, sum.Workers)
 	sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
 }
@@ -283,7 +283,7 @@ func modelOf(opts plan.Options) plan.Model {
 
 // planOnlyDestination stands in for --dest, which plan does not take: the
 // request must name one to be valid, and nothing is written to it.
-var planOnlyDestination = workflow.Destination{Bucket: "s3zip-plan-only-destination", Key: "plan.zip"}
+var planOnlyDestination = create.Destination{Bucket: "s3zip-plan-only-destination", Key: "plan.zip"}
 
 // s3Entries lists the source prefix or reads the S3 manifest (looking up
 // every object) as create's planner does, and names the entries.
@@ -301,7 +301,7 @@ func s3Entries(ctx context.Context, rf *requestFlags) ([]plan.Entry, error) {
 		return nil, err
 	}
 	raw, _ := json.Marshal(req)
-	pl := &workflow.Planner{S3: client, Config: workflow.Config{DefaultMaxConcurrency: *rf.workers}}
+	pl := &create.Planner{S3: client, Config: create.Config{DefaultMaxConcurrency: *rf.workers}}
 	entries, _, err := pl.Entries(ctx, raw)
 	if err != nil {
 		return nil, inFlagTerms(err)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/presign"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // parseExpiry reads a link's lifetime as the user typed it for --flag: a
@@ -68,7 +68,7 @@ func signLinks(ctx context.Context, client *s3.Client, archive, report string, d
 
 // signRunLinks signs a run's links: its archive's and report's, and each
 // archive's of a split run.
-func signRunLinks(ctx context.Context, client *s3.Client, out *workflow.FinalizeOutput, d time.Duration) (*links, string, error) {
+func signRunLinks(ctx context.Context, client *s3.Client, out *create.FinalizeOutput, d time.Duration) (*links, string, error) {
 	l, warning, err := signLinks(ctx, client, out.Archive.URI, out.Report, d)
 	if err != nil {
 		return nil, "", err
@@ -90,7 +90,7 @@ func objectOf(uri string) (presign.Object, error) {
 
 // signLinksAsCaller signs a deployed run's links with the credentials and
 // S3 endpoint (S3_ENDPOINT, AWS_ENDPOINT_URL_S3) this command runs with.
-func signLinksAsCaller(ctx context.Context, out *workflow.FinalizeOutput, d time.Duration) (*links, string, error) {
+func signLinksAsCaller(ctx context.Context, out *create.FinalizeOutput, d time.Duration) (*links, string, error) {
 	client, err := newS3Client(ctx, "")
 	if err != nil {
 		return nil, "", err

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3profile"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // The --model choices besides a file.
@@ -79,6 +79,6 @@ func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.
 // serverModel is a measured server's profile for a run here, whose workers
 // build the workflow's parts in flight each.
 func serverModel(m s3profile.Measured) *plan.Model {
-	model := m.Model(workflow.Config{}.Defaults().PartConcurrency)
+	model := m.Model(create.Config{}.Defaults().PartConcurrency)
 	return &model
 }

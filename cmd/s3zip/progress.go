@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/create"
 )
 
 // progressPrinter shows a run's phases and parts: a live line on a
@@ -28,12 +28,12 @@ type progressPrinter struct {
 	plannedBefore bool // a planning phase was entered before (compressed runs come back to it)
 
 	mu         sync.Mutex
-	phase      workflow.Phase
+	phase      create.Phase
 	phaseStart time.Time
 	last       time.Time
 	drawn      bool
 	stopTick   chan struct{}
-	high       workflow.Progress // the furthest this phase has got
+	high       create.Progress // the furthest this phase has got
 }
 
 func newProgressPrinter(f *os.File) *progressPrinter {
@@ -49,7 +49,7 @@ func newProgress(w io.Writer, terminal bool) *progressPrinter {
 	return p
 }
 
-func (p *progressPrinter) update(pr workflow.Progress) {
+func (p *progressPrinter) update(pr create.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -59,17 +59,17 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 	pr.PartsDone, pr.BytesDone = max(pr.PartsDone, p.high.PartsDone), max(pr.BytesDone, p.high.BytesDone)
 	p.high = pr
 	switch pr.Phase {
-	case workflow.PhasePlanning:
+	case create.PhasePlanning:
 		p.drawPlanning(now)
 		return
-	case workflow.PhaseBuilding:
+	case create.PhaseBuilding:
 		if pr.PartsDone == 0 && !p.terminal {
 			fmt.Fprintf(p.w, "building %s, %s\n", count(pr.Parts, strings.TrimSuffix(p.unit, "s"), p.unit), humanBytes(pr.Bytes))
 			p.last = now
 			return
 		}
 	}
-	final := pr.Phase == workflow.PhaseDone || pr.Phase == workflow.PhaseFinalizing
+	final := pr.Phase == create.PhaseDone || pr.Phase == create.PhaseFinalizing
 	if !final && now.Sub(p.last) < p.every {
 		return
 	}
@@ -77,16 +77,16 @@ func (p *progressPrinter) update(pr workflow.Progress) {
 }
 
 // draw shows pr: the live line on a terminal, a plain line elsewhere.
-func (p *progressPrinter) draw(pr workflow.Progress, now time.Time) {
+func (p *progressPrinter) draw(pr create.Progress, now time.Time) {
 	p.last = now
 	elapsed := now.Sub(p.phaseStart).Seconds()
 	speed := float64(pr.BytesDone) / max(elapsed, 1e-3)
 	eta := ""
-	if pr.Phase == workflow.PhaseBuilding && speed > 0 && pr.BytesDone < pr.Bytes {
+	if pr.Phase == create.PhaseBuilding && speed > 0 && pr.BytesDone < pr.Bytes {
 		eta = fmt.Sprintf(", ETA %.0f s", float64(pr.Bytes-pr.BytesDone)/speed)
 	}
 	unit := p.unit
-	if pr.Phase == workflow.PhaseReading {
+	if pr.Phase == create.PhaseReading {
 		unit = "jobs" // the read pass's: pieces read, CRC-32s looked up
 	}
 	if !p.terminal {
@@ -109,16 +109,16 @@ func (p *progressPrinter) draw(pr workflow.Progress, now time.Time) {
 
 // enter starts a phase; planning, which reports nothing until it is done,
 // gets a ticking elapsed time on a terminal so the run is seen to be alive.
-func (p *progressPrinter) enter(phase workflow.Phase, now time.Time) {
+func (p *progressPrinter) enter(phase create.Phase, now time.Time) {
 	if p.stopTick != nil {
 		close(p.stopTick)
 		p.stopTick = nil
 	}
-	if p.phase == workflow.PhasePlanning && !p.terminal {
+	if p.phase == create.PhasePlanning && !p.terminal {
 		fmt.Fprintf(p.w, "planned in %.1f s\n", now.Sub(p.phaseStart).Seconds())
 	}
-	p.phase, p.phaseStart, p.last, p.high = phase, now, time.Time{}, workflow.Progress{Phase: phase}
-	if phase == workflow.PhasePlanning && p.terminal {
+	p.phase, p.phaseStart, p.last, p.high = phase, now, time.Time{}, create.Progress{Phase: phase}
+	if phase == create.PhasePlanning && p.terminal {
 		stop := make(chan struct{})
 		p.stopTick = stop
 		go func() {
@@ -172,10 +172,10 @@ func (p *progressPrinter) finish(err error) {
 	}
 	now := time.Now()
 	switch {
-	case err == nil && p.high.Parts > 0 && (p.phase != workflow.PhaseDone || p.high.PartsDone < p.high.Parts):
+	case err == nil && p.high.Parts > 0 && (p.phase != create.PhaseDone || p.high.PartsDone < p.high.Parts):
 		pr := p.high
-		pr.Phase, pr.PartsDone, pr.BytesDone = workflow.PhaseDone, pr.Parts, pr.Bytes
-		p.enter(workflow.PhaseDone, now)
+		pr.Phase, pr.PartsDone, pr.BytesDone = create.PhaseDone, pr.Parts, pr.Bytes
+		p.enter(create.PhaseDone, now)
 		p.draw(pr, now)
 	case err != nil && p.phase != "":
 		how := "failed"

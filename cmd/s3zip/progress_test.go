@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // A run's progress as the Runner reports it: planning (which says nothing
 // until it ends), then parts, then the final part.
-var runProgress = []workflow.Progress{
-	{Phase: workflow.PhasePlanning},
-	{Phase: workflow.PhaseBuilding, Parts: 57, Bytes: 301 << 20},
-	{Phase: workflow.PhaseBuilding, Parts: 57, PartsDone: 20, Bytes: 301 << 20, BytesDone: 100 << 20},
-	{Phase: workflow.PhaseFinalizing, Parts: 57, PartsDone: 56, Bytes: 301 << 20, BytesDone: 300 << 20},
-	{Phase: workflow.PhaseDone, Parts: 57, PartsDone: 57, Bytes: 301 << 20, BytesDone: 301 << 20},
+var runProgress = []create.Progress{
+	{Phase: create.PhasePlanning},
+	{Phase: create.PhaseBuilding, Parts: 57, Bytes: 301 << 20},
+	{Phase: create.PhaseBuilding, Parts: 57, PartsDone: 20, Bytes: 301 << 20, BytesDone: 100 << 20},
+	{Phase: create.PhaseFinalizing, Parts: 57, PartsDone: 56, Bytes: 301 << 20, BytesDone: 300 << 20},
+	{Phase: create.PhaseDone, Parts: 57, PartsDone: 57, Bytes: 301 << 20, BytesDone: 301 << 20},
 }
 
 func TestProgressPrinter(t *testing.T) {
@@ -74,14 +74,14 @@ func shownCounts(t *testing.T, out string) (parts []int, bytes []string) {
 // their counters moved; a retried batch reports late): what is shown never
 // goes backwards.
 func TestProgressNeverGoesBackwards(t *testing.T) {
-	building := func(parts int, bytes int64) workflow.Progress {
-		return workflow.Progress{Phase: workflow.PhaseBuilding, Parts: 10, PartsDone: parts, Bytes: 100 << 20, BytesDone: bytes << 20}
+	building := func(parts int, bytes int64) create.Progress {
+		return create.Progress{Phase: create.PhaseBuilding, Parts: 10, PartsDone: parts, Bytes: 100 << 20, BytesDone: bytes << 20}
 	}
 	for _, terminal := range []bool{true, false} {
 		var buf bytes.Buffer
 		p := newProgress(&buf, terminal)
 		p.every = 0
-		for _, pr := range []workflow.Progress{building(0, 0), building(3, 30), building(6, 60), building(5, 50), building(4, 40), building(7, 70)} {
+		for _, pr := range []create.Progress{building(0, 0), building(3, 30), building(6, 60), building(5, 50), building(4, 40), building(7, 70)} {
 			p.update(pr)
 		}
 		p.finish(nil)
@@ -193,13 +193,13 @@ func TestProgressOfAReadPass(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgress(&buf, false)
 	p.every = 0
-	for _, pr := range []workflow.Progress{
-		{Phase: workflow.PhasePlanning},
-		{Phase: workflow.PhaseReading, Parts: 3},
-		{Phase: workflow.PhaseReading, Parts: 3, PartsDone: 3},
-		{Phase: workflow.PhasePlanning},
-		{Phase: workflow.PhaseBuilding, Parts: 2, Bytes: 10 << 20},
-		{Phase: workflow.PhaseDone, Parts: 2, PartsDone: 2, Bytes: 10 << 20, BytesDone: 10 << 20},
+	for _, pr := range []create.Progress{
+		{Phase: create.PhasePlanning},
+		{Phase: create.PhaseReading, Parts: 3},
+		{Phase: create.PhaseReading, Parts: 3, PartsDone: 3},
+		{Phase: create.PhasePlanning},
+		{Phase: create.PhaseBuilding, Parts: 2, Bytes: 10 << 20},
+		{Phase: create.PhaseDone, Parts: 2, PartsDone: 2, Bytes: 10 << 20, BytesDone: 10 << 20},
 	} {
 		p.update(pr)
 	}

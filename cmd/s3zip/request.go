@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // defaultWorkers is --workers for both create and plan, so that plan
@@ -49,7 +49,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		compress:     fs.String("compress", "none", "none (STORED), deflate (every entry that shrinks) or auto (skip compressed formats and entries whose start does not shrink)"),
 		digest:       fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
 		sumsFile:     fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
-		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", workflow.DefaultLevel)),
+		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", create.DefaultLevel)),
 		splitSize:    sizeFlag(fs, "split-size", "split the archive into name-0001.zip, name-0002.zip, … of at most this `size` each (bytes, or 64MiB, 2GB; an entry larger stands alone), each a whole ZIP (default: one archive)"),
 		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size; default: no limit)"),
 	}
@@ -81,16 +81,16 @@ func (f *requestFlags) check(cmd string) error {
 		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, s3x.MinPartSize, s3x.MaxPartSize))
 	}
 	switch *f.compress {
-	case workflow.CompressNone, workflow.CompressDeflate, workflow.CompressAuto:
+	case create.CompressNone, create.CompressDeflate, create.CompressAuto:
 	default:
 		bad = append(bad, fmt.Sprintf("--compress %q: want none, deflate or auto", *f.compress))
 	}
 	if l := *f.level; (l != 0 || f.fs.given("level")) && (l < 1 || l > 9) {
 		bad = append(bad, fmt.Sprintf("--level %d: want 1 (fastest) to 9 (smallest)", l))
-	} else if l != 0 && *f.compress == workflow.CompressNone {
+	} else if l != 0 && *f.compress == create.CompressNone {
 		bad = append(bad, "--level applies to --compress deflate or auto; add --compress deflate")
 	}
-	if d := *f.digest; d != "" && d != workflow.DigestSHA256 {
+	if d := *f.digest; d != "" && d != create.DigestSHA256 {
 		bad = append(bad, fmt.Sprintf("--digest %q: the only digest is sha256", d))
 	}
 	if *f.sumsFile != "" && *f.digest == "" {
@@ -120,13 +120,13 @@ func (f *requestFlags) check(cmd string) error {
 }
 
 // sourceRequest is the request's source and options from the flags.
-func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
-	req := workflow.Request{Options: workflow.Options{
+func (f *requestFlags) sourceRequest(cmd string) (create.Request, error) {
+	req := create.Request{Options: create.Options{
 		Strategy: *f.strategy, Prefer: *f.prefer, Names: *f.names, Duplicates: *f.duplicates, Directories: *f.directories,
 		MaxConcurrency: *f.workers, PartSize: *f.partSize, Level: *f.level, KeepMetadata: *f.keepMetadata,
 		SplitSize: *f.splitSize, SplitEntries: *f.splitEntries,
 	}}
-	if *f.compress != workflow.CompressNone {
+	if *f.compress != create.CompressNone {
 		req.Options.Compression = *f.compress
 	}
 	if *f.digest != "" {
@@ -139,7 +139,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 		if err != nil {
 			return req, usageErrorf("%s: --inventory: %v", cmd, err)
 		}
-		req.Source.Inventory = &workflow.ObjectRef{Bucket: b, Key: k}
+		req.Source.Inventory = &create.ObjectRef{Bucket: b, Key: k}
 		if *f.source != "" {
 			// The prefix filters the report's keys and names entries
 			// relative to it, as a listing of it would.
@@ -152,7 +152,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 		if err != nil {
 			return req, usageErrorf("%s: --source: %v", cmd, err)
 		}
-		req.Source = workflow.Source{Bucket: b, Prefix: k}
+		req.Source = create.Source{Bucket: b, Prefix: k}
 	case *f.manifest != "" && *f.source == "" && *f.inventory == "":
 		b, k, err := parseS3ObjectURI(*f.manifest)
 		if err != nil {
@@ -160,7 +160,7 @@ func (f *requestFlags) sourceRequest(cmd string) (workflow.Request, error) {
 		}
 		// Lines without a bucket name objects beside the manifest: the CLI
 		// has no flag for the request's default source bucket.
-		req.Source = workflow.Source{Bucket: b, Manifest: &workflow.ObjectRef{Bucket: b, Key: k}}
+		req.Source = create.Source{Bucket: b, Manifest: &create.ObjectRef{Bucket: b, Key: k}}
 	default:
 		return req, usageErrorf("%s: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or --inventory s3://bucket/…/manifest.json (which --source may narrow to a prefix)", cmd)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // checkEndpoint rejects an endpoint the SDK would only fail on at the first
@@ -151,7 +151,7 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 		if ck.role == "archive" {
 			// A split run (create --split-size) wrote numbered archives, not the key it was given.
 			return usageErrorf("archive s3://%s/%s does not exist; check the bucket, the key and --endpoint (a split run's archives are s3://%s/%s, %s, …: one command each)",
-				ck.bucket, ck.object, ck.bucket, workflow.ArchiveKey(ck.object, 0), path.Base(workflow.ArchiveKey(ck.object, 1)))
+				ck.bucket, ck.object, ck.bucket, create.ArchiveKey(ck.object, 0), path.Base(create.ArchiveKey(ck.object, 1)))
 		}
 		return usageErrorf("%s s3://%s/%s does not exist; check the bucket, the key and --endpoint", ck.role, ck.bucket, ck.object)
 	}

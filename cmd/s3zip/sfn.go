@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // exitError carries the process exit code for main.
@@ -118,7 +118,7 @@ type resultOutput struct {
 }
 
 // startDeployed starts the state machine with req and follows the execution.
-func startDeployed(ctx context.Context, stateMachine string, req workflow.Request, show resultOutput) error {
+func startDeployed(ctx context.Context, stateMachine string, req create.Request, show resultOutput) error {
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
@@ -246,26 +246,26 @@ var refusedErrors = map[string]bool{stepfn.TypeRequestError: true, stepfn.TypeDe
 // always present (null when it does not apply). README ("status --json")
 // documents it; add fields at the end, never rename or reorder them.
 type executionResult struct {
-	Execution string                `json:"execution"` // its ARN
-	Status    string                `json:"status"`    // Step Functions': SUCCEEDED, FAILED, TIMED_OUT, ABORTED
-	ExitCode  int                   `json:"exitCode"`  // the command's exit status: 0, 1 failed, 2 refused
-	Archive   *workflow.Archive     `json:"archive"`   // SUCCEEDED: uri, size, etag, crc32
-	Report    *string               `json:"report"`    // SUCCEEDED: the report's s3:// URI
-	Stats     *workflow.ReportStats `json:"stats"`     // SUCCEEDED: the finalizer's numbers
-	Warnings  []string              `json:"warnings"`  // SUCCEEDED: what went wrong without failing the run; [] when nothing did
-	Error     *string               `json:"error"`     // otherwise: the error type the state machine saw (RequestError, …)
-	Cause     *string               `json:"cause"`     // otherwise: its message
-	Started   *time.Time            `json:"started"`
-	Stopped   *time.Time            `json:"stopped"`
-	Links     *links                `json:"links"`    // SUCCEEDED with --presign: download links, signed by the caller
-	Archives  []workflow.Archive    `json:"archives"` // SUCCEEDED, a split run: every archive (archive is the first); null otherwise
+	Execution string              `json:"execution"` // its ARN
+	Status    string              `json:"status"`    // Step Functions': SUCCEEDED, FAILED, TIMED_OUT, ABORTED
+	ExitCode  int                 `json:"exitCode"`  // the command's exit status: 0, 1 failed, 2 refused
+	Archive   *create.Archive     `json:"archive"`   // SUCCEEDED: uri, size, etag, crc32
+	Report    *string             `json:"report"`    // SUCCEEDED: the report's s3:// URI
+	Stats     *create.ReportStats `json:"stats"`     // SUCCEEDED: the finalizer's numbers
+	Warnings  []string            `json:"warnings"`  // SUCCEEDED: what went wrong without failing the run; [] when nothing did
+	Error     *string             `json:"error"`     // otherwise: the error type the state machine saw (RequestError, …)
+	Cause     *string             `json:"cause"`     // otherwise: its message
+	Started   *time.Time          `json:"started"`
+	Stopped   *time.Time          `json:"stopped"`
+	Links     *links              `json:"links"`    // SUCCEEDED with --presign: download links, signed by the caller
+	Archives  []create.Archive    `json:"archives"` // SUCCEEDED, a split run: every archive (archive is the first); null otherwise
 }
 
 func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutput) error {
 	r := executionResult{Execution: aws.ToString(d.ExecutionArn), Status: string(d.Status), Started: d.StartDate, Stopped: d.StopDate, Warnings: []string{}}
 	var err error
 	if d.Status == types.ExecutionStatusSucceeded {
-		var out workflow.FinalizeOutput
+		var out create.FinalizeOutput
 		if jerr := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); jerr != nil {
 			return fmt.Errorf("execution %s succeeded but its output is not the finalizer's: %w", r.Execution, jerr)
 		}

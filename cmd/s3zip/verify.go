@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
@@ -17,7 +17,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 			"Warnings (listed after the problems) name what 7-Zip, Info-ZIP and Go's archive/zip read correctly\n"+
 			"but other readers, or get and extract, treat differently; they leave the exit code 0.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
-	concurrency := fs.Int("concurrency", archive.DefaultConcurrency, "ranged GETs at once")
+	concurrency := fs.Int("concurrency", zipread.DefaultConcurrency, "ranged GETs at once")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
@@ -37,12 +37,12 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, err := archive.Open(ctx, client, bucket, key)
-	var fe *archive.FormatError
+	a, err := zipread.Open(ctx, client, bucket, key)
+	var fe *zipread.FormatError
 	if errors.As(err, &fe) {
 		// An archive too broken to list is a verification result, not a
 		// failure to verify: report it the same way.
-		r := &archive.Report{Bucket: bucket, Key: key, Problems: []archive.Problem{{Offset: fe.Offset, What: fe.What}}, Warnings: []archive.Problem{}}
+		r := &zipread.Report{Bucket: bucket, Key: key, Problems: []zipread.Problem{{Offset: fe.Offset, What: fe.What}}, Warnings: []zipread.Problem{}}
 		if err := printReport(stdout, r, *asJSON); err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return openError("verify", bucket, key, err)
 	}
-	r, err := a.Verify(ctx, archive.VerifyOptions{Concurrency: *concurrency})
+	r, err := a.Verify(ctx, zipread.VerifyOptions{Concurrency: *concurrency})
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func printReport(w io.Writer, r *archive.Report, asJSON bool) error {
+func printReport(w io.Writer, r *zipread.Report, asJSON bool) error {
 	if asJSON {
 		return printJSON(w, r)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/archive"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // storedZip builds a ZIP of STORED entries with CRC-32s in the local headers.
@@ -126,7 +126,7 @@ s3://cli/padded.zip: 3 entries (2 files, 1 directory, 0 with ZIP64 fields, 2 wit
 	t.Run("json", func(t *testing.T) {
 		var out bytes.Buffer
 		err := run(t.Context(), []string{"verify", "--json", "--endpoint", srv.Endpoint(), "s3://cli/bad.zip"}, &out)
-		var r archive.Report
+		var r zipread.Report
 		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err == nil {
 			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
 		}
@@ -137,7 +137,7 @@ s3://cli/padded.zip: 3 entries (2 files, 1 directory, 0 with ZIP64 fields, 2 wit
 	t.Run("json-warnings", func(t *testing.T) {
 		var out bytes.Buffer
 		err := run(t.Context(), []string{"verify", "--json", "--endpoint", srv.Endpoint(), "s3://cli/descriptor-sizes.zip"}, &out)
-		var r archive.Report
+		var r zipread.Report
 		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || err != nil {
 			t.Fatalf("verify --json: %v, decode: %v\n%s", err, jerr, out.String())
 		}

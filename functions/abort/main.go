@@ -5,12 +5,12 @@ package main
 import (
 	"context"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func main() {
-	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "abort", workflow.ConfigFromEnv))
-	a := &workflow.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(a.Handle, workflow.ErrorType)
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "abort", create.ConfigFromEnv))
+	a := &create.Aborter{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambdaenv.Start(a.Handle, create.ErrorType)
 }

@@ -5,13 +5,13 @@ package main
 import (
 	"context"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
 	"github.com/s3zip/s3zip/internal/presign"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func main() {
-	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "finalizer", workflow.ConfigFromEnv))
-	f := &workflow.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
-	lambdaenv.Start(f.Handle, workflow.ErrorType)
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "finalizer", create.ConfigFromEnv))
+	f := &create.Finalizer{S3: env.S3, Config: env.Config, Log: env.Log, Links: presign.Signer{Client: env.S3}}
+	lambdaenv.Start(f.Handle, create.ErrorType)
 }

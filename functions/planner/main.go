@@ -6,12 +6,12 @@ package main
 import (
 	"context"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func main() {
-	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "planner", workflow.ConfigFromEnv))
-	p := &workflow.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(p.Handle, workflow.ErrorType)
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "planner", create.ConfigFromEnv))
+	p := &create.Planner{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambdaenv.Start(p.Handle, create.ErrorType)
 }

@@ -7,12 +7,12 @@ package main
 import (
 	"context"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func main() {
-	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "reader", workflow.ConfigFromEnv))
-	r := &workflow.Reader{S3: env.S3, Lookups: env.Config.HeadConcurrency}
-	lambdaenv.Start(r.Handle, workflow.ErrorType)
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "reader", create.ConfigFromEnv))
+	r := &create.Reader{S3: env.S3, Lookups: env.Config.HeadConcurrency}
+	lambdaenv.Start(r.Handle, create.ErrorType)
 }

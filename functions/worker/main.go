@@ -4,12 +4,12 @@ package main
 import (
 	"context"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/lambdaenv"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func main() {
-	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "worker", workflow.ConfigFromEnv))
-	w := &workflow.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
-	lambdaenv.Start(w.Handle, workflow.ErrorType)
+	env := lambdaenv.Must(lambdaenv.Load(context.Background(), "worker", create.ConfigFromEnv))
+	w := &create.Worker{S3: env.S3, Config: env.Config, Log: env.Log}
+	lambdaenv.Start(w.Handle, create.ErrorType)
 }

@@ -29,7 +29,7 @@ type Env[C any] struct {
 }
 
 // Load reads the environment, the configuration with configFromEnv
-// (workflow.ConfigFromEnv, extract.ConfigFromEnv). It returns errors, never
+// (create.ConfigFromEnv, extract.ConfigFromEnv). It returns errors, never
 // panics.
 func Load[C any](ctx context.Context, function string, configFromEnv func(getenv func(string) string) (C, error)) (*Env[C], error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo})).With("function", function)
@@ -64,7 +64,7 @@ func Load[C any](ctx context.Context, function string, configFromEnv func(getenv
 }
 
 // Start runs handler as the Lambda's handler. Errors are reported with the
-// name errorType gives them (workflow.ErrorType, extract.ErrorType:
+// name errorType gives them (create.ErrorType, extract.ErrorType:
 // RequestError, TransientError, …) however deeply they are wrapped, so that
 // the state machine's Retry and Catch see them.
 func Start[In, Out any](handler func(context.Context, In) (Out, error), errorType func(error) string) {

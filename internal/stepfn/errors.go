@@ -15,7 +15,7 @@ import (
 // would arrive as "wrapError". So every way a handler runs reports the
 // workflow's ErrorType (NameOf over its kinds) instead, and errors keep
 // their name however much context is wrapped around them.
-// workflow/errors_test.go and extract's tests hold statemachine/*.asl.json
+// create/errors_test.go and extract's tests hold statemachine/*.asl.json
 // to these names.
 
 // The error names, as ErrorEquals spells them.

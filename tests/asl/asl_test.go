@@ -25,9 +25,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const mib = 1 << 20
@@ -68,7 +68,7 @@ func newEnv(t *testing.T) *env {
 		srv.PutObject(t, "src", o.key, body, s3test.WithChecksum(o.checksum))
 		e.want[o.key] = body
 	}
-	e.fns = &Functions{S3: e.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
+	e.fns = &Functions{S3: e.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	e.url = e.fns.Serve(t)
 	return e
 }
@@ -138,7 +138,7 @@ func TestASLBuildsValidArchive(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
-	var res workflow.FinalizeOutput
+	var res create.FinalizeOutput
 	if err := json.Unmarshal(out.Output, &res); err != nil {
 		t.Fatalf("execution output %s: %v", out.Output, err)
 	}
@@ -320,7 +320,7 @@ func TestASLCompressesWithChecksums(t *testing.T) {
 		e.srv.PutObject(t, "src", k, body)
 		e.want[k] = body
 	}
-	e.fns.Configure(func(c *workflow.Config) {
+	e.fns.Configure(func(c *create.Config) {
 		c.PieceSize = 2 * mib // app.log: 5 pieces, joined by PlanLayout
 		c.MaxReadsPerBatch = 2
 	})
@@ -382,7 +382,7 @@ func TestASLCompressesWithChecksums(t *testing.T) {
 // batch's own error and leaves nothing (no intermediate pieces, no upload).
 func TestASLReadPassFailureCleansUp(t *testing.T) {
 	e := newEnv(t)
-	e.fns.Configure(func(c *workflow.Config) { c.PieceSize = mib })
+	e.fns.Configure(func(c *create.Config) { c.PieceSize = mib })
 	e.fns.SetFault("reader", func(_ context.Context, attempt int, _ json.RawMessage) error {
 		if attempt == 2 {
 			e.srv.PutObject(t, "src", "in/big/c.bin", make([]byte, 7*mib))

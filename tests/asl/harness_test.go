@@ -20,14 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/mapadapter"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // LambdaErrorType is the errorType the s3zip Lambdas report for an error:
 // functions/*/main.go start the create handlers with lambdaenv.Start and
-// workflow.ErrorType (the first s3zip error type in the chain).
-func LambdaErrorType(err error) string { return workflow.ErrorType(err) }
+// create.ErrorType (the first s3zip error type in the chain).
+func LambdaErrorType(err error) string { return create.ErrorType(err) }
 
 // Fault lets a test fail or delay an invocation: called before the handler
 // with the function's invocation count (1 for the first); a non-nil error is
@@ -44,16 +44,16 @@ type Invocation struct {
 
 // Functions serves the five handlers over HTTP the way Lambda would run them.
 type Functions struct {
-	S3 workflow.S3
+	S3 create.S3
 	// PlannerS3, when set, is the planner's client instead of S3: a test
 	// counts the planner's own requests on it.
-	PlannerS3 workflow.S3
-	Config    workflow.Config
+	PlannerS3 create.S3
+	Config    create.Config
 	Log       *slog.Logger
 	// ErrorType names a returned error as Lambda reports it (default LambdaErrorType).
 	ErrorType func(error) string
 	// Links signs the finalizer's download links (functions/finalizer: its role's credentials).
-	Links workflow.LinkSigner
+	Links create.LinkSigner
 
 	mu      sync.Mutex
 	faults  map[string]Fault
@@ -97,7 +97,7 @@ func (f *Functions) Calls(fn string) []Invocation {
 }
 
 // Configure changes the handlers' Config, also while the server runs.
-func (f *Functions) Configure(change func(*workflow.Config)) {
+func (f *Functions) Configure(change func(*create.Config)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change(&f.Config)
@@ -113,45 +113,45 @@ func (f *Functions) handler(name string) (func(context.Context, json.RawMessage)
 		if f.PlannerS3 != nil {
 			c = f.PlannerS3
 		}
-		h := &workflow.Planner{S3: c, Config: cfg, Log: f.Log}
+		h := &create.Planner{S3: c, Config: cfg, Log: f.Log}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in workflow.PlanInput
+			var in create.PlanInput
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
 			return h.Handle(ctx, in)
 		}, true
 	case "reader":
-		h := &workflow.Reader{S3: f.S3}
+		h := &create.Reader{S3: f.S3}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in workflow.ReadBatchInput
+			var in create.ReadBatchInput
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
 			return h.Handle(ctx, in)
 		}, true
 	case "worker":
-		h := &workflow.Worker{S3: f.S3, Config: cfg, Log: f.Log}
+		h := &create.Worker{S3: f.S3, Config: cfg, Log: f.Log}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in workflow.BatchInput
+			var in create.BatchInput
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
 			return h.Handle(ctx, in)
 		}, true
 	case "finalizer":
-		h := &workflow.Finalizer{S3: f.S3, Config: cfg, Log: f.Log, Links: f.Links}
+		h := &create.Finalizer{S3: f.S3, Config: cfg, Log: f.Log, Links: f.Links}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in workflow.FinalizeInput
+			var in create.FinalizeInput
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}
 			return h.Handle(ctx, in)
 		}, true
 	case "abort":
-		h := &workflow.Aborter{S3: f.S3, Config: cfg, Log: f.Log, Sleep: func(time.Duration) { time.Sleep(20 * time.Millisecond) }}
+		h := &create.Aborter{S3: f.S3, Config: cfg, Log: f.Log, Sleep: func(time.Duration) { time.Sleep(20 * time.Millisecond) }}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in workflow.AbortInput
+			var in create.AbortInput
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return nil, err
 			}

@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // objectReads records the requests a client makes of the source bucket's
@@ -106,7 +106,7 @@ func TestASLManifestObjectsLookedUpByTheReadRounds(t *testing.T) {
 	counter := s3metrics.New()
 	planner := &objectReads{Client: s3.New(e.s3.Options(), counter.Option())}
 	e.fns.PlannerS3 = planner
-	e.fns.Configure(func(c *workflow.Config) { c.PartsPerBatch = 4 })
+	e.fns.Configure(func(c *create.Config) { c.PartsPerBatch = 4 })
 
 	req := `{"source":{"bucket":"src","manifest":{"bucket":"src","key":"lists/all.csv"}},"destination":{"bucket":"dst","key":"out/m.zip"},"options":{"strategy":"stream","partSize":5242880}}`
 	out := Execute(t, e.url, json.RawMessage(req), RunOptions{Execution: "exec-manifest", Timeout: 5 * time.Minute})

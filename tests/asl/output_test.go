@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/presign"
 	"github.com/s3zip/s3zip/internal/testenv/outputschema"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // The execution's output is the contract of docs/output.md: the ASL's real
@@ -26,7 +26,7 @@ import (
 func TestASLOutputContract(t *testing.T) {
 	e := newEnv(t)
 	e.fns.Links = presign.Signer{Client: e.s3}
-	e.fns.Configure(func(c *workflow.Config) { c.MaxPresignSeconds = 7 * 24 * 3600 })
+	e.fns.Configure(func(c *create.Config) { c.MaxPresignSeconds = 7 * 24 * 3600 })
 	req := json.RawMessage(`{"id":"order-42","source":{"bucket":"src","prefix":"in/"},"destination":{"bucket":"dst","key":"out/contract.zip"},` +
 		`"options":{"strategy":"duo","partSize":5242880,"digests":["sha256"],"checksumsFile":"SHA256SUMS","presign":"2h"}}`)
 	started := time.Now()
@@ -35,7 +35,7 @@ func TestASLOutputContract(t *testing.T) {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
 	t.Logf("output: %s", out.Output)
-	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
+	res := outputschema.Decode[create.FinalizeOutput](t, out.Output)
 	body := e.srv.GetObject(t, "dst", "out/contract.zip")
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
@@ -112,7 +112,7 @@ func TestASLRefusesBadPresign(t *testing.T) {
 		{"over-the-deployment", "2d", "86400", "signs links for at most 24h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e.fns.Configure(func(c *workflow.Config) { fmt.Sscan(tc.max, &c.MaxPresignSeconds) })
+			e.fns.Configure(func(c *create.Config) { fmt.Sscan(tc.max, &c.MaxPresignSeconds) })
 			out := e.execute(t, request("out/refused.zip", fmt.Sprintf(`,"presign":%q`, tc.presign)), "exec-presign-"+tc.name)
 			if out.Status != "FAILED" || out.Error != "RequestError" || !strings.Contains(out.Cause, tc.want) {
 				t.Errorf("execution %s %s (%s); want FAILED RequestError saying %q", out.Status, out.Error, out.Cause, tc.want)

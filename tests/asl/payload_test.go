@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // Step Functions' 256 KiB payload quota, as the adapter enforces it.
@@ -24,7 +24,7 @@ func TestASLManySmallEntriesWithoutCRC(t *testing.T) {
 	const n = 19000
 	objects := s3test.NumberedObjects("many/", n, 256)
 	e.srv.PutObjects(t, "src", objects)
-	e.fns.Configure(func(c *workflow.Config) { c.PartsPerBatch = 8 })
+	e.fns.Configure(func(c *create.Config) { c.PartsPerBatch = 8 })
 	req := json.RawMessage(`{"source":{"bucket":"src","prefix":"many/"},"destination":{"bucket":"dst","key":"out/many.zip"},"options":{"strategy":"duo","partSize":5242880}}`)
 	// ~17,000 ranged GETs by one worker on a shared machine: more than the usual two minutes.
 	out := Execute(t, e.url, req, RunOptions{Execution: "exec-many", Timeout: 8 * time.Minute})

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/presign"
 	"github.com/s3zip/s3zip/internal/testenv/outputschema"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // A split run through the real ASL, with SHA256SUMS and links: the read
@@ -22,18 +22,18 @@ import (
 func TestASLSplitRun(t *testing.T) {
 	e := newEnv(t)
 	e.fns.Links = presign.Signer{Client: e.s3}
-	e.fns.Configure(func(c *workflow.Config) { c.MaxPresignSeconds = 3600 })
+	e.fns.Configure(func(c *create.Config) { c.MaxPresignSeconds = 3600 })
 	out := e.execute(t, request("out/split.zip", `,"splitSize":8388608,"digests":["sha256"],"checksumsFile":"SHA256SUMS","presign":"1h"`), "exec-split")
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %s", out.Status, out.Error, out.Cause)
 	}
-	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
+	res := outputschema.Decode[create.FinalizeOutput](t, out.Output)
 	if len(res.Archives) < 3 || res.Links == nil || len(res.Links.Archives) != len(res.Archives) {
 		t.Fatalf("output: %s; want several archives, a link each", out.Output)
 	}
 	held := 0
 	for k, a := range res.Archives {
-		body := e.srv.GetObject(t, "dst", workflow.ArchiveKey("out/split.zip", k))
+		body := e.srv.GetObject(t, "dst", create.ArchiveKey("out/split.zip", k))
 		if int64(len(body)) != a.Size || a.Size > 8*mib && a.Entries != 2 {
 			t.Errorf("archive %d: %d bytes, output says %+v (over the split size only one entry and its SHA256SUMS)", k+1, len(body), a)
 		}

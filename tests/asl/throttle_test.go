@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const (
@@ -131,7 +131,7 @@ func TestASLThrottledAccountCreates(t *testing.T) {
 		e.srv.PutObject(t, "src", key, body)
 		e.want[key] = body
 	}
-	e.fns.Configure(func(c *workflow.Config) { c.MaxReadsPerBatch = 1 })
+	e.fns.Configure(func(c *create.Config) { c.MaxReadsPerBatch = 1 })
 	hold := func(ctx context.Context, _ int, _ json.RawMessage) error { return holdSlot(ctx) }
 	e.fns.SetFault("reader", hold)
 	e.fns.SetFault("worker", hold)

@@ -21,9 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // recorder is the planner's S3 client; it records every call that writes.
@@ -82,8 +82,8 @@ func (k kind) matches(err error) bool {
 }
 
 // The deployment every case runs under unless it changes it.
-func baseConfig() workflow.Config {
-	return workflow.Config{
+func baseConfig() create.Config {
+	return create.Config{
 		WorkBucket:          "work",
 		ControlBucket:       "ctl",
 		AllowedSources:      []string{"src/p/"},
@@ -129,7 +129,7 @@ type badCase struct {
 	req      request // or this, encoded
 	manifest string  // put at ctl/manifests/<name>.csv before the snapshot; use manifestReq("manifests/<name>.csv")
 	execName string  // default "bad-<name>"
-	cfg      func(*workflow.Config)
+	cfg      func(*create.Config)
 	want     kind
 	msg      string // a substring the error must contain
 }
@@ -161,7 +161,7 @@ func cases() []badCase {
 		{name: "destination-key-folder", req: listReq("src", "p/", "out/", nil), want: requestErr, msg: `destination.key "out/" ends in /`},
 		{name: "destination-key-over-1024", req: listReq("src", "p/", "out/"+strings.Repeat("k", 1100)+".zip", nil), want: requestErr, msg: "S3 keys are at most 1024"},
 		{name: "destination-inside-source-prefix", req: request{"source": okSource, "destination": map[string]any{"bucket": "src", "key": "p/archive.zip"}}, want: requestErr, msg: "is inside the source prefix s3://src/p/"},
-		{name: "destination-inside-whole-bucket-source", req: request{"source": map[string]any{"bucket": "dst"}, "destination": okDest}, cfg: func(c *workflow.Config) { c.AllowedSources = nil }, want: requestErr, msg: "inside the source prefix s3://dst/"},
+		{name: "destination-inside-whole-bucket-source", req: request{"source": map[string]any{"bucket": "dst"}, "destination": okDest}, cfg: func(c *create.Config) { c.AllowedSources = nil }, want: requestErr, msg: "inside the source prefix s3://dst/"},
 		{name: "prefix-with-manifest", req: request{"source": map[string]any{"manifest": map[string]any{"bucket": "ctl", "key": "m.csv"}, "prefix": "p/"}, "destination": okDest}, want: requestErr, msg: "source.prefix cannot be used with source.manifest"},
 		{name: "inventory-with-manifest", req: request{"source": map[string]any{"manifest": map[string]any{"bucket": "ctl", "key": "m.csv"}, "inventory": map[string]any{"bucket": "inv", "key": "r/manifest.json"}}, "destination": okDest}, want: requestErr, msg: "source.manifest and source.inventory cannot both be given"},
 		{name: "inventory-not-a-manifest-json", req: request{"source": map[string]any{"inventory": map[string]any{"bucket": "inv", "key": "r/data/0.csv.gz"}}, "destination": okDest}, want: requestErr, msg: `source.inventory.key "r/data/0.csv.gz" does not name a manifest.json`},
@@ -231,11 +231,11 @@ func cases() []badCase {
 		// --- the source, the destination and the deployment's limits -------------------------------
 		{name: "empty-source-prefix", req: listReq("src", "p/empty/", "out/a.zip", nil), want: requestErr, msg: "s3://src/p/empty/ has no objects to archive"},
 		{name: "destination-exists", req: listReq("src", "p/", "out/exists.zip", nil), want: existsErr, msg: "destination s3://dst/out/exists.zip already exists; set options.overwrite"},
-		{name: "more-entries-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *workflow.Config) { c.MaxEntries = 3 }, want: limitErr, msg: "4 entries; this deployment allows at most 3 (MAX_ENTRIES)"},
-		{name: "more-manifest-entries-than-allowed", manifest: "p/a.txt\np/b.txt\n", cfg: func(c *workflow.Config) { c.MaxEntries = 1 }, want: limitErr, msg: "2 entries; this deployment allows at most 1"},
-		{name: "more-bytes-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *workflow.Config) { c.MaxArchiveBytes = 200 }, want: limitErr, msg: "this deployment allows at most 200 (MAX_ARCHIVE_BYTES)"},
+		{name: "more-entries-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *create.Config) { c.MaxEntries = 3 }, want: limitErr, msg: "4 entries; this deployment allows at most 3 (MAX_ENTRIES)"},
+		{name: "more-manifest-entries-than-allowed", manifest: "p/a.txt\np/b.txt\n", cfg: func(c *create.Config) { c.MaxEntries = 1 }, want: limitErr, msg: "2 entries; this deployment allows at most 1"},
+		{name: "more-bytes-than-allowed", req: listReq("src", "p/", "out/a.zip", nil), cfg: func(c *create.Config) { c.MaxArchiveBytes = 200 }, want: limitErr, msg: "this deployment allows at most 200 (MAX_ARCHIVE_BYTES)"},
 		// Each archive of the split run is under the bound; together they are not.
-		{name: "split-bytes-together-more-than-allowed", req: listReq("src", "p/", "out/a.zip", map[string]any{"splitEntries": 1}), cfg: func(c *workflow.Config) { c.MaxArchiveBytes = splitBound }, want: limitErr,
+		{name: "split-bytes-together-more-than-allowed", req: listReq("src", "p/", "out/a.zip", map[string]any{"splitEntries": 1}), cfg: func(c *create.Config) { c.MaxArchiveBytes = splitBound }, want: limitErr,
 			msg: fmt.Sprintf("the 4 archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes", splitTotal, splitBound)},
 	}
 }
@@ -368,8 +368,8 @@ func TestRejectedBeforeAnyWrite(t *testing.T) {
 			default:
 				exec = c.execName
 			}
-			pl := &workflow.Planner{S3: rec, Config: cfg}
-			job, err := pl.Plan(context.Background(), workflow.PlanInput{Request: raw, Execution: exec})
+			pl := &create.Planner{S3: rec, Config: cfg}
+			job, err := pl.Plan(context.Background(), create.PlanInput{Request: raw, Execution: exec})
 			if err == nil {
 				t.Fatalf("accepted: job %+v", job)
 			}
@@ -399,12 +399,12 @@ func TestRejectedBeforeAnyWrite(t *testing.T) {
 func TestAcceptedControl(t *testing.T) {
 	w := newWorld(t)
 	rec := &recorder{Client: w.c}
-	pl := &workflow.Planner{S3: rec, Config: baseConfig()}
+	pl := &create.Planner{S3: rec, Config: baseConfig()}
 	for i, raw := range [][]byte{
 		listReq("src", "p/", "out/ok.zip", nil).raw(t),
 		request{"requestObject": map[string]any{"bucket": "ctl", "key": "requests/ok.json"}}.raw(t),
 	} {
-		job, err := pl.Plan(context.Background(), workflow.PlanInput{Request: raw, Execution: fmt.Sprintf("ok-%d", i)})
+		job, err := pl.Plan(context.Background(), create.PlanInput{Request: raw, Execution: fmt.Sprintf("ok-%d", i)})
 		if err != nil {
 			t.Fatalf("good request refused: %v", err)
 		}
@@ -447,14 +447,14 @@ func TestManifestCRCNotStoredInS3(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.PartsPerBatch = 2
-			r := &workflow.Runner{S3: w.c, Config: cfg}
+			r := &create.Runner{S3: w.c, Config: cfg}
 			req := manifestReq("manifests/wrong-crc.csv", map[string]any{"strategy": strategy})
 			_, err := r.Run(context.Background(), req.raw(t), "wrong-crc-"+strategy)
 			// The worker or finalizer that reads the object finds the mismatch
 			// (failure.ChecksumMismatchError, the contract's name for it too).
 			// Not retried: the manifest is wrong.
 			var ce *failure.ChecksumMismatchError
-			if !errors.As(err, &ce) || workflow.Retryable(err) {
+			if !errors.As(err, &ce) || create.Retryable(err) {
 				t.Fatalf("err = %v, want a CRC mismatch that is not retried", err)
 			}
 			if !strings.Contains(err.Error(), `entry "p/c.txt"`) || !strings.Contains(err.Error(), "the plan says 00000001") {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/outputschema"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // The deployed template's output is the contract of docs/output.md: it
@@ -35,7 +35,7 @@ func TestDeployedOutputContract(t *testing.T) {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
 	t.Logf("output: %s", out.Output)
-	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
+	res := outputschema.Decode[create.FinalizeOutput](t, out.Output)
 	body := d.S3.GetObject(t, destinationBucket, key)
 	if res.Version != 1 || res.RequestID != "order-7" || res.Execution != "contract-1" || res.Strategy != "duo" || res.Entries != len(want) || res.Parts != res.Stats.Parts || res.Seconds <= 0 {
 		t.Errorf("version %d requestId %q execution %q strategy %q entries %d parts %d (stats %d) seconds %v; want 1, order-7, contract-1, duo, %d, the plan's, > 0",

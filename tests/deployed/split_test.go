@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/outputschema"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func splitRequest(key string) map[string]any {
@@ -36,13 +36,13 @@ func TestDeployedSplitArchives(t *testing.T) {
 	if out.Status != "SUCCEEDED" {
 		t.Fatalf("execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
 	}
-	res := outputschema.Decode[workflow.FinalizeOutput](t, out.Output)
+	res := outputschema.Decode[create.FinalizeOutput](t, out.Output)
 	if len(res.Archives) < 2 {
 		t.Fatalf("%d archives in the output, want several: %s", len(res.Archives), out.Output)
 	}
 	seen := map[string]bool{}
 	for k, a := range res.Archives {
-		akey := workflow.ArchiveKey(key, k)
+		akey := create.ArchiveKey(key, k)
 		path := filepath.Join(t.TempDir(), fmt.Sprintf("%d.zip", k))
 		d.S3.DownloadFile(t, destinationBucket, akey, path)
 		got, err := zipcheck.CheckReader(zipcheck.ReaderGo, path)
@@ -78,7 +78,7 @@ func TestDeployedSplitFailureLeavesNone(t *testing.T) {
 	defer d.logsOnFailure()
 	sources(d)
 	key := destinationPrefix + "split-fails.zip"
-	second := workflow.ArchiveKey(key, 1)
+	second := create.ArchiveKey(key, 1)
 	d.SetTamper(func(op string, resp *http.Response) {
 		if op == "HeadObject" && strings.HasSuffix(resp.Request.URL.Path, second) && resp.Header.Get("X-Amz-Checksum-Crc32") != "" {
 			resp.Header.Set("X-Amz-Checksum-Crc32", "AAAAAA==")
@@ -94,7 +94,7 @@ func TestDeployedSplitFailureLeavesNone(t *testing.T) {
 			deleted = append(deleted, c.What)
 		}
 	}
-	if !slices.ContainsFunc(deleted, func(s string) bool { return strings.Contains(s, workflow.ArchiveKey(key, 0)) }) {
+	if !slices.ContainsFunc(deleted, func(s string) bool { return strings.Contains(s, create.ArchiveKey(key, 0)) }) {
 		t.Errorf("abort deleted %v; want the first archive, which the run completed", deleted)
 	}
 	list, err := d.Admin.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(destinationBucket), Prefix: aws.String(strings.TrimSuffix(key, ".zip"))})

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // chainPeak runs a chain archive of objects under prefix while sampling the
@@ -34,7 +34,7 @@ func (w *world) chainPeak(t *testing.T, prefix, dest string, objects map[string]
 		cancel()
 	})
 	raw, _ := json.Marshal(listRequest("chain", "src", prefix, dest, nil))
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	started := time.Now()
 	res, err := r.Run(ctx, raw, "e2e-"+t.Name())
 	peak, samples, serr := usage.Stop()
@@ -130,16 +130,16 @@ func TestPlannerWarnsChainIsTheWrongTool(t *testing.T) {
 	}{{"tiny/", true}, {"big/", false}} {
 		t.Run(strings.TrimSuffix(c.prefix, "/"), func(t *testing.T) {
 			var logs syncBuffer
-			cfg := workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 8}
+			cfg := create.Config{WorkBucket: "work", DefaultMaxConcurrency: 8}
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			raw, _ := json.Marshal(listRequest("chain", "src", c.prefix, "out/advice.zip", nil))
 			execution := "e2e-advice-" + strings.TrimSuffix(c.prefix, "/")
-			job, err := (&workflow.Planner{S3: w.s3, Config: cfg, Log: log}).Plan(context.Background(), workflow.PlanInput{Request: raw, Execution: execution})
+			job, err := (&create.Planner{S3: w.s3, Config: cfg, Log: log}).Plan(context.Background(), create.PlanInput{Request: raw, Execution: execution})
 			if err != nil {
 				t.Fatal(err)
 			}
 			state, _ := json.Marshal(job)
-			if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Handle(context.Background(), workflow.AbortInput{State: state, Execution: execution}); err != nil {
+			if _, err := (&create.Aborter{S3: w.s3, Config: cfg}).Handle(context.Background(), create.AbortInput{State: state, Execution: execution}); err != nil {
 				t.Fatal(err)
 			}
 			got := logs.String()
@@ -190,9 +190,9 @@ func TestChainFailureLeavesNoRounds(t *testing.T) {
 	objs["f/zz-big"] = body(97, 6*mib)
 	w.put(t, "src", objs)
 	ctx := context.Background()
-	cfg := workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}
+	cfg := create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}
 	raw, _ := json.Marshal(listRequest("chain", "src", "f/", "out/failed.zip", nil))
-	job, err := (&workflow.Planner{S3: w.s3, Config: cfg}).Plan(ctx, workflow.PlanInput{Request: raw, Execution: "e2e-chain-failure"})
+	job, err := (&create.Planner{S3: w.s3, Config: cfg}).Plan(ctx, create.PlanInput{Request: raw, Execution: "e2e-chain-failure"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +205,13 @@ func TestChainFailureLeavesNoRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in workflow.BatchInput
+	var in create.BatchInput
 	in.Items, in.BatchInput.Job = items, *job
 	c := &failComplete{Client: w.s3}
 	c.n.Store(40)
-	_, err = (&workflow.Worker{S3: c, Config: cfg}).Handle(ctx, in)
-	if workflow.ErrorType(err) != "RefusedError" || workflow.Retryable(err) || !strings.Contains(err.Error(), "out of space") {
-		t.Fatalf("err = %v (%s): want a RefusedError that says the server is out of space", err, workflow.ErrorType(err))
+	_, err = (&create.Worker{S3: c, Config: cfg}).Handle(ctx, in)
+	if create.ErrorType(err) != "RefusedError" || create.Retryable(err) || !strings.Contains(err.Error(), "out of space") {
+		t.Fatalf("err = %v (%s): want a RefusedError that says the server is out of space", err, create.ErrorType(err))
 	}
 	t.Logf("batch failed as it should: %v", err)
 	var left []string
@@ -233,7 +233,7 @@ func TestChainFailureLeavesNoRounds(t *testing.T) {
 		t.Errorf("the failed chain left %d round objects %v and %d round uploads", len(left), left, len(ups.Uploads))
 	}
 	state, _ := json.Marshal(job)
-	if _, err := (&workflow.Aborter{S3: w.s3, Config: cfg}).Handle(ctx, workflow.AbortInput{State: state, Execution: "e2e-chain-failure"}); err != nil {
+	if _, err := (&create.Aborter{S3: w.s3, Config: cfg}).Handle(ctx, create.AbortInput{State: state, Execution: "e2e-chain-failure"}); err != nil {
 		t.Fatal(err)
 	}
 	w.absent(t, "out/failed.zip")

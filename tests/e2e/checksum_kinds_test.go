@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // sourceKind is how an object was uploaded, and so which checksum S3 keeps.
@@ -189,7 +189,7 @@ func runKinds(t *testing.T, c kindsCase) {
 			}))
 			dest := "out/" + s + ".zip"
 			raw, _ := json.Marshal(listRequest(s, "src", "kinds/", dest, nil))
-			r := &workflow.Runner{S3: client, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, MemoryBudget: c.budget, PartsPerBatch: 3}}
+			r := &create.Runner{S3: client, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, MemoryBudget: c.budget, PartsPerBatch: 3}}
 			t0 := time.Now()
 			res, err := r.Run(context.Background(), raw, "e2e-kinds-"+s)
 			if err != nil {

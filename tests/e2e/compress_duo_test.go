@@ -5,7 +5,7 @@ package e2e_test
 // --compress auto, every part as the workers uploaded it checked at
 // Complete, every archive read by the seven readers. It failed at random
 // with EntityTooSmall: a CRC probe the worker had given up on landed in a
-// part's number after the part's upload (workflow.TestLateProbeCannotReplaceAPart
+// part's number after the part's upload (create.TestLateProbeCannotReplaceAPart
 // holds that case exactly). The normal suite runs 2 seeds;
 // S3ZIP_COMPRESSED_RUNS=30 runs 30 in a row (a few minutes):
 //
@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // mixedSources puts n objects of mixed sizes (half under 256 KiB, a tenth
@@ -81,7 +81,7 @@ func TestCompressedDuoSeededRuns(t *testing.T) {
 			objects := w.mixedSources(t, uint64(seed), 200, prefix)
 			client := &s3test.PartSizes{Client: w.s3, Bucket: "dst"}
 			raw, _ := json.Marshal(listRequest("duo", "src", prefix, "out/mixed.zip", map[string]any{"compression": "auto"}))
-			r := &workflow.Runner{S3: client, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+			r := &create.Runner{S3: client, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 			res, err := r.Run(context.Background(), raw, fmt.Sprintf("e2e-compressed-duo-%d", seed))
 			if err != nil {
 				t.Fatal(err)

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // logLines is n bytes of log text: a few MiB generated, then repeated with
@@ -38,10 +38,10 @@ func logLines(seed uint64, n int) []byte {
 }
 
 // runCompressed runs a compression deflate request with pieces of pieceSize.
-func (w *world) runCompressed(t *testing.T, prefix, dest string, pieceSize int64) *workflow.RunResult {
+func (w *world) runCompressed(t *testing.T, prefix, dest string, pieceSize int64) *create.RunResult {
 	t.Helper()
 	raw, _ := json.Marshal(listRequest("duo", "src", prefix, dest, map[string]any{"compression": "deflate"}))
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PieceSize: pieceSize}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PieceSize: pieceSize}}
 	res, err := r.Run(context.Background(), raw, "e2e-"+strings.ReplaceAll(t.Name(), "/", "-"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,11 +25,11 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const mib = 1 << 20
@@ -81,13 +81,13 @@ func (w *world) put(t *testing.T, bucket string, objects map[string][]byte, opts
 	g.Wait()
 }
 
-func (w *world) run(t *testing.T, req map[string]any) (*workflow.RunResult, error) {
+func (w *world) run(t *testing.T, req map[string]any) (*create.RunResult, error) {
 	t.Helper()
 	raw, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	return r.Run(context.Background(), raw, "e2e-"+strings.ReplaceAll(t.Name(), "/", "-"))
 }
 
@@ -310,7 +310,7 @@ func TestCRCsFromCopies(t *testing.T) {
 			}))
 			dest := "out/crc-" + s + ".zip"
 			raw, _ := json.Marshal(listRequest(s, "src", "k/", dest, nil))
-			r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+			r := &create.Runner{S3: c, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 			res, err := r.Run(context.Background(), raw, "e2e-crc-"+s)
 			if err != nil {
 				t.Fatal(err)
@@ -381,7 +381,7 @@ func TestCRCsOfCopiedTails(t *testing.T) {
 		}
 	}))
 	raw, _ := json.Marshal(listRequest("duo", "src", "t/", "out/tails.zip", nil))
-	r := &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
+	r := &create.Runner{S3: c, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 1}}
 	res, err := r.Run(context.Background(), raw, "e2e-tails")
 	if err != nil {
 		t.Fatal(err)

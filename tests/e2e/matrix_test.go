@@ -39,11 +39,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/archive"
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/zipread"
 )
 
 // storedKind is how a source was uploaded, and so which checksum S3 keeps.
@@ -143,7 +143,7 @@ type matrixLayout struct {
 	opts   map[string]any
 	// check says what the plan must hold for the cell to test that layout
 	// (nil: nothing more than that it built).
-	check func(c matrixCell, out *workflow.FinalizeOutput) string
+	check func(c matrixCell, out *create.FinalizeOutput) string
 }
 
 var matrixLayouts = []matrixLayout{
@@ -155,14 +155,14 @@ var matrixLayouts = []matrixLayout{
 	// digests the read pass has read every object, and auto chains none
 	// (a chain saves reading, which is done): at 1 to 8 workers, preferring
 	// time or cost, it lays them out as duo; the cell checks that.
-	{name: "auto-mixed", prefix: "big/", opts: map[string]any{"strategy": "auto", "maxConcurrency": 1}, check: func(c matrixCell, out *workflow.FinalizeOutput) string {
+	{name: "auto-mixed", prefix: "big/", opts: map[string]any{"strategy": "auto", "maxConcurrency": 1}, check: func(c matrixCell, out *create.FinalizeOutput) string {
 		if c.digest {
 			return has("copy", "upload")(c, out)
 		}
 		return has("chain", "copy", "upload")(c, out)
 	}},
 	{name: "auto-cost", prefix: "x/", opts: map[string]any{"strategy": "auto", "prefer": "cost", "maxConcurrency": 4}},
-	{name: "auto-split", prefix: "x/", opts: map[string]any{"strategy": "auto", "splitSize": 12 * mib}, check: func(_ matrixCell, out *workflow.FinalizeOutput) string {
+	{name: "auto-split", prefix: "x/", opts: map[string]any{"strategy": "auto", "splitSize": 12 * mib}, check: func(_ matrixCell, out *create.FinalizeOutput) string {
 		if len(out.Archives) < 2 {
 			return fmt.Sprintf("%d archives, want a split run", len(out.Archives))
 		}
@@ -171,8 +171,8 @@ var matrixLayouts = []matrixLayout{
 }
 
 // has says which part kinds the plan must have.
-func has(kinds ...string) func(matrixCell, *workflow.FinalizeOutput) string {
-	return func(_ matrixCell, out *workflow.FinalizeOutput) string {
+func has(kinds ...string) func(matrixCell, *create.FinalizeOutput) string {
+	return func(_ matrixCell, out *create.FinalizeOutput) string {
 		st := out.Stats
 		n := map[string]int{"copy": st.CopyParts, "upload": st.UploadParts, "chain": st.ChainParts}
 		for _, k := range kinds {
@@ -306,21 +306,21 @@ func runMatrix(t *testing.T, cells []matrixCell) {
 
 // runMatrixCell builds the cell's archive as the CLI and a deployment do:
 // the plan cuts its batches for its workers.
-func (w *world) runMatrixCell(t *testing.T, c matrixCell, dest string) (*workflow.RunResult, error) {
+func (w *world) runMatrixCell(t *testing.T, c matrixCell, dest string) (*create.RunResult, error) {
 	raw, err := json.Marshal(listRequest("", "src", "m/"+c.layout.prefix, dest, c.options()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}}
 	return r.Run(context.Background(), raw, "e2e-"+strings.ReplaceAll(t.Name(), "/", "-"))
 }
 
 // checkMatrix reads every archive of the cell's run with the readers and
 // checks each entry's CRC-32 and size against its source, the digests file
 // against the sources' SHA-256s, and kept metadata.
-func (w *world) checkMatrix(t *testing.T, c matrixCell, out *workflow.FinalizeOutput, objects []matrixSource) {
+func (w *world) checkMatrix(t *testing.T, c matrixCell, out *create.FinalizeOutput, objects []matrixSource) {
 	t.Helper()
-	archives := []workflow.Archive{out.Archive}
+	archives := []create.Archive{out.Archive}
 	if len(out.Archives) > 0 {
 		archives = out.Archives
 	}
@@ -337,7 +337,7 @@ func (w *world) checkMatrix(t *testing.T, c matrixCell, out *workflow.FinalizeOu
 	for _, key := range keys {
 		path := filepath.Join(t.TempDir(), "archive.zip")
 		w.srv.DownloadFile(t, "dst", key, path)
-		a, err := archive.Open(context.Background(), w.s3, "dst", key)
+		a, err := zipread.Open(context.Background(), w.s3, "dst", key)
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}

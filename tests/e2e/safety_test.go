@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // A manifest's keys are used exactly as written: a quoted key that ends in a
@@ -123,10 +123,10 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		w.clean(t)
 	})
 	t.Run("report-appears-mid-run", func(t *testing.T) {
-		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", PartsPerBatch: 1}}
-		worker := &workflow.Worker{S3: w.s3, Config: workflow.Config{WorkBucket: "work"}}
+		r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", PartsPerBatch: 1}}
+		worker := &create.Worker{S3: w.s3, Config: create.Config{WorkBucket: "work"}}
 		var once sync.Once
-		r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+		r.Batch = func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 			once.Do(func() { w.srv.PutObject(t, "dst", "out/race.zip.report.json", mine) })
 			return worker.Handle(ctx, in)
 		}
@@ -146,7 +146,7 @@ func TestReportIsNeverSilentlyReplaced(t *testing.T) {
 		if _, err := w.run(t, listRequest("duo", "src", "p/", "out/r.zip", map[string]any{"overwrite": true})); err != nil {
 			t.Fatal(err)
 		}
-		var r workflow.Report
+		var r create.Report
 		if err := json.Unmarshal(report(t, "out/r.zip.report.json"), &r); err != nil || len(r.Entries) != 2 {
 			t.Errorf("report after --overwrite: %v, %d entries", err, len(r.Entries))
 		}

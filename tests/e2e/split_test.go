@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // TestSplitArchives: a run with options.splitSize writes name-0001.zip,
@@ -48,7 +48,7 @@ func TestSplitArchives(t *testing.T) {
 			var names []string
 			total := 0
 			for k, a := range out.Archives {
-				key := workflow.ArchiveKey(dest, k)
+				key := create.ArchiveKey(dest, k)
 				if a.URI != "s3://dst/"+key {
 					t.Fatalf("archive %d is %s, want s3://dst/%s", k+1, a.URI, key)
 				}
@@ -102,9 +102,9 @@ func TestSplitArchives(t *testing.T) {
 
 // checkSplitReport: the report beside the requested key lists the same
 // archives as the output, and every entry's archive.
-func checkSplitReport(t *testing.T, w *world, dest string, out *workflow.FinalizeOutput) {
+func checkSplitReport(t *testing.T, w *world, dest string, out *create.FinalizeOutput) {
 	t.Helper()
-	var r workflow.Report
+	var r create.Report
 	if err := json.Unmarshal(w.srv.GetObject(t, "dst", dest+".report.json"), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestSplitChecksumsFiles(t *testing.T) {
 	listed := 0
 	for k, a := range res.Output.Archives {
 		path := filepath.Join(t.TempDir(), "a.zip")
-		w.srv.DownloadFile(t, "dst", workflow.ArchiveKey(dest, k), path)
+		w.srv.DownloadFile(t, "dst", create.ArchiveKey(dest, k), path)
 		got, err := zipcheck.CheckReader(zipcheck.ReaderGo, path)
 		if err != nil {
 			t.Fatal(err)

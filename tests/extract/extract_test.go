@@ -27,9 +27,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const mib = 1 << 20
@@ -150,7 +150,7 @@ func TestExtractRoundTrip(t *testing.T) {
 			"destination": map[string]any{"bucket": "src", "key": key},
 			"options":     map[string]any{"strategy": strategy},
 		})
-		r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+		r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 		if _, err := r.Run(context.Background(), raw, "extract-"+strategy); err != nil {
 			t.Fatalf("create %s: %v", strategy, err)
 		}
@@ -654,7 +654,7 @@ func TestExtractFaults(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{
 		"source": map[string]any{"bucket": "src", "prefix": "in/"}, "destination": map[string]any{"bucket": "src", "key": "a.zip"},
 	})
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	if _, err := r.Run(context.Background(), raw, "faults"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 func long(t *testing.T) {
@@ -112,7 +112,7 @@ func TestExtractOver5GiBEntry(t *testing.T) {
 		"source": map[string]any{"bucket": "src", "prefix": "in/"}, "destination": map[string]any{"bucket": "src", "key": "big.zip"},
 		"options": map[string]any{"strategy": "duo"},
 	})
-	r := &workflow.Runner{S3: w.s3, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
+	r := &create.Runner{S3: w.s3, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 3}}
 	if _, err := r.Run(ctx, raw, "big"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Fault scenarios: the workflow (the handlers the Lambdas run, driven by
-// workflow.Runner the way the state machine drives them) against versitygw
+// create.Runner the way the state machine drives them) against versitygw
 // behind a fault-injecting proxy, and against workers, finalizers and
 // planners that die half-way. Every scenario must end in a correct archive
 // (all seven readers agree, contents match) or a clean failure (a typed

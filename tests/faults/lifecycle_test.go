@@ -14,17 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // killAfter passes S3 calls through until it has seen n finished part
 // uploads (UploadPart or UploadPartCopy), then cancels the batch: the parts
 // in flight die half-way, like a worker whose Lambda was killed.
 type killAfter struct {
-	workflow.WorkerS3
+	create.WorkerS3
 	n      int32
 	seen   atomic.Int32
 	cancel context.CancelFunc
@@ -61,23 +61,23 @@ func TestWorkerKilled(t *testing.T) {
 			tries := map[int]int{}
 			killed := 0
 			cfg := config()
-			batch := func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+			batch := func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 				mu.Lock()
 				tries[in.Items[0].Number]++
 				first := tries[in.Items[0].Number] == 1
 				mu.Unlock()
 				if !first {
-					return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
+					return (&create.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
 				}
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				k := &killAfter{WorkerS3: w.direct, n: 1, cancel: cancel}
-				_, _ = (&workflow.Worker{S3: k, Config: cfg, Log: quiet}).Handle(ctx, in)
+				_, _ = (&create.Worker{S3: k, Config: cfg, Log: quiet}).Handle(ctx, in)
 				mu.Lock()
 				killed++
 				mu.Unlock()
 				// The Map sees a dead worker as a timeout and retries it.
-				return nil, &workflow.DeadlineError{Done: int(k.seen.Load()), Left: len(in.Items) - int(k.seen.Load())}
+				return nil, &create.DeadlineError{Done: int(k.seen.Load()), Left: len(in.Items) - int(k.seen.Load())}
 			}
 			r := w.runner(w.direct)
 			r.Batch = batch
@@ -91,7 +91,7 @@ func TestWorkerKilled(t *testing.T) {
 
 // buildMap does what the Distributed Map does, in the test: every part
 // job through a worker, results in the ResultWriter's layout.
-func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults {
+func buildMap(t *testing.T, c create.S3, job *create.Job) *stepfn.MapResults {
 	t.Helper()
 	ctx := context.Background()
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &job.WorkBucket, Key: &job.PartsKey})
@@ -103,10 +103,10 @@ func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in workflow.BatchInput
+	var in create.BatchInput
 	in.Items = items
 	in.BatchInput.Job = *job
-	res, err := (&workflow.Worker{S3: c, Config: config(), Log: quiet}).Handle(ctx, in)
+	res, err := (&create.Worker{S3: c, Config: config(), Log: quiet}).Handle(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func buildMap(t *testing.T, c workflow.S3, job *workflow.Job) *stepfn.MapResults
 
 // crashAt makes the finalizer die right after one S3 call succeeded.
 type crashAt struct {
-	workflow.FinalizerS3
+	create.FinalizerS3
 	op string
 }
 
@@ -131,7 +131,7 @@ type crashAt struct {
 var errCrashed = errors.New("finalizer crashed (injected)")
 
 // finalizeUntilCrash runs f and turns crashAt's panic into errCrashed.
-func finalizeUntilCrash(ctx context.Context, f *workflow.Finalizer, in workflow.FinalizeInput) (err error) {
+func finalizeUntilCrash(ctx context.Context, f *create.Finalizer, in create.FinalizeInput) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if r != errCrashed {
@@ -179,18 +179,18 @@ func TestFinalizerRerun(t *testing.T) {
 			started := time.Now()
 			ctx := context.Background()
 			dest := "out/rerun-" + op + ".zip"
-			job, err := (&workflow.Planner{S3: w.direct, Config: config(), Log: quiet}).Plan(ctx, workflow.PlanInput{Request: request("duo", "d/", dest, false), Execution: "rerun-" + op})
+			job, err := (&create.Planner{S3: w.direct, Config: config(), Log: quiet}).Plan(ctx, create.PlanInput{Request: request("duo", "d/", dest, false), Execution: "rerun-" + op})
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
-			err = finalizeUntilCrash(ctx, &workflow.Finalizer{S3: &crashAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in)
+			in := create.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
+			err = finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in)
 			if !errors.Is(err, errCrashed) {
 				record(t, started, wantArchive, fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err), false)
 				w.scrub(t)
 				return
 			}
-			_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
+			_, err = (&create.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			w.judge(t, started, nil, wantArchive, outcome{err: err, dest: dest, want: w.wants("d/")})
 		})
 	}
@@ -208,8 +208,8 @@ func TestPlannerRerun(t *testing.T) {
 			ctx := context.Background()
 			dest := "out/replan-" + end + ".zip"
 			execution := "replan-" + end
-			pl := &workflow.Planner{S3: w.direct, Config: config(), Log: quiet}
-			in := workflow.PlanInput{Request: request("duo", "d/", dest, false), Execution: execution}
+			pl := &create.Planner{S3: w.direct, Config: config(), Log: quiet}
+			in := create.PlanInput{Request: request("duo", "d/", dest, false), Execution: execution}
 			if _, err := pl.Plan(ctx, in); err != nil {
 				t.Fatal(err)
 			}
@@ -218,13 +218,13 @@ func TestPlannerRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			if end == "finish" {
-				_, err = (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)})
+				_, err = (&create.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, create.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)})
 				w.judge(t, started, nil, wantArchive, outcome{err: err, dest: dest, want: w.wants("d/")})
 				return
 			}
 			state, _ := json.Marshal(job)
 			cause := &stepfn.TransientError{Op: "BuildParts", Err: errors.New("injected")}
-			if _, aerr := (&workflow.Aborter{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, workflow.AbortInput{State: state, Execution: execution}); aerr != nil {
+			if _, aerr := (&create.Aborter{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, create.AbortInput{State: state, Execution: execution}); aerr != nil {
 				t.Fatal(aerr)
 			}
 			w.judge(t, started, nil, wantFailure("TransientError"), outcome{err: cause, dest: dest})
@@ -255,9 +255,9 @@ func TestSourceChanged(t *testing.T) {
 			var once sync.Once
 			cfg := config()
 			r := w.runner(w.direct)
-			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+			r.Batch = func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 				once.Do(func() { c.change(t, c.key) })
-				return (&workflow.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
+				return (&create.Worker{S3: w.direct, Config: cfg, Log: quiet}).Handle(ctx, in)
 			}
 			dest := "out/changed-" + strings.ReplaceAll(c.name, "/", "-") + ".zip"
 			_, err := r.Run(context.Background(), request(c.strategy, "d/", dest, false), "changed-"+strings.ReplaceAll(c.name, "/", "-"))
@@ -347,7 +347,7 @@ func (w *world) judgeRace(t *testing.T, started time.Time, dest string, errs []e
 			obs = append(obs, fmt.Sprintf("run %s ok", []string{"a", "b"}[i]))
 			continue
 		}
-		typ := workflow.ErrorType(err)
+		typ := create.ErrorType(err)
 		obs = append(obs, fmt.Sprintf("run %s %s", []string{"a", "b"}[i], typ))
 		t.Logf("run %d: %v", i, err)
 		if typ == stepfn.TypeUntyped {

@@ -20,10 +20,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // logText is n bytes of log lines (DEFLATE shrinks them several times).
@@ -62,7 +62,7 @@ func compressRequest(prefix, dest string) []byte {
 
 // compressRunner is the table's runner with pieces of 1 MiB (the logs are
 // several pieces each, joined by the layout planner).
-func (w *world) compressRunner(c workflow.S3) *workflow.Runner {
+func (w *world) compressRunner(c create.S3) *create.Runner {
 	r := w.runner(c)
 	r.Config.PieceSize = mib
 	r.Config.MaxReadsPerBatch = 2
@@ -114,7 +114,7 @@ func TestReaderKilled(t *testing.T) {
 	tries := map[string]int{}
 	killed := 0
 	r := w.compressRunner(w.direct)
-	r.Read = func(ctx context.Context, in workflow.ReadBatchInput) (*workflow.ReadBatchResult, error) {
+	r.Read = func(ctx context.Context, in create.ReadBatchInput) (*create.ReadBatchResult, error) {
 		first := in.Items[0]
 		id := fmt.Sprintf("%s#%d", first.Source.Key, first.Piece)
 		mu.Lock()
@@ -122,11 +122,11 @@ func TestReaderKilled(t *testing.T) {
 		again := tries[id] > 1
 		mu.Unlock()
 		if again {
-			return (&workflow.Reader{S3: w.direct}).Handle(ctx, in)
+			return (&create.Reader{S3: w.direct}).Handle(ctx, in)
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		_, err := (&workflow.Reader{S3: &killMidPiece{Client: w.direct, cancel: cancel}}).Handle(ctx, in)
+		_, err := (&create.Reader{S3: &killMidPiece{Client: w.direct, cancel: cancel}}).Handle(ctx, in)
 		if err == nil {
 			t.Errorf("batch %s survived its kill", id)
 		}
@@ -134,7 +134,7 @@ func TestReaderKilled(t *testing.T) {
 		killed++
 		mu.Unlock()
 		// The Map sees a dead reader as a timeout (Sandbox.Timedout) and retries it.
-		return nil, &workflow.DeadlineError{Done: 0, Left: len(in.Items)}
+		return nil, &create.DeadlineError{Done: 0, Left: len(in.Items)}
 	}
 	dest := "out/reader-killed.zip"
 	_, err := r.Run(context.Background(), compressRequest("z/", dest), "reader-killed")
@@ -167,17 +167,17 @@ func TestSourceChangedAroundRead(t *testing.T) {
 			r := w.compressRunner(w.direct)
 			r.Config.DefaultMaxConcurrency = 1 // the change lands between two batches
 			var batches atomic.Int32
-			r.Read = func(ctx context.Context, in workflow.ReadBatchInput) (*workflow.ReadBatchResult, error) {
+			r.Read = func(ctx context.Context, in create.ReadBatchInput) (*create.ReadBatchResult, error) {
 				if c.during && batches.Add(1) == 2 {
 					change()
 				}
-				return (&workflow.Reader{S3: w.direct}).Handle(ctx, in)
+				return (&create.Reader{S3: w.direct}).Handle(ctx, in)
 			}
-			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+			r.Batch = func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 				if !c.during {
 					change()
 				}
-				return (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
+				return (&create.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			}
 			dest := "out/changed-" + c.name + ".zip"
 			_, err := r.Run(context.Background(), compressRequest("z/", dest), "read-changed-"+c.name)
@@ -237,8 +237,8 @@ func TestIntermediateWriteFaults(t *testing.T) {
 		started := time.Now()
 		var seen atomic.Int32
 		r := w.compressRunner(w.direct)
-		r.Read = func(ctx context.Context, in workflow.ReadBatchInput) (*workflow.ReadBatchResult, error) {
-			return (&workflow.Reader{S3: &failPuts{Client: w.direct, n: 3, seen: &seen}}).Handle(ctx, in)
+		r.Read = func(ctx context.Context, in create.ReadBatchInput) (*create.ReadBatchResult, error) {
+			return (&create.Reader{S3: &failPuts{Client: w.direct, n: 3, seen: &seen}}).Handle(ctx, in)
 		}
 		dest := "out/intermediate-failing.zip"
 		_, err := r.Run(context.Background(), compressRequest("z/", dest), "intermediate-failing")

@@ -18,15 +18,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // failCompleteOf fails every CompleteMultipartUpload of keys containing
 // part, as S3 failing again and again would: the finalizer's retries, then
 // the state machine's, run out.
 type failCompleteOf struct {
-	workflow.S3
+	create.S3
 	part      string
 	completed []string // the keys completed, one at a time (the finalizer's)
 }
@@ -62,17 +62,17 @@ func TestSplitRunFailsWhole(t *testing.T) {
 	f := &failCompleteOf{S3: w.direct, part: "-0002."}
 	for _, c := range []struct {
 		name, expected string
-		runner         func(r *workflow.Runner)
+		runner         func(r *create.Runner)
 		// completed says what the run completed before it failed.
 		completed func() string
 	}{
-		{"archive-2-never-completes", wantFailure("TransientError"), func(r *workflow.Runner) {
+		{"archive-2-never-completes", wantFailure("TransientError"), func(r *create.Runner) {
 			f.completed = nil
 			r.S3 = f
 		}, func() string { return "completed before failing: " + strings.Join(f.completed, ", ") }},
-		{"worker-of-archive-2-fails", wantFailure("ChecksumMismatchError"), func(r *workflow.Runner) {
-			build := (&workflow.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle
-			r.Batch = func(ctx context.Context, in workflow.BatchInput) (*workflow.BatchResult, error) {
+		{"worker-of-archive-2-fails", wantFailure("ChecksumMismatchError"), func(r *create.Runner) {
+			build := (&create.Worker{S3: w.direct, Config: config(), Log: quiet}).Handle
+			r.Batch = func(ctx context.Context, in create.BatchInput) (*create.BatchResult, error) {
 				for _, it := range in.Items {
 					if it.Archive == 1 {
 						return nil, &failure.ChecksumMismatchError{Msg: fmt.Sprintf("injected: part %d of archive 2", it.Number)}
@@ -90,9 +90,9 @@ func TestSplitRunFailsWhole(t *testing.T) {
 			c.runner(r)
 			_, err := r.Run(context.Background(), splitRequest("duo", "d/", dest), "split-"+c.name)
 			var obs []string
-			pass := err != nil && c.expected == wantFailure(workflow.ErrorType(err))
+			pass := err != nil && c.expected == wantFailure(create.ErrorType(err))
 			if err != nil {
-				obs = append(obs, workflow.ErrorType(err)+": "+strings.SplitN(err.Error(), "\n", 2)[0])
+				obs = append(obs, create.ErrorType(err)+": "+strings.SplitN(err.Error(), "\n", 2)[0])
 			} else {
 				obs = append(obs, "BAD: succeeded")
 			}
@@ -119,7 +119,7 @@ func TestSplitRunFailsWhole(t *testing.T) {
 // crashSplitAt is a finalizer whose Lambda dies right after S3 completed
 // the second archive, or took the run's report.
 type crashSplitAt struct {
-	workflow.FinalizerS3
+	create.FinalizerS3
 	op        string // "complete-2" or "report"
 	completes int
 }
@@ -154,16 +154,16 @@ func TestSplitFinalizerRerun(t *testing.T) {
 			started := time.Now()
 			ctx := context.Background()
 			dest := "out/split-rerun-" + op + ".zip"
-			job, err := (&workflow.Planner{S3: w.direct, Config: config(), Log: quiet}).Plan(ctx, workflow.PlanInput{Request: splitRequest("duo", "d/", dest), Execution: "split-rerun-" + op})
+			job, err := (&create.Planner{S3: w.direct, Config: config(), Log: quiet}).Plan(ctx, create.PlanInput{Request: splitRequest("duo", "d/", dest), Execution: "split-rerun-" + op})
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := workflow.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
-			if err := finalizeUntilCrash(ctx, &workflow.Finalizer{S3: &crashSplitAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in); !errors.Is(err, errCrashed) {
+			in := create.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
+			if err := finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashSplitAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in); !errors.Is(err, errCrashed) {
 				w.conclude(t, started, nil, wantArchive, []string{fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err)}, false)
 				return
 			}
-			out, err := (&workflow.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
+			out, err := (&create.Finalizer{S3: w.direct, Config: config(), Log: quiet}).Handle(ctx, in)
 			var obs []string
 			pass := err == nil && len(out.Archives) >= 3
 			if err != nil {
@@ -173,7 +173,7 @@ func TestSplitFinalizerRerun(t *testing.T) {
 				var got []zipcheck.Want
 				for k, a := range out.Archives {
 					path := filepath.Join(t.TempDir(), fmt.Sprintf("%d.zip", k))
-					w.srv.DownloadFile(t, "dst", workflow.ArchiveKey(dest, k), path)
+					w.srv.DownloadFile(t, "dst", create.ArchiveKey(dest, k), path)
 					entries, rerr := zipcheck.CheckReader(zipcheck.ReaderGo, path)
 					if rerr != nil || len(entries) != a.Entries {
 						pass = false

@@ -19,11 +19,11 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 const mib = 1 << 20
@@ -169,12 +169,12 @@ func request(strategy, prefix, dest string, overwrite bool) json.RawMessage {
 
 var quiet = slogDiscard()
 
-func (w *world) runner(c workflow.S3) *workflow.Runner {
-	return &workflow.Runner{S3: c, Config: workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 2}, Log: quiet}
+func (w *world) runner(c create.S3) *create.Runner {
+	return &create.Runner{S3: c, Config: create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 2}, Log: quiet}
 }
 
-func config() workflow.Config {
-	return workflow.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}
+func config() create.Config {
+	return create.Config{WorkBucket: "work", DefaultMaxConcurrency: 4}
 }
 
 // verified remembers archives every reader has checked, by the SHA-256 of
@@ -292,7 +292,7 @@ func (w *world) judge(t *testing.T, started time.Time, p *faultproxy.Proxy, expe
 			bad("succeeded, want a failure")
 		}
 	} else {
-		typ := workflow.ErrorType(o.err)
+		typ := create.ErrorType(o.err)
 		msg := o.err.Error()
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]

@@ -16,10 +16,10 @@ import (
 // name the state machines' ErrorEquals gives it. An error type elsewhere
 // whose name speaks of one of them is a second name for it.
 var conditionFamilies = map[string]*regexp.Regexp{
-	"a checksum that does not match":  regexp.MustCompile(`Checksum|Mismatch|MD5|Digest`),
-	"a destination that exists":       regexp.MustCompile(`Exist`),
-	"a source that changed":           regexp.MustCompile(`Changed`),
-	"a request with problems":         regexp.MustCompile(`^(Bad)?Request`),
+	"a checksum that does not match":   regexp.MustCompile(`Checksum|Mismatch|MD5|Digest`),
+	"a destination that exists":        regexp.MustCompile(`Exist`),
+	"a source that changed":            regexp.MustCompile(`Changed`),
+	"a request with problems":          regexp.MustCompile(`^(Bad)?Request`),
 	"a hard limit of S3 or the format": regexp.MustCompile(`^Limit`),
 }
 

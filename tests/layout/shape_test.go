@@ -14,7 +14,7 @@ import (
 )
 
 // The shape issue 22 asks of every production function in the tree, as
-// workflow/ and extract/ hold it already: a reader takes a function in on
+// create/ and extract/ hold it already: a reader takes a function in on
 // one screen, and a list of parameters that is really one thing is a type.
 
 // The limits, in one place.

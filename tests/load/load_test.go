@@ -31,15 +31,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // partsPerBatch is the deployment's batch size (the job's partsPerBatch by default).
-const partsPerBatch = workflow.DefaultPartsPerBatch
+const partsPerBatch = create.DefaultPartsPerBatch
 
 func long(t *testing.T) {
 	t.Helper()
@@ -51,13 +51,13 @@ func long(t *testing.T) {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // run is the state machine, one handler at a time, each measured.
-func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execution string) ([]measurement, *workflow.FinalizeOutput) {
+func run(t *testing.T, c create.S3, cfg create.Config, request []byte, execution string) ([]measurement, *create.FinalizeOutput) {
 	t.Helper()
 	ctx := context.Background()
 	var ms []measurement
-	var job *workflow.Job
+	var job *create.Job
 	m, err := measure("planner", func() (err error) {
-		job, err = (&workflow.Planner{S3: c, Config: cfg, Log: quiet}).Plan(ctx, workflow.PlanInput{Request: request, Execution: execution})
+		job, err = (&create.Planner{S3: c, Config: cfg, Log: quiet}).Plan(ctx, create.PlanInput{Request: request, Execution: execution})
 		return err
 	})
 	if err != nil {
@@ -78,12 +78,12 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	worst := measurement{handler: "worker"}
 	batches := 0
 	for i := 0; i < len(items); i += partsPerBatch {
-		var in workflow.BatchInput
+		var in create.BatchInput
 		in.Items = items[i:min(i+partsPerBatch, len(items))]
 		in.BatchInput.Job = *job
-		var res *workflow.BatchResult
+		var res *create.BatchResult
 		m, err := measure("worker", func() (err error) {
-			res, err = (&workflow.Worker{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
+			res, err = (&create.Worker{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 			return err
 		})
 		if err != nil {
@@ -99,13 +99,13 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	worst.handler = fmt.Sprintf("worker (worst of %d)", batches)
 	ms = append(ms, worst)
 
-	in := workflow.FinalizeInput{Job: *job}
+	in := create.FinalizeInput{Job: *job}
 	if len(children) > 0 {
 		in.Results = writeResults(t, c, job, children)
 	}
-	var fin *workflow.FinalizeOutput
+	var fin *create.FinalizeOutput
 	m, err = measure("finalizer", func() (err error) {
-		fin, err = (&workflow.Finalizer{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
+		fin, err = (&create.Finalizer{S3: c, Config: cfg, Log: quiet}).Handle(ctx, in)
 		return err
 	})
 	if err != nil {
@@ -116,13 +116,13 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 	// The abort path on a plan of the same size: plan again to another
 	// destination, then abort it (upload and the work prefix with the plan).
 	req2 := bytes.Replace(request, []byte(`"key":"out/`), []byte(`"key":"aborted/`), 1)
-	job2, err := (&workflow.Planner{S3: c, Config: cfg, Log: quiet}).Plan(ctx, workflow.PlanInput{Request: req2, Execution: execution + "-abort"})
+	job2, err := (&create.Planner{S3: c, Config: cfg, Log: quiet}).Plan(ctx, create.PlanInput{Request: req2, Execution: execution + "-abort"})
 	if err != nil {
 		t.Fatalf("planner (for abort): %v", err)
 	}
 	state, _ := json.Marshal(job2)
 	m, err = measure("abort", func() error {
-		_, err := (&workflow.Aborter{S3: c, Config: cfg, Log: quiet}).Handle(ctx, workflow.AbortInput{State: state, Error: json.RawMessage(`{"Error":"Test","Cause":"load"}`), Execution: job2.Execution})
+		_, err := (&create.Aborter{S3: c, Config: cfg, Log: quiet}).Handle(ctx, create.AbortInput{State: state, Error: json.RawMessage(`{"Error":"Test","Cause":"load"}`), Execution: job2.Execution})
 		return err
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func run(t *testing.T, c workflow.S3, cfg workflow.Config, request []byte, execu
 }
 
 // writeResults writes the Distributed Map ResultWriter's layout.
-func writeResults(t *testing.T, c workflow.S3, job *workflow.Job, children []stepfn.ChildResult) *stepfn.MapResults {
+func writeResults(t *testing.T, c create.S3, job *create.Job, children []stepfn.ChildResult) *stepfn.MapResults {
 	t.Helper()
 	d, err := stepfn.WriteResults[stepfn.ChildResult](context.Background(), stepfn.Put(c), stepfn.ResultLocation{Bucket: job.WorkBucket, Prefix: job.WorkPrefix + "map/", MapRunArn: "load"}, children, nil)
 	if err != nil {
@@ -176,7 +176,7 @@ func TestLoad100kEntriesEndToEnd(t *testing.T) {
 	g.Wait()
 	t.Logf("uploaded %d objects in %s", n, time.Since(t0).Round(time.Second))
 
-	cfg := workflow.Config{WorkBucket: "work"}.Defaults()
+	cfg := create.Config{WorkBucket: "work"}.Defaults()
 	t0 = time.Now()
 	ms, fin := run(t, c, cfg, listRequest("src", "load/", "out/100k.zip", "duo"), "load-100k")
 	t.Logf("workflow: %s; archive %d bytes, %d entries, ZIP64 %v, %d parts", time.Since(t0).Round(time.Millisecond),
@@ -210,7 +210,7 @@ func TestLoad1MEntryPlan(t *testing.T) {
 	long(t)
 	const n = 1_000_000
 	c := newSyntheticS3(n, t.TempDir())
-	cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+	cfg := create.Config{WorkBucket: workBucket}.Defaults()
 	t0 := time.Now()
 	ms, fin := run(t, c, cfg, listRequest(srcBucket, "e/", "out/1m.zip", "duo"), "load-1m")
 	t.Logf("workflow: %s; archive %d bytes, %d entries, ZIP64 %v, %d parts", time.Since(t0).Round(time.Millisecond),

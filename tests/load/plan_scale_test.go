@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/plan"
-	"github.com/s3zip/s3zip/workflow"
 )
 
 // TestLoadPlanPastMillion: the challenge set (5 MiB objects) and the
@@ -43,7 +43,7 @@ func TestLoadPlanPastMillion(t *testing.T) {
 func planOrRefuse(t *testing.T, name string, entries []plan.Entry, s plan.Strategy) {
 	t.Run(name, func(t *testing.T) {
 		t0 := time.Now()
-		p, err := plan.Make(entries, plan.Options{Strategy: s, Workers: 100, PartsPerBatch: workflow.DefaultPartsPerBatch})
+		p, err := plan.Make(entries, plan.Options{Strategy: s, Workers: 100, PartsPerBatch: create.DefaultPartsPerBatch})
 		var limit *failure.LimitError
 		switch {
 		case errors.As(err, &limit):
@@ -113,9 +113,9 @@ func TestLoadPlannerPerMillion(t *testing.T) {
 	counts := countsFrom(t, "S3ZIP_PLANNER_COUNTS", []int{1_000_000})
 	for _, n := range counts {
 		c := newSyntheticS3(n, t.TempDir())
-		cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+		cfg := create.Config{WorkBucket: workBucket}.Defaults()
 		m, err := measure("planner", func() error {
-			_, err := (&workflow.Planner{S3: c, Config: cfg, Log: quiet}).Plan(context.Background(), workflow.PlanInput{Request: listRequest(srcBucket, "e/", "out/planner.zip", "auto"), Execution: fmt.Sprintf("planner-%d", n)})
+			_, err := (&create.Planner{S3: c, Config: cfg, Log: quiet}).Plan(context.Background(), create.PlanInput{Request: listRequest(srcBucket, "e/", "out/planner.zip", "auto"), Execution: fmt.Sprintf("planner-%d", n)})
 			return err
 		})
 		if err != nil {
@@ -167,7 +167,7 @@ func TestLoadFinalizerPerMillion(t *testing.T) {
 	counts := countsFrom(t, "S3ZIP_FINALIZER_COUNTS", []int{1_000_000})
 	for _, n := range counts {
 		c := newSyntheticS3(n, t.TempDir())
-		cfg := workflow.Config{WorkBucket: workBucket}.Defaults()
+		cfg := create.Config{WorkBucket: workBucket}.Defaults()
 		ms, fin := run(t, c, cfg, listRequest(srcBucket, "e/", "out/finalizer.zip", "duo"), fmt.Sprintf("finalizer-%d", n))
 		if fin.Stats.Entries != n {
 			t.Fatalf("archive has %d entries, want %d", fin.Stats.Entries, n)

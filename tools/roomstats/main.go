@@ -3,7 +3,7 @@
 // its files that run against the file order, and the path a handler's calls
 // take through the files.
 //
-//	go run ./tools/roomstats [-entry pkg.Type.Method] ./workflow/... ./extract
+//	go run ./tools/roomstats [-entry pkg.Type.Method] ./create/... ./extract
 //
 // A reference is an identifier in one file that names a package-level
 // declaration (function, method, type, variable, constant) made in another
@@ -42,7 +42,7 @@ type pkg struct {
 }
 
 func main() {
-	entry := flag.String("entry", "", "a handler to walk from: importpath-suffix.Type.Method, e.g. workflow.Worker.Handle")
+	entry := flag.String("entry", "", "a handler to walk from: importpath-suffix.Type.Method, e.g. create.Worker.Handle")
 	owners := flag.String("owners", "", "comma-separated handlers: for each declaration, which of them reach it")
 	groups := flag.String("groups", "", "comma-separated handlers: group the files by the handler that reaches them and count references across groups")
 	flag.Parse()

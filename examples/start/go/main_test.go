@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/s3zip/s3zip/workflow"
+	"github.com/s3zip/s3zip/create"
 )
 
 // The request this example sends is the README's (examples/start/request.json)
@@ -31,7 +31,7 @@ func TestRequestIsTheDocumentedOne(t *testing.T) {
 	if !reflect.DeepEqual(decodeJSON(t, got), decodeJSON(t, string(doc))) {
 		t.Errorf("newRequest sends %s, want examples/start/request.json:\n%s", got, doc)
 	}
-	req, err := workflow.DecodeRequest([]byte(got))
+	req, err := create.DecodeRequest([]byte(got))
 	if err != nil {
 		t.Fatal(err)
 	}

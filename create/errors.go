@@ -1,0 +1,96 @@
+package create
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/s3zip/s3zip/internal/failure"
+
+	"github.com/s3zip/s3zip/internal/s3rate"
+	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
+)
+
+// Each condition the state machine tells apart has a Go type of its own;
+// internal/stepfn names the rule and the names ErrorEquals spells
+// (stepfn.Type*). errorTypes are the kinds ErrorType looks for, in order:
+// the first one in err's chain names it.
+var errorTypes = []stepfn.ErrorKind{
+	{Name: stepfn.TypeRequestError, Is: stepfn.IsA[*failure.RequestError]},
+	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*failure.SourceChangedError]},
+	{Name: stepfn.TypeChecksumMismatchError, Is: func(err error) bool {
+		return stepfn.IsA[*failure.ChecksumMismatchError](err)
+	}},
+	{Name: stepfn.TypeDestinationExistsError, Is: stepfn.IsA[*failure.DestinationExistsError]},
+	{Name: stepfn.TypeLimitError, Is: stepfn.IsA[*failure.LimitError]},
+	{Name: stepfn.TypeRefusedError, Is: stepfn.IsA[*RefusedError]},
+	{Name: stepfn.TypeDeadlineError, Is: stepfn.IsA[*DeadlineError]},
+	{Name: stepfn.TypeTransientError, Is: stepfn.IsA[*stepfn.TransientError]},
+}
+
+// ErrorTypes are the names ErrorType can report besides TypeUntyped.
+func ErrorTypes() []string {
+	names := make([]string, len(errorTypes))
+	for i, t := range errorTypes {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// ErrorType is the error type the state machine sees for err: the first of
+// ErrorTypes() (in that order) found anywhere in its chain, or TypeUntyped.
+func ErrorType(err error) string { return stepfn.NameOf(err, errorTypes) }
+
+func requestError(format string, a ...any) *failure.RequestError {
+	return failure.Request("", format, a...)
+}
+
+// DeadlineError says a worker stopped before its Lambda deadline with parts
+// left; a retry builds the batch again (parts are idempotent).
+type DeadlineError struct{ Done, Left int }
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("stopped before the deadline with %d of %d parts built; retry the batch", e.Done, e.Done+e.Left)
+}
+
+// Retryable reports whether err may heal on retry: whether the state
+// machine retries its ErrorType.
+func Retryable(err error) bool {
+	return slices.Contains(stepfn.RetryableTypes, ErrorType(err))
+}
+
+// s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
+// vanished source becomes failure.SourceChangedError (when source is true), a
+// permanent refusal (out of space, not implemented, denied) RefusedError,
+// what s3x.Transient calls transient stepfn.TransientError, the rest keep their
+// message with context.
+func s3Error(op, bucket, key string, source bool, err error) error {
+	if err == nil {
+		return nil
+	}
+	// Cancelled by the caller: not S3's doing. A deadline is different: an
+	// HTTP client's response timeout also matches context.DeadlineExceeded,
+	// and a request that timed out may well succeed when tried again.
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
+	}
+	status, code := s3ref.Status(err)
+	if r := refused(fmt.Sprintf("%s s3://%s/%s", op, bucket, key), status, code, err); r != nil {
+		return r
+	}
+	switch {
+	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
+		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
+		return &failure.SourceChangedError{Bucket: bucket, Key: key, Err: err}
+	case s3x.Transient(err):
+		if advice := s3rate.SlowDownAdvice(err, bucket, key); advice != "" {
+			err = fmt.Errorf("%w; %s", err, advice)
+		}
+		return &stepfn.TransientError{Op: fmt.Sprintf("%s s3://%s/%s", op, bucket, key), Err: err}
+	}
+	return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
+}

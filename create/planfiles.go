@@ -1,0 +1,33 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// readLayout reads a job's plan without its entries (the finalizer's:
+// streamEntries reads them an entry at a time).
+func readLayout(ctx context.Context, c objectGetter, job *Job) (*plan.Layout, error) {
+	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	parts, err := getBytes(ctx, c, job.WorkBucket, job.PartsKey, 1<<30)
+	if err != nil {
+		return nil, fmt.Errorf("plan parts: %w", err)
+	}
+	return plan.DecodeLayout(header, bytes.NewReader(parts))
+}
+
+// discardSpool closes and deletes a file spooled to $TMPDIR (nil: none): a
+// warm Lambda's /tmp outlives the invocation.
+func discardSpool(file *os.File) {
+	if file != nil {
+		file.Close()
+		os.Remove(file.Name())
+	}
+}

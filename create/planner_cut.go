@@ -1,0 +1,47 @@
+package create
+
+import (
+	"context"
+
+	"github.com/s3zip/s3zip/internal/failure"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// layOut plans the archive from its entries and checks it against the
+// deployment's size limit. The CRC-32s its workers need are learned after
+// (learnCRCs).
+func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string) (*plan.Plan, error) {
+	opts := layoutOptions(cfg, req)
+	var p *plan.Plan
+	var err error
+	switch l := req.Options.splitLimits(); {
+	case l.On() && req.Options.ChecksumsFile != "":
+		p, err = pl.listedArchives(ctx, cfg, req, entries, execution)
+	case l.On():
+		p, err = plan.MakeSplit(entries, opts, l)
+	default:
+		p, err = plan.Make(entries, opts)
+	}
+	if err != nil {
+		return nil, planError(err)
+	}
+	warnWrongTool(pl.runLog(execution, req), p, entries, opts)
+	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
+		if p.Split() {
+			return nil, failure.Limit("the %d archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes: all of a split run's archives together)",
+				len(p.Archives), p.Size, cfg.MaxArchiveBytes)
+		}
+		return nil, failure.Limit("archive would be %d bytes; this deployment allows at most %d (MAX_ARCHIVE_BYTES)", p.Size, cfg.MaxArchiveBytes)
+	}
+	return p, nil
+}
+
+// layoutOptions are what the layout is planned with: the request's
+// strategy, preference and part size, for its workers, priced with the
+// deployment's model.
+func layoutOptions(cfg Config, req *Request) plan.Options {
+	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
+	prefer, _ := plan.ParsePreference(req.Options.Prefer)
+	return plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: maxConcurrency(cfg, req), Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
+}

@@ -1,0 +1,278 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/stepfn"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// Narrow views of the S3 client, one per capability; each handler declares
+// the union it uses.
+type (
+	objectGetter interface {
+		GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	}
+	objectHeader interface {
+		HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	}
+	objectPutter interface {
+		PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	}
+	objectLister interface {
+		ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	}
+	objectDeleter interface {
+		objectLister
+		DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	}
+	partUploader interface {
+		UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
+	}
+	partCopier interface {
+		UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
+	}
+	uploadCreator interface {
+		CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	}
+	uploadCompleter interface {
+		CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	}
+	uploadLister interface {
+		ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	}
+	uploadAborter interface {
+		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+		ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
+	}
+)
+
+// copied is S3's answer to an UploadPartCopy from bucket/key: the part's ETag
+// and CRC-32 ("" when S3 gave none). An answer without a CopyPartResult says
+// nothing about what was written: an error, not a nil dereference.
+func copied(out *s3.UploadPartCopyOutput, bucket, key string) (etag, crc string, err error) {
+	if out == nil || out.CopyPartResult == nil {
+		return "", "", fmt.Errorf("UploadPartCopy s3://%s/%s: S3's answer has no CopyPartResult", bucket, key)
+	}
+	return aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32), nil
+}
+
+// fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
+// whole object's (not a composite "…-N" of its parts).
+func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
+	if h.ChecksumType == types.ChecksumTypeComposite {
+		return 0, false
+	}
+	return s3x.DecodeCRC(aws.ToString(h.ChecksumCRC32))
+}
+
+// getBytes reads a whole (small) object, refusing more than limit bytes.
+func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int64) ([]byte, error) {
+	body, err := openObject(ctx, c, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &objectTooLargeError{bucket: bucket, key: key, limit: limit}
+	}
+	return b, nil
+}
+
+// openObject opens an object to be read as it arrives (an entries file of
+// millions of lines is decoded so, not held whole first); a read that
+// fails is a stepfn.TransientError.
+func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
+	return openObjectFrom(ctx, c, bucket, key, 0)
+}
+
+// openObjectFrom is openObject from byte from on.
+func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, from int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	if from > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", from))
+	}
+	out, err := c.GetObject(ctx, in)
+	if err != nil {
+		return nil, s3Error("GetObject", bucket, key, false, err)
+	}
+	return &objectBody{ReadCloser: out.Body, op: fmt.Sprintf("read s3://%s/%s", bucket, key)}, nil
+}
+
+// objectBody is an object's body whose failed reads are transient.
+type objectBody struct {
+	io.ReadCloser
+	op string
+}
+
+func (b *objectBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = &stepfn.TransientError{Op: b.op, Err: err}
+	}
+	return n, err
+}
+
+// pin is the If-Match and VersionId that read a source as it was planned:
+// nil where the plan pinned none.
+func pin(etag, versionID string) (ifMatch, version *string) {
+	if etag != "" {
+		ifMatch = &etag
+	}
+	if versionID != "" {
+		version = &versionID
+	}
+	return ifMatch, version
+}
+
+// getRange reads bytes [from, from+len(dst)) of an object into dst, pinned
+// by ETag.
+func getRange(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) error {
+	read := 0
+	for attempt := 1; ; attempt++ {
+		n, err := getRangeOnce(ctx, c, src, from+int64(read), dst[read:])
+		read += n
+		var lost *bodyLost
+		if err == nil || !errors.As(err, &lost) || attempt >= bodyAttempts || ctx.Err() != nil {
+			return err
+		}
+		// The body stalled or broke off: the rest is asked for again, from
+		// where it stopped (the GET is pinned, so the bytes are the same).
+	}
+}
+
+// bodyAttempts is how many GETs one range's body may take when it breaks
+// off (s3rate's idle-body timeout, a connection reset).
+const bodyAttempts = 4
+
+// bodyLost is a response body that broke off after its headers: the
+// request succeeded, the bytes did not all arrive.
+type bodyLost struct{ stepfn.TransientError }
+
+func (e *bodyLost) Unwrap() error { return &e.TransientError }
+
+// getRangeOnce is one GET of the range into dst; it returns how many bytes
+// of dst it filled.
+func getRangeOnce(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) (int, error) {
+	to := from + int64(len(dst))
+	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
+	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
+	out, err := c.GetObject(ctx, in)
+	if err != nil {
+		return 0, s3Error("GetObject", src.Bucket, src.Key, !src.work, err)
+	}
+	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n != to-from {
+		// A server that ignored the range would hand over the wrong bytes.
+		return 0, fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", src.Bucket, src.Key, from, to-1, n)
+	}
+	n, err := io.ReadFull(out.Body, dst)
+	if err != nil {
+		return n, &bodyLost{stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", src.Bucket, src.Key, from, to-1), Err: err}}
+	}
+	return n, nil
+}
+
+type sourceRef struct {
+	Bucket, Key, ETag, VersionID string
+	// work says the object is s3zip's own (the plan's entries), not a
+	// source: missing or changed, it is not a changed source.
+	work bool
+}
+
+// s3Named names a failed S3 call for the create state machine: s3Error,
+// as s3x.Under's ErrorNamer.
+func s3Named(op, bucket, key string, err error) error { return s3Error(op, bucket, key, false, err) }
+
+// deletePrefix deletes every object under prefix.
+func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (int, error) {
+	return s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
+}
+
+// abortUploadsUnder aborts every multipart upload under prefix (chain
+// rounds a failed worker left behind).
+func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix string) (int, error) {
+	n := 0
+	err := s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
+			return s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// objectTooLargeError says an object read whole is over its limit.
+type objectTooLargeError struct {
+	bucket, key string
+	limit       int64
+}
+
+func (e *objectTooLargeError) Error() string {
+	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
+}
+
+// destPart is part n of job's upload: the archive's.
+func destPart(job *Job, n int) s3x.Part {
+	return s3x.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
+}
+
+// pinned is a planned source of size bytes, as a copy must find it.
+func pinned(src plan.Source, size int64) s3x.Pinned {
+	return s3x.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
+}
+
+// writeJSON writes v as a work object.
+func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) error {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
+	return s3Error("PutObject", bucket, key, false, err)
+}
+
+// forEach runs fn for 0..n-1 with at most limit at once; the first error
+// cancels the rest and is returned.
+func forEach(ctx context.Context, limit, n int, fn func(context.Context, int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(limit, 1))
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
+}
+
+func newAttempt() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// sourceOf is a planned source as the reads name it: pinned by its ETag and
+// version.
+func sourceOf(s plan.Source) *sourceRef {
+	return &sourceRef{Bucket: s.Bucket, Key: s.Key, ETag: s.ETag, VersionID: s.VersionID}
+}

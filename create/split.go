@@ -1,0 +1,114 @@
+package create
+
+// Split runs: one execution writes several archives (options.splitSize,
+// options.splitEntries), name-0001.zip, name-0002.zip, …, each a whole ZIP
+// of its own, from one split plan (plan/split.go). Each archive has its own
+// multipart upload; every part job names its archive's (plan.PartJob.Upload),
+// so the one Map builds all of them. The upload record lists them all, so
+// that Abort aborts every one, and the finalizer, which completes them one
+// after another, deletes the ones it completed when a later one fails: a
+// failed split run leaves none of its archives.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// ArchiveKey is the key of archive k (from 0) of a split run writing key:
+// its name with a 4-digit number before the extension (photos.zip:
+// photos-0001.zip), or at the end when it has none.
+func ArchiveKey(key string, k int) string {
+	ext := path.Ext(key)
+	if strings.Contains(ext, "/") || ext == key[strings.LastIndex(key, "/")+1:] {
+		ext = "" // a dot in a folder's name, or a name that is all extension
+	}
+	return fmt.Sprintf("%s-%04d%s", strings.TrimSuffix(key, ext), k+1, ext)
+}
+
+// uploadRecord is what the planner records of the uploads it created
+// (Job.uploadRecordKey): the job, and a split run's archives' uploads.
+type uploadRecord struct {
+	Job
+	Archives []plan.Upload `json:"archives,omitempty"`
+}
+
+// forArchive is the job as the parts of one archive of a split run see
+// it: its key and upload in place of the run's.
+func (j *Job) forArchive(u *plan.Upload) *Job {
+	if u == nil {
+		return j
+	}
+	a := *j
+	a.Destination.Key, a.UploadID = u.Key, u.UploadID
+	return &a
+}
+
+// partKey names a part among a split run's: its number, after its
+// archive's number when it is not the first archive's (so a run of one
+// archive keeps the keys it always had).
+func partKey(archive, part int) string {
+	if archive == 0 {
+		return strconv.Itoa(part)
+	}
+	return strconv.Itoa(archive+1) + "/" + strconv.Itoa(part)
+}
+
+// readUploadRecord reads what the planner recorded; nil when it recorded nothing.
+func readUploadRecord(ctx context.Context, c objectGetter, bucket, prefix string) (*uploadRecord, error) {
+	doc, err := getBytes(ctx, c, bucket, prefix+"upload.json", 4<<20)
+	if err != nil {
+		if s3x.NotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var rec uploadRecord
+	if err := json.Unmarshal(doc, &rec); err != nil {
+		return nil, fmt.Errorf("upload record s3://%s/%supload.json: %w", bucket, prefix, err)
+	}
+	return &rec, nil
+}
+
+// doneKey is where the finalizer records archive k of a split run as
+// completed.
+func doneKey(workPrefix string, k int) string {
+	return fmt.Sprintf("%sdone/%04d.json", workPrefix, k+1)
+}
+
+// completedArchive is the record of an archive the finalizer completes:
+// written before the completion with the archive's size and CRC-32 (ETag
+// empty), and, for a split run's, again after it with the ETag. An archive
+// a failed run completed is then found by Abort (discardArchives) however
+// the finalizer ended, even in the instant between the completion and its
+// record.
+type completedArchive struct {
+	Key  string `json:"key"`
+	ETag string `json:"etag,omitempty"`
+	// Size and CRC32 (8 hex digits) are the archive's: with no ETag, the
+	// object at Key is this run's if it has them (the completion stores the
+	// CRC-32 as the object's full-object checksum).
+	Size  int64  `json:"size,omitempty"`
+	CRC32 string `json:"crc32,omitempty"`
+}
+
+// ours says whether the object h describes is the archive the record is
+// of: the ETag it was completed with or, before that was recorded, its size
+// and CRC-32. (With overwrite, an archive identical to the one the run
+// would have written, byte for byte, is taken for it.)
+func (c *completedArchive) ours(h *s3.HeadObjectOutput) bool {
+	if c.ETag != "" {
+		return aws.ToString(h.ETag) == c.ETag
+	}
+	crc, ok := fullObjectCRC(h)
+	return ok && c.CRC32 != "" && fmt.Sprintf("%08x", crc) == c.CRC32 && aws.ToInt64(h.ContentLength) == c.Size
+}

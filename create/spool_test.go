@@ -1,0 +1,142 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// putWatcher notes, for each object put, the file its body is read from
+// (none: a buffer in memory).
+type putWatcher struct {
+	*s3.Client
+	mu    sync.Mutex
+	files map[string]string // key → the body's file
+}
+
+func (c *putWatcher) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	c.mu.Lock()
+	if f, ok := in.Body.(interface{ Name() string }); ok { // an *os.File, or a document spooled to one
+		c.files[aws.ToString(in.Key)] = f.Name()
+	}
+	c.mu.Unlock()
+	return c.Client.PutObject(ctx, in, opts...)
+}
+
+// The planner writes the entries and part-job files to $TMPDIR (the
+// Lambda's /tmp, sized by infra) as the plan is encoded and puts them from
+// there: held in memory they were most of its memory at ten million
+// entries. It leaves nothing behind there; a $TMPDIR it cannot write is an
+// error that says where the files go.
+func TestPlannerSpoolsPlanFiles(t *testing.T) {
+	e := newEnv(t, []object{{"in/a.txt", 1000, s3test.ChecksumCRC32}, {"in/b.txt", 2000, s3test.ChecksumCRC32}})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	c := &putWatcher{Client: e.s3, files: map[string]string{}}
+	pl := &Planner{S3: c, Config: Config{WorkBucket: "work"}}
+	job, err := pl.Plan(context.Background(), PlanInput{Request: request("stream", "in/", "out/a.zip", ""), Execution: "exec-spool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{job.EntriesKey, job.PartsKey} {
+		if f := c.files[key]; filepath.Dir(f) != tmp {
+			t.Errorf("%s was put from %q, want a file in $TMPDIR %s", key, f, tmp)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("the planner left %d files in $TMPDIR, first %s", len(left), left[0].Name())
+	}
+	entries := e.srv.GetObject(t, "work", job.EntriesKey)
+	if n := strings.Count(string(entries), "\n"); n != 2 {
+		t.Errorf("entries file has %d lines, want 2:\n%s", n, entries)
+	}
+
+	t.Setenv("TMPDIR", filepath.Join(tmp, "missing"))
+	_, err = pl.Plan(context.Background(), PlanInput{Request: request("stream", "in/", "out/b.zip", ""), Execution: "exec-no-tmp"})
+	if err == nil || !strings.Contains(err.Error(), "$TMPDIR") {
+		t.Errorf("planning with $TMPDIR missing: %v, want an error naming $TMPDIR", err)
+	}
+}
+
+// planFilesGetter is a work bucket holding one plan's files; reading the part
+// jobs notes the live heap then, which readPlan reads after opening the
+// entries file.
+type planFilesGetter struct {
+	files map[string][]byte
+	parts string
+	heap  uint64 // live heap when the part jobs were first read
+}
+
+func (g *planFilesGetter) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	b, ok := g.files[aws.ToString(in.Key)]
+	if !ok {
+		return nil, fmt.Errorf("no object %s", aws.ToString(in.Key))
+	}
+	var body io.Reader = bytes.NewReader(b)
+	if aws.ToString(in.Key) == g.parts {
+		body = &heapOnRead{Reader: body, heap: &g.heap}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(body)}, nil
+}
+
+type heapOnRead struct {
+	io.Reader
+	heap *uint64
+}
+
+func (h *heapOnRead) Read(p []byte) (int, error) {
+	if *h.heap == 0 {
+		*h.heap = liveHeap()
+	}
+	return h.Reader.Read(p)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// readPlan (the finalizer's, and the planner's after a CRC round) decodes
+// the entries file as it arrives: before it decodes anything it holds
+// nothing of it (it used to read it whole first, 2 GB at ten million
+// entries, beside the plan it decodes).
+func TestReadPlanStreamsEntries(t *testing.T) {
+	p, err := plan.Make(plan.Small(200_000, 3), plan.Options{Strategy: plan.StrategyStream, Workers: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &Job{WorkBucket: "work", PlanKey: "plan.json", EntriesKey: "entries.jsonl", PartsKey: "parts.jsonl"}
+	g := &planFilesGetter{files: map[string][]byte{job.PlanKey: enc.Header, job.EntriesKey: enc.Entries, job.PartsKey: enc.Parts}, parts: job.PartsKey}
+	entriesSize := len(enc.Entries)
+	p, enc = nil, nil
+	base := liveHeap()
+	got, err := readPlan(context.Background(), g, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 200_000 {
+		t.Fatalf("read back %d entries, want 200,000", len(got.Entries))
+	}
+	if held := int64(g.heap) - int64(base); held > int64(entriesSize)/8 {
+		t.Errorf("readPlan held %d bytes before decoding an entries file of %d: it reads the file whole first", held, entriesSize)
+	}
+}

@@ -1,0 +1,498 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3x"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/s3zip/s3zip/plan"
+)
+
+// WorkerS3 is what a worker needs of S3.
+type WorkerS3 interface {
+	ChainS3
+	objectHeader
+	objectPutter
+}
+
+// Worker builds a batch of parts: upload parts from generated headers and
+// ranged reads of sources, copy parts with ranged UploadPartCopy.
+type Worker struct {
+	S3     WorkerS3
+	Config Config
+	Log    *slog.Logger
+	// Now is the clock (tests set it); nil means time.Now.
+	Now func() time.Time
+}
+
+// BatchInput is a Distributed Map batch: the part jobs and the job.
+type BatchInput struct {
+	Items      []plan.PartJob `json:"Items"`
+	BatchInput struct {
+		Job Job `json:"job"`
+	} `json:"BatchInput"`
+}
+
+// BatchResult is the worker's output: a few fields per part, whatever the
+// number of entries the parts hold.
+type BatchResult struct {
+	Parts []PartResult `json:"parts"`
+	// CRCsKey is the work object (in the job's work bucket) holding the
+	// CRC-32s the batch's parts computed, a batchCRCs; "" when none did.
+	CRCsKey string `json:"crcsKey,omitempty"`
+}
+
+// batchCRCs is the document at BatchResult.CRCsKey: PartResult.CRCs by
+// part (partKey).
+type batchCRCs struct {
+	Parts map[string]map[string]string `json:"parts"`
+}
+
+// crcsKey is where a batch's CRC-32s go. A batch is named by its first part:
+// a retried batch writes the same object again, with the same CRCs.
+func crcsKey(job *Job, first *plan.PartJob) string {
+	return fmt.Sprintf("%scrcs/%s.json", job.WorkPrefix, strings.ReplaceAll(partKey(first.Archive, first.Number), "/", "-"))
+}
+
+// putCRCs writes the CRC-32s the batch's parts computed to the work prefix
+// and names the object in out.
+func putCRCs(ctx context.Context, c objectPutter, job *Job, first *plan.PartJob, out *BatchResult) error {
+	doc := batchCRCs{Parts: map[string]map[string]string{}}
+	for _, r := range out.Parts {
+		if len(r.CRCs) > 0 {
+			doc.Parts[partKey(r.Archive, r.Part)] = r.CRCs
+		}
+	}
+	if len(doc.Parts) == 0 {
+		return nil
+	}
+	key := crcsKey(job, first)
+	if err := writeJSON(ctx, c, job.WorkBucket, key, doc); err != nil {
+		return fmt.Errorf("the batch's CRC-32s: %w", err)
+	}
+	out.CRCsKey = key
+	return nil
+}
+
+// Handle builds every part of the batch, a bounded number at a time within a
+// memory budget. The first error stops the batch. Parts are idempotent: a
+// retried batch uploads the same bytes under the same part numbers. Near the
+// Lambda deadline it stops starting parts and returns DeadlineError.
+func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error) {
+	job := in.BatchInput.Job
+	if job.UploadID == "" && job.Archives == 0 || job.WorkBucket == "" || job.EntriesKey == "" {
+		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")
+	}
+	log := w.logger().With("execution", job.Execution)
+	b := w.partBuilder(&job)
+	defer b.probe.close(ctx)
+	results, started, err := b.buildAll(ctx, in.Items)
+	if err != nil {
+		log.Error("batch failed", "error", err.Error())
+		return nil, err
+	}
+	if started < len(in.Items) {
+		if _, hasDeadline := ctx.Deadline(); ctx.Err() != nil && !hasDeadline {
+			return nil, ctx.Err()
+		}
+		return nil, &DeadlineError{Done: started, Left: len(in.Items) - started}
+	}
+	out := &BatchResult{}
+	for _, r := range results {
+		out.Parts = append(out.Parts, r...)
+	}
+	if len(in.Items) > 0 {
+		if err := putCRCs(ctx, w.S3, &job, &in.Items[0], out); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("batch built", "parts", len(out.Parts))
+	return out, nil
+}
+
+// partBuilder builds the parts of one batch. Its fields are what every part
+// of the batch shares: the client, the settings, the job (the archive's
+// upload, the work bucket), the batch's CRC probe, the log and the clock; a
+// part's own inputs are its methods' arguments.
+type partBuilder struct {
+	s3  WorkerS3
+	cfg Config
+	job *Job
+	// probe is the upload the batch's CRC probes copy into: one of its own,
+	// never the archive's (pipePart), aborted when the batch ends.
+	probe *crcProbe
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+func (w *Worker) partBuilder(job *Job) *partBuilder {
+	now := w.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &partBuilder{s3: w.S3, cfg: w.Config.Defaults(), job: job, log: w.logger(), now: now,
+		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
+}
+
+// buildAll builds items, at most the job's PartsInFlight (else
+// cfg.PartConcurrency) at a time, of them at most cfg.PartConcurrency
+// upload parts (each holds its bytes and a fan-out of GETs: a Lambda has
+// 1,024 file descriptors), and within cfg.MemoryBudget; near the context's
+// deadline it starts no more. It
+// returns the results by item, how many items it started, and the first
+// error.
+func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]PartResult, int, error) {
+	cfg, log := b.cfg, b.log.With("execution", b.job.Execution)
+	deadline, hasDeadline := ctx.Deadline()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mem := semaphore.NewWeighted(cfg.MemoryBudget)
+	inFlight := cfg.PartConcurrency
+	if b.job.PartsInFlight > 0 {
+		inFlight = b.job.PartsInFlight // what the plan was priced with
+	}
+	slots := make(chan struct{}, inFlight)
+	uploads := make(chan struct{}, cfg.PartConcurrency) // plan.Model.UploadsInFlight
+	var (
+		mu       sync.Mutex
+		firstErr error
+		results  = make([][]PartResult, len(items))
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	started := 0
+	for i := range items {
+		item := &items[i]
+		if hasDeadline && deadline.Sub(b.now()) < cfg.DeadlineMargin {
+			break
+		}
+		need := int64(0)
+		if item.Kind == plan.PartUpload {
+			need = min(item.Size(), cfg.MemoryBudget)
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		upload := item.Kind == plan.PartUpload
+		if upload {
+			select {
+			case uploads <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if err := mem.Acquire(ctx, need); err != nil {
+			break
+		}
+		started++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				mem.Release(need)
+				if upload {
+					<-uploads
+				}
+				<-slots
+			}()
+			t0 := b.now()
+			r, err := b.forArchive(item).buildJob(ctx, item)
+			if err != nil {
+				fail(fmt.Errorf("%spart %d (%s, bytes %d-%d): %w", archiveOf(item), item.Number, item.Kind, item.Start, item.End-1, err))
+				return
+			}
+			results[i] = r
+			log.Debug("part built", "part", item.Number, "kind", item.Kind, "bytes", item.Size(), "millis", b.now().Sub(t0).Milliseconds())
+		}()
+	}
+	wg.Wait()
+	return results, started, firstErr
+}
+
+// forArchive is the builder of a part of a split run's archive: the same,
+// sending to that archive's upload (the part job names it).
+func (b *partBuilder) forArchive(item *plan.PartJob) *partBuilder {
+	if item.Upload == nil {
+		return b
+	}
+	a := *b
+	a.job = b.job.forArchive(item.Upload)
+	return &a
+}
+
+// archiveOf names the archive of a split run's part in a message.
+func archiveOf(item *plan.PartJob) string {
+	if item.Upload == nil {
+		return ""
+	}
+	return item.Upload.Key + " "
+}
+
+func (w *Worker) logger() *slog.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return slog.Default()
+}
+
+// buildJob builds a part job: first the copies it carries, whose CRC-32s
+// S3's answers give, then the part itself, whose headers need them.
+func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartResult, error) {
+	var out []PartResult
+	learned := map[plan.EntryIndex]uint32{}
+	tails := map[plan.EntryIndex]plan.Tail{}
+	rests := map[plan.EntryIndex]plan.Tail{}
+	for k := range item.Carried {
+		c := &item.Carried[k]
+		if c.Kind != plan.PartCopy || c.Source == nil {
+			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
+		}
+		if c.CarriedAs == plan.CarriedTail && !c.CRC32.Known {
+			// Asked before the copy, so that copyPart can tell an answer
+			// that is the stored checksum, not the range's.
+			crc, ok, err := storedCRC(ctx, b.s3, *c.Source, c.SourceSize)
+			if err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+			if ok {
+				c.CRC32, learned[c.First] = plan.KnownCRC(crc), crc
+			}
+		}
+		r, err := b.copyPart(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+		}
+		switch c.CarriedAs {
+		case plan.CarriedWhole:
+			crc, err := b.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
+			if err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+			if c.CRC32.Known && c.CRC32.Sum != crc {
+				return nil, failure.Checksum("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", c.Source.Bucket, c.Source.Key, crc, c.CRC32.Sum)
+			}
+			learned[c.First] = crc
+		case plan.CarriedTail:
+			if c.CRC32.Known {
+				// S3 stores it (asked above, or by the planner); its answer
+				// for the rest then tells the streamed start's CRC-32
+				// (rests), which piping the part needs, without a probe.
+				if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
+					rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
+				}
+				break
+			}
+			// S3 stores no CRC-32 of the object, so its answer is the
+			// copied range's own; without one, the whole object's is asked.
+			if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
+				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
+			} else if learned[c.First], err = b.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
+				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
+			}
+		default:
+			return nil, fmt.Errorf("carried part %d: the plan says not what it copies (carriedAs %q; planner too old?)", c.Number, c.CarriedAs)
+		}
+		out = append(out, *r)
+	}
+	r, err := b.buildPart(ctx, item, learned, tails, rests)
+	if err != nil {
+		return nil, err
+	}
+	out = append([]PartResult{*r}, out...)
+	for k := range out {
+		out[k].Archive = item.Archive // a split run's: the finalizer completes each archive
+	}
+	return out, nil
+}
+
+// copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
+// answer to the copy; when the answer has none (or a composite of the
+// source's parts), it asks or reads the object as the planner would.
+func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
+	if crc, ok := s3x.DecodeCRC(answer); ok {
+		return crc, nil
+	}
+	e := plan.PlacedEntry{Entry: &plan.Entry{Name: src.Key, Source: *src, Size: size}}
+	return objectCRC(ctx, b.s3, nil, &e)
+}
+
+// buildPart builds the part itself, given the CRC-32s its copies taught
+// (learned, tails, and rests: S3's answers for the copied rest of entries
+// whose CRC-32 the plan knows).
+func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+	switch item.Kind {
+	case plan.PartCopy:
+		return b.copyPart(ctx, item)
+	case plan.PartChain:
+		return b.chainPart(ctx, item, learned)
+	case plan.PartUpload:
+		entries, err := readEntries(ctx, b.s3, b.job, item)
+		if err != nil {
+			return nil, err
+		}
+		learn(entries, learned)
+		// One pass where the CRC-32s can be had without reading (pipePart);
+		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
+		r, err := b.pipePart(ctx, &item.Part, entries, tails, rests)
+		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
+			return nil, err
+		}
+		if err != nil {
+			b.log.Debug("part assembled, not piped", "execution", b.job.Execution, "part", item.Number, "reason", err.Error())
+			r, err = b.upload().uploadPart(ctx, &item.Part, entries, tails, nil) // worker parts end before the directory
+			if err != nil {
+				return nil, err
+			}
+		}
+		r.addCRCs(learned)
+		return r, nil
+	}
+	return nil, fmt.Errorf("part kind %q is not built by this worker", item.Kind)
+}
+
+// learn sets the CRC-32s learned from copies (by entry index) in entries.
+func learn(entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) {
+	for i := range entries {
+		if crc, ok := learned[entries[i].Index]; ok {
+			entries[i].CRC32 = plan.KnownCRC(crc)
+		}
+	}
+}
+
+// readEntries reads the part's entries from the plan with one ranged GET.
+func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJob) ([]plan.PlacedEntry, error) {
+	if item.Count == 0 {
+		return nil, nil
+	}
+	from, to := item.EntriesRange[0], item.EntriesRange[1]
+	buf := make([]byte, to-from)
+	if err := getRange(ctx, c, &sourceRef{Bucket: job.WorkBucket, Key: job.EntriesKey, work: true}, from, buf); err != nil {
+		return nil, fmt.Errorf("plan entries: %w", err)
+	}
+	entries, err := plan.DecodeEntries(bytes.NewReader(buf))
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != item.Count || entries[0].Index != item.First {
+		first := plan.EntryIndex(-1)
+		if len(entries) > 0 {
+			first = entries[0].Index
+		}
+		return nil, fmt.Errorf("plan entries bytes %d-%d hold %d entries from %d, want %d from %d", from, to-1, len(entries), first, item.Count, item.First)
+	}
+	return entries, nil
+}
+
+func (b *partBuilder) upload() archiveUpload { return archiveUpload{c: b.s3, cfg: b.cfg, job: b.job} }
+
+// copyPart copies a range of a source into the upload, pinned by ETag.
+func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartResult, error) {
+	job := b.job
+	src := item.Source
+	if src == nil {
+		return nil, fmt.Errorf("copy part has no source")
+	}
+	from, to := item.SourceRange[0], item.SourceRange[1]
+	stored, err := b.storedForRange(ctx, item)
+	if err != nil {
+		return nil, err
+	}
+	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
+	out, err := b.s3.UploadPartCopy(ctx, in)
+	if err != nil {
+		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
+	}
+	etag, got, err := copied(out, src.Bucket, src.Key)
+	if err != nil {
+		return nil, err
+	}
+	if reason := implausiblePartCRC(item, stored, got); reason != "" {
+		// The part's bytes are right (If-Match pinned them), but a part
+		// checksum that is not theirs would fail the completion, or worse,
+		// be stored as the archive's. Some servers (versitygw 1.8) report the
+		// source's stored checksum for a copy. Upload the same part number
+		// again, streamed, with a checksum computed from its bytes: it
+		// replaces the copy, whatever the range's size. Logged at Info: it
+		// is how such a server is handled, not a fault of the run (the CLI
+		// shows it with -v; a Lambda logs it).
+		b.log.Info("server reported an implausible CRC-32 for a copied part; streaming the range instead",
+			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
+		withStored := *item
+		withStored.CRC32 = stored // what tells the range's CRC-32 with the least reading
+		r, err := b.streamCopyRange(ctx, &withStored)
+		if err != nil {
+			return nil, fmt.Errorf("copy of s3://%s/%s bytes %d-%d: S3 reported %s (%s); streaming the range instead: %w", src.Bucket, src.Key, from, to-1, got, reason, err)
+		}
+		return r, nil
+	}
+	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
+}
+
+// storedForRange is the CRC-32 S3 stores of the source a copy part copies
+// a range of, which tells a server's answer of that checksum from the
+// range's own (implausiblePartCRC): the plan's when it has it, else asked
+// (HEAD). A copy of a whole source needs none: its answer is the CRC-32
+// itself. Unknown when S3 stores none (or a composite, which the answer
+// shows as one).
+func (b *partBuilder) storedForRange(ctx context.Context, item *plan.PartJob) (plan.CRC, error) {
+	if item.CRC32.Known || wholeCopy(item) {
+		return item.CRC32, nil
+	}
+	crc, ok, err := storedCRC(ctx, b.s3, *item.Source, item.SourceSize)
+	if err != nil || !ok {
+		return plan.CRC{}, err
+	}
+	return plan.KnownCRC(crc), nil
+}
+
+// wholeCopy says whether a copy part copies its whole source.
+func wholeCopy(item *plan.PartJob) bool {
+	return item.SourceRange[0] == 0 && item.SourceRange[1] == item.SourceSize
+}
+
+// implausiblePartCRC says why the CRC-32 S3 reported for a copied part
+// cannot be the CRC of the bytes copied, or "" when it can be. stored is
+// the source's whole CRC-32 when it is known (the plan's, or what S3
+// stores): a copy of the whole source must be answered with it, and a copy
+// of a range must not (some servers, versitygw 1.8, answer a ranged copy of
+// a source stored with a CRC-32 with that CRC-32; S3 answers the range's).
+func implausiblePartCRC(item *plan.PartJob, stored plan.CRC, got string) string {
+	whole := wholeCopy(item)
+	switch {
+	case got == "":
+		return ""
+	case strings.Contains(got, "-"):
+		return "a composite checksum of the source's parts"
+	case !stored.Known:
+		return ""
+	case whole && got != s3x.CRCBase64(stored.Sum):
+		return "not the source's CRC-32 for a copy of the whole source"
+	case !whole && got == s3x.CRCBase64(stored.Sum):
+		return "the whole source's CRC-32 for a copy of a range"
+	}
+	return ""
+}

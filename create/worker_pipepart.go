@@ -1,0 +1,349 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/s3zip/s3zip/internal/failure"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/zipformat"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// errNotPiped says a part cannot be piped; the caller assembles it instead.
+var errNotPiped = errors.New("part not piped")
+
+// pipePart builds an upload part in one pass: its bytes go from the GETs
+// straight into UploadPart, never held, so each byte crosses the worker's
+// link once each way at the same time instead of being read whole and then
+// sent (uploadPart).
+//
+// UploadPart needs the part's CRC-32 up front (over plain HTTP the SDK sends
+// no trailing checksum), and each local header needs its entry's CRC-32
+// before the entry's data. Both come without reading: from the plan, from
+// the copies this job made (learned, tails), and for data whose CRC-32 no
+// one knows, from S3 itself: the range is copied with UploadPartCopy into
+// the batch's probe upload in the work bucket (plan.CRCProbes), and S3's
+// answer is the range's CRC-32; before it probes an entry's whole data it
+// asks S3 for the CRC-32 it stores of the object (a HEAD, priced as a GET
+// where a copy is priced as a PUT), and an entry's start whose rest the job
+// copied, and whose CRC-32 the plan knows, is told by S3's answer for the
+// rest (rests). Never into this part's own number: a probe
+// the worker gave up on (another probe failed, the batch was cancelled)
+// can still land on the server after the part's UploadPart, and would
+// replace the part with its few bytes (EntityTooSmall at Complete, or a
+// wrong part). The part's CRC-32 is
+// then the CRCs of its pieces combined. S3 checks the streamed bytes
+// against it, so a wrong CRC anywhere (a source changed, a server that
+// answers a ranged copy with the whole object's CRC) fails the upload with
+// BadDigest instead of writing a wrong header: the caller then assembles
+// the part the slow way, which finds out which. A range under
+// plan.MinCRCProbe is read ahead instead of probed: its CRC-32 computed, its
+// bytes sent from memory (at most plan.MaxReadAhead per part). errNotPiped
+// means the part needs more probes than plan.MaxCRCProbes or more read
+// ahead than that, or a probe failed or its answer carried no CRC-32 of the
+// range.
+func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
+	probes, reads := plan.SplitCRCProbes(entries, segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
+	if !plan.Piped(segs, probes, reads) {
+		return nil, errNotPiped
+	}
+	pp := &pipedPart{part: part, entries: entries, segs: segs,
+		segCRC: make([]uint32, len(segs)), probed: make([]bool, len(segs)), ahead: make([][]byte, len(segs))}
+	if err := b.learnSegmentCRCs(ctx, pp, probes, reads, rests); err != nil {
+		return nil, err
+	}
+	computed := pp.entryCRCs(tails)
+	body, partCRC, err := pp.body(ctx, b.s3, computed)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	job := b.job
+	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(partCRC)),
+	}, func(o *s3.Options) {
+		// The CRC-32 S3 verifies covers the payload; signing it would be another read.
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+	})
+	if err != nil {
+		if rerr := body.sourceErr(); rerr != nil {
+			return nil, rerr // the source side failed: say so, not UploadPart
+		}
+		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
+	}
+	got := aws.ToString(out.ChecksumCRC32)
+	if got != "" && got != s3x.CRCBase64(partCRC) {
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3x.CRCBase64(partCRC))
+	}
+	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(partCRC), StreamedBytes: part.Size()}
+	r.addCRCs(computed)
+	return r, nil
+}
+
+// pipedPart is an upload part on its way to be piped: its entries cut into
+// segments, and the CRC-32 of every data segment (segCRC): known, probed,
+// or read ahead (its bytes then sent from memory: ahead).
+type pipedPart struct {
+	part    *plan.Part
+	entries []plan.PlacedEntry
+	segs    []plan.Segment
+	segCRC  []uint32
+	probed  []bool
+	ahead   [][]byte
+}
+
+// learnSegmentCRCs sets the CRC-32 of every data segment of pp: the probes'
+// from S3 (unprobed), the reads' from their bytes, the rest from the plan.
+func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int, rests map[plan.EntryIndex]plan.Tail) error {
+	segs, entries, segCRC, probed, ahead := pp.segs, pp.entries, pp.segCRC, pp.probed, pp.ahead
+	err := forEach(ctx, b.cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
+		if k >= len(probes) {
+			i := reads[k-len(probes)]
+			s, e := segs[i], &entries[segs[i].Entry]
+			buf := make([]byte, s.To-s.From)
+			if err := getRange(ctx, b.s3, sourceOf(e.Source), s.From, buf); err != nil {
+				return err
+			}
+			segCRC[i], probed[i], ahead[i] = crc32.ChecksumIEEE(buf), true, buf
+			return nil
+		}
+		i := probes[k]
+		s, e := segs[i], &entries[segs[i].Entry]
+		crc, ok, err := b.unprobed(ctx, entries, s, rests)
+		if ok {
+			segCRC[i], probed[i] = crc, true
+			return nil
+		}
+		if err == nil {
+			crc, err = probeCRC(ctx, b.probe, e, s.From, s.To)
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
+			// A server without copies, a copy refused: the part is
+			// assembled instead, whose reads say what is wrong if anything is.
+			err = fmt.Errorf("%w: %v", errNotPiped, err)
+		}
+		if err != nil {
+			return err
+		}
+		segCRC[i], probed[i] = crc, true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, s := range segs {
+		if s.Kind == plan.SegmentData && !probed[i] {
+			segCRC[i] = entries[s.Entry].CRC32.Sum // CRCProbes left only segments whose CRC-32 the plan knows
+		}
+	}
+	return nil
+}
+
+// unprobed is a data segment's CRC-32 when S3 tells it without a probe's
+// copy: an entry's whole data by the CRC-32 S3 stores of the object; the
+// start of an entry whose CRC-32 the plan knows by S3's answer for the rest
+// the job copied (rest), unless that answer is the whole object's (a server
+// that answers a ranged copy of a checksummed object with its checksum:
+// versitygw). ok=false leaves it to the probe; so does a HEAD that failed,
+// the probe or the assembled part then saying what is wrong.
+func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s plan.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
+	e := &entries[s.Entry]
+	if plan.WholeData(entries, s) {
+		crc, ok, err := storedCRC(ctx, b.s3, e.Source, e.Size)
+		if err != nil && ctx.Err() == nil {
+			return 0, false, nil
+		}
+		return crc, ok, err
+	}
+	rest, copied := rests[e.Index]
+	if s.From == 0 && copied && e.CRC32.Known && s.To+rest.Len == e.Size && rest.CRC != e.CRC32.Sum {
+		return zipformat.SplitCRC(e.CRC32.Sum, rest.CRC, rest.Len), true, nil
+	}
+	return 0, false, nil
+}
+
+// entryCRCs are the entries' CRC-32s the headers carry: whole in this part,
+// or a start here and a tail copied.
+func (pp *pipedPart) entryCRCs(tails map[plan.EntryIndex]plan.Tail) map[plan.EntryIndex]uint32 {
+	computed := map[plan.EntryIndex]uint32{}
+	for i, s := range pp.segs {
+		if s.Kind != plan.SegmentData || s.From != 0 {
+			continue
+		}
+		e := &pp.entries[s.Entry]
+		switch tail, hasTail := tails[e.Index]; {
+		case s.To == e.Size:
+			computed[e.Index] = pp.segCRC[i]
+		case hasTail && s.To+tail.Len == e.Size:
+			computed[e.Index] = zipformat.CombineCRC(pp.segCRC[i], tail.CRC, tail.Len)
+		}
+	}
+	return computed
+}
+
+// body is the part's body, piece by piece, and its CRC-32 from its pieces'.
+func (pp *pipedPart) body(ctx context.Context, c objectGetter, computed map[plan.EntryIndex]uint32) (*concatReader, uint32, error) {
+	var pieces []io.ReadSeeker
+	var lens []int64
+	var partCRC uint32
+	for i, s := range pp.segs {
+		n := s.To - s.From
+		e := &pp.entries[s.Entry]
+		switch s.Kind {
+		case plan.SegmentHeader:
+			crc, ok := e.CRC32.Sum, e.CRC32.Known
+			if v, got := computed[e.Index]; got {
+				crc, ok = v, true
+			}
+			if !ok {
+				return nil, 0, &plan.UnknownCRCError{Entry: e.Name}
+			}
+			hdr := plan.AppendLocalHeader(nil, e, crc)[s.From:s.To]
+			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
+			pieces = append(pieces, bytes.NewReader(hdr))
+		case plan.SegmentData:
+			partCRC = zipformat.CombineCRC(partCRC, pp.segCRC[i], n)
+			if pp.ahead[i] != nil {
+				pieces = append(pieces, bytes.NewReader(pp.ahead[i]))
+				break
+			}
+			pieces = append(pieces, newRangeReader(ctx, c, sourceOf(e.Source), s.From, s.To))
+		default:
+			return nil, 0, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", pp.part.Number)
+		}
+		lens = append(lens, n)
+	}
+	return &concatReader{pieces: pieces, lens: lens}, partCRC, nil
+}
+
+// probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from
+// S3's answer to a copy of them into the probe upload. An answer without a
+// plain CRC-32 of the range is errNotPiped.
+func probeCRC(ctx context.Context, probe *crcProbe, e *plan.PlacedEntry, from, to int64) (uint32, error) {
+	crc, ok, err := probe.rangeCRC(ctx, e.Source, e.Size, from, to)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, errNotPiped
+	case e.CRC32.Known && (from != 0 || to != e.Size) && crc == e.CRC32.Sum:
+		// The whole object's CRC-32 for a range: a server that reports the
+		// source's stored checksum for any copy (versitygw 1.8).
+		return 0, errNotPiped
+	}
+	return crc, nil
+}
+
+// concatReader is pieces of known lengths read one after another, as one
+// io.ReadSeeker (the SDK rewinds a body to retry it).
+type concatReader struct {
+	pieces []io.ReadSeeker
+	lens   []int64
+	cur    int   // piece being read
+	off    int64 // offset in it
+}
+
+func (r *concatReader) size() int64 {
+	var n int64
+	for _, l := range r.lens {
+		n += l
+	}
+	return n
+}
+
+func (r *concatReader) Read(p []byte) (int, error) {
+	for r.cur < len(r.pieces) {
+		if r.off >= r.lens[r.cur] {
+			r.cur, r.off = r.cur+1, 0
+			if r.cur < len(r.pieces) {
+				if _, err := r.pieces[r.cur].Seek(0, io.SeekStart); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		if int64(len(p)) > r.lens[r.cur]-r.off {
+			p = p[:r.lens[r.cur]-r.off]
+		}
+		n, err := r.pieces[r.cur].Read(p)
+		r.off += int64(n)
+		if errors.Is(err, io.EOF) {
+			if r.off < r.lens[r.cur] {
+				return n, io.ErrUnexpectedEOF
+			}
+			err = nil
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.EOF
+}
+
+func (r *concatReader) Seek(offset int64, whence int) (int64, error) {
+	total := r.size()
+	pos := int64(0)
+	for i := 0; i < r.cur && i < len(r.lens); i++ {
+		pos += r.lens[i]
+	}
+	pos += r.off
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += pos
+	case io.SeekEnd:
+		offset += total
+	default:
+		return 0, fmt.Errorf("seek: whence %d", whence)
+	}
+	if offset < 0 || offset > total {
+		return 0, fmt.Errorf("seek to %d: outside 0-%d", offset, total)
+	}
+	if offset == pos {
+		return pos, nil
+	}
+	r.cur, r.off = 0, offset
+	for r.cur < len(r.lens) && r.off >= r.lens[r.cur] && r.off > 0 {
+		r.off -= r.lens[r.cur]
+		r.cur++
+	}
+	if r.cur < len(r.pieces) {
+		if _, err := r.pieces[r.cur].Seek(r.off, io.SeekStart); err != nil {
+			return 0, err
+		}
+	}
+	return offset, nil
+}
+
+// sourceErr is the first source-side failure of the pieces, if any.
+func (r *concatReader) sourceErr() error {
+	for _, p := range r.pieces {
+		if rr, ok := p.(*rangeReader); ok && rr.err != nil {
+			return rr.err
+		}
+	}
+	return nil
+}
+
+// Close drops every piece's open response.
+func (r *concatReader) Close() error {
+	for _, p := range r.pieces {
+		if c, ok := p.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	return nil
+}

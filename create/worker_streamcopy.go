@@ -1,0 +1,197 @@
+package create
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/stepfn"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/zipformat"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// streamCopyRange uploads a copy part's bytes through the worker, for a
+// copy whose answer cannot be the part's checksum (copyPart). The part keeps
+// its number and size (the plan fixes both), so a range of any size up to
+// 5 GiB is streamed from GET to UploadPart with bounded memory, never held.
+//
+// UploadPart needs the part's CRC-32 up front: the SDK sends a trailing
+// checksum (computed as the body streams) only over HTTPS, and over plain
+// HTTP it refuses a body it cannot rewind and would read a seekable one
+// whole to sign it. So the CRC-32 comes first, from what the plan knows when
+// it can (rangeCRC), else from a first streaming read of the range; then a
+// second read streams into UploadPart with that CRC-32 in the header, and
+// S3 checks the bytes against it (BadDigest if the source changed between
+// the reads, which If-Match also forbids). The payload is sent unsigned:
+// the CRC-32 S3 verifies covers it, and signing it would mean a third read.
+func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (*PartResult, error) {
+	job := b.job
+	src := sourceOf(*item.Source)
+	from, to := item.SourceRange[0], item.SourceRange[1]
+	crc, read, err := rangeCRC(ctx, b.s3, src, item)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("streaming a copy part", "execution", job.Execution, "part", item.Number, "bytes", to-from, "readForCRC", read)
+	body := newRangeReader(ctx, b.s3, src, from, to)
+	defer body.Close()
+	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
+		PartNumber: aws.Int32(int32(item.Number)), Body: body, ContentLength: aws.Int64(to - from),
+		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)),
+	}, func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+	})
+	if err != nil {
+		if body.err != nil {
+			return nil, body.err // the source side failed: say so, not UploadPart
+		}
+		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
+	}
+	got := aws.ToString(out.ChecksumCRC32)
+	if got != "" && got != s3x.CRCBase64(crc) {
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, streamed from s3://%s/%s bytes %d-%d whose CRC-32 is %s",
+			got, item.Number, src.Bucket, src.Key, from, to-1, s3x.CRCBase64(crc))
+	}
+	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(crc), StreamedBytes: to - from}, nil
+}
+
+// rangeCRC is the CRC-32 of the copy part's source range, and how many
+// bytes it read to learn it. A copy of the whole object whose CRC-32 the plan
+// knows reads nothing; the rest of an object whose CRC-32 the plan knows
+// (a tail after a streamed start) reads only the start:
+// crc(whole) = crc(start) shifted by the rest's length, xor crc(rest).
+// Anything else reads the range.
+func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.PartJob) (uint32, int64, error) {
+	from, to := item.SourceRange[0], item.SourceRange[1]
+	if item.CRC32.Known && to == item.SourceSize {
+		if from == 0 {
+			return item.CRC32.Sum, 0, nil
+		}
+		if from < to-from {
+			start, err := readCRC(ctx, c, src, 0, from)
+			if err != nil {
+				return 0, 0, err
+			}
+			return item.CRC32.Sum ^ zipformat.CombineCRC(start, 0, to-from), from, nil
+		}
+	}
+	crc, err := readCRC(ctx, c, src, from, to)
+	return crc, to - from, err
+}
+
+// readCRC streams bytes [from, to) of a source through CRC-32.
+func readCRC(ctx context.Context, c objectGetter, src *sourceRef, from, to int64) (uint32, error) {
+	r := newRangeReader(ctx, c, src, from, to)
+	defer r.Close()
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, r); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// rangeReader reads bytes [from, to) of a source with ranged GETs pinned by
+// ETag, as an io.ReadSeeker: the SDK rewinds a request body to retry it, and
+// a seek drops the open response so the next read GETs from there. Nothing
+// is requested until the first read.
+type rangeReader struct {
+	ctx      context.Context
+	c        objectGetter
+	src      *sourceRef
+	from, to int64
+	pos      int64 // absolute offset of the next byte
+	body     io.ReadCloser
+	err      error // the source-side failure of this attempt, for the caller's message
+}
+
+func newRangeReader(ctx context.Context, c objectGetter, src *sourceRef, from, to int64) *rangeReader {
+	return &rangeReader{ctx: ctx, c: c, src: src, from: from, to: to, pos: from}
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) {
+	if r.pos >= r.to {
+		return 0, io.EOF
+	}
+	if r.body == nil {
+		in := &s3.GetObjectInput{Bucket: &r.src.Bucket, Key: &r.src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.pos, r.to-1))}
+		if r.src.ETag != "" {
+			in.IfMatch = &r.src.ETag
+		}
+		if r.src.VersionID != "" {
+			in.VersionId = &r.src.VersionID
+		}
+		out, err := r.c.GetObject(r.ctx, in)
+		if err != nil {
+			return 0, r.fail(s3Error("GetObject", r.src.Bucket, r.src.Key, true, err))
+		}
+		if n := aws.ToInt64(out.ContentLength); n != r.to-r.pos {
+			out.Body.Close()
+			return 0, r.fail(fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", r.src.Bucket, r.src.Key, r.pos, r.to-1, n))
+		}
+		r.body = out.Body
+	}
+	if int64(len(p)) > r.to-r.pos {
+		p = p[:r.to-r.pos]
+	}
+	n, err := r.body.Read(p)
+	r.pos += int64(n)
+	switch {
+	case errors.Is(err, io.EOF) && r.pos < r.to:
+		err = io.ErrUnexpectedEOF
+	case errors.Is(err, io.EOF) || err == nil:
+		if r.pos == r.to {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	return n, r.fail(&stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", r.src.Bucket, r.src.Key, r.pos, r.to-1), Err: err})
+}
+
+func (r *rangeReader) fail(err error) error {
+	if r.err == nil {
+		r.err = err
+	}
+	return err
+}
+
+func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = r.from + offset
+	case io.SeekCurrent:
+		abs = r.pos + offset
+	case io.SeekEnd:
+		abs = r.to + offset
+	default:
+		return 0, fmt.Errorf("seek: whence %d", whence)
+	}
+	if abs < r.from || abs > r.to {
+		return 0, fmt.Errorf("seek to %d: outside bytes %d-%d of s3://%s/%s", abs-r.from, r.from, r.to-1, r.src.Bucket, r.src.Key)
+	}
+	if abs != r.pos {
+		r.Close()
+		r.pos = abs
+		r.err = nil // a rewound body starts another attempt
+	}
+	return abs - r.from, nil
+}
+
+// Close drops the open response, if any; a later read GETs again.
+func (r *rangeReader) Close() error {
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	return nil
+}

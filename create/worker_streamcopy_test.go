@@ -1,0 +1,229 @@
+package create
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/plan"
+)
+
+// A copy whose answer cannot be the part's checksum (versitygw answers with
+// the checksum the source is stored with: a composite of its parts, or the
+// whole object's CRC-32 for a range) is uploaded again, streamed, however
+// far the range is over the worker's memory budget: the same part number,
+// the right bytes and CRC-32, and memory that does not grow with the range.
+func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
+	const budget = 8 * plan.MiB
+	for _, tc := range []struct {
+		name string
+		// sizes of the sources; the one at index big is copied
+		sizes []int64
+		big   int
+		// crcKnown: the plan has the sources' CRC-32s (stored with them)
+		crcKnown bool
+		// answer is what the server says for the copy, from the object's bytes
+		answer func(object []byte) string
+		// wantRead is the most source bytes read, as a multiple of the range
+		// (besides the start of a tail)
+		wantRead float64
+	}{
+		{name: "composite-whole-copy", sizes: []int64{6 * plan.MiB, 96 * plan.MiB, 1000}, big: 1,
+			answer: func([]byte) string { return "qCjfSA==-12" }, wantRead: 2},
+		{name: "composite-tail-copy", sizes: []int64{1000, 96 * plan.MiB}, big: 1,
+			answer: func([]byte) string { return "qCjfSA==-12" }, wantRead: 2},
+		// The plan knows the CRC-32 (stored with the object): nothing is
+		// read to learn the range's, or only the start before a tail.
+		{name: "crc-known-whole-copy", sizes: []int64{6 * plan.MiB, 96 * plan.MiB, 1000}, big: 1, crcKnown: true,
+			answer: func(b []byte) string { return "AAAAAA==-2" }, wantRead: 1},
+		{name: "full-object-crc-tail-copy", sizes: []int64{1000, 96 * plan.MiB}, big: 1, crcKnown: true,
+			answer: func(b []byte) string { return s3x.CRCBase64(crcOf(b)) }, wantRead: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, in := batchCRC(t, tc.crcKnown, tc.sizes...)
+			f.copyCRC = true
+			key := fmt.Sprintf("src/in/%d", tc.big)
+			f.stored[key] = tc.answer(f.objects[key])
+			var copy *plan.PartJob
+			for i := range in.Items {
+				for k := range in.Items[i].Carried {
+					if c := &in.Items[i].Carried[k]; c.Source.Key == fmt.Sprintf("in/%d", tc.big) {
+						copy = c
+					}
+				}
+			}
+			if copy == nil || copy.Size() <= budget {
+				t.Fatalf("plan %+v: want a carried copy of in/%d over %d bytes", in.Items, tc.big, budget)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			out, err := (&Worker{S3: f, Config: Config{MemoryBudget: budget}}).Handle(context.Background(), in)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := f.objects[key]
+			want := src[copy.SourceRange[0]:copy.SourceRange[1]]
+			if got := f.sums[int32(copy.Number)]; got != [2]int64{int64(crcOf(want)), int64(len(want))} {
+				t.Errorf("part %d uploaded with CRC %08x, %d bytes; want %08x, %d bytes", copy.Number, got[0], got[1], crcOf(want), len(want))
+			}
+			var res *PartResult
+			for i := range out.Parts {
+				if out.Parts[i].Part == copy.Number {
+					res = &out.Parts[i]
+				}
+			}
+			if res == nil || res.ChecksumCRC32 != s3x.CRCBase64(crcOf(want)) || res.StreamedBytes < int64(len(want)) {
+				t.Errorf("result for part %d: %+v, want checksum %s and the range streamed", copy.Number, res, s3x.CRCBase64(crcOf(want)))
+			}
+			// The entry's CRC-32 in the header part comes out right too.
+			if crc := out.Parts[0].CRCs[strconv.Itoa(int(copy.First))]; !tc.crcKnown && crc != fmt.Sprintf("%08x", crcOf(src)) {
+				t.Errorf("entry %d: CRC %q reported, want %08x", copy.First, crc, crcOf(src))
+			}
+			// Holding the range would allocate at least its size; what is
+			// allocated is the part before it (6 MiB: the fake keeps what it
+			// is sent, and a piped part that the fake, like versitygw, cannot
+			// verify is sent again assembled) and buffers, about twice as
+			// much under the race detector.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(want))*2/3 {
+				t.Errorf("%d bytes allocated to stream a %d-byte range, want under two thirds of it", alloc, len(want))
+			}
+			// The part before a tail streams the object's start, and a known
+			// CRC-32 is turned into the tail's by reading that start again.
+			start := copy.SourceRange[0]
+			if max := int64(tc.wantRead*float64(len(want))) + 2*start; f.served[key] > max {
+				t.Errorf("read %d bytes of the source, want at most %.0f× the %d-byte range and twice its %d-byte start", f.served[key], tc.wantRead, len(want), start)
+			}
+			t.Logf("part %d: %d bytes, source bytes read %d (%.2f×), allocated %d", copy.Number, len(want), f.served[key],
+				float64(f.served[key])/float64(len(want)), after.TotalAlloc-before.TotalAlloc)
+		})
+	}
+}
+
+// The SDK rewinds a request body to retry it: a streamed part's body reads
+// the same bytes again after a seek, with a new GET from where it seeks to,
+// and a short body is an error, not a short part.
+func TestRangeReaderRewindsAndChecksLength(t *testing.T) {
+	f := newFakeS3()
+	src := bytes.Repeat([]byte("0123456789"), 100_000)
+	f.put("src", "k", src)
+	ref := &sourceRef{Bucket: "src", Key: "k", ETag: f.etags["src/k"]}
+	r := newRangeReader(context.Background(), f, ref, 1000, 900_000)
+	half := make([]byte, 300_000)
+	if _, err := io.ReadFull(r, half); err != nil {
+		t.Fatal(err)
+	}
+	if pos, err := r.Seek(0, io.SeekStart); err != nil || pos != 0 {
+		t.Fatalf("seek to start: %d, %v", pos, err)
+	}
+	all, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(all, src[1000:900_000]) {
+		t.Fatalf("after a rewind read %d bytes (err %v), want bytes 1000-899999 of the source", len(all), err)
+	}
+	if f.calls["GetObject"] != 2 {
+		t.Errorf("%d GETs, want 2 (one per attempt)", f.calls["GetObject"])
+	}
+	if _, err := r.Seek(-1, io.SeekStart); err == nil {
+		t.Error("seek before the range: no error")
+	}
+
+	// The source shrank under the reader (no If-Match on this fake path).
+	f.objects["src/k"] = src[:500_000]
+	r = newRangeReader(context.Background(), f, &sourceRef{Bucket: "src", Key: "k"}, 1000, 900_000)
+	if _, err := io.Copy(io.Discard, r); err == nil || !strings.Contains(err.Error(), "bytes came back") {
+		t.Errorf("short source: err %v, want one saying how many bytes came back", err)
+	}
+}
+
+// A part whose CRC-32s nobody knows is still piped in one pass when S3's
+// answers to copies of its ranges tell them (pipePart): the bytes uploaded
+// are the assembled part's, byte for byte, each source byte is read once,
+// and the probes are copies into the part's own number. Ranges too small
+// to probe are read ahead and sent from memory, still read once.
+func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
+	for _, sizes := range [][]int64{
+		{3 * plan.MiB, 1 * plan.MiB, 7 * plan.MiB, 1000},
+		{3 * plan.MiB, 3000, 2 * plan.MiB, 200 << 10, 6 * plan.MiB},
+	} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) { testWorkerPipes(t, sizes) })
+	}
+}
+
+func testWorkerPipes(t *testing.T, sizes []int64) {
+	f, in := batchCRC(t, false, sizes...)
+	f.copyCRC = true
+	out, err := (&Worker{S3: f}).Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range entries {
+		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
+	}
+	item := in.Items[0]
+	checkAssembled(t, f, &item, entries)
+	var data int64
+	segs := plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
+	for _, s := range segs {
+		if s.Kind == plan.SegmentData {
+			data += s.To - s.From
+		}
+	}
+	planned, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"])) // CRC-32s unknown, as the worker has them
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := planned[item.First : item.First+plan.EntryIndex(item.Count)]
+	probes, reads := plan.SplitCRCProbes(mine, segs, plan.CRCProbes(mine, segs, func(*plan.PlacedEntry) bool { return false }))
+	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
+	if small := sizes[1] < plan.MinCRCProbe; small && len(reads) == 0 {
+		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
+	}
+	var served int64
+	for _, n := range f.served {
+		served += n
+	}
+	if entriesFile := f.served["work/w/entries.jsonl"]; served-entriesFile != data {
+		t.Errorf("read %d source bytes for a part with %d bytes of data, want each once", served-entriesFile, data)
+	}
+	if f.calls["UploadPartCopy"] < len(item.Carried)+len(probes) || len(probes) == 0 {
+		t.Errorf("%d UploadPartCopy calls for %d carried copies and %d probes: the part was not piped", f.calls["UploadPartCopy"], len(item.Carried), len(probes))
+	}
+	if f.probed != len(probes) {
+		t.Errorf("%d copies into the probe upload for %d probes: a probe copied into the archive's upload, where a late one replaces a part", f.probed, len(probes))
+	}
+	// Every entry whose header the part carries has its CRC-32 reported.
+	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {
+		if got := out.Parts[0].CRCs[strconv.Itoa(int(e.Index))]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
+			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
+		}
+	}
+}
+
+// checkAssembled says whether the part the fake holds for item is, byte for
+// byte, the part assembled from the sources (entries with their CRC-32s).
+func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.PlacedEntry) {
+	t.Helper()
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
+		for _, r := range reads {
+			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
+		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
+	}
+}
