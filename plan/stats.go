@@ -51,6 +51,12 @@ type Stats struct {
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
 	Zip64             bool     `json:"zip64"`
+	// DeflatedEntries are the entries compressed (Method DEFLATE);
+	// DeflatedRawBytes their bytes before, DeflatedBytes after: what
+	// compression saved. All 0 when nothing was compressed.
+	DeflatedEntries  int   `json:"deflatedEntries,omitempty"`
+	DeflatedRawBytes int64 `json:"deflatedRawBytes,omitempty"`
+	DeflatedBytes    int64 `json:"deflatedBytes,omitempty"`
 }
 
 // StreamedFraction is the share of archive bytes that pass through workers.
@@ -97,6 +103,13 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	}
 	if s.ChainParts > 0 {
 		s.Requests.UploadPart++ // the pad
+	}
+	for i := range p.Entries {
+		if e := p.Entries[i].Entry; e.Method == MethodDeflate {
+			s.DeflatedEntries++
+			s.DeflatedRawBytes += e.RawSize
+			s.DeflatedBytes += e.Size
+		}
 	}
 	return s
 }

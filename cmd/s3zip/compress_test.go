@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"fmt"
 	"os"
@@ -32,6 +33,23 @@ func TestCreateCompressedVerifyGet(t *testing.T) {
 	if len(archive) > 300<<10+(2<<20)/5 {
 		t.Errorf("archive is %d bytes: the text was not compressed", len(archive))
 	}
+	// The summary says what compression saved, as the archive's own
+	// central directory counts it (issue 35, rough edge 10).
+	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var raw, comp int64
+	for _, f := range zr.File {
+		if f.Method == zip.Deflate {
+			n, raw, comp = n+1, raw+int64(f.UncompressedSize64), comp+int64(f.CompressedSize64)
+		}
+	}
+	want := fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(n, "entry", "entries"), humanBytes(raw), humanBytes(comp), humanBytes(raw-comp))
+	if n == 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("summary lacks %q:\n%s", want, r.stdout)
+	}
 
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"verify", "s3://out/c.zip", ep}, &out); err != nil {
@@ -52,7 +70,7 @@ func TestCreateCompressedVerifyGet(t *testing.T) {
 	at := bytes.Index(bad, []byte("log.txt")) + len("log.txt") + 9 + 1000 // inside its data (after the 9-byte time extra)
 	bad[at] ^= 0x55
 	srv.PutObject(t, "out", "bad.zip", bad)
-	err := run(t.Context(), []string{"verify", "s3://out/bad.zip", ep}, &out)
+	err = run(t.Context(), []string{"verify", "s3://out/bad.zip", ep}, &out)
 	if err == nil || !strings.Contains(out.String()+err.Error(), "log.txt") {
 		t.Errorf("verify of a corrupted DEFLATE entry: %v\n%s", err, out.String())
 	}

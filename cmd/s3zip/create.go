@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/plan"
 )
 
 func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -241,6 +242,24 @@ func printArchive(w io.Writer, a create.Archive, split []create.Archive, st crea
 	}
 	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
 	fmt.Fprintf(w, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
+	if line := compressionSaved(st.Stats); line != "" {
+		fmt.Fprintf(w, "compressed  %s\n", line)
+	}
+}
+
+// compressionSaved says what DEFLATE saved: the entries compressed, their
+// bytes before and after; "" when nothing was compressed.
+func compressionSaved(st plan.Stats) string {
+	if st.DeflatedEntries == 0 {
+		return ""
+	}
+	saved := st.DeflatedRawBytes - st.DeflatedBytes
+	pct := 0.0
+	if st.DeflatedRawBytes > 0 {
+		pct = 100 * float64(saved) / float64(st.DeflatedRawBytes)
+	}
+	return fmt.Sprintf("%s DEFLATEd: %s to %s, %s saved (%.1f%%)", count(st.DeflatedEntries, "entry", "entries"),
+		humanBytes(st.DeflatedRawBytes), humanBytes(st.DeflatedBytes), humanBytes(saved), pct)
 }
 
 // abortReason says why a run that succeeded aborted uploads: the planner
