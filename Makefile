@@ -128,7 +128,7 @@ test-faults: tools
 ## test-scale: 1,000,000 small objects (S3ZIP_SCALE_OBJECTS=n for fewer) archived through the deployed template,
 ## under S3's request rates divided by S3ZIP_RATE_FACTOR (503 SlowDown past them; 0: none),
 ## two readers and every entry's CRC-32 and size checked, each function's peak RSS against its memory; ends with the
-## `scale:` line (not part of `make test`: about an hour and 22 GiB of disk at 1 M, measured; README "A million objects as deployed")
+## `scale:` line (not part of `make test`: about an hour and 22 GiB of disk at 1 M, measured; docs/performance.md "A million objects as deployed")
 S3ZIP_RATE_FACTOR ?= 10
 .PHONY: test-scale
 test-scale: tools node
@@ -140,7 +140,7 @@ test-scale: tools node
 ## test-scale-extract: an archive of 1,000,000 small entries written by Python's zipfile (S3ZIP_SCALE_EXTRACT_ENTRIES=n
 ## for another count) extracted through the deployed template's extract state machine, under S3's rates / S3ZIP_RATE_FACTOR;
 ## every object's bytes and Content-Type checked, nothing left, each function's peak RSS against its memory; ends with
-## the `extract-scale:` line (not part of `make test`; README "A million entries extracted as deployed")
+## the `extract-scale:` line (not part of `make test`; docs/performance.md "A million entries extracted as deployed")
 .PHONY: test-scale-extract
 test-scale-extract: tools node
 	@mkdir -p dist; S3ZIP_SCALE_EXTRACT=1 S3ZIP_RATE_FACTOR=$(S3ZIP_RATE_FACTOR) $(GO) test -count=1 -timeout 6h -run 'TestDeployedExtractScale$$' -v ./tests/deployed/ > dist/test-scale-extract.log 2>&1; rc=$$?; \

@@ -23,7 +23,7 @@ const MaxKeptMetadataBytes = objmeta.MaxFieldBytes
 
 // MaxKeptMetadataTotal bounds the metadata a run keeps, all objects
 // together: the planner holds every entry's field until the plan is
-// written, beside the entries themselves (README "Planning at scale": some
+// written, beside the entries themselves (docs/performance.md, "Planning at scale": some
 // 1.2 GiB at a million entries of its 2,048 MB), so a run past it is
 // refused rather than run out of memory.
 const MaxKeptMetadataTotal = 256 << 20

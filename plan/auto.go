@@ -86,7 +86,7 @@ func breaksPromise(prefer Preference, mine, other Prediction) bool {
 // layout with k eighths of its runs chained (0, 1/8, …, all), or the chain
 // layout (k = chainAll), whose runs need no streamed prefix in front of a
 // copy and whose rounds are fewer: at one worker the fastest plan by far
-// (README "Strategies"), so auto is never slower than it there. Only
+// (docs/strategies.md), so auto is never slower than it there. Only
 // predictions are kept; the chosen plan is built again, so that one plan at
 // a time is in memory.
 type autoChoice struct {

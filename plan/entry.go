@@ -170,7 +170,7 @@ type EntryIndex int
 // Entry is shared, not copied: every plan Make lays out of the same input
 // (auto's candidates, the plan it chooses) points into that input, so that
 // placing an entry costs 32 bytes instead of the entry's ~170 — at ten
-// million entries, gigabytes (README "Planning at scale"). A CRC-32 set
+// million entries, gigabytes (docs/performance.md, "Planning at scale"). A CRC-32 set
 // through a plan (the planner learning one) is a fact about the object and
 // is set in that input too.
 type PlacedEntry struct {

@@ -16,7 +16,7 @@ import (
 // target not met fails. Two of issue 24's targets are not met: auto at
 // 100 workers within 3.0 s (3.38 s: start, launch, listing, finalizer and
 // the final Complete of its ~2,250 parts are 2.6 s before a worker moves
-// a byte; README, "On AWS") and within $0.030 (the chains that make it
+// a byte; docs/strategies.md, "On AWS") and within $0.030 (the chains that make it
 // fastest cost $0.105 in requests; --prefer cost takes duo's 4.5 s for
 // $0.027). The table says NOT MET for them, and what the test holds there
 // is that they get no worse than measured (a regression bound), not the

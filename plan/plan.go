@@ -169,7 +169,7 @@ type Plan struct {
 const (
 	// MaxEntries is the most entries one plan holds: entries are numbered
 	// in 32 bits where names are compared (internal/nameset). The memory
-	// of the planner binds sooner (README "Planning at scale").
+	// of the planner binds sooner (docs/performance.md, "Planning at scale").
 	MaxEntries = nameset.MaxLen
 	// MaxJobBytes is the longest part job (a line of the part-job file):
 	// one Distributed Map item alone must fit its batch (ItemBatcher

@@ -14,7 +14,7 @@ import (
 	"github.com/s3zip/s3zip/internal/failure"
 )
 
-// The exit codes, the same for every command (README, "Exit status"):
+// The exit codes, the same for every command (docs/cli.md, "Exit status"):
 // what the user does next differs for each.
 const (
 	exitFailed      = 1 // the run started and failed; what it wrote is undone

@@ -61,7 +61,7 @@ func planOrRefuse(t *testing.T, name string, entries []plan.Entry, s plan.Strate
 }
 
 // TestLoadPlanPerMillion prints what `s3zip plan --synthetic small
-// --strategy auto --workers 100` takes at 1 M and 10 M entries (README
+// --strategy auto --workers 100` takes at 1 M and 10 M entries (docs/performance.md,
 // "Planning at scale"): wall and CPU time, and the process's peak RSS, in
 // all and per million. It measures the CLI as a process of its own, so
 // nothing of the test's counts. S3ZIP_PLAN_COUNTS overrides the counts
