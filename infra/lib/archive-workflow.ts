@@ -93,18 +93,18 @@ export interface ArchiveWorkflowProps extends MapWorkflowProps {
    * its workers (plan.Fit, Go)
    */
   readonly partsPerBatch?: number;
-  /** Most read jobs per reader invocation (env MAX_READS_PER_BATCH). @default 8 (the Go default, workflow.DefaultMaxReadsPerBatch) */
+  /** Most read jobs per reader invocation (env MAX_READS_PER_BATCH). @default 8 (the Go default, create.DefaultMaxReadsPerBatch) */
   readonly maxReadsPerBatch?: number;
   /**
    * Bytes of an object one read job reads and compresses (env PIECE_SIZE_BYTES); a reader holds
-   * one compressed piece in memory. @default 67108864 (64 MiB, the Go default, workflow.DefaultPieceSize)
+   * one compressed piece in memory. @default 67108864 (64 MiB, the Go default, create.DefaultPieceSize)
    */
   readonly pieceSize?: number;
 }
 
 /**
  * The planner's /tmp: it writes the plan's entries file there before putting it (about 210 bytes an
- * entry, 2.1 GB at 10 M; workflow/planner_write.go) — Lambda's default 512 MiB holds 2.4 M entries.
+ * entry, 2.1 GB at 10 M; create/planner_write.go) — Lambda's default 512 MiB holds 2.4 M entries.
  * infra/README.md, "Sizing, measured".
  */
 export const PLANNER_TMP = Size.mebibytes(4096);
@@ -113,7 +113,7 @@ export const PLANNER_TMP = Size.mebibytes(4096);
  * The finalizer's /tmp: as it streams the plan's entries it writes there each entry's central header (~110 bytes
  * with a 50-byte name: 1.1 GB at 10 M) and its line of the report (about 120 bytes besides its name and source key,
  * ~230 with 50-byte keys: 2.3 GB at 10 M), then sends the one and puts the other from there
- * (workflow/finalize_entries.go) — 3.4 GB at 10 M; the default 512 MiB holds about 1.5 M entries.
+ * (create/finalizer_entries.go) — 3.4 GB at 10 M; the default 512 MiB holds about 1.5 M entries.
  */
 export const FINALIZER_TMP = Size.mebibytes(4096);
 
