@@ -83,8 +83,9 @@ clean:
 package: node
 	@mkdir -p dist; npm pack -w infra --pack-destination dist
 
-## test-package: only the packed-construct test of test-deployed (tests/deployed/package_test.go): infra/ packed, the tarball
-## installed into a fresh CDK app outside the repository, synthesized and run through the harness (~1.5 min on an idle machine)
+## test-package: the packed-construct test (tests/deployed/package_test.go): infra/ packed (nine arm64 binaries built), the
+## tarball installed into a fresh CDK app outside the repository, synthesized and run through the harness; 171-519 s
+## measured here under load, so not part of make test (CI's time): run it before publishing the package
 .PHONY: test-package
 test-package: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
@@ -165,7 +166,7 @@ test-scale-extract-plan: tools
 ## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
 .PHONY: test-deployed
 test-deployed: tools node
-	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
+	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -skip 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
 	  grep -E '^(--- |    --- |FAIL|ok|panic|unused grant|not exercisable)|_test.go:[0-9]+: (denied|execution)' dist/test-deployed.log; \
 	  if [ $$rc != 0 ]; then echo "failures (whole log: dist/test-deployed.log):"; grep -E -B40 '^\s*--- FAIL' dist/test-deployed.log | head -300; fi; \
 	  grep -E '^deployed:' dist/test-deployed.log; exit $$rc
