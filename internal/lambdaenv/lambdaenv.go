@@ -67,15 +67,33 @@ func Load[C any](ctx context.Context, function string, configFromEnv func(getenv
 // name errorType gives them (create.ErrorType, extract.ErrorType:
 // RequestError, TransientError, …) however deeply they are wrapped, so that
 // the state machine's Retry and Catch see them.
+//
+// An invocation whose S3 requests S3 answered with SlowDown says how many,
+// in one log line ({"msg":"s3 slowdowns","slowDowns":N}): the constructs'
+// monitoring counts them from the logs (infra/lib/monitoring.ts).
 func Start[In, Out any](handler func(context.Context, In) (Out, error), errorType func(error) string) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	lambda.Start(func(ctx context.Context, in In) (Out, error) {
+		before := s3rate.Default.Throttled()
 		out, err := handler(ctx, in)
+		ReportSlowDowns(log, s3rate.Default.Throttled()-before)
 		if err != nil {
 			return out, messages.InvokeResponse_Error{Type: errorType(err), Message: err.Error()}
 		}
 		return out, nil
 	})
 }
+
+// ReportSlowDowns logs the SlowDown answers an invocation met, when it met
+// any: the line the monitoring's metric filter counts.
+func ReportSlowDowns(log *slog.Logger, n int64) {
+	if n > 0 {
+		log.Info(SlowDownsMessage, "slowDowns", n)
+	}
+}
+
+// SlowDownsMessage is the log message of ReportSlowDowns' line.
+const SlowDownsMessage = "s3 slowdowns"
 
 // Must is Load's environment, or the Lambda's end with Load's error: a
 // function that cannot read its configuration has nothing to serve.

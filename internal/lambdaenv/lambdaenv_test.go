@@ -1,6 +1,11 @@
 package lambdaenv
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"testing"
+)
 
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,5 +26,25 @@ func TestMemoryLimit(t *testing.T) {
 				t.Fatalf("MemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.wantLimit)
 			}
 		})
+	}
+}
+
+// An invocation that met SlowDowns logs one JSON line the monitoring's
+// metric filter reads ({$.msg = "s3 slowdowns"}, value $.slowDowns); one
+// that met none logs nothing.
+func TestReportSlowDowns(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	ReportSlowDowns(log, 0)
+	if buf.Len() != 0 {
+		t.Fatalf("no SlowDown, yet logged %q", buf.String())
+	}
+	ReportSlowDowns(log, 7)
+	var line struct {
+		Msg       string `json:"msg"`
+		SlowDowns int64  `json:"slowDowns"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line.Msg != "s3 slowdowns" || line.SlowDowns != 7 {
+		t.Fatalf("logged %q (%v), want {\"msg\":\"s3 slowdowns\",\"slowDowns\":7}", buf.String(), err)
 	}
 }
