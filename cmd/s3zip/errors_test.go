@@ -150,17 +150,17 @@ func TestTypedValuesAreNotDefaults(t *testing.T) {
 	}
 }
 
-// README's exit status table names every code the commands use, with the
+// docs/cli.md's exit status table names every code the commands use, with the
 // meaning cli.go gives it.
 func TestExitCodesDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for code, meaning := range map[int]string{0: "done", exitFailed: "failed", exitRefused: "refused", exitUnreachable: "could not reach"} {
 		re := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(strings.TrimSpace(string(rune('0'+code)))) + ` +\| ` + regexp.QuoteMeta(meaning))
 		if !re.Match(doc) {
-			t.Errorf("README's exit status table has no row %q for %d", meaning, code)
+			t.Errorf("docs/cli.md's exit status table has no row %q for %d", meaning, code)
 		}
 	}
 }

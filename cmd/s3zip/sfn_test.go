@@ -255,23 +255,23 @@ func TestStateMachineNotReachedIsNotRefused(t *testing.T) {
 	}
 }
 
-// statusFields are status --json's fields in their order, as README's
+// statusFields are status --json's fields in their order, as docs/cli.md's
 // schema lists them.
 var statusFields = []string{"execution", "status", "exitCode", "archive", "report", "stats", "warnings", "error", "cause", "started", "stopped", "links", "archives"}
 
 // status --json prints the same fields in the same order whatever the
-// outcome (null where one does not apply), and README documents each.
+// outcome (null where one does not apply), and docs/cli.md documents each.
 func TestStatusJSONSchema(t *testing.T) {
-	doc, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	schema := regexp.MustCompile("(?s)status --json.*?```json\n(.*?)```").FindSubmatch(doc)
 	if schema == nil {
-		t.Fatal("README has no ```json block after \"status --json\"")
+		t.Fatal("docs/cli.md has no ```json block after \"status --json\"")
 	}
 	if got := topLevelKeys(t, schema[1]); !slices.Equal(got, statusFields) {
-		t.Errorf("README's status --json schema lists %v, want %v", got, statusFields)
+		t.Errorf("docs/cli.md's status --json schema lists %v, want %v", got, statusFields)
 	}
 	for _, tc := range []struct {
 		name     string
