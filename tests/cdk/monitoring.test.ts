@@ -1,7 +1,7 @@
 /**
- * The monitoring prop: asked for, both workflows get alarms on failed and timed-out runs and on
- * throttled invocations, metric filters on the lines their functions log, and a dashboard; not
- * asked for, none of it. Log retention is set on every log group either way. cdk-nag stays clean.
+ * The monitoring prop: asked for, both workflows get alarms on failed and timed-out runs, on
+ * throttled invocations and on sustained S3 SlowDowns, metric filters on the lines their functions
+ * log, and a dashboard; not asked for, none of it. Log retention is set on every log group either way. cdk-nag stays clean.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -86,9 +86,49 @@ describe('monitoring', () => {
     }
   });
 
+  test('asked for: an alarm on S3 SlowDowns, the sum over every function, in each of 3 periods running', () => {
+    for (const [prefix, ns] of [['ArchiveWorkflow', 's3zip/TestStack-Archive'], ['ExtractWorkflow', 's3zip/TestStack-Extract']] as const) {
+      const alarms = alarmsOf(ON, prefix).filter(([, a]) => a.Properties!.MetricName === 'S3SlowDowns');
+      assert.equal(alarms.length, 1, prefix);
+      const a = alarms[0][1].Properties!;
+      assert.equal(a.Namespace, ns);
+      assert.equal(a.Dimensions, undefined);
+      assert.equal(a.Statistic, 'Sum');
+      assert.equal(a.Period, 300);
+      assert.equal(a.Threshold, 1);
+      assert.equal(a.ComparisonOperator, 'GreaterThanOrEqualToThreshold');
+      assert.equal(a.EvaluationPeriods, 3);
+      assert.equal(a.DatapointsToAlarm, undefined); // all 3 of 3
+      assert.equal(a.TreatMissingData, 'notBreaching');
+    }
+  });
+
+  test('S3 SlowDown filters: one per function of each workflow, exact pattern and value, not without monitoring', () => {
+    const slowDownFilters = (b: Built) =>
+      resourcesOfType(b.json, 'AWS::Logs::MetricFilter')
+        .map(([, f]) => f.Properties!)
+        .filter((p) => p.MetricTransformations[0].MetricName === 'S3SlowDowns');
+    assert.deepEqual(slowDownFilters(OFF), []);
+    assert.equal(OFF.extract.monitoring, undefined);
+    const filters = slowDownFilters(ON);
+    for (const [ns, fns] of [['s3zip/TestStack-Archive', ON.workflow.functions], ['s3zip/TestStack-Extract', ON.extract.functions]] as const) {
+      const mine = filters.filter((p) => p.MetricTransformations[0].MetricNamespace === ns);
+      assert.deepEqual(
+        mine.map((p) => render(p.LogGroupName)).sort(),
+        Object.values(fns).map((fn) => `<${logicalId(ON.stack, fn.logGroup as any)}>`).sort(),
+        ns,
+      );
+      for (const p of mine) {
+        assert.equal(p.FilterPattern, '{ $.msg = "s3 slowdowns" }');
+        assert.deepEqual(p.MetricTransformations, [{ MetricNamespace: ns, MetricName: 'S3SlowDowns', MetricValue: '$.slowDowns' }]);
+      }
+    }
+    assert.equal(filters.length, Object.keys(ON.workflow.functions).length + Object.keys(ON.extract.functions).length);
+  });
+
   test('alarm actions: each alarm notifies the topic when it fires and when it is OK again', () => {
     const archive = alarmsOf(ON, 'ArchiveWorkflow');
-    assert.equal(archive.length, 3);
+    assert.equal(archive.length, 4);
     for (const [, a] of archive) {
       assert.deepEqual(a.Properties!.AlarmActions, [{ Ref: topicArn }]);
       assert.deepEqual(a.Properties!.OKActions, [{ Ref: topicArn }]);
@@ -97,7 +137,7 @@ describe('monitoring', () => {
   });
 
   test('metric filters: the lines the functions log, in a namespace of the state machine', () => {
-    const filters = resourcesOfType(ON.json, 'AWS::Logs::MetricFilter').map(([, f]) => {
+    const filters = resourcesOfType(ON.json, 'AWS::Logs::MetricFilter').filter(([, f]) => f.Properties!.MetricTransformations[0].MetricName !== 'S3SlowDowns').map(([, f]) => {
       const t = f.Properties!.MetricTransformations[0];
       return `${render(f.Properties!.LogGroupName)} ${f.Properties!.FilterPattern} ${t.MetricNamespace}/${t.MetricName}=${t.MetricValue}`;
     });
@@ -116,7 +156,7 @@ describe('monitoring', () => {
     ].sort());
   });
 
-  test('a dashboard per workflow charts runs, throttles, parts and bytes', () => {
+  test('a dashboard per workflow charts runs, throttles, parts, bytes and S3 SlowDowns', () => {
     const dashboards = resourcesOfType(ON.json, 'AWS::CloudWatch::Dashboard');
     assert.equal(dashboards.length, 2);
     const body = (id: string) => JSON.stringify(dashboards.find(([d]) => d.startsWith(id))![1].Properties!.DashboardBody);
@@ -125,7 +165,7 @@ describe('monitoring', () => {
       ['ExtractWorkflow', ['JobsPlanned', 'ObjectsExtracted', 'BytesStreamed', 'BytesCopied']],
     ] as const) {
       const b = body(id);
-      for (const m of ['ExecutionsStarted', 'ExecutionsSucceeded', 'ExecutionsFailed', 'ExecutionsTimedOut', 'ExecutionsAborted', 'Throttles', ...names]) {
+      for (const m of ['ExecutionsStarted', 'ExecutionsSucceeded', 'ExecutionsFailed', 'ExecutionsTimedOut', 'ExecutionsAborted', 'Throttles', 'S3SlowDowns', ...names]) {
         assert.ok(b.includes(`\\"${m}\\"`), `${id}'s dashboard charts ${m}`);
       }
     }
