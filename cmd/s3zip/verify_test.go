@@ -57,12 +57,12 @@ func cliServer(t *testing.T) *s3test.Server {
 	return srv
 }
 
-// putTestdata puts archives from archive/testdata (values, relative to it)
+// putTestdata puts archives from zipread/testdata (values, relative to it)
 // into bucket "cli" under the keys.
 func putTestdata(t *testing.T, srv *s3test.Server, files map[string]string) {
 	t.Helper()
 	for key, file := range files {
-		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", filepath.FromSlash(file)))
+		b, err := os.ReadFile(filepath.Join("..", "..", "zipread", "testdata", filepath.FromSlash(file)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,11 +74,11 @@ func TestVerifyCommand(t *testing.T) {
 	srv := cliServer(t)
 	// Written by Python's zipfile on a stream: data descriptors with ZIP64
 	// sizes after every entry; and one whose first descriptor's CRC-32 is
-	// wrong (see archive/testdata/descriptors); and one whose first
+	// wrong (see zipread/testdata/descriptors); and one whose first
 	// descriptor has the right CRC-32 but a wrong size, which 7-Zip,
 	// Info-ZIP and Go read correctly and Java's ZipInputStream rejects.
 	// bsdtar writing to a pipe pads the archive with zeros after its end
-	// record (see archive/testdata/bsdtar).
+	// record (see zipread/testdata/bsdtar).
 	putTestdata(t, srv, map[string]string{"streamed.zip": "descriptors/python-stream-zip64.zip", "bad-descriptor.zip": "descriptors/bad-descriptor-crc.zip",
 		"descriptor-sizes.zip": "descriptors/warn-descriptor-sizes.zip", "padded.zip": "bsdtar/pipe-padded.zip", "dot.zip": "bsdtar/dot.zip"})
 	for _, tc := range []struct {

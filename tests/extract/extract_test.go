@@ -352,7 +352,7 @@ func TestExtractThirdParty(t *testing.T) {
 }
 
 // TestExtractDataDescriptorArchives: the archives with data descriptors that
-// get and verify are tested with (archive/testdata/descriptors: Python's
+// get and verify are tested with (zipread/testdata/descriptors: Python's
 // zipfile on a stream, Info-ZIP zip -fd and through pipes, bsdtar, 7-Zip to
 // stdout, Java's ZipOutputStream, Go's archive/zip; with and without
 // descriptor signatures, with ZIP64 descriptors) extract to what Go's
@@ -360,9 +360,9 @@ func TestExtractThirdParty(t *testing.T) {
 // every one copied from the archive by ranged UploadPartCopy.
 func TestExtractDataDescriptorArchives(t *testing.T) {
 	w := newWorld(t)
-	paths, err := filepath.Glob(filepath.Join("..", "..", "archive", "testdata", "descriptors", "*.zip"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "zipread", "testdata", "descriptors", "*.zip"))
 	if err != nil || len(paths) < 10 {
-		t.Fatalf("%d archives in archive/testdata/descriptors (%v)", len(paths), err)
+		t.Fatalf("%d archives in zipread/testdata/descriptors (%v)", len(paths), err)
 	}
 	for k, path := range paths {
 		name := filepath.Base(path)
@@ -395,7 +395,7 @@ func (w *world) extractsBothWays(t *testing.T, key string, b []byte, prefix stri
 }
 
 // TestExtractBsdtarArchives: what libarchive's bsdtar writes
-// (archive/testdata/bsdtar, see gen.sh there), which 7-Zip, Info-ZIP and Go
+// (zipread/testdata/bsdtar, see gen.sh there), which 7-Zip, Info-ZIP and Go
 // read correctly, extracts to the files those readers read: an archive
 // padded with zeros after its end record (written to a pipe), and one whose
 // names start with "./" (bsdtar -cf x.zip .), written as "a" and "d/b". An
@@ -405,7 +405,7 @@ func TestExtractBsdtarArchives(t *testing.T) {
 	want := map[string][]byte{"a": []byte("alpha\n"), "d/b": []byte("bravo bravo bravo bravo\n")}
 	for k, name := range []string{"pipe-padded.zip", "dot.zip"} {
 		t.Run(strings.TrimSuffix(name, ".zip"), func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "bsdtar", name))
+			b, err := os.ReadFile(filepath.Join("..", "..", "zipread", "testdata", "bsdtar", name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,7 +413,7 @@ func TestExtractBsdtarArchives(t *testing.T) {
 		})
 	}
 	t.Run("dot-clash", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join("..", "..", "archive", "testdata", "bsdtar", "dot-clash.zip"))
+		b, err := os.ReadFile(filepath.Join("..", "..", "zipread", "testdata", "bsdtar", "dot-clash.zip"))
 		if err != nil {
 			t.Fatal(err)
 		}
