@@ -1,4 +1,4 @@
-// Package workflow holds the handlers of the create workflow — planner,
+// Package create holds the handlers of the create workflow — planner,
 // reader, worker, finalizer, abort — and the state machine's contract with
 // them: the request, the jobs and results that pass between states, and the
 // error types the state machine retries or catches (errors.go; the

@@ -1,4 +1,4 @@
-// Package archive reads ZIP archives stored as S3 objects without
+// Package zipread reads ZIP archives stored as S3 objects without
 // downloading them whole: Open reads the end records and the central
 // directory with ranged GETs; Verify checks every record and every entry's
 // CRC-32; Extract writes the entries to a directory.
