@@ -31,6 +31,10 @@ type putRecorder struct {
 	mu             sync.Mutex
 	put            map[string][]byte
 	inFlight, most atomic.Int64
+	// failed is set once failKey's PUT has failed; startedAfter counts the
+	// PUTs that began after that.
+	failed       atomic.Bool
+	startedAfter atomic.Int64
 }
 
 func (p *putRecorder) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
@@ -42,12 +46,16 @@ func (p *putRecorder) GetObject(ctx context.Context, in *s3.GetObjectInput, o ..
 }
 
 func (p *putRecorder) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if p.failed.Load() {
+		p.startedAfter.Add(1)
+	}
 	n := p.inFlight.Add(1)
 	defer p.inFlight.Add(-1)
 	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
 	}
 	time.Sleep(2 * time.Millisecond) // a round trip: PUTs that overlap show it
 	if aws.ToString(in.Key) == p.failKey {
+		p.failed.Store(true)
 		return nil, errors.New("put refused")
 	}
 	b, _ := io.ReadAll(in.Body)
@@ -133,7 +141,7 @@ func TestReadJobOverlapsItsPuts(t *testing.T) {
 // it causes; the job starts no PUT after it and returns only once every
 // PUT it started has ended.
 func TestReadJobFailsWithTheFailedPut(t *testing.T) {
-	m, ex, j, _ := readJobOf(t, 300)
+	m, ex, j, want := readJobOf(t, 300)
 	c := &putRecorder{memObject: m, put: map[string][]byte{}, failKey: "out/d/0100.txt"}
 	x := newExecutor(c, ex)
 	err := x.run(t.Context(), j)
@@ -143,8 +151,13 @@ func TestReadJobFailsWithTheFailedPut(t *testing.T) {
 	if c.inFlight.Load() != 0 {
 		t.Errorf("%d PUTs still in flight after the job returned", c.inFlight.Load())
 	}
-	if got, bound := len(c.put), 100+putsInFlight; got > bound {
-		t.Errorf("%d objects put; after entry 100's PUT failed no more than the %d in flight may end", got, bound)
+	// Only PUTs already given a slot before the failure cancelled the job
+	// may begin after it: at most the other putsInFlight-1.
+	if after := c.startedAfter.Load(); after > putsInFlight-1 {
+		t.Errorf("%d PUTs began after entry 100's failed; at most the %d already holding a slot may", after, putsInFlight-1)
+	}
+	if len(c.put) == len(want) {
+		t.Errorf("every entry was put although entry 100's PUT failed")
 	}
 	if len(x.sortedWritten()) != len(c.put) {
 		t.Errorf("reported %d written, put %d: Abort deletes what is reported", len(x.sortedWritten()), len(c.put))
