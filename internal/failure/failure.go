@@ -8,6 +8,7 @@
 package failure
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -78,7 +79,7 @@ const createFix = "run again to archive the objects as they are now " +
 	"(from an S3 Inventory report or a manifest that pins ETags: a newer one, or --source to list them now)"
 
 func (e *SourceChangedError) Error() string {
-	what, when, fix := cmp(e.What, "source"), cmp(e.When, "after planning"), cmp(e.Fix, createFix)
+	what, when, fix := cmp.Or(e.What, "source"), cmp.Or(e.When, "after planning"), cmp.Or(e.Fix, createFix)
 	why := "its ETag no longer matches"
 	if status, code := s3ref.Status(e.Err); code != "" {
 		why = "S3 answered " + code + ": " + why
@@ -141,10 +142,3 @@ func (e *LimitError) Error() string { return e.Msg }
 
 // Limit is a LimitError.
 func Limit(format string, a ...any) *LimitError { return &LimitError{Msg: fmt.Sprintf(format, a...)} }
-
-func cmp(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
-}

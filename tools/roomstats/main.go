@@ -76,24 +76,14 @@ func groupRefs(fset *token.FileSet, pkgs []*pkg, handlers []string) {
 	g := callGraph(pkgs)
 	reach := map[string]map[string]bool{} // file → handlers reaching it
 	for _, h := range handlers {
-		seen := map[types.Object]bool{}
-		var visit func(types.Object)
-		visit = func(o types.Object) {
-			if seen[o] {
-				return
-			}
-			seen[o] = true
-			f := fset.Position(o.Pos()).Filename
-			if reach[f] == nil {
-				reach[f] = map[string]bool{}
-			}
-			reach[f][h] = true
-			for _, c := range g.calls[o] {
-				visit(c)
-			}
-		}
 		if start := g.find(h); start != nil {
-			visit(start)
+			g.each(start, func(o types.Object) {
+				f := fset.Position(o.Pos()).Filename
+				if reach[f] == nil {
+					reach[f] = map[string]bool{}
+				}
+				reach[f][h] = true
+			})
 		}
 	}
 	group := func(file string) string {
@@ -142,19 +132,7 @@ func reachedBy(fset *token.FileSet, pkgs []*pkg, handlers []string) {
 			fmt.Fprintf(os.Stderr, "roomstats: no function %s\n", h)
 			os.Exit(1)
 		}
-		seen := map[types.Object]bool{}
-		var visit func(types.Object)
-		visit = func(o types.Object) {
-			if seen[o] {
-				return
-			}
-			seen[o] = true
-			reach[o] = append(reach[o], h[strings.Index(h, ".")+1:])
-			for _, c := range g.calls[o] {
-				visit(c)
-			}
-		}
-		visit(start)
+		g.each(start, func(o types.Object) { reach[o] = append(reach[o], h[strings.Index(h, ".")+1:]) })
 	}
 	byFile := map[string][]string{}
 	for o := range g.bodies {
@@ -201,6 +179,23 @@ func callGraph(pkgs []*pkg) *graph {
 		})
 	}
 	return g
+}
+
+// each calls fn with start and every function its calls reach, once each.
+func (g *graph) each(start types.Object, fn func(types.Object)) {
+	seen := map[types.Object]bool{}
+	var visit func(types.Object)
+	visit = func(o types.Object) {
+		if seen[o] {
+			return
+		}
+		seen[o] = true
+		fn(o)
+		for _, c := range g.calls[o] {
+			visit(c)
+		}
+	}
+	visit(start)
 }
 
 func (g *graph) find(name string) types.Object {
@@ -282,24 +277,9 @@ func fileRefs(fset *token.FileSet, p *pkg) (refs, back int) {
 
 // walk prints the depth-first path of calls from entry through the module.
 func walk(fset *token.FileSet, pkgs []*pkg, entry string) {
-	bodies := map[types.Object]*ast.FuncDecl{}
-	owner := map[types.Object]*pkg{}
-	var start types.Object
-	for _, p := range pkgs {
-		for _, f := range p.files {
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil {
-					continue
-				}
-				obj := p.info.Defs[fd.Name]
-				bodies[obj], owner[obj] = fd, p
-				if name := qualified(p, fd); name == entry || strings.HasSuffix(p.path+"."+strings.TrimPrefix(name, lastElem(p.path)+"."), "/"+entry) {
-					start = obj
-				}
-			}
-		}
-	}
+	g := callGraph(pkgs)
+	bodies, owner := g.bodies, g.owner
+	start := g.find(entry)
 	if start == nil {
 		fmt.Fprintf(os.Stderr, "roomstats: no function %s among the packages\n", entry)
 		os.Exit(1)
