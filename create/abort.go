@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -136,19 +136,19 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err er
 		sleep = time.Sleep
 	}
 	stillThere := fmt.Errorf("multipart upload %s of %s still exists after 5 aborts", job.UploadID, d.URI())
-	again := s3x.Retry{Attempts: 5, Backoff: s3x.Linear(time.Second),
+	again := s3err.Retry{Attempts: 5, Backoff: s3err.Linear(time.Second),
 		Retryable: func(err error) bool { return err == stillThere },
 		Sleep:     func(_ context.Context, d time.Duration) error { sleep(d); return nil }}
 	err = again.Do(ctx, func(attempt int) error {
 		_, err := a.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && !s3x.NotFound(err) {
+		if err != nil && !s3err.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 		if attempt == 1 {
 			found = err == nil
 		}
 		_, err = a.S3.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
-		if err != nil && s3x.NotFound(err) {
+		if err != nil && s3err.NotFound(err) {
 			return nil
 		}
 		return stillThere
@@ -176,7 +176,7 @@ func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord,
 			continue
 		}
 		doc, err := getBytes(ctx, c, workBucket, doneKey(workPrefix, k), 1<<20)
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			continue
 		}
 		var done completedArchive
@@ -187,7 +187,7 @@ func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord,
 			return deleted, fmt.Errorf("the record of archive %d: %w", k+1, err)
 		}
 		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &done.Key, ChecksumMode: types.ChecksumModeEnabled})
-		if s3x.NotFound(err) || err == nil && !done.ours(h) {
+		if s3err.NotFound(err) || err == nil && !done.ours(h) {
 			continue
 		}
 		if err != nil {

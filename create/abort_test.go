@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // abortFake records what Abort touches.
@@ -74,8 +74,8 @@ func TestCopySourceEscapesEveryReservedByte(t *testing.T) {
 	for key, want := range map[string]string{
 		"a b+c.txt": "b/a%20b%2Bc.txt", "d/e&f=g;h": "b/d/e%26f%3Dg%3Bh", "ü/x~y_z-1.2": "b/%C3%BC/x~y_z-1.2",
 	} {
-		if got := s3ref.CopySource("b", key, ""); got != want {
-			t.Errorf("s3ref.CopySource(%q) = %q, want %q", key, got, want)
+		if got := s3part.CopySource("b", key, ""); got != want {
+			t.Errorf("s3part.CopySource(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

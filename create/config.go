@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -22,7 +21,7 @@ type Config struct {
 	ControlBucket         string   // where request objects and manifests may also be read
 	DestinationKMSKeyID   string   // default SSE-KMS key of archives (a request's options.sse wins)
 	HeadConcurrency       int      // HEADs in flight while planning
-	ListConcurrency       int      // ListObjectsV2 requests in flight listing a source prefix (s3x.DefaultListConcurrency)
+	ListConcurrency       int      // ListObjectsV2 requests in flight listing a source prefix (s3prefix.DefaultListConcurrency)
 	GetConcurrency        int      // ranged GETs in flight per part being assembled
 	PartConcurrency       int      // parts in flight per worker
 	MemoryBudget          int64    // bytes of part buffers in flight per worker
@@ -73,7 +72,7 @@ func (c Config) Defaults() Config {
 		c.HeadConcurrency = 64
 	}
 	if c.ListConcurrency <= 0 {
-		c.ListConcurrency = s3x.DefaultListConcurrency
+		c.ListConcurrency = s3prefix.DefaultListConcurrency
 	}
 	if c.GetConcurrency <= 0 {
 		c.GetConcurrency = 32
@@ -121,8 +120,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		WorkBucket:          getenv("WORK_BUCKET"),
 		WorkPrefix:          getenv("WORK_PREFIX"),
-		AllowedSources:      s3ref.SplitList(getenv("ALLOWED_SOURCE_BUCKETS")),
-		AllowedDestinations: s3ref.SplitList(getenv("ALLOWED_DESTINATIONS")),
+		AllowedSources:      s3prefix.ParsePatterns(getenv("ALLOWED_SOURCE_BUCKETS")),
+		AllowedDestinations: s3prefix.ParsePatterns(getenv("ALLOWED_DESTINATIONS")),
 		ControlBucket:       getenv("CONTROL_BUCKET"),
 		DestinationKMSKeyID: getenv("DESTINATION_KMS_KEY_ARN"),
 		KMSKeyGranted:       true,
@@ -177,6 +176,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 // workPrefix is the folder of one execution's work objects.
 func (c Config) workPrefix(execution string) string {
-	clean := s3ref.KeySegment(execution)
+	clean := s3prefix.KeySegment(execution)
 	return c.WorkPrefix + clean + "/"
 }

@@ -8,10 +8,9 @@ import (
 	"slices"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3err"
 
 	"github.com/s3zip/s3zip/internal/s3rate"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -66,7 +65,7 @@ func Retryable(err error) bool {
 // s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
 // vanished source becomes failure.SourceChangedError (when source is true), a
 // permanent refusal (out of space, not implemented, denied) RefusedError,
-// what s3x.Transient calls transient stepfn.TransientError, the rest keep their
+// what s3err.Transient calls transient stepfn.TransientError, the rest keep their
 // message with context.
 func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
@@ -78,7 +77,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 	}
-	status, code := s3ref.Status(err)
+	status, code := s3err.Status(err)
 	if r := refused(fmt.Sprintf("%s s3://%s/%s", op, bucket, key), status, code, err); r != nil {
 		return r
 	}
@@ -86,7 +85,7 @@ func s3Error(op, bucket, key string, source bool, err error) error {
 	case source && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "NoSuchKey" ||
 		status == http.StatusNotFound && (code == "" || code == "NotFound")): // HEAD answers a bare 404
 		return &failure.SourceChangedError{Bucket: bucket, Key: key, Err: err}
-	case s3x.Transient(err):
+	case s3err.Transient(err):
 		if advice := s3rate.SlowDownAdvice(err, bucket, key); advice != "" {
 			err = fmt.Errorf("%w; %s", err, advice)
 		}

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/presign"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -138,7 +138,7 @@ func (f *Finalizer) Handle(ctx context.Context, in FinalizeInput) (*FinalizeOutp
 	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
 	l, err := readLayout(ctx, f.S3, &job)
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			if out, ok := f.finishedBefore(ctx, &job); ok {
 				return out, nil
 			}
@@ -217,7 +217,7 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 		if err := recordCompleting(ctx, f.S3, job, max(ar.number-1, 0), completedArchive{Size: a.Size, CRC32: fmt.Sprintf("%08x", archiveCRC)}); err != nil {
 			return nil, stats, 0, err
 		}
-		if etag, err = f.complete(ctx, job, a.Size, byPart, archiveCRC); err != nil && !s3ref.IsCode(err, "NoSuchUpload") {
+		if etag, err = f.complete(ctx, job, a.Size, byPart, archiveCRC); err != nil && !s3err.IsCode(err, "NoSuchUpload") {
 			return nil, stats, 0, err
 		}
 	}
@@ -290,7 +290,7 @@ func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, b
 			last, err = u.uploadPart(ctx, &final, dir.final, nil, &finalDirectory{dirOffset, readDirectory})
 		}
 		if err != nil {
-			if !s3ref.IsCode(err, "NoSuchUpload") {
+			if !s3err.IsCode(err, "NoSuchUpload") {
 				return 0, false, fmt.Errorf("final part %d: %w", final.Number, err)
 			}
 			completed = true // a previous run completed the upload (check makes sure)
@@ -398,7 +398,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC32:   aws.String(s3x.CRCBase64(archiveCRC)),
+		ChecksumCRC32:   aws.String(s3part.CRCBase64(archiveCRC)),
 		ChecksumType:    types.ChecksumTypeFullObject,
 		MpuObjectSize:   aws.Int64(size),
 	}
@@ -408,17 +408,17 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 	}
 	out, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
-		if s3ref.IsCode(err, "PreconditionFailed") {
+		if s3err.IsCode(err, "PreconditionFailed") {
 			// A retried Complete whose first attempt succeeded meets its own
 			// archive: same size and CRC-32 means done.
 			d := job.Destination
 			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
-			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3x.CRCBase64(archiveCRC) {
+			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3part.CRCBase64(archiveCRC) {
 				return aws.ToString(h.ETag), nil
 			}
 			return "", &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
 		}
-		if s3ref.IsCode(err, "BadDigest", "InvalidPart") {
+		if s3err.IsCode(err, "BadDigest", "InvalidPart") {
 			return "", failure.Checksum("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)
 		}
 		return "", s3Error("CompleteMultipartUpload", job.Destination.Bucket, job.Destination.Key, false, err)
@@ -437,12 +437,12 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			return nil, &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key, Msg: "the archive was removed from the key by another writer right after completion"}
 		}
 		return nil, s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
-	want := s3x.CRCBase64(archiveCRC)
+	want := s3part.CRCBase64(archiveCRC)
 	got := aws.ToString(h.ChecksumCRC32)
 	var problem string
 	switch {
@@ -489,7 +489,7 @@ func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *r
 		_, err := f.S3.PutObject(ctx, in)
 		return err
 	})
-	if err != nil && s3ref.IsCode(err, "PreconditionFailed") {
+	if err != nil && s3err.IsCode(err, "PreconditionFailed") {
 		// This run's own report from an earlier attempt is done; anything
 		// else appeared after the check just before completion, and is kept.
 		if earlier, gerr := readReportHead(ctx, f.S3, job.Destination.Bucket, key); gerr == nil && earlier.Execution == job.Execution {
@@ -541,7 +541,7 @@ func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*R
 // reportRetry retries the report's PUT: a 409 ConditionalRequestConflict
 // (another conditional write to the key in progress) or a 5xx heals within
 // seconds.
-var reportRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Linear(200 * time.Millisecond)}
+var reportRetry = s3err.Retry{Attempts: 5, Backoff: s3err.Linear(200 * time.Millisecond)}
 
 type workCleaner interface {
 	uploadLister

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -61,14 +61,14 @@ func TestRunWritesDirectoryInParts(t *testing.T) {
 	t.Logf("uploaded %d objects in %s", n, time.Since(t0).Round(time.Millisecond))
 	e.want = objects
 	rec := &partRecorder{S3: e.s3, sizes: map[int32]int64{}}
-	r := &Runner{S3: rec, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 8, DirectoryPartSize: s3x.MinPartSize}}
+	r := &Runner{S3: rec, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: 4, PartsPerBatch: 8, DirectoryPartSize: s3part.MinPartSize}}
 	t0 = time.Now()
 	res, err := r.Run(context.Background(), request("stream", "in/", "out/a.zip", ""), "exec-dirparts")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("run: %s, %d parts, archive %d bytes", time.Since(t0).Round(time.Millisecond), res.Output.Stats.Parts, res.Output.Archive.Size)
-	finals := int(s3x.MinPartSize-1+dirSize) / s3x.MinPartSize
+	finals := int(s3part.MinPartSize-1+dirSize) / s3part.MinPartSize
 	if finals < 2 {
 		t.Fatalf("directory of %d bytes fits one 5 MiB part: make the keys longer", dirSize)
 	}
@@ -79,8 +79,8 @@ func TestRunWritesDirectoryInParts(t *testing.T) {
 		switch {
 		case !sent:
 			t.Errorf("part %d (of %d) was not sent with UploadPart; the directory's %d bytes should be the last %d parts", num, last, dirSize, finals)
-		case k > 0 && size != s3x.MinPartSize:
-			t.Errorf("part %d (of %d) is %d bytes; the directory's parts but the last should be %d", num, last, size, s3x.MinPartSize)
+		case k > 0 && size != s3part.MinPartSize:
+			t.Errorf("part %d (of %d) is %d bytes; the directory's parts but the last should be %d", num, last, size, s3part.MinPartSize)
 		}
 	}
 	e.checkArchive(t, "out/a.zip", "in/")
@@ -95,7 +95,7 @@ func TestMergeRefusesResultForDirectoryPart(t *testing.T) {
 		name := fmt.Sprintf("%06d-%s", i, strings.Repeat("n", 900))
 		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: "src", Key: name}, Size: 1}
 	}
-	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyStream, DirectoryPartSize: s3x.MinPartSize})
+	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyStream, DirectoryPartSize: s3part.MinPartSize})
 	if err != nil {
 		t.Fatal(err)
 	}

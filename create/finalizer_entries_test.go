@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -104,7 +104,7 @@ func TestFinalizerDirectoryNeedsTMPDIR(t *testing.T) {
 		t.Fatalf("finalizing with $TMPDIR missing: %v, want the run failed by an error saying the finalizer writes to $TMPDIR", err)
 	}
 	_, herr := e.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("dst"), Key: aws.String("out/t.zip")})
-	if !s3x.NotFound(herr) {
+	if !s3err.NotFound(herr) {
 		t.Errorf("the archive's key after the failed run: %v, want it not found", herr)
 	}
 }

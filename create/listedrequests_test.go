@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // listedBucket is a source bucket of generated objects, too many to put
@@ -134,7 +134,7 @@ func (c *listedBucket) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o
 	}
 	out := &s3.HeadObjectOutput{ContentLength: aws.Int64(listedSize(i)), ETag: aws.String(fmt.Sprintf(`"%032x"`, i)), LastModified: aws.Time(time.Unix(1.7e9, 0).UTC())}
 	if listedStores(i) && in.ChecksumMode == types.ChecksumModeEnabled {
-		out.ChecksumCRC32, out.ChecksumType = aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(listedBody(i)))), types.ChecksumTypeFullObject
+		out.ChecksumCRC32, out.ChecksumType = aws.String(s3part.CRCBase64(crc32.ChecksumIEEE(listedBody(i)))), types.ChecksumTypeFullObject
 	}
 	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -225,7 +225,7 @@ func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looke
 func pinObject(ctx context.Context, c objectHeader, src plan.Source, keep bool) (*Looked, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			return &Looked{Missing: true}, nil
 		}
 		return nil, s3Error("HeadObject", src.Bucket, src.Key, true, err)

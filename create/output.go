@@ -15,7 +15,7 @@ import (
 
 	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/presign"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -165,7 +165,7 @@ func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
 	case err == nil:
 		return &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key,
 			Msg: fmt.Sprintf("its report s3://%s/%s already exists (s3zip writes the report beside the archive); set options.overwrite to replace both, or choose another key", d.Bucket, key)}
-	case s3x.NotFound(err):
+	case s3err.NotFound(err):
 		return nil
 	}
 	return s3Error("HeadObject", d.Bucket, key, false, err)

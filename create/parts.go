@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -91,17 +91,17 @@ func sendPart(ctx context.Context, c uploadS3, job *Job, n int, buf []byte) (*Pa
 	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(n)), Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)),
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc)),
 	})
 	if err != nil {
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
 	r := &PartResult{Part: n, ETag: aws.ToString(out.ETag), ChecksumCRC32: aws.ToString(out.ChecksumCRC32), StreamedBytes: int64(len(buf))}
 	if r.ChecksumCRC32 == "" {
-		r.ChecksumCRC32 = s3x.CRCBase64(crc)
+		r.ChecksumCRC32 = s3part.CRCBase64(crc)
 	}
-	if r.ChecksumCRC32 != s3x.CRCBase64(crc) {
-		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, n, s3x.CRCBase64(crc))
+	if r.ChecksumCRC32 != s3part.CRCBase64(crc) {
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", r.ChecksumCRC32, n, s3part.CRCBase64(crc))
 	}
 	return r, nil
 }

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/inventory"
 	"github.com/s3zip/s3zip/plan"
@@ -61,7 +61,7 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 		case strings.HasPrefix(key, cfg.WorkPrefix):
 			skipped++
 			return nil
-		case !s3ref.Allowed(cfg.AllowedSources, r.Bucket, key):
+		case !s3prefix.Allowed(cfg.AllowedSources, r.Bucket, key):
 			if outside++; outside <= maxProblemsListed {
 				bad = append(bad, fmt.Sprintf("inventory s3://%s/%s: s3://%s/%s is outside the sources this deployment allows", ref.Bucket, ref.Key, r.Bucket, key))
 			}
@@ -104,7 +104,7 @@ func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 		if err != nil {
-			if s3x.NotFound(err) {
+			if s3err.NotFound(err) {
 				return nil, fmt.Errorf("s3://%s/%s: %w", bucket, key, fs.ErrNotExist)
 			}
 			return nil, s3Error("GetObject", bucket, key, false, err)

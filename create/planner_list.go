@@ -7,13 +7,12 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/arena"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -112,7 +111,7 @@ func (pl *Planner) named(cfg Config, req *Request, entries []plan.Entry) ([]plan
 }
 
 // listEntries lists the source prefix, cfg.ListConcurrency requests in
-// flight (s3x.Under.List: the entries come in key order, as one paginator
+// flight (s3prefix.Under.List: the entries come in key order, as one paginator
 // gives them). Work objects (a killed run's plans, pads and chain rounds,
 // in whatever bucket it used) are never sources: a prefix inside the work
 // prefix is refused, and work objects under a prefix that contains it are
@@ -163,8 +162,8 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 		return entries
 	}
 	var pages [][]plan.Entry
-	under := s3x.Under{Bucket: b, Prefix: prefix, Named: s3Named}
-	err := s3x.ListPages(ctx, under, pl.S3, s3x.ListOptions{Concurrency: cfg.ListConcurrency}, s3x.Pages[[]plan.Entry]{Keep: page, Each: func(listed []plan.Entry) error {
+	under := s3prefix.Under{Bucket: b, Prefix: prefix, Named: s3Named}
+	err := s3prefix.ListPages(ctx, under, pl.S3, s3prefix.ListOptions{Concurrency: cfg.ListConcurrency}, s3prefix.Pages[[]plan.Entry]{Keep: page, Each: func(listed []plan.Entry) error {
 		pages = append(pages, listed)
 		return nil
 	}})
@@ -224,7 +223,7 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is under the work prefix %s, which holds s3zip's temporary objects, not data to archive", l.LineNum, bucket, l.Key, cfg.WorkPrefix))
 			continue
 		}
-		if !s3ref.Allowed(cfg.AllowedSources, bucket, l.Key) {
+		if !s3prefix.Allowed(cfg.AllowedSources, bucket, l.Key) {
 			bad = append(bad, fmt.Sprintf("manifest line %d: s3://%s/%s is outside the sources this deployment allows", l.LineNum, bucket, l.Key))
 			continue
 		}

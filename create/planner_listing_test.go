@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -40,7 +40,7 @@ func (c *listCounter) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Inp
 // many ListObjectsV2 requests in flight, and its entries are exactly those
 // of one request at a time, for folders in folders, a flat folder of
 // numbered keys, unicode and '/'-runs (versitygw stores a//b as a/b, as
-// POSIX paths are: what it lists is compared; s3x's fake server keeps
+// POSIX paths are: what it lists is compared; s3prefix's fake server keeps
 // them), the whole bucket and a prefix with no keys.
 func TestPlannerListsInParallel(t *testing.T) {
 	srv := s3test.Start(t)
@@ -96,12 +96,12 @@ func TestPlannerListsInParallel(t *testing.T) {
 }
 
 // TestListConcurrencyFromEnv: a deployment sets the planner's listing
-// concurrency with LIST_CONCURRENCY; unset, it is s3x's default.
+// concurrency with LIST_CONCURRENCY; unset, it is s3prefix's default.
 func TestListConcurrencyFromEnv(t *testing.T) {
 	for _, tc := range []struct {
 		value string
 		want  int
-	}{{"", s3x.DefaultListConcurrency}, {"4", 4}, {"1", 1}} {
+	}{{"", s3prefix.DefaultListConcurrency}, {"4", 4}, {"1", 1}} {
 		env := map[string]string{"WORK_BUCKET": "work", "LIST_CONCURRENCY": tc.value}
 		cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
 		if err != nil || cfg.ListConcurrency != tc.want {

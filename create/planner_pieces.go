@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -187,9 +187,9 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 	}
 	var ferr error
 	pieces(func(key string, size int64) bool {
-		if len(buf) == 0 && size >= s3x.MinPartSize {
+		if len(buf) == 0 && size >= s3part.MinPartSize {
 			n := int32(len(parts) + 1)
-			out, err := c.UploadPartCopy(ctx, s3x.CopyPart(s3x.Part{Bucket: dst.Bucket, Key: dst.Key, UploadID: aws.ToString(id), Number: n}, s3x.Pinned{Bucket: bucket, Key: key, Size: size}, 0, size))
+			out, err := c.UploadPartCopy(ctx, s3part.CopyPart(s3part.Part{Bucket: dst.Bucket, Key: dst.Key, UploadID: aws.ToString(id), Number: n}, s3part.Pinned{Bucket: bucket, Key: key, Size: size}, 0, size))
 			if err != nil {
 				ferr = s3Error("UploadPartCopy", bucket, key, false, err)
 				return false
@@ -207,7 +207,7 @@ func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, 
 			return false
 		}
 		buf = append(buf, b...)
-		if len(buf) >= s3x.MinPartSize {
+		if len(buf) >= s3part.MinPartSize {
 			ferr = send()
 		}
 		return ferr == nil

@@ -8,11 +8,10 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 )
 
 // begin reads and checks the request, before anything is listed or written.
@@ -81,16 +80,16 @@ func (pl *Planner) readRequest(ctx context.Context, cfg Config, raw json.RawMess
 func checkAllowed(cfg Config, req *Request) error {
 	var bad []string
 	if m := req.Source.Manifest; m != nil {
-		if m.Bucket != cfg.ControlBucket && !s3ref.Allowed(cfg.AllowedSources, m.Bucket, m.Key) {
+		if m.Bucket != cfg.ControlBucket && !s3prefix.Allowed(cfg.AllowedSources, m.Bucket, m.Key) {
 			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
 		}
-	} else if req.Source.Inventory == nil && !s3ref.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
+	} else if req.Source.Inventory == nil && !s3prefix.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
 		// An inventory's keys are checked one by one as it is read
 		// (inventoryEntries); reading the report is the CDK's
 		// inventoryBuckets grant.
 		bad = append(bad, fmt.Sprintf("source s3://%s/%s is outside the sources this deployment allows", req.Source.Bucket, req.Source.Prefix))
 	}
-	if !s3ref.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
+	if !s3prefix.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
 		bad = append(bad, fmt.Sprintf("destination %s is outside the destinations this deployment allows", req.Destination.URI()))
 	}
 	if msg := checkKMSKeyGranted(cfg, req.Options.SSE); msg != "" {
@@ -144,7 +143,7 @@ func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
 	switch {
 	case err == nil:
 		return &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
-	case !s3x.NotFound(err):
+	case !s3err.NotFound(err):
 		return s3Error("HeadObject", d.Bucket, d.Key, false, err)
 	}
 	return nil
@@ -157,7 +156,7 @@ func refError(what, bucket, key string, err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
-	case s3x.NotFound(err):
+	case s3err.NotFound(err):
 		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
 	}
 	return fmt.Errorf("%s: %w", what, err)

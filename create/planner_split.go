@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -107,7 +107,7 @@ func abortArchives(ctx context.Context, c uploadLister, bucket string, uploads [
 		if u.UploadID == "" {
 			continue
 		}
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: aws.String(u.Key), UploadId: aws.String(u.UploadID)}); err != nil && !s3x.NotFound(err) {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: aws.String(u.Key), UploadId: aws.String(u.UploadID)}); err != nil && !s3err.NotFound(err) {
 			failed = append(failed, fmt.Sprintf("s3://%s/%s: %v", bucket, u.Key, err))
 		}
 	}

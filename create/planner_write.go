@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -138,7 +138,7 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	if earlier.UploadID == "" {
 		return nil
 	}
-	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3x.NotFound(err) {
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &earlier.UploadID}); err != nil && !s3err.NotFound(err) {
 		return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	return nil
@@ -234,8 +234,8 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 // cleanRetry the clean-up of the uploads its failed attempts may have left,
 // at once, whatever failed.
 var (
-	createRetry = s3x.Retry{Attempts: 5, Backoff: s3x.Squared(100 * time.Millisecond)}
-	cleanRetry  = s3x.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
+	createRetry = s3err.Retry{Attempts: 5, Backoff: s3err.Squared(100 * time.Millisecond)}
+	cleanRetry  = s3err.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
 )
 
 // createSkew allows for the server's clock being behind ours.
@@ -252,7 +252,7 @@ func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.
 		if aws.ToString(u.Key) != d.Key || aws.ToTime(u.Initiated).Before(since) || aws.ToString(u.UploadId) == keep {
 			continue
 		}
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: u.UploadId}); err != nil && !s3err.NotFound(err) {
 			return s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 		}
 	}

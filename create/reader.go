@@ -11,13 +11,13 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/stepfn"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/klauspost/compress/flate"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -213,7 +213,7 @@ func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJo
 // archive at its completion.
 func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte, crc uint32) error {
 	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
-	want := s3x.CRCBase64(crc)
+	want := s3part.CRCBase64(crc)
 	out, err := r.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.Bucket, Key: &job.Key, Body: bytes.NewReader(comp), ContentLength: aws.Int64(int64(len(comp))),
 		ChecksumCRC32: &want}, plain)
 	if err != nil {

@@ -46,7 +46,7 @@ func TestS3ErrorClassification(t *testing.T) {
 		{"too-many-requests", s3Answer(429, ""), false, "TransientError", "retrying may help"},
 		{"request-timeout", s3Answer(400, "RequestTimeout"), false, "TransientError", "retrying may help"},
 		// A lost connection as the SDK returns it (a bare error with no
-		// status is no S3 failure: s3x.Transient does not call it transient).
+		// status is no S3 failure: s3err.Transient does not call it transient).
 		{"network", &smithy.OperationError{ServiceID: "S3", OperationName: "UploadPartCopy",
 			Err: &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}}, false, "TransientError", "retrying may help"},
 		{"source-changed", s3Answer(412, "PreconditionFailed"), true, "SourceChangedError", "run again"},

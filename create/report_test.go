@@ -19,7 +19,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -96,7 +96,7 @@ func (f *reportFaults) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 // the run succeeds, the archive is there and sound, nothing else is left.
 func TestReportFailureKeepsTheArchive(t *testing.T) {
 	old := reportRetry
-	reportRetry.Backoff = s3x.Linear(time.Millisecond)
+	reportRetry.Backoff = s3err.Linear(time.Millisecond)
 	t.Cleanup(func() { reportRetry = old })
 	objects := []object{{"in/a.txt", 1000, s3test.ChecksumNone}, {"in/b.bin", 3 * mib, s3test.ChecksumNone}}
 	for _, tc := range []struct {

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -277,8 +277,8 @@ func (o Options) checkRun(add func(string)) {
 	if o.MaxConcurrency < 0 || o.MaxConcurrency > 10000 {
 		add(fmt.Sprintf("options.maxConcurrency %d: want 1 to 10000 (0 for the deployment's default)", o.MaxConcurrency))
 	}
-	if o.PartSize != 0 && (o.PartSize < s3x.MinPartSize || o.PartSize > s3x.MaxPartSize) {
-		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, s3x.MinPartSize, s3x.MaxPartSize))
+	if o.PartSize != 0 && (o.PartSize < s3part.MinPartSize || o.PartSize > s3part.MaxPartSize) {
+		add(fmt.Sprintf("options.partSize %d: want %d (5 MiB) to %d (5 GiB)", o.PartSize, s3part.MinPartSize, s3part.MaxPartSize))
 	}
 	switch o.Compression {
 	case "", CompressNone, CompressDeflate, CompressAuto:

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // FuzzDecodeRequest: DecodeRequest and Validate never panic, every refusal
@@ -161,7 +161,7 @@ func (s *fakePlannerS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ 
 	crc := fakeCRC(k)
 	return &s3.HeadObjectOutput{
 		ContentLength: aws.Int64(fakeSize(k)), ETag: aws.String(`"e"`),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)), ChecksumType: types.ChecksumTypeFullObject,
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc)), ChecksumType: types.ChecksumTypeFullObject,
 	}, nil
 }
 

@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -77,7 +79,7 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	if h.ChecksumType == types.ChecksumTypeComposite {
 		return 0, false
 	}
-	return s3x.DecodeCRC(aws.ToString(h.ChecksumCRC32))
+	return s3part.DecodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
 // getBytes reads a whole (small) object, refusing more than limit bytes.
@@ -199,20 +201,20 @@ type sourceRef struct {
 }
 
 // s3Named names a failed S3 call for the create state machine: s3Error,
-// as s3x.Under's ErrorNamer.
+// as s3prefix.Under's ErrorNamer.
 func s3Named(op, bucket, key string, err error) error { return s3Error(op, bucket, key, false, err) }
 
 // deletePrefix deletes every object under prefix.
 func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (int, error) {
-	return s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
+	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
 }
 
 // abortUploadsUnder aborts every multipart upload under prefix (chain
 // rounds a failed worker left behind).
 func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix string) (int, error) {
 	n := 0
-	err := s3x.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3x.NotFound(err) {
+	err := s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3err.NotFound(err) {
 			return s3Error("AbortMultipartUpload", bucket, aws.ToString(u.Key), false, err)
 		}
 		n++
@@ -232,13 +234,13 @@ func (e *objectTooLargeError) Error() string {
 }
 
 // destPart is part n of job's upload: the archive's.
-func destPart(job *Job, n int) s3x.Part {
-	return s3x.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
+func destPart(job *Job, n int) s3part.Part {
+	return s3part.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
 }
 
 // pinned is a planned source of size bytes, as a copy must find it.
-func pinned(src plan.Source, size int64) s3x.Pinned {
-	return s3x.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
+func pinned(src plan.Source, size int64) s3part.Pinned {
+	return s3part.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
 }
 
 // writeJSON writes v as a work object.

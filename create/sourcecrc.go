@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/stepfn"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -158,7 +158,7 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 	}
 	var crc uint32
 	for from, to := int64(0), int64(0); from < size; from = to {
-		to = min(from+s3x.MaxPartSize, size)
+		to = min(from+s3part.MaxPartSize, size)
 		if from == 0 && first > 0 {
 			to = min(first, size)
 		}
@@ -181,8 +181,8 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err := p.start(ctx); err != nil {
 		return 0, false, err
 	}
-	n := p.next.Add(1)%s3x.MaxParts + 1
-	in := s3x.CopyPart(s3x.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
+	n := p.next.Add(1)%s3part.MaxParts + 1
+	in := s3part.CopyPart(s3part.Part{Bucket: p.bucket, Key: p.key, UploadID: p.uploadID, Number: n}, pinned(src, size), from, to)
 	out, err := p.c.UploadPartCopy(ctx, in)
 	if err != nil {
 		return 0, false, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
@@ -191,7 +191,7 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	if err != nil {
 		return 0, false, err
 	}
-	v, ok := s3x.DecodeCRC(answer)
+	v, ok := s3part.DecodeCRC(answer)
 	return v, ok, nil
 }
 

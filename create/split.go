@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -67,7 +67,7 @@ func partKey(archive, part int) string {
 func readUploadRecord(ctx context.Context, c objectGetter, bucket, prefix string) (*uploadRecord, error) {
 	doc, err := getBytes(ctx, c, bucket, prefix+"upload.json", 4<<20)
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			return nil, nil
 		}
 		return nil, err

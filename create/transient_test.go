@@ -10,14 +10,14 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // s3Error calls a failure transient (so the state machine retries it)
 // only when a retry can help: the cases where workflow's and extract's
 // classifiers used to disagree, and the typed error recognised by
-// s3x.Transient (so a retry loop does not have to ask twice).
+// s3err.Transient (so a retry loop does not have to ask twice).
 func TestS3ErrorTransientOnlyWhenRetryCanHelp(t *testing.T) {
 	sdk := func(cause error) error {
 		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: cause}
@@ -41,7 +41,7 @@ func TestS3ErrorTransientOnlyWhenRetryCanHelp(t *testing.T) {
 			}
 		})
 	}
-	if te := fmt.Errorf("batch 2: %w", &stepfn.TransientError{Op: "op", Err: errors.New("x")}); !s3x.Transient(te) {
-		t.Errorf("s3x.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
+	if te := fmt.Errorf("batch 2: %w", &stepfn.TransientError{Op: "op", Err: errors.New("x")}); !s3err.Transient(te) {
+		t.Errorf("s3err.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
 	}
 }

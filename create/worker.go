@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"golang.org/x/sync/semaphore"
 
@@ -301,14 +301,14 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 				// S3 stores it (asked above, or by the planner); its answer
 				// for the rest then tells the streamed start's CRC-32
 				// (rests), which piping the part needs, without a probe.
-				if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
+				if crc, ok := s3part.DecodeCRC(r.ChecksumCRC32); ok {
 					rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 				}
 				break
 			}
 			// S3 stores no CRC-32 of the object, so its answer is the
 			// copied range's own; without one, the whole object's is asked.
-			if crc, ok := s3x.DecodeCRC(r.ChecksumCRC32); ok {
+			if crc, ok := s3part.DecodeCRC(r.ChecksumCRC32); ok {
 				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 			} else if learned[c.First], err = b.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
@@ -333,7 +333,7 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 // answer to the copy; when the answer has none (or a composite of the
 // source's parts), it asks or reads the object as the planner would.
 func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
-	if crc, ok := s3x.DecodeCRC(answer); ok {
+	if crc, ok := s3part.DecodeCRC(answer); ok {
 		return crc, nil
 	}
 	e := plan.PlacedEntry{Entry: &plan.Entry{Name: src.Key, Source: *src, Size: size}}
@@ -358,7 +358,7 @@ func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned
 		// One pass where the CRC-32s can be had without reading (pipePart);
 		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
 		r, err := b.pipePart(ctx, &item.Part, entries, tails, rests)
-		if err != nil && !errors.Is(err, errNotPiped) && !s3ref.IsCode(err, "BadDigest") {
+		if err != nil && !errors.Is(err, errNotPiped) && !s3err.IsCode(err, "BadDigest") {
 			return nil, err
 		}
 		if err != nil {
@@ -421,7 +421,7 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 	if err != nil {
 		return nil, err
 	}
-	in := s3x.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
+	in := s3part.CopyPart(destPart(job, item.Number), pinned(*src, item.SourceSize), from, to)
 	out, err := b.s3.UploadPartCopy(ctx, in)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", src.Bucket, src.Key, true, err)
@@ -489,9 +489,9 @@ func implausiblePartCRC(item *plan.PartJob, stored plan.CRC, got string) string 
 		return "a composite checksum of the source's parts"
 	case !stored.Known:
 		return ""
-	case whole && got != s3x.CRCBase64(stored.Sum):
+	case whole && got != s3part.CRCBase64(stored.Sum):
 		return "not the source's CRC-32 for a copy of the whole source"
-	case !whole && got == s3x.CRCBase64(stored.Sum):
+	case !whole && got == s3part.CRCBase64(stored.Sum):
 		return "the whole source's CRC-32 for a copy of a range"
 	}
 	return ""

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -182,7 +183,7 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 	if x.content != item.Size() {
 		return nil, fmt.Errorf("internal error: chain built %d bytes, the part is %d", x.content, item.Size())
 	}
-	product := s3x.CopyPart(destPart(job, item.Number), s3x.Pinned{Bucket: job.WorkBucket, Key: x.key, Size: x.lead + x.content}, x.lead, x.lead+x.content)
+	product := s3part.CopyPart(destPart(job, item.Number), s3part.Pinned{Bucket: job.WorkBucket, Key: x.key, Size: x.lead + x.content}, x.lead, x.lead+x.content)
 	out, err := ch.s3.UploadPartCopy(ctx, product)
 	if err != nil {
 		return nil, s3Error("UploadPartCopy", job.WorkBucket, x.key, false, err)
@@ -204,8 +205,8 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 			return nil, fmt.Errorf("chain part %d streamed from its last round object: %w", item.Number, err)
 		}
 	}
-	if want, ok := chainCRC(ch.entries, item); ok && r.ChecksumCRC32 != "" && r.ChecksumCRC32 != s3x.CRCBase64(want) {
-		return nil, failure.Checksum("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, r.ChecksumCRC32, s3x.CRCBase64(want))
+	if want, ok := chainCRC(ch.entries, item); ok && r.ChecksumCRC32 != "" && r.ChecksumCRC32 != s3part.CRCBase64(want) {
+		return nil, failure.Checksum("chain part %d: S3 reports CRC-32 %s, its pieces combine to %s", item.Number, r.ChecksumCRC32, s3part.CRCBase64(want))
 	}
 	return r, nil
 }
@@ -246,7 +247,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 				continue
 			}
 			e := &entries[k]
-			crc, ok := s3x.DecodeCRC(u.sums[i+1])
+			crc, ok := s3part.DecodeCRC(u.sums[i+1])
 			if !ok {
 				usable = false
 				if crc, err = objectCRC(ctx, ch.s3, nil, e); err != nil {
@@ -369,7 +370,7 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 		seg := pc.Segments[0]
 		e := &entries[seg.Entry]
 		g.Go(func() error {
-			in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: n}, pinned(e.Source, e.Size), seg.From, seg.To)
+			in := s3part.CopyPart(s3part.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: n}, pinned(e.Source, e.Size), seg.From, seg.To)
 			out, err := u.c.UploadPartCopy(gctx, in)
 			if err != nil {
 				return s3Error("UploadPartCopy", e.Source.Bucket, e.Source.Key, true, err)
@@ -392,8 +393,8 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 // header bytes sent.
 func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x built) (built, int64, error) {
 	from, to, lead := x.lead, x.lead+x.content, int64(0)
-	if x.content < s3x.MinPartSize {
-		from, lead = to-s3x.MinPartSize, s3x.MinPartSize-x.content
+	if x.content < s3part.MinPartSize {
+		from, lead = to-s3part.MinPartSize, s3part.MinPartSize-x.content
 	}
 	var added int64
 	for _, pc := range u.pieces {
@@ -408,7 +409,7 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	}
 	g.Go(func() error {
 		// (the first round copies the whole pad)
-		in := s3x.CopyPart(s3x.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: 1}, s3x.Pinned{Bucket: u.bucket, Key: x.key, Size: x.lead + x.content}, from, to)
+		in := s3part.CopyPart(s3part.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: 1}, s3part.Pinned{Bucket: u.bucket, Key: x.key, Size: x.lead + x.content}, from, to)
 		out, err := u.c.UploadPartCopy(gctx, in)
 		if err != nil {
 			return s3Error("UploadPartCopy", u.bucket, x.key, false, err)
@@ -468,7 +469,7 @@ func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry
 		in := &s3.UploadPartInput{Bucket: &u.bucket, Key: &u.key, UploadId: &u.id, PartNumber: &n,
 			Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
 		if u.checksum {
-			in.ChecksumCRC32 = aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(body)))
+			in.ChecksumCRC32 = aws.String(s3part.CRCBase64(crc32.ChecksumIEEE(body)))
 		}
 		g.Go(func() error {
 			out, err := u.c.UploadPart(gctx, in)
@@ -561,7 +562,7 @@ func newRoundBin(ctx context.Context, c objectRemover, bucket string, log *slog.
 		failed := 0
 		var first error
 		for key := range b.keys {
-			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !s3x.NotFound(err) {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !s3err.NotFound(err) {
 				if failed++; first == nil {
 					first = s3Error("DeleteObject", bucket, key, false, err)
 				}

@@ -9,12 +9,12 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -73,7 +73,7 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(partCRC)),
+		ChecksumCRC32: aws.String(s3part.CRCBase64(partCRC)),
 	}, func(o *s3.Options) {
 		// The CRC-32 S3 verifies covers the payload; signing it would be another read.
 		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
@@ -85,10 +85,10 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
 	got := aws.ToString(out.ChecksumCRC32)
-	if got != "" && got != s3x.CRCBase64(partCRC) {
-		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3x.CRCBase64(partCRC))
+	if got != "" && got != s3part.CRCBase64(partCRC) {
+		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, the bytes sent have %s", got, part.Number, s3part.CRCBase64(partCRC))
 	}
-	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(partCRC), StreamedBytes: part.Size()}
+	r := &PartResult{Part: part.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3part.CRCBase64(partCRC), StreamedBytes: part.Size()}
 	r.addCRCs(computed)
 	return r, nil
 }

@@ -8,13 +8,13 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/stepfn"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -47,7 +47,7 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 	out, err := b.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,
 		PartNumber: aws.Int32(int32(item.Number)), Body: body, ContentLength: aws.Int64(to - from),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc)),
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc)),
 	}, func(o *s3.Options) {
 		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 	})
@@ -58,11 +58,11 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 		return nil, s3Error("UploadPart", job.Destination.Bucket, job.Destination.Key, false, err)
 	}
 	got := aws.ToString(out.ChecksumCRC32)
-	if got != "" && got != s3x.CRCBase64(crc) {
+	if got != "" && got != s3part.CRCBase64(crc) {
 		return nil, failure.Checksum("S3 reports CRC-32 %s for part %d, streamed from s3://%s/%s bytes %d-%d whose CRC-32 is %s",
-			got, item.Number, src.Bucket, src.Key, from, to-1, s3x.CRCBase64(crc))
+			got, item.Number, src.Bucket, src.Key, from, to-1, s3part.CRCBase64(crc))
 	}
-	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3x.CRCBase64(crc), StreamedBytes: to - from}, nil
+	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3part.CRCBase64(crc), StreamedBytes: to - from}, nil
 }
 
 // rangeCRC is the CRC-32 of the copy part's source range, and how many

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -43,7 +43,7 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 		{name: "crc-known-whole-copy", sizes: []int64{6 * plan.MiB, 96 * plan.MiB, 1000}, big: 1, crcKnown: true,
 			answer: func(b []byte) string { return "AAAAAA==-2" }, wantRead: 1},
 		{name: "full-object-crc-tail-copy", sizes: []int64{1000, 96 * plan.MiB}, big: 1, crcKnown: true,
-			answer: func(b []byte) string { return s3x.CRCBase64(crcOf(b)) }, wantRead: 1},
+			answer: func(b []byte) string { return s3part.CRCBase64(crcOf(b)) }, wantRead: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, in := batchCRC(t, tc.crcKnown, tc.sizes...)
@@ -80,8 +80,8 @@ func TestWorkerStreamsAnUntrustedCopyOverTheBudget(t *testing.T) {
 					res = &out.Parts[i]
 				}
 			}
-			if res == nil || res.ChecksumCRC32 != s3x.CRCBase64(crcOf(want)) || res.StreamedBytes < int64(len(want)) {
-				t.Errorf("result for part %d: %+v, want checksum %s and the range streamed", copy.Number, res, s3x.CRCBase64(crcOf(want)))
+			if res == nil || res.ChecksumCRC32 != s3part.CRCBase64(crcOf(want)) || res.StreamedBytes < int64(len(want)) {
+				t.Errorf("result for part %d: %+v, want checksum %s and the range streamed", copy.Number, res, s3part.CRCBase64(crcOf(want)))
 			}
 			// The entry's CRC-32 in the header part comes out right too.
 			if crc := out.Parts[0].CRCs[strconv.Itoa(int(copy.First))]; !tc.crcKnown && crc != fmt.Sprintf("%08x", crcOf(src)) {

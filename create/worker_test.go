@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -137,7 +137,7 @@ func (f *fakeS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func
 	if err != nil {
 		return nil, err
 	}
-	if in.ChecksumCRC32 != nil && *in.ChecksumCRC32 != s3x.CRCBase64(h.Sum32()) {
+	if in.ChecksumCRC32 != nil && *in.ChecksumCRC32 != s3part.CRCBase64(h.Sum32()) {
 		return nil, apiError("BadDigest")
 	}
 	f.mu.Lock()
@@ -173,7 +173,7 @@ func (f *fakeS3) UploadPartCopy(_ context.Context, in *s3.UploadPartCopyInput, _
 	if v, ok := f.stored[k]; ok {
 		out.CopyPartResult.ChecksumCRC32 = aws.String(v)
 	} else if f.copyCRC {
-		out.CopyPartResult.ChecksumCRC32 = aws.String(s3x.CRCBase64(crcOf(f.objects[k][from:to])))
+		out.CopyPartResult.ChecksumCRC32 = aws.String(s3part.CRCBase64(crcOf(f.objects[k][from:to])))
 	}
 	return out, nil
 }
@@ -195,7 +195,7 @@ func (f *fakeS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 	}
 	out := &s3.HeadObjectOutput{ContentLength: aws.Int64(int64(len(b))), ETag: aws.String(f.etags[k])}
 	if f.headCRC {
-		out.ChecksumCRC32, out.ChecksumType = aws.String(s3x.CRCBase64(crcOf(b))), types.ChecksumTypeFullObject
+		out.ChecksumCRC32, out.ChecksumType = aws.String(s3part.CRCBase64(crcOf(b))), types.ChecksumTypeFullObject
 	}
 	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -113,7 +113,7 @@ func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
 			carried := in.Items[0].Carried[0]
 			whole := f.objects["src/"+carried.Source.Key]
 			if lies {
-				f.stored["src/"+carried.Source.Key] = s3x.CRCBase64(crcOf(whole))
+				f.stored["src/"+carried.Source.Key] = s3part.CRCBase64(crcOf(whole))
 			}
 			out, err := (&Worker{S3: f}).Handle(context.Background(), in)
 			if err != nil {

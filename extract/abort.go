@@ -13,8 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -97,7 +96,7 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	state, err := getWork(ctx, a.S3, cfg.WorkBucket, cfg.ExecutionPrefix(execution)+extractionName)
-	if err != nil && !s3x.NotFound(err) {
+	if err != nil && !s3err.NotFound(err) {
 		return nil, err
 	}
 	return a.Handle(ctx, AbortInput{State: state, Execution: execution,
@@ -124,7 +123,7 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 	})
 	switch {
 	case err == nil:
-	case !s3x.NotFound(err):
+	case !s3err.NotFound(err):
 		return 0, 0, err
 	case ex.Overwrite:
 		planned, fresh = nil, map[string]bool{}
@@ -157,7 +156,7 @@ func sweepUploads(ctx context.Context, c Client, ex *Extraction, ofRun func(key 
 		switch {
 		case err == nil:
 			n++
-		case !s3ref.IsCode(err, "NoSuchUpload"):
+		case !s3err.IsCode(err, "NoSuchUpload"):
 			errs = append(errs, fmt.Errorf("abort upload of s3://%s/%s: %w", d, aws.ToString(u.Key), err))
 		}
 		return nil
@@ -193,8 +192,8 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 				return err
 			}
 			_, err = c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: &ex.DestBucket, Key: &k, IfMatch: &etag})
-			if err != nil && !s3x.NotFound(err) {
-				if s3ref.IsCode(err, "PreconditionFailed") {
+			if err != nil && !s3err.NotFound(err) {
+				if s3err.IsCode(err, "PreconditionFailed") {
 					return nil // replaced since: someone else's now
 				}
 				return classifyS3(fmt.Errorf("delete s3://%s/%s: %w", ex.DestBucket, k, err))
@@ -212,7 +211,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 func owner(ctx context.Context, c Client, bucket, key, execution string) (string, bool, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			return "", false, nil
 		}
 		return "", false, classifyS3(fmt.Errorf("head s3://%s/%s: %w", bucket, key, err))

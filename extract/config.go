@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -72,8 +72,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ArchivePrefix:       getenv("EXTRACT_ARCHIVE_PREFIX"),
 		DestinationBucket:   getenv("EXTRACT_DESTINATION_BUCKET"),
 		DestinationPrefix:   getenv("EXTRACT_DESTINATION_PREFIX"),
-		AllowedArchives:     s3ref.SplitList(getenv("ALLOWED_ARCHIVES")),
-		AllowedDestinations: s3ref.SplitList(getenv("ALLOWED_DESTINATIONS")),
+		AllowedArchives:     s3prefix.ParsePatterns(getenv("ALLOWED_ARCHIVES")),
+		AllowedDestinations: s3prefix.ParsePatterns(getenv("ALLOWED_DESTINATIONS")),
 	}
 	if c.WorkBucket == "" {
 		return c, fmt.Errorf("WORK_BUCKET is not set: the deployment must name the work bucket")
@@ -96,7 +96,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ExecutionPrefix is the folder of one execution's work objects (the CLI
 // keeps its run marker there too).
 func (c Config) ExecutionPrefix(execution string) string {
-	return c.ExecutionsPrefix() + s3ref.KeySegment(execution) + "/"
+	return c.ExecutionsPrefix() + s3prefix.KeySegment(execution) + "/"
 }
 
 // ExecutionsPrefix is the folder of every execution's work objects.

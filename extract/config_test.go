@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -47,7 +47,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.BatchSize != 6 || cfg.MaxConcurrency != 100 || cfg.DestinationPrefix != "extracted/" || len(cfg.AllowedArchives) != 2 {
 		t.Errorf("config %+v", cfg)
 	}
-	if !s3ref.Allowed(cfg.AllowedArchives, "a", "incoming/x.zip") || s3ref.Allowed(cfg.AllowedArchives, "a", "other/x.zip") || !s3ref.Allowed(cfg.AllowedArchives, "b", "any") {
+	if !s3prefix.Allowed(cfg.AllowedArchives, "a", "incoming/x.zip") || s3prefix.Allowed(cfg.AllowedArchives, "a", "other/x.zip") || !s3prefix.Allowed(cfg.AllowedArchives, "b", "any") {
 		t.Error("allowed archives do not follow the patterns")
 	}
 	env["BATCH_SIZE"] = "many"

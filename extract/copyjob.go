@@ -10,12 +10,12 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -38,7 +38,7 @@ func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) erro
 			return err
 		}
 		answer := aws.ToString(out.CopyPartResult.ChecksumCRC32)
-		sum, ok := s3x.DecodeCRC(answer)
+		sum, ok := s3part.DecodeCRC(answer)
 		if !ok || x.untrusted(answer, r) {
 			// The server cannot tell this range's CRC-32 (versitygw answers
 			// a ranged copy of a checksummed object with the whole object's):
@@ -103,8 +103,8 @@ func copiedAsListed(it *Item, crc uint32) error {
 // copyPart copies the archive's range r into part k+1 of the entry's upload,
 // pinned by the archive's ETag.
 func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r Range) (*s3.UploadPartCopyOutput, error) {
-	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), s3x.CopyPart(s3x.Part{Bucket: x.dest, Key: it.Key, UploadID: id, Number: int32(k + 1)},
-		s3x.Pinned{Bucket: x.a.Bucket, Key: x.a.Key, ETag: x.a.ETag, Size: x.a.Size}, r.Start, r.End))
+	out, err := x.c.UploadPartCopy(context.WithoutCancel(ctx), s3part.CopyPart(s3part.Part{Bucket: x.dest, Key: it.Key, UploadID: id, Number: int32(k + 1)},
+		s3part.Pinned{Bucket: x.a.Bucket, Key: x.a.Key, ETag: x.a.ETag, Size: x.a.Size}, r.Start, r.End))
 	if err != nil {
 		return nil, fmt.Errorf("entry %q: copy archive bytes %d-%d into part %d of s3://%s/%s: %w", it.Name, r.Start, r.End-1, k+1, x.dest, it.Key, sourceChanged(err, x.a))
 	}

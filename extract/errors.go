@@ -2,9 +2,8 @@ package extract
 
 import (
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3err"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -26,7 +25,7 @@ var errorKinds = []stepfn.ErrorKind{
 	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*failure.SourceChangedError]},
 	{Name: stepfn.TypeFormatError, Is: stepfn.IsA[*zipread.FormatError]},
 	{Name: stepfn.TypeIncompleteError, Is: stepfn.IsA[*IncompleteError]},
-	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*stepfn.TransientError](err) || s3x.Transient(err) }},
+	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*stepfn.TransientError](err) || s3err.Transient(err) }},
 }
 
 // ErrorType is the error type the extract Lambdas report for err, so the
@@ -43,7 +42,7 @@ func requestError(format string, a ...any) *failure.RequestError {
 }
 
 func sourceChanged(err error, a *zipread.Archive) error {
-	if s3ref.IsCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
+	if s3err.IsCode(err, "PreconditionFailed", "NoSuchKey", "NotFound") {
 		return &failure.SourceChangedError{What: "archive", Bucket: a.Bucket, Key: a.Key, ETag: a.ETag, When: "during the extraction", Fix: "run again", Err: err}
 	}
 	return err
@@ -54,9 +53,9 @@ func sourceChanged(err error, a *zipread.Archive) error {
 // run overwrites), or bytes without the listed CRC-32 (a failure.ChecksumMismatchError).
 func writeRefused(err error, bucket, key string, overwrite bool) error {
 	switch {
-	case s3ref.IsCode(err, "PreconditionFailed"):
+	case s3err.IsCode(err, "PreconditionFailed"):
 		return &failure.DestinationExistsError{Bucket: bucket, Keys: []string{key}, Appeared: overwrite}
-	case s3ref.IsCode(err, "BadDigest", "InvalidPart"):
+	case s3err.IsCode(err, "BadDigest", "InvalidPart"):
 		return failure.Checksum("S3 refused s3://%s/%s: its bytes do not have the central directory's CRC-32 (%v)", bucket, key, err)
 	}
 	return err

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/objmeta"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/zipread"
 )
 
@@ -103,7 +103,7 @@ func (it *Item) headers() (encoding, cacheControl *string) {
 // alreadyOurs says whether a write refused by If-None-Match met an object
 // this execution wrote before (a batch run again): then it counts as written.
 func (x *executor) alreadyOurs(ctx context.Context, err error, it *Item) bool {
-	if !s3ref.IsCode(err, "PreconditionFailed") {
+	if !s3err.IsCode(err, "PreconditionFailed") {
 		return false
 	}
 	h, herr := x.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &x.dest, Key: &it.Key})
@@ -149,7 +149,7 @@ func (x *executor) abortOpen(ctx context.Context) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for id, key := range x.uploads {
-		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &x.dest, Key: aws.String(key), UploadId: aws.String(id)}); err == nil || s3ref.IsCode(err, "NoSuchUpload") {
+		if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &x.dest, Key: aws.String(key), UploadId: aws.String(id)}); err == nil || s3err.IsCode(err, "NoSuchUpload") {
 			delete(x.uploads, id)
 		}
 	}
@@ -186,7 +186,7 @@ func (x *executor) complete(ctx context.Context, it *Item, id string, parts []ty
 		MpuObjectSize:   aws.Int64(it.Size),
 	}
 	if checksum {
-		in.ChecksumCRC32, in.ChecksumType = aws.String(s3x.CRCBase64(it.CRC32)), types.ChecksumTypeFullObject
+		in.ChecksumCRC32, in.ChecksumType = aws.String(s3part.CRCBase64(it.CRC32)), types.ChecksumTypeFullObject
 	}
 	if !it.Replaces {
 		in.IfNoneMatch = aws.String("*")

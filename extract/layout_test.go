@@ -59,13 +59,13 @@ func TestNoFunctionOverOneScreen(t *testing.T) {
 	}
 }
 
-func TestImportsNoWorkflow(t *testing.T) {
-	const workflow = "github.com/s3zip/s3zip/workflow"
+func TestImportsNoCreate(t *testing.T) {
+	const create = "github.com/s3zip/s3zip/create"
 	_, files := productionFiles(t)
 	for name, f := range files {
 		for _, imp := range f.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); path == workflow || strings.HasPrefix(path, workflow+"/") {
-				t.Errorf("%s imports %s: extract uses internal/stepfn and internal/s3x for the plumbing it shares with create", name, path)
+			if path, _ := strconv.Unquote(imp.Path.Value); path == create || strings.HasPrefix(path, create+"/") {
+				t.Errorf("%s imports %s: extract uses internal/stepfn, s3err, s3part and s3prefix for the plumbing it shares with create", name, path)
 			}
 		}
 	}

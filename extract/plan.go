@@ -26,7 +26,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/s3zip/s3zip/internal/objmeta"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/zipread"
@@ -34,9 +34,9 @@ import (
 
 // S3 limits the plan keeps to.
 const (
-	MaxCopyPart = s3x.MaxPartSize // largest UploadPartCopy range
-	MinPart     = s3x.MinPartSize // smallest part but the last
-	MaxParts    = s3x.MaxParts
+	MaxCopyPart = s3part.MaxPartSize // largest UploadPartCopy range
+	MinPart     = s3part.MinPartSize // smallest part but the last
+	MaxParts    = s3part.MaxParts
 )
 
 // ReportName is the report object written beside the extracted objects.
@@ -437,7 +437,7 @@ func Copies(a *zipread.Archive, keep []int, opts Options) []int {
 // and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
 // entries of a smaller one are read).
 func copied(a *zipread.Archive, e *zipread.Entry, small int64) bool {
-	return e.Method == zipread.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3x.MinPartSize
+	return e.Method == zipread.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3part.MinPartSize
 }
 
 // PlanJobs turns the entries Check kept into jobs; dataStart holds where
@@ -455,7 +455,7 @@ func PlanJobs(a *zipread.Archive, prefix string, c *Checked, dataStart map[int]i
 	if copyPart < MinPart || copyPart > MaxCopyPart {
 		copyPart = MaxCopyPart
 	}
-	p := &Plan{Skipped: c.Skipped, ReadBelow: small, ReadAll: a.Size <= s3x.MinPartSize}
+	p := &Plan{Skipped: c.Skipped, ReadBelow: small, ReadAll: a.Size <= s3part.MinPartSize}
 	order := append([]int(nil), c.Keep...)
 	sort.SliceStable(order, func(x, y int) bool { return a.Entries[order[x]].Offset < a.Entries[order[y]].Offset })
 	bound := bounds(a)

@@ -21,13 +21,13 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/internal/objmeta"
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/zipread"
 )
 
@@ -171,7 +171,7 @@ func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 	var problems []string
 	if req.Archive.Bucket == "" || req.Archive.Key == "" || strings.HasSuffix(req.Archive.Key, "/") {
 		problems = append(problems, "archive: want a bucket and the key of a ZIP object")
-	} else if !s3ref.Allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
+	} else if !s3prefix.Allowed(cfg.AllowedArchives, req.Archive.Bucket, req.Archive.Key) {
 		problems = append(problems, fmt.Sprintf("archive s3://%s/%s is outside the archives this deployment may read (%s)", req.Archive.Bucket, req.Archive.Key, strings.Join(cfg.AllowedArchives, ", ")))
 	}
 	problems = append(problems, destination(cfg, &req, ex)...)
@@ -222,7 +222,7 @@ func destination(cfg Config, req *RequestDoc, ex *Extraction) []string {
 	if strings.HasPrefix(ex.Prefix, cfg.WorkPrefix) {
 		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is under the work prefix %s, which s3zip keeps for its work objects and cleanup deletes: choose a prefix outside it", ex.DestBucket, ex.Prefix, cfg.WorkPrefix))
 	}
-	if ex.DestBucket != "" && !s3ref.Allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
+	if ex.DestBucket != "" && !s3prefix.Allowed(cfg.AllowedDestinations, ex.DestBucket, ex.Prefix) {
 		problems = append(problems, fmt.Sprintf("destination s3://%s/%s is outside the destinations this deployment may write (%s)", ex.DestBucket, ex.Prefix, strings.Join(cfg.AllowedDestinations, ", ")))
 	}
 	return problems
@@ -316,7 +316,7 @@ func putJobs(ctx context.Context, c Client, ex *Extraction, jobs []Job) error {
 		return fmt.Errorf("spool the jobs: %w", err)
 	}
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &ex.WorkBucket, Key: &ex.JobsKey, Body: io.NewSectionReader(f, 0, size), ContentLength: aws.Int64(size),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc.Sum32()))})
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc.Sum32()))})
 	if err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", ex.WorkBucket, ex.JobsKey, err))
 	}

@@ -14,13 +14,13 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3x"
 	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -133,7 +133,7 @@ func (x *executor) writeEntry(ctx context.Context, puts *errgroup.Group, it *Ite
 func (x *executor) put(ctx context.Context, it *Item, data []byte) error {
 	in := &s3.PutObjectInput{
 		Bucket: &x.dest, Key: &it.Key, Body: bytes.NewReader(data), ContentLength: aws.Int64(it.Size),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
+		ChecksumCRC32: aws.String(s3part.CRCBase64(it.CRC32)), ContentType: aws.String(it.ContentType), Metadata: x.metadata(it),
 	}
 	in.ContentEncoding, in.CacheControl = it.headers()
 	if !it.Replaces {
@@ -167,12 +167,12 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 		pn := int32(len(parts) + 1)
 		out, err := x.c.UploadPart(context.WithoutCancel(ctx), &s3.UploadPartInput{
 			Bucket: &x.dest, Key: &it.Key, UploadId: &id, PartNumber: &pn, Body: bytes.NewReader(buf[:n]),
-			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(s3x.CRCBase64(sum)),
+			ContentLength: aws.Int64(int64(n)), ChecksumCRC32: aws.String(s3part.CRCBase64(sum)),
 		})
 		if err != nil {
 			return fmt.Errorf("entry %q: upload part %d of s3://%s/%s: %w", it.Name, pn, x.dest, it.Key, err)
 		}
-		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(s3x.CRCBase64(sum))})
+		parts = append(parts, types.CompletedPart{PartNumber: &pn, ETag: out.ETag, ChecksumCRC32: aws.String(s3part.CRCBase64(sum))})
 		total += int64(n)
 	}
 	if err := decodedAsListed(it, dec, whole); err != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // Written is one object an extraction wrote.
@@ -163,13 +163,13 @@ func writeReport(ctx context.Context, c Client, ex *Extraction, res *Result) (st
 	b := encodeReport(res)
 	d, key := ex.DestBucket, ex.reportKey()
 	in := &s3.PutObjectInput{Bucket: &d, Key: &key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b))),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc32.ChecksumIEEE(b))), ContentType: aws.String("application/json"),
 		Metadata: map[string]string{ExecutionMetadata: ex.Execution}}
 	if !ex.ReplacesReport {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := c.PutObject(context.WithoutCancel(ctx), in); err != nil {
-		if _, ours, herr := owner(ctx, c, d, key, ex.Execution); herr != nil || !ours || !s3ref.IsCode(err, "PreconditionFailed") {
+		if _, ours, herr := owner(ctx, c, d, key, ex.Execution); herr != nil || !ours || !s3err.IsCode(err, "PreconditionFailed") {
 			return "", classifyS3(fmt.Errorf("put report s3://%s/%s: %w", d, key, writeRefused(err, d, key, ex.Overwrite)))
 		}
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -37,26 +39,26 @@ type Client interface {
 }
 
 func classifyS3(err error) error {
-	if err != nil && s3x.Transient(err) {
+	if err != nil && s3err.Transient(err) {
 		return &stepfn.TransientError{Err: err}
 	}
 	return err
 }
 
 // named names a failed S3 call for the extract state machine: a
-// stepfn.TransientError when a retry may help (s3x.Under's ErrorNamer).
+// stepfn.TransientError when a retry may help (s3prefix.Under's ErrorNamer).
 func named(op, bucket, key string, err error) error {
 	return classifyS3(fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err))
 }
 
 // under is a prefix of a bucket, its failures named for extract.
-func under(bucket, prefix string) s3x.Under {
-	return s3x.Under{Bucket: bucket, Prefix: prefix, Named: named}
+func under(bucket, prefix string) s3prefix.Under {
+	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: named}
 }
 
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
 	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))),
-		ChecksumCRC32: aws.String(s3x.CRCBase64(crc32.ChecksumIEEE(doc)))})
+		ChecksumCRC32: aws.String(s3part.CRCBase64(crc32.ChecksumIEEE(doc)))})
 	if err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
@@ -74,7 +76,7 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 func openWork(ctx context.Context, c Client, bucket, key string) (io.ReadCloser, error) {
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		if s3x.NotFound(err) {
+		if s3err.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))

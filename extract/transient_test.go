@@ -12,13 +12,13 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // ErrorType calls a failure transient only when a retry can help: the
 // cases where extract's and workflow's classifiers used to disagree, and
-// the typed errors recognised by s3x.Transient.
+// the typed errors recognised by s3err.Transient.
 func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 	sdk := func(cause error) error {
 		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: cause}
@@ -55,7 +55,7 @@ func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 			}
 		})
 	}
-	if te := fmt.Errorf("job 2: %w", &stepfn.TransientError{Err: errors.New("x")}); !s3x.Transient(te) {
-		t.Errorf("s3x.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
+	if te := fmt.Errorf("job 2: %w", &stepfn.TransientError{Err: errors.New("x")}); !s3err.Transient(te) {
+		t.Errorf("s3err.Transient(%v) = false: a stepfn.TransientError must say it is one", te)
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // plan is pure and below internal/stepfn (which imports it through
-// internal/s3x), so it keeps its own copy of the Map's item limit: the two
+// internal/s3part), so it keeps its own copy of the Map's item limit: the two
 // must agree.
 func TestMaxJobBytesIsTheMapsBatchLimit(t *testing.T) {
 	if plan.MaxJobBytes != stepfn.MaxInputBytesPerBatch {

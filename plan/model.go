@@ -48,7 +48,7 @@ type Model struct {
 	FinishSeconds, CompletePerPart float64
 	// ListPageSeconds is one ListObjectsV2 page of 1,000 keys: a round
 	// trip. ListConcurrency is how many the planner keeps in flight
-	// (s3x.DefaultListConcurrency, LIST_CONCURRENCY) and ListPageCPUSeconds
+	// (s3prefix.DefaultListConcurrency, LIST_CONCURRENCY) and ListPageCPUSeconds
 	// what decoding one costs its vCPU, which bounds a listing when many
 	// pages are in flight (tests/load TestListingRate measured ~10 ms).
 	ListPageSeconds, ListPageCPUSeconds float64
@@ -316,7 +316,7 @@ func (m Model) overheadSeconds(s Stats, r Run, w, children, conc float64) float6
 	return overhead
 }
 
-// listSeconds is listing n keys as the planner does (s3x.Under.List): the
+// listSeconds is listing n keys as the planner does (s3prefix.Under.List): the
 // first page alone, the rest ListConcurrency at a time, or as fast as one
 // vCPU decodes them.
 func (m Model) listSeconds(n int) float64 {

@@ -93,7 +93,7 @@ func TestAutoPricesBatchByBatch(t *testing.T) {
 	}
 }
 
-// Listing is priced as the planner lists (s3x.Under.List): the first page
+// Listing is priced as the planner lists (s3prefix.Under.List): the first page
 // alone, then ListConcurrency pages a round trip, no faster than one vCPU
 // decodes them; not one page after another (10,000 round trips for 10 M
 // keys, which priced a 10 M run at over 1,000 s of listing alone).

@@ -37,7 +37,7 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -282,7 +282,7 @@ func (e *benchEnv) close(err *error) {
 // a batch of one piped part between the two, so that each is timed alone
 // (a run with no batch would be all planning).
 func calibratePipeline(ctx context.Context, cal *calibration, base, shaped *s3.Client, nets []lambdaNet, control lambdaNet, s3zip, endpoint string, env []string) error {
-	const prefix, size = "pipeline-calibration/", s3x.MinPartSize + 1<<10
+	const prefix, size = "pipeline-calibration/", s3part.MinPartSize + 1<<10
 	body := seededBytes(size, 5, 5)
 	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "one.bin"),
 		Body: bytes.NewReader(body), ContentLength: aws.Int64(size)}); err != nil {
@@ -635,7 +635,7 @@ func runOnceFrom(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool,
 	client := s3.New(shaped.Options(), counter.Option())
 	per := r.PartsPerBatch
 	if per == 0 {
-		per = s3x.MaxParts
+		per = s3part.MaxParts
 	}
 	runner := &create.Runner{
 		S3:     client,

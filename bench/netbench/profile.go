@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/create"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -60,7 +60,7 @@ func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.P
 	}
 	per := r.PartsPerBatch
 	if per == 0 {
-		per = s3x.MaxParts
+		per = s3part.MaxParts
 	}
 	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m, PartsPerBatch: per})
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // A run the CLI starts keeps a marker, <work prefix><execution>/run.json
@@ -329,7 +329,7 @@ func (cl *cleaner) record(ctx context.Context, prefix string, r *runRecord) erro
 // written. Only a GET that fails otherwise than "not found" is an error.
 func (cl *cleaner) readDoc(ctx context.Context, key string, v any) (bool, time.Time, error) {
 	out, err := cl.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &cl.workBucket, Key: &key})
-	if s3x.NotFound(err) {
+	if s3err.NotFound(err) {
 		return false, time.Time{}, nil
 	}
 	if err != nil {

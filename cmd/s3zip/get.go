@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/zipread"
 )
 
@@ -79,7 +79,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 // openError says plainly that the archive is missing, where the SDK's
 // answer to a HEAD is a bare "NotFound:".
 func openError(cmd, bucket, key string, err error) error {
-	if s3x.NotFound(err) {
+	if s3err.NotFound(err) {
 		return fmt.Errorf("%s: s3://%s/%s does not exist (HeadObject answered 404); check the bucket, the key and --endpoint", cmd, bucket, key)
 	}
 	return err

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/create"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // signalCause is why the command's context was cancelled: a signal.
@@ -78,7 +78,7 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 		_, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: aws.String(job.UploadID)})
 		if err == nil {
 			left = append(left, "the multipart upload of "+d.URI())
-		} else if !s3x.NotFound(err) {
+		} else if !s3err.NotFound(err) {
 			left = append(left, fmt.Sprintf("the multipart upload of %s unknown (%v)", d.URI(), err))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -77,8 +77,8 @@ func (f *requestFlags) check(cmd string) error {
 		bad = append(bad, fmt.Sprintf("--workers %d: want 1 to 10000", w))
 	}
 	// 0 is the request's "not given"; typed, it is a size like any other.
-	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < s3x.MinPartSize || p > s3x.MaxPartSize) {
-		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, s3x.MinPartSize, s3x.MaxPartSize))
+	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < s3part.MinPartSize || p > s3part.MaxPartSize) {
+		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, s3part.MinPartSize, s3part.MaxPartSize))
 	}
 	switch *f.compress {
 	case create.CompressNone, create.CompressDeflate, create.CompressAuto:

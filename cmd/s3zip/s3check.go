@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/create"
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // checkEndpoint rejects an endpoint the SDK would only fail on at the first
@@ -135,7 +135,7 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	if netErr != nil {
 		return unreachablef("cannot reach S3 at %s: %v; check --endpoint (or S3_ENDPOINT) and that the server is running", where, netErr)
 	}
-	status, code := s3ref.Status(err)
+	status, code := s3err.Status(err)
 	switch code {
 	case "SignatureDoesNotMatch":
 		return unreachablef("S3 at %s rejected the credentials (SignatureDoesNotMatch: the secret key does not match the access key); check AWS_SECRET_ACCESS_KEY or your AWS profile", where)

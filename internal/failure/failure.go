@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // RequestError says a request is wrong; Problems say what to fix, each.
@@ -81,7 +81,7 @@ const createFix = "run again to archive the objects as they are now " +
 func (e *SourceChangedError) Error() string {
 	what, when, fix := cmp.Or(e.What, "source"), cmp.Or(e.When, "after planning"), cmp.Or(e.Fix, createFix)
 	why := "its ETag no longer matches"
-	if status, code := s3ref.Status(e.Err); code != "" {
+	if status, code := s3err.Status(e.Err); code != "" {
 		why = "S3 answered " + code + ": " + why
 	} else if status != 0 {
 		why = fmt.Sprintf("S3 answered %d: %s", status, why)

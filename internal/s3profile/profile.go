@@ -28,7 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -202,7 +203,7 @@ func (p *probe) ingest(ctx context.Context, m *Measured) error {
 	secs, err := timed(func() error {
 		return each(ctx, samplePieces, samplePieces, func(ctx context.Context, i int) error {
 			b := p.sample[i*piece : (i+1)*piece]
-			sum := s3x.CRCBase64(crc32.ChecksumIEEE(b))
+			sum := s3part.CRCBase64(crc32.ChecksumIEEE(b))
 			out, err := p.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &p.bucket, Key: p.key("ingested"), UploadId: &up,
 				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(b), ContentLength: aws.Int64(piece), ChecksumCRC32: &sum})
 			if err != nil {
@@ -246,7 +247,7 @@ func (p *probe) completeSmall(ctx context.Context, m *Measured) error {
 		return err
 	}
 	b := p.sample[:1024]
-	sum := s3x.CRCBase64(crc32.ChecksumIEEE(b))
+	sum := s3part.CRCBase64(crc32.ChecksumIEEE(b))
 	out, err := p.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &p.bucket, Key: p.key("small"), UploadId: &up,
 		PartNumber: aws.Int32(1), Body: bytes.NewReader(b), ContentLength: aws.Int64(1024), ChecksumCRC32: &sum})
 	if err != nil {
@@ -297,12 +298,12 @@ func (p *probe) wrote(name string) {
 func (p *probe) clean(ctx context.Context) error {
 	var errs []error
 	for up, name := range p.uploads {
-		if _, err := p.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &p.bucket, Key: p.key(name), UploadId: aws.String(up)}); err != nil && !s3x.NotFound(err) {
+		if _, err := p.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &p.bucket, Key: p.key(name), UploadId: aws.String(up)}); err != nil && !s3err.NotFound(err) {
 			errs = append(errs, fmt.Errorf("abort the upload of %s: %w", name, err))
 		}
 	}
 	for _, name := range p.keys {
-		if _, err := p.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &p.bucket, Key: p.key(name)}); err != nil && !s3x.NotFound(err) {
+		if _, err := p.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &p.bucket, Key: p.key(name)}); err != nil && !s3err.NotFound(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", name, err))
 		}
 	}

@@ -92,7 +92,7 @@ func (e *TransientError) Error() string {
 
 func (e *TransientError) Unwrap() error { return e.Err }
 
-// Transient says so to s3x.Transient, so a retry loop asks once.
+// Transient says so to s3err.Transient, so a retry loop asks once.
 func (e *TransientError) Transient() bool { return true }
 
 // AbortInput is the payload of both state machines' Abort state, as their

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // The local runs (the CLI's create, its read pass, extract) run the state
@@ -42,7 +42,7 @@ func (r Retry) Do(ctx context.Context, what string, fn func() error) error {
 	if retryable == nil {
 		retryable = func(error) bool { return true }
 	}
-	try := s3x.Retry{Attempts: attempts, Backoff: s3x.Linear(retryDelay), Retryable: retryable}
+	try := s3err.Retry{Attempts: attempts, Backoff: s3err.Linear(retryDelay), Retryable: retryable}
 	return try.Do(ctx, func(attempt int) error {
 		err := fn()
 		if err != nil && attempt < attempts && retryable(err) && r.Log != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
@@ -37,7 +37,7 @@ func listingKeys(t *testing.T) int {
 
 // TestListingRate measures listing a prefix of 200,000 keys one request at
 // a time (one paginator, as the planner listed before) and with
-// s3x.DefaultListConcurrency requests in flight, against versitygw and
+// s3prefix.DefaultListConcurrency requests in flight, against versitygw and
 // against an in-memory ListObjectsV2 server that costs next to nothing per
 // page, each straight and through a proxy that answers no request sooner
 // than S3's 25 ms to first byte (and 100 ms: a page of 1,000 keys is a
@@ -101,12 +101,12 @@ func TestListingRate(t *testing.T) {
 	slices.Sort(all)
 	via := func(name, endpoint string) struct {
 		name string
-		c    s3x.ObjectLister
+		c    s3prefix.ObjectLister
 	} {
 		c := srv.Client(t, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint) })
 		return struct {
 			name string
-			c    s3x.ObjectLister
+			c    s3prefix.ObjectLister
 		}{name, c}
 	}
 	delayed := func(target string, latency time.Duration) string {
@@ -120,7 +120,7 @@ func TestListingRate(t *testing.T) {
 	mem := listServer(t, all)
 	servers := []struct {
 		name string
-		c    s3x.ObjectLister
+		c    s3prefix.ObjectLister
 	}{via("versitygw", srv.Endpoint()), via("versitygw+25ms", delayed(srv.Endpoint(), 25*time.Millisecond)),
 		via("memory", mem), via("memory+25ms", delayed(mem, 25*time.Millisecond)), via("memory+100ms", delayed(mem, 100*time.Millisecond))}
 	for _, sh := range shapes {
@@ -130,12 +130,12 @@ func TestListingRate(t *testing.T) {
 			}
 			var seq []string
 			var seqSecs float64
-			for _, conc := range []int{1, s3x.DefaultListConcurrency} {
+			for _, conc := range []int{1, s3prefix.DefaultListConcurrency} {
 				var keys []string
 				c := &counted{ObjectLister: via.c}
 				began, cpu := time.Now(), cpuTime()
-				err := s3x.Under{Bucket: "src", Prefix: sh.prefix, Named: named}.List(context.Background(), c,
-					s3x.ListOptions{Concurrency: conc},
+				err := s3prefix.Under{Bucket: "src", Prefix: sh.prefix, Named: named}.List(context.Background(), c,
+					s3prefix.ListOptions{Concurrency: conc},
 					func(objs []types.Object) error {
 						for _, o := range objs {
 							keys = append(keys, aws.ToString(o.Key))
@@ -168,7 +168,7 @@ func TestListingRate(t *testing.T) {
 
 // counted is a client with its ListObjectsV2 requests counted.
 type counted struct {
-	s3x.ObjectLister
+	s3prefix.ObjectLister
 	requests atomic.Int64
 }
 

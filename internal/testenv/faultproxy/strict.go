@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // MinRangedCopySource is the size a source must exceed for UploadPartCopy to
 // copy a byte range of it: "You can copy a range only if the source object
 // is greater than 5 MB" (S3 API reference, UploadPartCopy,
 // x-amz-copy-source-range). versitygw copies any range of any source.
-const MinRangedCopySource = s3x.MinPartSize
+const MinRangedCopySource = s3part.MinPartSize
 
 // strict answers, instead of the server, a request that S3 refuses and
 // versitygw would carry out; ok=false lets the request through. It needs
@@ -22,7 +21,7 @@ func (p *Proxy) strict(op Op, r *http.Request) (refusal string, ok bool) {
 	if p.cfg.SourceSize == nil || op != UploadPartCopy || rng == "" {
 		return "", false
 	}
-	bucket, key, version, err := s3ref.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	bucket, key, version, err := s3part.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return fmt.Sprintf("x-amz-copy-source %q: %v", r.Header.Get("X-Amz-Copy-Source"), err), true
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
@@ -44,7 +44,7 @@ func TestStrictRefusesRangedCopiesOfSmallSources(t *testing.T) {
 		{"big", "bytes=1-5242880", false},
 	} {
 		in := &s3.UploadPartCopyInput{Bucket: aws.String("bkt"), Key: aws.String("dst"), UploadId: up.UploadId, PartNumber: aws.Int32(int32(i + 1)),
-			CopySource: aws.String(s3ref.CopySource("bkt", tc.key, ""))}
+			CopySource: aws.String(s3part.CopySource("bkt", tc.key, ""))}
 		if tc.rng != "" {
 			in.CopySourceRange = aws.String(tc.rng)
 		}

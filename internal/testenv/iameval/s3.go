@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // S3Requests names the authorizations S3 checks for one path-style request
@@ -108,6 +108,6 @@ func S3Requests(partition, op string, r *http.Request, body []byte) []Request {
 // copySourceOf is the object a copy request reads (x-amz-copy-source), and
 // whether it names a version.
 func copySourceOf(r *http.Request) (bucket, key string, versioned bool) {
-	bucket, key, version, _ := s3ref.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	bucket, key, version, _ := s3part.ParseCopySource(r.Header.Get("X-Amz-Copy-Source"))
 	return bucket, key, version != ""
 }

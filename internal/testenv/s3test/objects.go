@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3part"
 )
 
 // MinPartSize is S3's (and versitygw's) minimum size of every multipart part but the last.
-const MinPartSize = s3x.MinPartSize
+const MinPartSize = s3part.MinPartSize
 
 // Options returns the s3.Options that point a client at this server: static
 // root credentials, BaseEndpoint, path-style addressing, region us-east-1. The

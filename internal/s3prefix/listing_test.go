@@ -1,4 +1,4 @@
-package s3x_test
+package s3prefix_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
@@ -23,7 +23,7 @@ import (
 // trip that is not ~0, so requests sent together overlap) and records how
 // many were in flight at once and in all.
 type inFlight struct {
-	s3x.ObjectLister
+	s3prefix.ObjectLister
 	delay          time.Duration
 	now, most, all atomic.Int64
 }
@@ -96,8 +96,8 @@ func TestListMatchesOnePaginator(t *testing.T) {
 			f := &inFlight{ObjectLister: c, delay: 5 * time.Millisecond}
 			var got []types.Object
 			var mu sync.Mutex
-			u := s3x.Under{Bucket: "bkt", Prefix: prefix, Named: named}
-			err := u.List(t.Context(), f, s3x.ListOptions{Concurrency: concurrency, PageKeys: pageKeys}, func(objs []types.Object) error {
+			u := s3prefix.Under{Bucket: "bkt", Prefix: prefix, Named: named}
+			err := u.List(t.Context(), f, s3prefix.ListOptions{Concurrency: concurrency, PageKeys: pageKeys}, func(objs []types.Object) error {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, objs...)

@@ -1,4 +1,4 @@
-package s3x_test
+package s3prefix_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/s3zip/s3zip/internal/s3x"
+	"github.com/s3zip/s3zip/internal/s3prefix"
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
@@ -37,7 +37,7 @@ func TestUnder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := s3x.Under{Bucket: "bkt", Prefix: "run/", Named: named}
+	run := s3prefix.Under{Bucket: "bkt", Prefix: "run/", Named: named}
 
 	keys, err := run.Keys(ctx, c)
 	if want := []string{"run/1", "run/2", "run/deep/3"}; err != nil || !slices.Equal(keys, want) {
@@ -55,7 +55,7 @@ func TestUnder(t *testing.T) {
 	if n, err := run.Delete(ctx, c); n != 3 || err != nil {
 		t.Errorf("Delete = %d, %v; want 3 deleted", n, err)
 	}
-	rest, err := s3x.Under{Bucket: "bkt", Named: named}.Keys(ctx, c)
+	rest, err := s3prefix.Under{Bucket: "bkt", Named: named}.Keys(ctx, c)
 	if want := []string{"runner/4"}; err != nil || !slices.Equal(rest, want) {
 		t.Errorf("after Delete the bucket holds %q, %v; want %q", rest, err, want)
 	}
@@ -68,15 +68,15 @@ func TestUnderRefusals(t *testing.T) {
 	srv.CreateBucket(t, "bkt")
 	srv.PutObject(t, "bkt", "kept", []byte("x"))
 	for _, prefix := range []string{"", "/"} {
-		if n, err := (s3x.Under{Bucket: "bkt", Prefix: prefix, Named: named}).Delete(ctx, c); n != 0 || !errors.Is(err, s3x.ErrWholeBucket) {
+		if n, err := (s3prefix.Under{Bucket: "bkt", Prefix: prefix, Named: named}).Delete(ctx, c); n != 0 || !errors.Is(err, s3prefix.ErrWholeBucket) {
 			t.Errorf("Delete under %q = %d, %v; want a refusal (ErrWholeBucket)", prefix, n, err)
 		}
 	}
-	if keys, _ := (s3x.Under{Bucket: "bkt", Named: named}).Keys(ctx, c); !slices.Equal(keys, []string{"kept"}) {
+	if keys, _ := (s3prefix.Under{Bucket: "bkt", Named: named}).Keys(ctx, c); !slices.Equal(keys, []string{"kept"}) {
 		t.Errorf("the bucket holds %q after the refusals, want kept", keys)
 	}
 	// S3's failures reach the caller named by its ErrorNamer.
-	missing := s3x.Under{Bucket: "missing", Prefix: "p/", Named: named}
+	missing := s3prefix.Under{Bucket: "missing", Prefix: "p/", Named: named}
 	_, err := missing.Keys(ctx, c)
 	if err == nil || !strings.HasPrefix(err.Error(), "named ListObjectsV2 s3://missing/p/") {
 		t.Errorf("Keys in a missing bucket: %v, want the failure named by the caller", err)
@@ -99,7 +99,7 @@ func (refusingDeleter) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInpu
 }
 
 func TestUnderDeleteReportsRefusedKeys(t *testing.T) {
-	n, err := s3x.Under{Bucket: "bkt", Prefix: "p/", Named: named}.Delete(context.Background(), refusingDeleter{})
+	n, err := s3prefix.Under{Bucket: "bkt", Prefix: "p/", Named: named}.Delete(context.Background(), refusingDeleter{})
 	if n != 0 || err == nil || !strings.Contains(err.Error(), "s3://bkt/p/b: 1 failed, first AccessDenied") {
 		t.Errorf("Delete = %d, %v; want the refused key reported and none counted", n, err)
 	}

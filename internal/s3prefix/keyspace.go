@@ -1,4 +1,4 @@
-package s3x
+package s3prefix
 
 // The key space under a prefix, numbered so that it can be cut. S3 lists
 // keys in UTF-8 byte order, which is the order of their runes; with the

@@ -1,4 +1,4 @@
-package s3x
+package s3err
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"net/http"
 
 	"github.com/aws/smithy-go"
-
-	"github.com/s3zip/s3zip/internal/s3ref"
 )
 
 // Transient reports whether err is a failure that a retry of the same
@@ -18,7 +16,7 @@ import (
 //     its chain: the handlers' TransientError types);
 //   - S3 answered 5xx (but 501 Not Implemented and 507 Insufficient
 //     Storage, which stay until someone acts) or 429, or with a code that names a passing condition
-//     (s3ref.MayHeal: throttling, a timeout, a conflicting conditional write);
+//     (MayHeal: throttling, a timeout, a conflicting conditional write);
 //   - S3 did not answer: the connection failed or was cut (a net.Error, a
 //     body that ended early), or the request timed out (DeadlineExceeded,
 //     which an HTTP client's response timeout also matches), or the SDK
@@ -35,12 +33,12 @@ func Transient(err error) bool {
 	if errors.As(err, &t) {
 		return t.Transient()
 	}
-	status, code := s3ref.Status(err)
+	status, code := Status(err)
 	switch {
 	case status == http.StatusNotImplemented, status == http.StatusInsufficientStorage,
 		code == "NotImplemented", code == "InsufficientStorage":
 		return false // a 5xx that stays: the server lacks the feature or the space
-	case status >= 500, status == http.StatusTooManyRequests, s3ref.MayHeal(code):
+	case status >= 500, status == http.StatusTooManyRequests, MayHeal(code):
 		return true
 	case status != 0 || code != "":
 		return false // S3 answered, and not with a passing condition
@@ -60,8 +58,8 @@ func Transient(err error) bool {
 // NotFound reports whether err says the object or the upload does not
 // exist (HEAD answers a bare 404, without a code).
 func NotFound(err error) bool {
-	if status, _ := s3ref.Status(err); status == http.StatusNotFound {
+	if status, _ := Status(err); status == http.StatusNotFound {
 		return true
 	}
-	return s3ref.IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
+	return IsCode(err, "NoSuchKey", "NotFound", "NoSuchUpload")
 }

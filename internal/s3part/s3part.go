@@ -1,11 +1,10 @@
-// Package s3x is what every handler needs of S3 beyond the SDK, written
-// once: S3's multipart limits, which failures a retry can help (Transient)
-// and the loop that retries them (Retry), which answers say "no such object
-// or upload" (NotFound), CRC-32 as S3 writes it, the UploadPartCopy of a
-// byte range of a pinned source (CopyPart), and what lies under a prefix:
-// its keys, listed with many requests in flight (Under.List), its objects
-// deleted, its uploads (Under).
-package s3x
+// Package s3part is a multipart upload's parts as S3's requests write
+// them: the limits a part is cut to (MinPartSize, MaxPartSize, MaxParts),
+// the UploadPartCopy of a byte range of a source pinned to its planned
+// version or ETag (CopyPart, and the x-amz-copy-source header it sends:
+// CopySource, ParseCopySource), and a CRC-32 in S3's base64 (CRCBase64,
+// DecodeCRC), which S3 checks a part, an object and a whole upload by.
+package s3part
 
 import (
 	"encoding/base64"
@@ -15,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3ref"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -69,7 +67,7 @@ func CopyPart(dst Part, src Pinned, from, to int64) *s3.UploadPartCopyInput {
 	in := &s3.UploadPartCopyInput{
 		Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key), UploadId: aws.String(dst.UploadID),
 		PartNumber: aws.Int32(dst.Number),
-		CopySource: aws.String(s3ref.CopySource(src.Bucket, src.Key, src.VersionID)),
+		CopySource: aws.String(CopySource(src.Bucket, src.Key, src.VersionID)),
 	}
 	if rng, _ := plan.CopyRange(from, to, src.Size); rng != "" {
 		in.CopySourceRange = aws.String(rng)

@@ -1,4 +1,4 @@
-package s3x
+package s3prefix
 
 // Listing a prefix with many requests in flight. One paginator lists
 // 1,000 keys a round trip: 10,000 round trips one after another for 10 M

@@ -1,8 +1,12 @@
-package s3x
-
-// What lies under a prefix, page by page: its keys, its objects deleted,
-// its multipart uploads. The workflows keep their work objects under a
-// prefix per execution and clean it up with these.
+// Package s3prefix is what lies under an S3 prefix and which prefixes a
+// setting allows. Under a prefix: its keys and objects listed with many
+// requests in flight (Under.List, ListPages, which cut the keyspace as
+// they learn it), its objects deleted, its multipart uploads (Under); the
+// workflows keep their work objects under a prefix per execution and
+// clean it up with these. Allowed: the "bucket" or "bucket/prefix"
+// patterns a deployment's settings give (ParsePatterns, Allowed), and a
+// name made safe as one segment of a key (KeySegment).
+package s3prefix
 
 import (
 	"context"
