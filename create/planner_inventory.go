@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/s3zip/s3zip/internal/inventory"
 	"github.com/s3zip/s3zip/internal/stepfn"
-	"github.com/s3zip/s3zip/inventory"
 	"github.com/s3zip/s3zip/plan"
 )
 

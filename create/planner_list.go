@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3zip/s3zip/internal/arena"
-	"github.com/s3zip/s3zip/manifest"
+	"github.com/s3zip/s3zip/internal/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/s3zip/s3zip/internal/failure"
 
-	"github.com/s3zip/s3zip/manifest"
+	"github.com/s3zip/s3zip/internal/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/create"
-	"github.com/s3zip/s3zip/manifest"
+	"github.com/s3zip/s3zip/internal/manifest"
 	"github.com/s3zip/s3zip/plan"
 )
 
