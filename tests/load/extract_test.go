@@ -269,7 +269,7 @@ func extractLambdaMemory(t testing.TB) map[string]int {
 // TestExtractPlannerAtTenMillion plans an archive of 10 M entries
 // (S3ZIP_EXTRACT_PLAN_COUNTS: others, comma-separated) with the extract
 // planner alone and prints its peak memory and time; it fails when the
-// planner would not fit its Lambda. Not in make test-long (the archive
+// planner would not fit its Lambda. Not in make test-load (the archive
 // alone takes minutes to write): make test-scale-extract-plan.
 func TestExtractPlannerAtTenMillion(t *testing.T) {
 	long(t)

@@ -11,7 +11,7 @@
 // handler added over its starting point. The process's peak RSS (VmHWM,
 // reset before each handler) is printed too; it includes the test's own data.
 //
-//	S3ZIP_LONG=1 go test -run 'Load' -v -timeout 60m ./tests/load/   (make test-long)
+//	S3ZIP_LONG=1 go test -run 'Load' -v -timeout 60m ./tests/load/   (make test-load)
 package load_test
 
 import (
@@ -44,7 +44,7 @@ const partsPerBatch = create.DefaultPartsPerBatch
 func long(t *testing.T) {
 	t.Helper()
 	if os.Getenv("S3ZIP_LONG") != "1" {
-		t.Skip("load case: run with S3ZIP_LONG=1 (make test-long)")
+		t.Skip("load case: run with S3ZIP_LONG=1 (make test-load)")
 	}
 }
 
