@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,6 +89,84 @@ func TestCompressFlags(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := s3zip(t, nil, append([]string{"create", "--source", "s3://b/p/", "--dest", "s3://b/x.zip", "--endpoint", "http://127.0.0.1:1"}, tc.args...)...)
 			expect{code: 2, stderr: []string{tc.wantErr}}.check(t, r)
+		})
+	}
+}
+
+// TestCompressedSummaryEveryLayout crosses the summary's compressed line
+// with every layout a compressed archive can take: each strategy, and split
+// archives, under --compress deflate and auto (which stores what does not
+// compress), and with the server's measured profile choosing and
+// --keep-metadata adding each entry's extra field. The line must say what the archives' own central directories
+// count, summed over every archive of a split run.
+func TestCompressedSummaryEveryLayout(t *testing.T) {
+	srv := cliServer(t)
+	ep := "--endpoint=" + srv.Endpoint()
+	srv.CreateBucket(t, "out")
+	var text bytes.Buffer
+	for i := 0; text.Len() < 1<<20; i++ {
+		fmt.Fprintf(&text, "request %d served in %d ms, status=200\n", i%1013, i%89)
+	}
+	for name, body := range map[string][]byte{
+		"a/log.txt": text.Bytes(), "a/random.bin": s3test.Bytes(3, 200<<10), "b/notes.txt": bytes.Repeat([]byte("notes "), 40<<10),
+		"b/empty.txt": {}, "c/tiny.txt": []byte("tiny"),
+	} {
+		srv.PutObject(t, "cli", "layouts/"+name, body)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"stream-deflate", []string{"--strategy", "stream", "--compress", "deflate"}},
+		{"duo-auto", []string{"--strategy", "duo", "--compress", "auto"}},
+		{"chain-auto", []string{"--strategy", "chain", "--compress", "auto"}},
+		{"auto-auto", []string{"--strategy", "auto", "--compress", "auto"}},
+		{"split-deflate", []string{"--compress", "deflate", "--split-entries", "2"}},
+		{"split-auto-by-size", []string{"--compress", "auto", "--split-size", "150KiB"}},
+		{"split-measured-metadata", []string{"--compress", "auto", "--split-entries", "3", "--model", "measure", "--keep-metadata"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dest := "s3://out/" + tc.name + ".zip"
+			r := s3zip(t, nil, append([]string{"create", "--source", "s3://cli/layouts/", "--dest", dest, ep}, tc.args...)...)
+			expect{}.check(t, r)
+			var uris []string
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(line, "  s3://") {
+					uris = append(uris, f[0])
+				}
+			}
+			if len(uris) == 0 {
+				uris = []string{dest}
+			}
+			var n, entries int
+			var raw, comp int64
+			for _, uri := range uris {
+				key := strings.TrimPrefix(uri, "s3://out/")
+				archive := srv.GetObject(t, "out", key)
+				zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+				if err != nil {
+					t.Fatalf("%s: %v", uri, err)
+				}
+				for _, f := range zr.File {
+					entries++
+					if slices.Contains(tc.args, "--keep-metadata") && !bytes.Contains(f.Extra, []byte{0x73, 0x33}) {
+						t.Errorf("%s: %s has no metadata extra field (0x3373) with --keep-metadata", uri, f.Name)
+					}
+					if f.Method == zip.Deflate {
+						n, raw, comp = n+1, raw+int64(f.UncompressedSize64), comp+int64(f.CompressedSize64)
+					}
+				}
+			}
+			if strings.HasPrefix(tc.name, "split") && len(uris) < 2 {
+				t.Fatalf("%s made %d archive(s), want a split:\n%s", tc.name, len(uris), r.stdout)
+			}
+			if entries != 5 || n < 2 {
+				t.Fatalf("the archives hold %d entries, %d DEFLATEd: want 5, at least the two texts", entries, n)
+			}
+			want := fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(n, "entry", "entries"), humanBytes(raw), humanBytes(comp), humanBytes(raw-comp))
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("summary lacks %q:\n%s", want, r.stdout)
+			}
 		})
 	}
 }
