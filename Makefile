@@ -93,8 +93,8 @@ package: node
 	@mkdir -p dist; npm pack -w infra --pack-destination dist
 
 ## test-package: the packed-construct test (tests/deployed/package_test.go): infra/ packed (nine arm64 binaries built), the
-## tarball installed into a fresh CDK app outside the repository, synthesized and run through the harness; 171-519 s
-## measured here under load, so not part of make test (CI's time): run it before publishing the package
+## tarball installed into a fresh CDK app outside the repository, synthesized and run through the harness; 73-519 s
+## measured here (idle to load ~20). make test runs it too, in test-deployed; this runs it alone, before publishing
 .PHONY: test-package
 test-package: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
