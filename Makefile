@@ -54,8 +54,9 @@ check: vet
 test: tools check gotest nodetest test-faults test-deployed
 
 ## test-long: the end-to-end cases over 4 GiB (one a DEFLATE entry over 4 GiB), over 5 GiB and over 65,535 entries,
-## verify of a 4 GiB DEFLATE entry Go's archive/zip wrote with data descriptors, every cell of the matrix, and the quick load guards (a 1,000,000-entry plan; the create planner's and finalizer's
-## memory at a million entries against their Lambdas')
+## verify of a 4 GiB DEFLATE entry Go's archive/zip wrote with data descriptors, every cell of the matrix, and the
+## quick load guards (a 1,000,000-entry plan; the create planner's and finalizer's memory at a million entries
+## against their Lambdas')
 QUICK_LOAD := ^TestLoad(1MEntryPlan|PlannerPerMillion|FinalizerPerMillion)$$
 test-long: tools
 	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan|MatrixEveryCell' -skip '$(HUGE_TESTS)' -v ./tests/e2e/ ./tests/extract/ ./zipread/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|(e2e|extract|long|zip64)_test'
