@@ -40,15 +40,9 @@ func TestCreateCompressedVerifyGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	var raw, comp int64
-	for _, f := range zr.File {
-		if f.Method == zip.Deflate {
-			n, raw, comp = n+1, raw+int64(f.UncompressedSize64), comp+int64(f.CompressedSize64)
-		}
-	}
-	want := fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(n, "entry", "entries"), humanBytes(raw), humanBytes(comp), humanBytes(raw-comp))
-	if n == 0 || !strings.Contains(r.stdout, want) {
+	var deflated deflatedTally
+	deflated.add(zr.File)
+	if want := deflated.line(); deflated.n == 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 	}
 
@@ -97,8 +91,9 @@ func TestCompressFlags(t *testing.T) {
 // with every layout a compressed archive can take: each strategy, and split
 // archives, under --compress deflate and auto (which stores what does not
 // compress), and with the server's measured profile choosing and
-// --keep-metadata adding each entry's extra field. The line must say what the archives' own central directories
-// count, summed over every archive of a split run.
+// --keep-metadata adding each entry's extra field. The line must say what
+// the archives' own central directories count, summed over every archive
+// of a split run.
 func TestCompressedSummaryEveryLayout(t *testing.T) {
 	srv := cliServer(t)
 	ep := "--endpoint=" + srv.Endpoint()
@@ -138,8 +133,8 @@ func TestCompressedSummaryEveryLayout(t *testing.T) {
 			if len(uris) == 0 {
 				uris = []string{dest}
 			}
-			var n, entries int
-			var raw, comp int64
+			var deflated deflatedTally
+			entries := 0
 			for _, uri := range uris {
 				key := strings.TrimPrefix(uri, "s3://out/")
 				archive := srv.GetObject(t, "out", key)
@@ -152,21 +147,38 @@ func TestCompressedSummaryEveryLayout(t *testing.T) {
 					if slices.Contains(tc.args, "--keep-metadata") && !bytes.Contains(f.Extra, []byte{0x73, 0x33}) {
 						t.Errorf("%s: %s has no metadata extra field (0x3373) with --keep-metadata", uri, f.Name)
 					}
-					if f.Method == zip.Deflate {
-						n, raw, comp = n+1, raw+int64(f.UncompressedSize64), comp+int64(f.CompressedSize64)
-					}
 				}
+				deflated.add(zr.File)
 			}
 			if strings.HasPrefix(tc.name, "split") && len(uris) < 2 {
 				t.Fatalf("%s made %d archive(s), want a split:\n%s", tc.name, len(uris), r.stdout)
 			}
-			if entries != 5 || n < 2 {
-				t.Fatalf("the archives hold %d entries, %d DEFLATEd: want 5, at least the two texts", entries, n)
+			if entries != 5 || deflated.n < 2 {
+				t.Fatalf("the archives hold %d entries, %d DEFLATEd: want 5, at least the two texts", entries, deflated.n)
 			}
-			want := fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(n, "entry", "entries"), humanBytes(raw), humanBytes(comp), humanBytes(raw-comp))
-			if !strings.Contains(r.stdout, want) {
+			if want := deflated.line(); !strings.Contains(r.stdout, want) {
 				t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 			}
 		})
 	}
+}
+
+// deflatedTally is what archives' central directories say DEFLATE did:
+// the entries compressed, their bytes before and after.
+type deflatedTally struct {
+	n         int
+	raw, comp int64
+}
+
+func (d *deflatedTally) add(files []*zip.File) {
+	for _, f := range files {
+		if f.Method == zip.Deflate {
+			d.n, d.raw, d.comp = d.n+1, d.raw+int64(f.UncompressedSize64), d.comp+int64(f.CompressedSize64)
+		}
+	}
+}
+
+// line is the summary's compressed line for the tally, but its percentage.
+func (d deflatedTally) line() string {
+	return fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(d.n, "entry", "entries"), humanBytes(d.raw), humanBytes(d.comp), humanBytes(d.raw-d.comp))
 }
