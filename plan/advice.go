@@ -14,6 +14,9 @@ type ChainAdvice struct {
 	LongestChain int // rounds of the longest chain part, built one after another
 	Chain, Auto  Prediction
 	Workers      int
+	// Rates is what the chain plan asks of S3's request rates: when they,
+	// not the rounds' round trips, set its time, the advice says so.
+	Rates RateDemand
 }
 
 // chainSlower is how many times slower than auto's a chain plan must be
@@ -45,6 +48,7 @@ func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, erro
 	r := run
 	r.HeadsUpFront = len(chain.CRCsNeeded())
 	a.Chain = model.Predict(cs, r)
+	a.Rates = model.S3Rates(cs)
 	r.HeadsUpFront = len(auto.CRCsNeeded())
 	a.Auto = model.Predict(auto.Stats(), r)
 	if a.Chain.Seconds < chainSlower*a.Auto.Seconds {
@@ -54,8 +58,12 @@ func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, erro
 }
 
 func (a *ChainAdvice) String() string {
+	why := "chains pay for big objects when bandwidth is the limit"
+	if w := a.Rates.Work; a.Rates.Binds == "work area" && a.Rates.Seconds >= a.Chain.WorkerSecs {
+		why = fmt.Sprintf("its rounds write the run's work area %d times, and S3 serves one new prefix %.0f writes a second (%.1f s)", w.Writes, w.WriteRate, w.Seconds)
+	}
 	return fmt.Sprintf("chain is the wrong tool for these %d entries: it builds %d rounds (the longest part %d in a row, four requests each), "+
 		"predicted %.1f s and $%.4f on AWS with %d workers, where auto is predicted %.1f s and $%.4f; "+
-		"chains pay for big objects when bandwidth is the limit: drop --strategy chain (or use auto)",
-		a.Entries, a.ChainRounds, a.LongestChain, a.Chain.Seconds, a.Chain.Dollars, a.Workers, a.Auto.Seconds, a.Auto.Dollars)
+		"%s: drop --strategy chain (or use auto)",
+		a.Entries, a.ChainRounds, a.LongestChain, a.Chain.Seconds, a.Chain.Dollars, a.Workers, a.Auto.Seconds, a.Auto.Dollars, why)
 }

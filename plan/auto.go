@@ -21,45 +21,71 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	if len(cands) == 0 {
 		return nil, failure.Limit("no plan of %d entries fits S3's limit of %d parts", len(entries), MaxParts)
 	}
+	for {
+		p, drop, err := a.choose(cands)
+		if err != nil || drop < 0 {
+			return p, err
+		}
+		cands = slices.Delete(cands, drop, drop+1)
+	}
+}
+
+// choose builds the plans the two preferences choose among cands and
+// returns the one opts.Prefer takes, naming the other as its Alternative.
+// Shares in between are priced by interpolation, and a plan's own fit may
+// differ from its candidate's: the two plans are priced as built, and the
+// preferences' promises (cost never dearer than time's choice nor more
+// than CostPreferenceSlack as slow, time never slower than cost's) hold on
+// those prices. A cost choice that breaks its bound as built is to be
+// dropped from cands for another round: drop is its index, else -1. One
+// plan at a time is in memory: the other is priced and dropped first.
+func (a *autoChoice) choose(cands []candidate) (p *Plan, drop int, err error) {
 	preds := make([]Prediction, len(cands))
 	for i, c := range cands {
 		preds[i] = c.pred
 	}
-	best, other := cands[choose(preds, opts.Prefer)].k, cands[choose(preds, opposite(opts.Prefer))].k
+	prefer := a.opts.Prefer
+	bi, oi := choose(preds, prefer), choose(preds, opposite(prefer))
+	best, other := cands[bi].k, cands[oi].k
 	if best == other {
-		return a.fitted(best)
+		p, err := a.fitted(best)
+		return p, -1, err
 	}
-	// Shares in between are priced by interpolation, and a plan's own
-	// fit may differ from its candidate's: the two plans are priced as
-	// built, and the preference's promise (cost never dearer than time's
-	// choice, time never slower than cost's) holds on those prices. One
-	// plan at a time is in memory: the other is priced and dropped first.
 	op, err := a.fitted(other)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	alt := op.Predict(a.model)
 	op = nil
-	p, err := a.fitted(best)
-	if err != nil {
-		return nil, err
+	if p, err = a.fitted(best); err != nil {
+		return nil, -1, err
 	}
-	if mine := p.Predict(a.model); breaksPromise(opts.Prefer, mine, alt) {
+	mine := p.Predict(a.model)
+	byTime, byCost, costAt := mine, alt, oi
+	if prefer == PreferCost {
+		byTime, byCost, costAt = alt, mine, bi
+	}
+	if byCost.Seconds > CostPreferenceSlack*byTime.Seconds && byCost.Dollars < byTime.Dollars {
+		// The cheaper plan, as built, is slower than preferring cost
+		// allows: it is no candidate.
+		return nil, costAt, nil
+	}
+	if breaksPromise(prefer, mine, alt) {
 		// The other preference's choice wins on this one's terms too. That
 		// preference keeps it, unless this plan wins on its terms: then
 		// each takes the other's.
 		if p, err = a.fitted(other); err != nil {
-			return nil, err
+			return nil, -1, err
 		}
-		if !breaksPromise(opposite(opts.Prefer), alt, mine) {
-			return p, nil // both preferences choose this plan
+		if !breaksPromise(opposite(prefer), alt, mine) {
+			return p, -1, nil // both preferences choose this plan
 		}
 		alt = mine
-	} else if breaksPromise(opposite(opts.Prefer), alt, mine) || alt == mine {
-		return p, nil // the other preference takes this plan too, or one priced the same
+	} else if breaksPromise(opposite(prefer), alt, mine) || alt == mine {
+		return p, -1, nil // the other preference takes this plan too, or one priced the same
 	}
-	p.Alternative = &Alternative{Prefer: opposite(opts.Prefer), Seconds: alt.Seconds, Dollars: alt.Dollars}
-	return p, nil
+	p.Alternative = &Alternative{Prefer: opposite(prefer), Seconds: alt.Seconds, Dollars: alt.Dollars}
+	return p, -1, nil
 }
 
 // fitted is candidate k's plan, fitted to its workers.
@@ -124,7 +150,10 @@ func (a *autoChoice) build(k int) (*Plan, error) {
 	sub := a.opts
 	switch k {
 	case -1:
+		// As --strategy stream plans it: parts large enough to fit S3's
+		// limit, however large the archive.
 		sub.Strategy = StrategyStream
+		sub.PartSize = fitPartSize(a.entries, sub.PartSize, sub.Workers)
 		return planWith(a.entries, streamLayout(a.entries), sub, func(span) bool { return false })
 	case chainAll:
 		sub.Strategy = StrategyAuto
@@ -180,15 +209,17 @@ func (a *autoChoice) measure() error {
 // run waits for (start, listing, finalizer), and its rounds: every entry
 // costs its chain a round, a round is two round trips one after the
 // other, and at most Concurrency rounds run at once on each worker; or
-// S3's rate, if that is longer. A chain layout that cannot beat the fastest
-// plan by more than TimeSlack is not built: at a tie its rounds' requests
-// make it the dearer.
+// S3's rates, if that is longer. A chain layout that cannot beat the
+// fastest plan by more than TimeSlack is not built: at a tie its rounds'
+// requests make it the dearer.
 func (a *autoChoice) chainFloor() float64 {
 	m, n := a.model, len(a.entries)
 	rounds := float64(n) * 2 * m.RequestLatency / float64(max(m.Concurrency, 1)*max(a.opts.Workers, 1))
 	// Every entry's bytes are copied from its source at least once, as
-	// another layout reads them: S3's rate bounds the chain layout as much.
-	rate := m.S3Rates(Stats{Requests: Requests{UploadPartCopy: n}}).Seconds
+	// another layout reads them; and its round writes the work area at
+	// least a create, a copy of what is built, a piece, a complete and a
+	// delete.
+	rate := m.S3Rates(Stats{ChainRounds: n, Requests: Requests{UploadPartCopy: 2 * n, Create: n, Complete: n, Delete: n}}).Seconds
 	return m.StartSeconds + m.FinishSeconds + m.listSeconds(n) + math.Max(rounds, rate)
 }
 

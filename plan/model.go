@@ -89,9 +89,8 @@ type Model struct {
 	// it splits it under load, which takes minutes to hours, so 1 is what a
 	// run can count on; a bucket whose partitions AWS raised, or whose
 	// keys S3 has split, states more); the archive's parts all go to one
-	// key, so one prefix's write rate bounds them. The chains' round
-	// objects spread over 4,096 prefixes of the work bucket and bound
-	// nothing.
+	// key, so one prefix's write rate bounds them; the work area's
+	// requests go to the run's new work prefix, one partition (S3Rates).
 	S3ReadRate, S3WriteRate float64
 	SourcePrefixes          int
 
@@ -233,47 +232,94 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	return p
 }
 
-// RateDemand is what a plan asks of S3's request rates.
+// RateDemand is what a plan asks of S3's request rates, prefix group by
+// prefix group: every request a run makes goes to one of them.
 type RateDemand struct {
-	Reads, Writes int // of the sources (GET, HEAD, copies), of the archive (parts)
-	// ReadRate and WriteRate are what S3 serves them, requests/s.
-	ReadRate, WriteRate float64
-	// Seconds is the least time the rates allow; Binds names the rate that
-	// sets it ("" when neither is bounded).
-	Seconds float64
-	Binds   string
+	// Sources are the objects read: GETs, HEADs and the copies of their
+	// bytes, over SourcePrefixes partitioned prefixes.
+	Sources PrefixDemand `json:"sources"`
+	// Archive is the archive's key: its parts, create and complete.
+	Archive PrefixDemand `json:"archive"`
+	// Work is the run's work area: the chains' round objects (their
+	// creates, copies in and out, uploads, completes and deletes), the CRC
+	// probes' uploads and the chains' pad. A run's work prefix is new, and
+	// S3 serves a new keyspace as one partition until it splits it under
+	// sustained load, so however its keys fan out it counts as one.
+	Work PrefixDemand `json:"work"`
+	// Seconds is the least time the rates allow; Binds names the group
+	// whose rate sets it ("" when none binds).
+	Seconds float64 `json:"seconds"`
+	Binds   string  `json:"binds,omitempty"`
+}
+
+// PrefixDemand is what a plan asks of one group of prefixes: its reads
+// (GET, HEAD, the source side of a copy) and writes (PUT, COPY, POST,
+// DELETE), and what S3 serves the group a second.
+type PrefixDemand struct {
+	Reads     int     `json:"reads"`
+	Writes    int     `json:"writes"`
+	ReadRate  float64 `json:"readRate"`
+	WriteRate float64 `json:"writeRate"`
+	// Seconds is the least time the group's rates allow its requests,
+	// less the second's worth S3 serves at once (RateBurstSeconds).
+	Seconds float64 `json:"seconds"`
+}
+
+// seconds is the least time d's rates allow its requests.
+func (d PrefixDemand) seconds() float64 {
+	var t float64
+	if d.ReadRate > 0 {
+		t = float64(d.Reads)/d.ReadRate - RateBurstSeconds
+	}
+	if d.WriteRate > 0 {
+		t = max(t, float64(d.Writes)/d.WriteRate-RateBurstSeconds)
+	}
+	return max(t, 0)
+}
+
+// Groups are the demand's prefix groups with their names, in the order
+// plan prints them.
+func (d RateDemand) Groups() []NamedDemand {
+	return []NamedDemand{{"sources", d.Sources}, {"archive", d.Archive}, {"work area", d.Work}}
+}
+
+// NamedDemand is a prefix group's demand with its name.
+type NamedDemand struct {
+	Name string
+	PrefixDemand
 }
 
 // S3Rates is what the plan's requests ask of S3's per-prefix rates: the
-// sources' reads over SourcePrefixes prefixes, the archive's parts to one.
+// sources' reads over SourcePrefixes prefixes, the archive's writes to one
+// key, the work area's reads and writes to one new keyspace.
 func (m Model) S3Rates(s Stats) RateDemand {
-	// The sources are read by GETs and HEADs and by the copies of their
-	// bytes (every UploadPartCopy but a chain's copies of its own round
-	// objects: one a round, and its product); the archive's key takes one
-	// request a part (the chains' rounds go to the work bucket's many
-	// prefixes).
-	copies := max(0, s.Requests.UploadPartCopy-s.ChainRounds-s.ChainParts)
-	d := RateDemand{Reads: s.Requests.Get + s.Requests.Head + copies, Writes: s.Parts,
-		ReadRate: m.S3ReadRate * float64(max(m.SourcePrefixes, 1)), WriteRate: m.S3WriteRate}
-	// S3 serves at least these rates, and a second's worth of requests at
-	// once (the published fan-out built 3,000 parts within about a second);
-	// what a run asks past that waits for the rate.
-	if d.ReadRate > 0 {
-		d.Seconds, d.Binds = max(0, float64(d.Reads)/d.ReadRate-RateBurstSeconds), "the sources' GET/HEAD rate"
+	r := s.Requests
+	// The archive takes a request a part, and its uploads' creates and
+	// completes; every other create and complete is a chain round's.
+	archiveUploads := max(r.Create-s.ChainRounds, 0)
+	archive := s.Parts + 2*archiveUploads
+	// A chain copies its round objects: each round what is built so far,
+	// and its product into the archive; every other copy reads a source.
+	roundCopies := s.ChainRounds + s.ChainParts
+	sourceCopies := max(r.UploadPartCopy-roundCopies, 0)
+	writes := r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
+	d := RateDemand{
+		Sources: PrefixDemand{Reads: r.Get + r.Head + sourceCopies, ReadRate: m.S3ReadRate * float64(max(m.SourcePrefixes, 1))},
+		Archive: PrefixDemand{Writes: archive, WriteRate: m.S3WriteRate},
+		Work:    PrefixDemand{Reads: roundCopies, Writes: max(writes-archive, 0), ReadRate: m.S3ReadRate, WriteRate: m.S3WriteRate},
 	}
-	if d.WriteRate > 0 {
-		if w := float64(d.Writes)/d.WriteRate - RateBurstSeconds; w > d.Seconds {
-			d.Seconds, d.Binds = w, "the archive's PUT rate"
+	d.Sources.Seconds, d.Archive.Seconds, d.Work.Seconds = d.Sources.seconds(), d.Archive.seconds(), d.Work.seconds()
+	for _, g := range d.Groups() {
+		if g.Seconds > d.Seconds {
+			d.Seconds, d.Binds = g.Seconds, g.Name
 		}
-	}
-	if d.Seconds == 0 {
-		d.Binds = ""
 	}
 	return d
 }
 
 // RateBurstSeconds is how many seconds' worth of requests S3 serves a
-// prefix at once before its rate binds.
+// prefix at once before its rate binds: the published fan-out built 3,000
+// parts within about a second.
 const RateBurstSeconds = 1.0
 
 // serverSeconds is the server's share: every streamed byte is read from a

@@ -192,6 +192,25 @@ func checkCount(n int) error {
 	return nil
 }
 
+// MaxArchiveSize is the largest object S3 stores, and so the largest
+// archive: 10,000 parts of 5 GiB, 48.8 TiB ("50 TB").
+const MaxArchiveSize = MaxParts * MaxPartSize
+
+// checkArchiveSize refuses entries whose local headers and data alone,
+// before any central directory, are over MaxArchiveSize: no layout can
+// hold them in one object.
+func checkArchiveSize(entries []Entry) error {
+	var size int64
+	for i := range entries {
+		size += localHeaderSize(&entries[i]) + entries[i].Size
+	}
+	if size > MaxArchiveSize {
+		return failure.Limit("%d entries make an archive of at least %d bytes (%.2f TiB), over S3's largest object, %d bytes (48.8 TiB: 10,000 parts of 5 GiB): split it into archives of at most that (--split-size, or splitSize in the request)",
+			len(entries), size, float64(size)/(1<<40), int64(MaxArchiveSize))
+	}
+	return nil
+}
+
 // checkJobs refuses a plan with a part whose job is too long for the
 // Distributed Map to carry, naming the part and how many entries it needs
 // the CRC-32 of.
@@ -242,6 +261,9 @@ func Make(entries []Entry, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if err := checkEntries(entries); err != nil {
+		return nil, err
+	}
+	if err := checkArchiveSize(entries); err != nil {
 		return nil, err
 	}
 	switch opts.Strategy {

@@ -246,14 +246,7 @@ func (sum *planSummary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %s (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, count(sum.Workers, "worker", "workers"), plan.DefaultModel)
 	fmt.Fprintf(w, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
-	if d := sum.S3Rates; d.Seconds > 0 {
-		binds := "S3's request rates allow it"
-		if sum.RateBinds {
-			binds = d.Binds + " binds: more workers would only wait for S3 (sources spread over N partitioned prefixes: --source-prefixes N)"
-		}
-		fmt.Fprintf(w, "S3 rates        %d source GET/HEAD at %.0f/s, %d archive parts at %.0f/s: at least %.1f s; %s\n",
-			d.Reads, d.ReadRate, d.Writes, d.WriteRate, d.Seconds, binds)
-	}
+	sum.printRates(w)
 	if a := sum.Alternative; a != nil {
 		fmt.Fprintf(w, "prefer %-8s %.1f s and $%.4f predicted: the plan --prefer %s would choose\n", a.Prefer, a.Seconds, a.Dollars, a.Prefer)
 	}
@@ -270,6 +263,48 @@ func (sum *planSummary) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %04d          %s (%d bytes), %s from entry %d, %s%s\n", k+1, humanBytes(a.Size), a.Size, count(a.Entries, "entry", "entries"), a.First+1, count(a.WorkerParts+a.FinalParts, "part", "parts"), alone)
 	}
+}
+
+// printRates says, per group of prefixes the run touches, what the plan
+// asks of S3's request rates against what S3 serves it, and which binds.
+func (sum *planSummary) printRates(w io.Writer) {
+	d := sum.S3Rates
+	for i, g := range d.Groups() {
+		label := ""
+		if i == 0 {
+			label = "S3 rates"
+		}
+		var asks []string
+		if g.Reads > 0 {
+			asks = append(asks, fmt.Sprintf("%d reads at %.0f/s", g.Reads, g.ReadRate))
+		}
+		if g.Writes > 0 {
+			asks = append(asks, fmt.Sprintf("%d writes at %.0f/s", g.Writes, g.WriteRate))
+		}
+		if len(asks) == 0 {
+			asks = append(asks, "no requests")
+		}
+		fmt.Fprintf(w, "%-15s %-10s%s: at least %.1f s\n", label, g.Name, strings.Join(asks, ", "), g.Seconds)
+	}
+	switch {
+	case d.Seconds == 0:
+		fmt.Fprintf(w, "%-15s S3's request rates allow it\n", "")
+	case sum.RateBinds:
+		fmt.Fprintf(w, "%-15s S3's rate for the %s binds (%.1f s): more workers would only wait for S3%s\n", "", d.Binds, d.Seconds, rateAdvice(d.Binds))
+	default:
+		fmt.Fprintf(w, "%-15s S3's rate for the %s needs %.1f s, less than the workers take\n", "", d.Binds, d.Seconds)
+	}
+}
+
+// rateAdvice is what a user can do about the group whose rate binds.
+func rateAdvice(group string) string {
+	switch group {
+	case "sources":
+		return " (sources spread over N partitioned prefixes: --source-prefixes N)"
+	case "work area":
+		return " (fewer chain rounds: --strategy stream or duo)"
+	}
+	return ""
 }
 
 // modelOf is the model a plan is priced with: AWS's (plan.DefaultModel),
