@@ -56,18 +56,23 @@ test: tools check gotest nodetest test-faults test-deployed
 ## test-long: the end-to-end cases over 4 GiB (one a DEFLATE entry over 4 GiB), over 5 GiB and over 65,535 entries,
 ## verify of a 4 GiB DEFLATE entry Go's archive/zip wrote with data descriptors, every cell of the matrix, and the
 ## quick load guards (a 1,000,000-entry plan; the create planner's and finalizer's memory at a million entries
-## against their Lambdas')
+## against their Lambdas'), and auto against every fixed strategy at S3's rates up to 1,000,000 objects
 QUICK_LOAD := ^TestLoad(1MEntryPlan|PlannerPerMillion|FinalizerPerMillion)$$
+# SWEEP: auto against every fixed strategy at S3's rates (plan/auto_test.go): to 1 M objects in test-long, to 10 M in test-load
+SWEEP := ^TestAutoIsTheFastestPlanAtEverySize$$
 test-long: tools
 	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Over|MoreThan|MatrixEveryCell' -skip '$(HUGE_TESTS)' -v ./tests/e2e/ ./tests/extract/ ./zipread/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|(e2e|extract|long|zip64)_test'
 	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run '$(QUICK_LOAD)' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
+	S3ZIP_LONG=1 $(GO) test -timeout 30m -run '$(SWEEP)' ./plan/
 
 ## test-load: every load test (~18 minutes here, so CI runs only test-long's quick guards): a 100,000-entry archive end
 ## to end, plans past a million entries by every strategy, each handler's memory per million entries, create's and
-## extract's, against its Lambda's. Run it when a change touches what a handler holds per entry.
+## extract's, against its Lambda's; auto's sweep to 10,000,000 objects. Run it when a change touches what a handler
+## holds per entry, or the cost model.
 .PHONY: test-load
 test-load: tools
 	set -o pipefail; S3ZIP_LONG=1 $(GO) test -timeout 60m -run 'Load' -v ./tests/load/ 2>&1 | grep -vE '^20[0-9][0-9]/'
+	S3ZIP_LONG=1 S3ZIP_SWEEP=all $(GO) test -timeout 60m -run '$(SWEEP)' ./plan/
 
 ## test-huge: what is slow and covered smaller elsewhere, so CI leaves it out (~25 minutes here): sources of ~1 GiB
 ## and over 5 GiB stored with the checksums versitygw answers copies of wrongly (CRC-32 composites, as the AWS CLI

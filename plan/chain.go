@@ -251,6 +251,7 @@ func coalesce(parts []Part) []Part {
 	}
 	for g := ceilDiv(int64(len(body)), int64(MaxParts-len(final))); g <= int64(len(body)); g++ {
 		var out []Part
+		full := false // a group stopped at g parts: a larger g merges more
 		for i := 0; i < len(body); {
 			group := body[i]
 			n := int64(1)
@@ -258,6 +259,7 @@ func coalesce(parts []Part) []Part {
 				group.End = body[i+int(n)].End
 				n++
 			}
+			full = full || n == g && i+int(n) < len(body)
 			if n > 1 {
 				group.Kind = PartChain
 			}
@@ -266,6 +268,9 @@ func coalesce(parts []Part) []Part {
 		}
 		if len(out)+len(final) <= MaxParts {
 			return append(out, final...)
+		}
+		if !full {
+			break // every group is as large as S3's largest part allows
 		}
 	}
 	return parts

@@ -75,3 +75,46 @@ func TestPartJobBoundHoldsForEncodedJobs(t *testing.T) {
 		}
 	}
 }
+
+// S3's largest object, 48.8 TiB, is the largest archive: entries whose
+// headers and data alone are over it are refused before anything is
+// planned, with the numbers, by every strategy; an archive just under it
+// is planned, its parts within S3's part limits.
+func TestArchiveAtS3sLargestObject(t *testing.T) {
+	objects := func(n int, size int64) []Entry {
+		es := make([]Entry, n)
+		for i := range es {
+			key := fmt.Sprintf("huge/%02d.bin", i)
+			es[i] = Entry{Name: key, Source: Source{Bucket: "b", Key: key}, Size: size}
+		}
+		return es
+	}
+	over := objects(10, MaxArchiveSize/10) // the data alone is the limit; the headers pass it
+	for _, s := range []Strategy{StrategyAuto, StrategyStream, StrategyDuo, StrategyChain} {
+		_, err := Make(over, Options{Strategy: s, Workers: 100})
+		var limit *failure.LimitError
+		if !errors.As(err, &limit) || !strings.Contains(err.Error(), "48.8 TiB") || !strings.Contains(err.Error(), fmt.Sprint(int64(MaxArchiveSize))) ||
+			!strings.Contains(err.Error(), "--split-size") {
+			t.Errorf("%s over %d bytes: %v, want a failure.LimitError naming S3's largest object in bytes and --split-size", s, int64(MaxArchiveSize), err)
+		}
+	}
+	// Just under: auto and stream plan it; a layout that cannot fit S3's
+	// parts says so with the numbers.
+	under := objects(10, MaxArchiveSize/10-1<<30)
+	for _, s := range []Strategy{StrategyAuto, StrategyStream, StrategyDuo, StrategyChain} {
+		p, err := Make(under, Options{Strategy: s, Workers: 100})
+		var limit *failure.LimitError
+		if err != nil && (s == StrategyAuto || s == StrategyStream || !errors.As(err, &limit)) {
+			t.Errorf("%s, entries of %d bytes: %v", s, under[0].Size, err)
+		}
+		if err != nil {
+			continue
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+		if len(p.Parts) > MaxParts || p.Size > MaxArchiveSize {
+			t.Errorf("%s: %d parts, %d bytes: over S3's %d parts or %d bytes", s, len(p.Parts), p.Size, MaxParts, int64(MaxArchiveSize))
+		}
+	}
+}

@@ -572,9 +572,10 @@ func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 	n := max(1, (size+opts.PartSize/2)/opts.PartSize)
 	maxN := max(1, size/MinPartSize)
 	minN := ceilDiv(size, MaxPartSize)
-	// Round the count up to a multiple of the workers, within the part limit.
+	// Round the count up to a multiple of the workers, within the part
+	// limit, with room for the final part.
 	if w := min(int64(opts.Workers), MaxParts/4); w > 1 && n%w != 0 {
-		if up := (n/w + 1) * w; up <= maxN {
+		if up := (n/w + 1) * w; up <= maxN && up < MaxParts {
 			n = up
 		}
 	}
