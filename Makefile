@@ -118,6 +118,14 @@ install:
 	@echo "installed $(BINDIR)/s3zip"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH: export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
+## release: the CLI cross-built for linux and darwin, amd64 and arm64, stamped with infra/package.json's version and the
+## commit, one tar.gz a target (the binary, README.md, LICENSE) and SHA256SUMS, in dist/release/ (RELEASE_DIR,
+## RELEASE_TARGETS="linux/amd64 …", VERSION override)
+.PHONY: release
+release:
+	@RELEASE_DIR=$(or $(RELEASE_DIR),dist/release) RELEASE_TARGETS="$(or $(RELEASE_TARGETS),linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)" \
+	  GO=$(GO) bash scripts/release.sh
+
 ## demo: a real archive built here, against a local S3 server, in one command
 demo:
 	@bash scripts/demo.sh

@@ -72,18 +72,22 @@ func exitCode(err error) int {
 	return exitFailed
 }
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
-// it the module version and VCS revision Go records in the binary are shown.
-var version = ""
+// version and commit are set at link time (make release: -ldflags
+// "-X main.version=v1.2.3 -X main.commit=0123456789ab"); without them the
+// module version and VCS revision Go records in the binary are shown.
+var version, commit = "", ""
 
 func printVersion(w io.Writer) error {
-	v, rev, goVersion := version, "", ""
+	v, rev, goVersion := version, commit, ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion
 		if v == "" {
 			v = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
+			if commit != "" {
+				break
+			}
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value[:min(len(s.Value), 12)]

@@ -1,8 +1,12 @@
 package layout_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -60,4 +64,55 @@ func makeOutput(t *testing.T, args ...string) string {
 		t.Fatalf("make %v: %v\n%s", nonEmpty, err, out)
 	}
 	return string(out)
+}
+
+// make release, as README's Install describes it: one archive a target with
+// the CLI stamped with the package's version and the commit (never
+// "(devel)"), README.md and LICENSE inside, and a SHA256SUMS file that
+// verifies them. One target here; make release builds four.
+func TestMakeRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI")
+	}
+	for _, tool := range []string{"make", "tar", "sha256sum", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH", tool)
+		}
+	}
+	dir := t.TempDir()
+	out := makeOutput(t, "release", "RELEASE_DIR="+dir, "RELEASE_TARGETS="+runtime.GOOS+"/"+runtime.GOARCH)
+	pkg, err := os.ReadFile(filepath.Join(root, "infra", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version string }
+	if err := json.Unmarshal(pkg, &meta); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("s3zip-v%s-%s-%s", meta.Version, runtime.GOOS, runtime.GOARCH)
+	if !strings.Contains(out, name+".tar.gz") {
+		t.Errorf("make release does not name %s.tar.gz:\n%s", name, out)
+	}
+	check := exec.Command("sha256sum", "-c", "SHA256SUMS")
+	check.Dir = dir
+	if got, err := check.CombinedOutput(); err != nil || !strings.Contains(string(got), name+".tar.gz: OK") {
+		t.Errorf("sha256sum -c SHA256SUMS: %v\n%s", err, got)
+	}
+	if got, err := exec.Command("tar", "-xzf", filepath.Join(dir, name+".tar.gz"), "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar -x: %v\n%s", err, got)
+	}
+	for _, f := range []string{"s3zip", "README.md", "LICENSE"} {
+		if _, err := os.Stat(filepath.Join(dir, name, f)); err != nil {
+			t.Errorf("%s.tar.gz lacks %s: %v", name, f, err)
+		}
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := exec.Command(filepath.Join(dir, name, "s3zip"), "--version").CombinedOutput()
+	want := fmt.Sprintf("s3zip v%s commit %s", meta.Version, strings.TrimSpace(string(head)))
+	if err != nil || !strings.HasPrefix(string(version), want) {
+		t.Errorf("the released s3zip --version: %v, %q; want it to start %q", err, version, want)
+	}
 }
