@@ -22,17 +22,9 @@ func TestPlanSaysWhatAutoChose(t *testing.T) {
 			[]string{"strategy        auto, chose copies and uploads (duo's layout)\n", "predicted with 100 workers ("}},
 		{[]string{"--synthetic", "challenge", "--count", "30", "--strategy", "duo"}, []string{"strategy        duo\n"}},
 	} {
-		var out bytes.Buffer
-		if err := runPlan(context.Background(), c.args, &out); err != nil {
-			t.Fatalf("plan %v: %v", c.args, err)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(out.String(), w) {
-				t.Errorf("plan %v lacks %q:\n%s", c.args, w, out.String())
-			}
-		}
-		if strings.Contains(out.String(), " 1 workers") || strings.Contains(out.String(), " 1 jobs") {
-			t.Errorf("plan %v counts one in the plural:\n%s", c.args, out.String())
+		out := planSays(t, c.args, c.want)
+		if strings.Contains(out, " 1 workers") || strings.Contains(out, " 1 jobs") {
+			t.Errorf("plan %v counts one in the plural:\n%s", c.args, out)
 		}
 	}
 }
@@ -57,14 +49,22 @@ func TestPlanSaysWhichPrefixBinds(t *testing.T) {
 			"S3's rate for the sources binds (17.2 s)",
 		}},
 	} {
-		var out bytes.Buffer
-		if err := runPlan(context.Background(), c.args, &out); err != nil {
-			t.Fatalf("plan %v: %v", c.args, err)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(out.String(), w) {
-				t.Errorf("plan %v lacks %q:\n%s", c.args, w, out.String())
-			}
+		planSays(t, c.args, c.want)
+	}
+}
+
+// planSays runs plan with args and checks that what it prints holds every
+// line of want; it returns what plan printed.
+func planSays(t *testing.T, args, want []string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := runPlan(context.Background(), args, &out); err != nil {
+		t.Fatalf("plan %v: %v", args, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("plan %v lacks %q:\n%s", args, w, out.String())
 		}
 	}
+	return out.String()
 }
