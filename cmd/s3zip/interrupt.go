@@ -47,7 +47,7 @@ func notifyInterrupt(parent context.Context) (context.Context, func()) {
 		<-sigs
 		msg := "s3zip: interrupted again; stopped before the clean-up finished"
 		if hint := getCleanupHint(); hint != "" {
-			msg += "; the next create for the same archive removes what is left, or now: " + hint
+			msg += "; " + hint
 		}
 		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(cause.exitCode())
@@ -83,7 +83,7 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 		}
 	}
 	if len(left) > 0 {
-		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; remove it with: %s", strings.Join(left, ", "), getCleanupHint())}
+		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; %s", strings.Join(left, ", "), getCleanupHint())}
 	}
 	if job == nil {
 		return &interruptedError{"interrupted while planning; work removed, nothing left behind"}

@@ -179,7 +179,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, show resultO
 			if errors.As(err, &nf) {
 				return &exitError{exitRefused, fmt.Errorf("execution %s does not exist: %w", execution, err)}
 			}
-			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`s3zip status %s` to follow it again (it goes on running)", execution))
+			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`%s` to follow it again (it goes on running)", shellCommand("s3zip", "status", execution)))
 		}
 		if d.Status != types.ExecutionStatusRunning && d.Status != types.ExecutionStatusPendingRedrive {
 			return result(ctx, d, show)
@@ -197,7 +197,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, show resultO
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped following %s (it goes on running; `s3zip status %s` picks it up): %w", execution, execution, ctx.Err())
+			return fmt.Errorf("stopped following %s (it goes on running; `%s` picks it up): %w", execution, shellCommand("s3zip", "status", execution), ctx.Err())
 		case <-time.After(pollInterval):
 		}
 	}
