@@ -85,7 +85,7 @@ func newExtractFlags() (*flags, *extractFlags) {
 		workers:    fs.Int("workers", 8, "jobs run at once, 1 to 1000"),
 		overwrite:  fs.Bool("overwrite", false, "replace objects that already exist under the prefix"),
 		skip:       fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive"),
-		small:      sizeFlag(fs, "small-stored", "STORED entries below this `size` (bytes, or 1MiB, 500KB) are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)"),
+		small:      sizeFlag(fs, "small-stored", 0, "STORED entries below this `size` (bytes, or 1MiB, 500KB) are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)"),
 		modelFile:  fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)"),
 		asJSON:     fs.Bool("json", false, "print the result as JSON"),
 		workBucket: fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)"),
