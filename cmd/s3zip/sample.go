@@ -17,7 +17,7 @@ import (
 )
 
 func runSample(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--endpoint URL] [--create-bucket]",
+	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--checksum KIND] [--concurrency N] [--endpoint URL] [--create-bucket]",
 		"Upload a synthetic data set (the challenge's size distribution, random bytes) for demos and benchmarks.\n"+
 			"Objects go under the prefix as a folder: s3://bucket/data is taken as s3://bucket/data/.")
 	dest := fs.String("dest", "", "s3://bucket/prefix/ to upload to")
