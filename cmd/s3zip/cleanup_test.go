@@ -176,6 +176,10 @@ func TestCreateInterrupted(t *testing.T) {
 			if code != tc.code || !strings.Contains(stderr, "s3zip: interrupted; upload aborted, work removed") || strings.Contains(stderr, "context canceled") {
 				t.Errorf("exit %d, want %d, saying what was cleaned and not \"context canceled\"; stderr:\n%s", code, tc.code, stderr)
 			}
+			// Either signal stops the run: the progress line says so, not "failed".
+			if !strings.Contains(stderr, " stopped at ") || strings.Contains(stderr, "failed") {
+				t.Errorf("%s: the progress line should say the run stopped, not failed; stderr:\n%s", tc.sig, stderr)
+			}
 			for _, l := range srv.Leftovers(t, "work", "dst") {
 				t.Errorf("left behind: %s", l)
 			}

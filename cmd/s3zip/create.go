@@ -139,7 +139,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
 	lease := startRun(ctx, plain, workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
-	progress.finish(err)
+	progress.finishRun(ctx, err)
 	lease.stop(ctx)
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {

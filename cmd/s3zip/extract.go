@@ -49,8 +49,11 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	lease := startExtractRun(ctx, plain, req)
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
-	progress.finish(err)
+	progress.finishRun(ctx, err)
 	lease.stop(ctx)
+	if _, ok := interrupted(ctx); ok && err != nil {
+		return interruptedExtract(ctx, plain, req, err)
+	}
 	var fe *zipread.FormatError
 	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
 		return usageErrorf("extract: s3://%s/%s is not a readable ZIP archive: %s; nothing was written", req.Bucket, req.Key, fe.What)
