@@ -310,7 +310,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 		return err
 	}
 	printWarnings(r.Warnings)
-	printArchive(show.stdout, *r.Archive, r.Archives, *r.Stats)
+	printArchive(show.stdout, *r.Archive, r.Archives, *r.Stats, compressionAsked(aws.ToString(d.Input)))
 	fmt.Fprintf(show.stdout, "parts       %d\n", r.Stats.Parts)
 	fmt.Fprintf(show.stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
 	printLinks(show.stdout, r.Links)
@@ -334,4 +334,14 @@ func printWarnings(warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintln(stderrWriter, "s3zip: warning:", w)
 	}
+}
+
+// compressionAsked is the options.compression of an execution's input when
+// the input is the request ("" when it is not: an event that names one).
+func compressionAsked(input string) string {
+	var req create.Request
+	if json.Unmarshal([]byte(input), &req) != nil {
+		return ""
+	}
+	return req.Options.Compression
 }
