@@ -340,9 +340,6 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 		there[k] = true
 	}
 	var exists []string
-	if there[ex.reportKey()] {
-		exists = append(exists, ex.reportKey())
-	}
 	for _, j := range p.Jobs {
 		for _, it := range j.Items {
 			if there[it.Key] {
@@ -350,12 +347,16 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 			}
 		}
 	}
-	if len(exists) == 0 {
+	if len(exists) == 0 && !there[ex.reportKey()] {
 		return nil
 	}
 	slices.Sort(exists)
 	if !ex.Overwrite {
-		return &failure.DestinationExistsError{Bucket: ex.DestBucket, Keys: exists}
+		e := &failure.DestinationExistsError{Bucket: ex.DestBucket, Keys: exists}
+		if there[ex.reportKey()] {
+			e.Report = ex.reportKey()
+		}
+		return e
 	}
 	ex.ReplacesReport = there[ex.reportKey()]
 	for j := range p.Jobs {

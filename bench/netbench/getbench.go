@@ -45,7 +45,7 @@ func downloaders(o options, g getOptions, endpoint string) []downloader {
 	parts := []int64{8 << 20, 16 << 20, 32 << 20, 64 << 20}
 	return []downloader{
 		{"s3zip get", concs, append([]int64{2 << 20, 4 << 20}, parts...), func(uri, dir string, conc int, part int64) []string {
-			return []string{o.s3zip, "get", uri, dir, "--endpoint", endpoint, "--concurrency", fmt.Sprint(conc), "--part-size", fmt.Sprint(part >> 20)}
+			return []string{o.s3zip, "get", uri, dir, "--endpoint", endpoint, "--concurrency", fmt.Sprint(conc), "--part-size", fmt.Sprint(part)}
 		}},
 		{"s5cmd cp", concs, parts, func(uri, dir string, conc int, part int64) []string {
 			return []string{g.s5cmd, "--endpoint-url", endpoint, "cp", "--concurrency", fmt.Sprint(conc), "--part-size", fmt.Sprint(part >> 20), uri, dir + "/"}

@@ -489,7 +489,8 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 // itself will say why; a clean-up that fails is a warning.
 func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, dest create.Destination) *markerLease {
 	c = housekeeping(c)
-	lease := leaseMarker(ctx, c, workBucket, newMarker(execution, dest.URI()), dest)
+	setCleanupHint("the next create for the same archive removes what is left, or now: " + cleanupCommand(dest, workBucket, clientEndpoint(c)))
+	lease := leaseMarker(ctx, c, workBucket, newMarker(execution, dest.URI()))
 	if lease == nil {
 		return nil
 	}
@@ -498,7 +499,7 @@ func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, d
 		printCleanup(os.Stderr, res, true)
 	}
 	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left (s3zip cleanup %s): %v\n", dest.URI(), dest.URI(), err)
+		fmt.Fprintf(os.Stderr, "s3zip: warning: could not remove what earlier runs for %s left (%s): %v\n", dest.URI(), cleanupCommand(dest, workBucket, clientEndpoint(c)), err)
 	}
 	return lease
 }
@@ -509,11 +510,9 @@ func housekeeping(c *s3.Client) *s3.Client {
 	return s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 }
 
-// leaseMarker writes a run's marker m (nil when it cannot: the work bucket
-// is unusable and the run itself will say why) and sets the clean-up hint
-// for archive: the `s3zip cleanup` that finds the run if it is killed.
-func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker, archive create.Destination) *markerLease {
-	setCleanupHint(archive, workBucket)
+// leaseMarker writes a run's marker m, or returns nil when it cannot: the
+// work bucket is unusable and the run itself will say why.
+func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker) *markerLease {
 	lease, err := startMarker(ctx, c, workBucket, m)
 	if err != nil {
 		return nil
@@ -529,23 +528,42 @@ func startExtractRun(ctx context.Context, c *s3.Client, req extract.Request) *ma
 	archive := create.Destination{Bucket: req.Bucket, Key: req.Key}
 	m := newMarker(req.Execution, fmt.Sprintf("s3://%s/%s", req.DestBucket, req.Prefix))
 	m.Archive = archive.URI()
-	return leaseMarker(ctx, housekeeping(c), req.WorkBucket, m, archive)
+	setCleanupHint("remove what is left with: " + cleanupCommand(archive, req.WorkBucket, clientEndpoint(c)))
+	return leaseMarker(ctx, housekeeping(c), req.WorkBucket, m)
 }
 
-// cleanupHint is the command that removes what the current create leaves
-// if it is stopped before its own clean-up ends.
+// cleanupHint says how to remove what the current run leaves if it is
+// stopped before its own clean-up ends, ending with the command that does.
 var cleanupHint struct {
 	sync.Mutex
 	s string
 }
 
-func setCleanupHint(dest create.Destination, workBucket string) {
+func setCleanupHint(advice string) {
 	cleanupHint.Lock()
 	defer cleanupHint.Unlock()
-	cleanupHint.s = "s3zip cleanup " + dest.URI()
-	if workBucket != dest.Bucket {
-		cleanupHint.s += " --work-bucket " + workBucket
+	cleanupHint.s = advice
+}
+
+// cleanupCommand is the `s3zip cleanup` that finds the runs for archive
+// whose work is in workBucket, on the S3 at endpoint ("" for AWS), quoted
+// for a shell: printed advice runs as printed, in another terminal too.
+// Region and credentials come from the environment, as for every command.
+func cleanupCommand(archive create.Destination, workBucket, endpoint string) string {
+	args := []string{"s3zip", "cleanup", archive.URI()}
+	if workBucket != "" && workBucket != archive.Bucket {
+		args = append(args, "--work-bucket", workBucket)
 	}
+	if endpoint != "" {
+		args = append(args, "--endpoint", endpoint)
+	}
+	return shellCommand(args...)
+}
+
+// clientEndpoint is the endpoint c sends its requests to, as --endpoint
+// takes it: "" for AWS.
+func clientEndpoint(c *s3.Client) string {
+	return aws.ToString(c.Options().BaseEndpoint)
 }
 
 func getCleanupHint() string {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,12 +18,18 @@ import (
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
-// TestKilledExtractIsCleanedUp: kill -9 during `s3zip extract` leaves its
-// job files, an open multipart upload and objects it wrote; `s3zip cleanup`
-// of the archive finds that run, removes all of it and says what it removed.
-// A proxy holds every CompleteMultipartUpload, so the run is surely in the
-// middle (a copy's upload open, a read entry written) when it is killed.
-func TestKilledExtractIsCleanedUp(t *testing.T) {
+// heldExtract is `s3zip extract` running as a process through a proxy that
+// holds every CompleteMultipartUpload for hold (then drops it), caught in
+// the middle: a copy's upload open and a read entry written (out/small.txt).
+type heldExtract struct {
+	*cliRun
+	srv     *s3test.Server
+	proxy   *fp.Proxy
+	archive []byte
+}
+
+func startHeldExtract(t *testing.T, hold time.Duration) heldExtract {
+	t.Helper()
 	bin := cliBinary(t)
 	srv := cliServer(t)
 	for _, b := range []string{"src", "dst", "work"} {
@@ -49,7 +56,7 @@ func TestKilledExtractIsCleanedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.PutObject(t, "src", "a.zip", buf.Bytes())
-	p, err := fp.Start(fp.Config{Target: srv.Endpoint(), Rules: []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.Timeout}, Rate: 1}}, Hold: 2 * time.Minute})
+	p, err := fp.Start(fp.Config{Target: srv.Endpoint(), Rules: []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.Timeout}, Rate: 1}}, Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +81,18 @@ func TestKilledExtractIsCleanedUp(t *testing.T) {
 			break
 		}
 	}
+	return heldExtract{cliRun: r, srv: srv, proxy: p, archive: buf.Bytes()}
+}
+
+// TestKilledExtractIsCleanedUp: kill -9 during `s3zip extract` leaves its
+// job files, an open multipart upload and objects it wrote; `s3zip cleanup`
+// of the archive finds that run, removes all of it and says what it removed.
+// A proxy holds every CompleteMultipartUpload, so the run is surely in the
+// middle (a copy's upload open, a read entry written) when it is killed.
+func TestKilledExtractIsCleanedUp(t *testing.T) {
+	h := startHeldExtract(t, 2*time.Minute)
+	r, srv, buf := h.cliRun, h.srv, bytes.NewBuffer(h.archive)
+	c := srv.Client(t)
 	r.cmd.Process.Signal(syscall.SIGKILL)
 	r.wait(t, 10*time.Second)
 	left := srv.Leftovers(t, "work", "dst")
@@ -115,4 +134,70 @@ func TestKilledExtractIsCleanedUp(t *testing.T) {
 	if b := srv.GetObject(t, "src", "a.zip"); !bytes.Equal(b, buf.Bytes()) {
 		t.Error(fmt.Errorf("the archive changed"))
 	}
+}
+
+// An interrupted extract undoes what it wrote (the Abort runs, as a failure's
+// does), says it stopped, not failed, and says what it left: nothing. The
+// Complete it waits on is dropped after a second, as a stalled one would be.
+func TestExtractInterrupted(t *testing.T) {
+	h := startHeldExtract(t, time.Second)
+	h.cmd.Process.Signal(syscall.SIGINT)
+	code := h.wait(t, 60*time.Second)
+	stderr := h.stderr.String()
+	if code != 130 || !strings.Contains(stderr, "s3zip: interrupted; nothing it wrote under s3://dst/out/ is left, work removed") || strings.Contains(stderr, "failed") {
+		t.Errorf("exit %d, want 130, saying it stopped and left nothing; stderr:\n%s", code, stderr)
+	}
+	for _, l := range h.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
+	}
+	if keys := objectKeys(t, h.srv, "dst", "out/"); len(keys) > 0 {
+		t.Errorf("extracted objects left: %q", keys)
+	}
+}
+
+// A second Ctrl-C stops an extract at once, its clean-up held, and prints
+// the clean-up that finishes it; run as printed, it removes everything.
+func TestExtractInterruptedTwice(t *testing.T) {
+	h := startHeldExtract(t, 2*time.Minute)
+	h.proxy.SetRules([]fp.Rule{{Faults: []fp.Fault{fp.Timeout}, Rate: 1}}) // the clean-up hangs
+	h.cmd.Process.Signal(syscall.SIGINT)
+	h.waitStderr(t, "interrupt again to stop at once")
+	h.cmd.Process.Signal(syscall.SIGINT)
+	code := h.wait(t, 10*time.Second)
+	const said = "interrupted again; stopped before the clean-up finished; remove what is left with: "
+	stderr := h.stderr.String()
+	_, advice, ok := strings.Cut(stderr, said)
+	if code != 130 || !ok {
+		t.Fatalf("exit %d, want 130 and how to finish the clean-up; stderr:\n%s", code, stderr)
+	}
+	h.proxy.SetRules(nil)
+	advice, _, _ = strings.Cut(advice, "\n")
+	words := shellWords(t, advice)
+	if want := []string{"s3zip", "cleanup", "s3://src/a.zip", "--work-bucket", "work", "--endpoint", h.proxy.URL()}; !slices.Equal(words, want) {
+		t.Errorf("advised %s\nwant %s", advice, shellCommand(want...))
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), words[1:], &out); err != nil {
+		t.Fatalf("cleanup as advised (%s): %v\n%s", advice, err, out.String())
+	}
+	for _, l := range h.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind after cleanup: %s", l)
+	}
+	if keys := objectKeys(t, h.srv, "dst", "out/"); len(keys) > 0 {
+		t.Errorf("extracted objects left after cleanup: %q", keys)
+	}
+}
+
+// objectKeys is every key under prefix in bucket.
+func objectKeys(t *testing.T, srv *s3test.Server, bucket, prefix string) []string {
+	t.Helper()
+	out, err := srv.Client(t).ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
 }

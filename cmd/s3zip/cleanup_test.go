@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -175,6 +176,10 @@ func TestCreateInterrupted(t *testing.T) {
 			if code != tc.code || !strings.Contains(stderr, "s3zip: interrupted; upload aborted, work removed") || strings.Contains(stderr, "context canceled") {
 				t.Errorf("exit %d, want %d, saying what was cleaned and not \"context canceled\"; stderr:\n%s", code, tc.code, stderr)
 			}
+			// Either signal stops the run: the progress line says so, not "failed".
+			if !strings.Contains(stderr, " stopped at ") || strings.Contains(stderr, "failed") {
+				t.Errorf("%s: the progress line should say the run stopped, not failed; stderr:\n%s", tc.sig, stderr)
+			}
 			for _, l := range srv.Leftovers(t, "work", "dst") {
 				t.Errorf("left behind: %s", l)
 			}
@@ -195,12 +200,22 @@ func TestCreateInterruptedTwice(t *testing.T) {
 	r.waitStderr(t, "interrupt again to stop at once")
 	r.cmd.Process.Signal(syscall.SIGINT)
 	code := r.wait(t, 10*time.Second)
-	if stderr := r.stderr.String(); code != 130 || !strings.Contains(stderr, "interrupted again; stopped before the clean-up finished; the next create for the same archive removes what is left, or now: s3zip cleanup s3://dst/twice.zip --work-bucket work") {
+	const said = "interrupted again; stopped before the clean-up finished; the next create for the same archive removes what is left, or now: "
+	stderr := r.stderr.String()
+	_, advice, ok := strings.Cut(stderr, said)
+	if code != 130 || !ok {
 		t.Fatalf("exit %d, want 130 and how to finish the clean-up; stderr:\n%s", code, stderr)
 	}
+	// Run as printed, with no S3_ENDPOINT to fall back on (cliServer clears it).
+	advice, _, _ = strings.Cut(advice, "\n")
+	words := shellWords(t, advice)
+	want := []string{"s3zip", "cleanup", "s3://dst/twice.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}
+	if !slices.Equal(words, want) {
+		t.Errorf("advised %s\nwant %s", advice, shellCommand(want...))
+	}
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"cleanup", "s3://dst/twice.zip", "--work-bucket", "work", "--endpoint", srv.Endpoint()}, &out); err != nil {
-		t.Fatalf("cleanup: %v\n%s", err, out.String())
+	if err := run(t.Context(), words[1:], &out); err != nil {
+		t.Fatalf("cleanup as advised (%s): %v\n%s", advice, err, out.String())
 	}
 	for _, l := range srv.Leftovers(t, "work", "dst") {
 		t.Errorf("left behind after cleanup: %s", l)
@@ -348,4 +363,41 @@ func TestEndedRunThatLeftWorkIsFoundByCleanup(t *testing.T) {
 	for _, l := range srv.Leftovers(t, "work", "dst") {
 		t.Errorf("left behind after cleanup: %s", l)
 	}
+}
+
+// The clean-up command the CLI prints runs as printed: it names the work
+// bucket and the endpoint the run used, and a shell reads every argument
+// back whole, whatever the archive's key holds.
+func TestCleanupCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name, workBucket, endpoint string
+		archive                    create.Destination
+		want                       []string
+	}{
+		{"aws-same-bucket", "dst", "", create.Destination{Bucket: "dst", Key: "out.zip"},
+			[]string{"s3zip", "cleanup", "s3://dst/out.zip"}},
+		{"work-bucket", "work", "", create.Destination{Bucket: "dst", Key: "out.zip"},
+			[]string{"s3zip", "cleanup", "s3://dst/out.zip", "--work-bucket", "work"}},
+		{"endpoint", "dst", "http://127.0.0.1:7070", create.Destination{Bucket: "dst", Key: "out.zip"},
+			[]string{"s3zip", "cleanup", "s3://dst/out.zip", "--endpoint", "http://127.0.0.1:7070"}},
+		{"key-with-shell-characters", "work", "http://[::1]:7070/s3?x=1&y=2", create.Destination{Bucket: "dst", Key: "my photos/it's $HOME; *.zip"},
+			[]string{"s3zip", "cleanup", "s3://dst/my photos/it's $HOME; *.zip", "--work-bucket", "work", "--endpoint", "http://[::1]:7070/s3?x=1&y=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := cleanupCommand(tc.archive, tc.workBucket, tc.endpoint)
+			if got := shellWords(t, line); !slices.Equal(got, tc.want) {
+				t.Errorf("printed %s\na shell reads %q, want %q", line, got, tc.want)
+			}
+		})
+	}
+}
+
+// shellWords is the words a POSIX shell splits line into.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `printf '%s\0' `+line).Output()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v", line, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 }

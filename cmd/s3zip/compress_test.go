@@ -182,3 +182,30 @@ func (d *deflatedTally) add(files []*zip.File) {
 func (d deflatedTally) line() string {
 	return fmt.Sprintf("compressed  %s DEFLATEd: %s to %s, %s saved", count(d.n, "entry", "entries"), humanBytes(d.raw), humanBytes(d.comp), humanBytes(d.raw-d.comp))
 }
+
+// When compression was asked for and no entry shrank, the summary says so
+// and why; without --compress it says nothing of compression.
+func TestCompressNothingShrankSaysSo(t *testing.T) {
+	srv := cliServer(t)
+	ep := "--endpoint=" + srv.Endpoint()
+	srv.CreateBucket(t, "out")
+	srv.PutObject(t, "cli", "n/photo.jpg", s3test.Bytes(1, 40<<10))
+	srv.PutObject(t, "cli", "n/random.bin", s3test.Bytes(2, 300<<10))
+	for _, tc := range []struct {
+		compress string
+		want     string // "" : no compressed line
+	}{
+		{"auto", "compressed  none: every entry is STORED (--compress auto skips compressed formats"},
+		{"deflate", "compressed  none: every entry is STORED (DEFLATE shrank none of them)"},
+		{"none", ""},
+	} {
+		t.Run(tc.compress, func(t *testing.T) {
+			r := s3zip(t, nil, "create", "--source", "s3://cli/n/", "--dest", "s3://out/"+tc.compress+".zip", "--compress", tc.compress, ep)
+			if tc.want == "" {
+				expect{banned: []string{"compressed "}}.check(t, r)
+				return
+			}
+			expect{stdout: []string{tc.want}}.check(t, r)
+		})
+	}
+}

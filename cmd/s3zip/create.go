@@ -139,7 +139,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 	execution := fmt.Sprintf("local-%s", start.UTC().Format("20060102T150405.000000000"))
 	lease := startRun(ctx, plain, workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
-	progress.finish(err)
+	progress.finishRun(ctx, err)
 	lease.stop(ctx)
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {
@@ -151,7 +151,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 		}
 		return inFlagTerms(err)
 	}
-	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start), profile: measured}
+	made := createdHere{out: *res.Output, counter: counter, wall: time.Since(start), profile: measured, compress: req.Options.Compression}
 	if err := made.sign(ctx, plain, show.linkLife); err != nil {
 		return err
 	}
@@ -169,11 +169,12 @@ func (cf *createFlags) logger(ctx context.Context) *slog.Logger {
 
 // createdHere is what a create run here made, and what it took.
 type createdHere struct {
-	out     create.FinalizeOutput
-	links   *links // with --presign
-	counter *s3metrics.Counter
-	wall    time.Duration
-	profile string // the server measured for auto's choices, when it was
+	out      create.FinalizeOutput
+	links    *links // with --presign
+	counter  *s3metrics.Counter
+	wall     time.Duration
+	profile  string // the server measured for auto's choices, when it was
+	compress string // --compress: what the summary says when nothing shrank
 }
 
 // sign signs links to the archive and its report for linkLife (none when 0).
@@ -201,7 +202,7 @@ func (c *createdHere) print(show resultOutput) error {
 			"requests": c.counter.Snapshot(), "wallSeconds": c.wall.Seconds(), "links": c.links, "profileMeasured": c.profile})
 	}
 	st := out.Stats
-	printArchive(w, out.Archive, out.Archives, st)
+	printArchive(w, out.Archive, out.Archives, st, c.compress)
 	fmt.Fprintf(w, "parts       %d (%d upload, %d copy, %d chain in %d rounds)\n", st.Parts, st.UploadParts, st.CopyParts, st.ChainParts, st.ChainRounds)
 	printRequests(w, c.counter)
 	if n := c.counter.Snapshot()["AbortMultipartUpload"]; n > 0 {
@@ -226,8 +227,9 @@ func printRequests(w io.Writer, counter *s3metrics.Counter) {
 }
 
 // printArchive is the summary's first lines, the same for a run here and
-// a deployed one: what was made and how it was built.
-func printArchive(w io.Writer, a create.Archive, split []create.Archive, st create.ReportStats) {
+// a deployed one: what was made and how it was built (compress: the
+// request's options.compression).
+func printArchive(w io.Writer, a create.Archive, split []create.Archive, st create.ReportStats, compress string) {
 	if split != nil {
 		fmt.Fprintf(w, "archives    %d, each a whole ZIP\n", len(split))
 		for _, a := range split {
@@ -242,15 +244,22 @@ func printArchive(w io.Writer, a create.Archive, split []create.Archive, st crea
 	}
 	fmt.Fprintf(w, "copied      %s server-side\n", humanBytes(st.CopiedBytesActual))
 	fmt.Fprintf(w, "streamed    %s through workers\n", humanBytes(st.StreamedBytesActual))
-	if line := compressionSaved(st.Stats); line != "" {
+	if line := compressionSaved(st.Stats, compress); line != "" {
 		fmt.Fprintf(w, "compressed  %s\n", line)
 	}
 }
 
 // compressionSaved says what DEFLATE saved: the entries compressed, their
-// bytes before and after; "" when nothing was compressed.
-func compressionSaved(st plan.Stats) string {
+// bytes before and after; when compression was asked for and no entry was
+// compressed, that none was and why; "" when it was not asked for.
+func compressionSaved(st plan.Stats, compress string) string {
 	if st.DeflatedEntries == 0 {
+		switch compress {
+		case create.CompressAuto:
+			return "none: every entry is STORED (--compress auto skips compressed formats, known by extension or magic bytes, and entries whose first 256 KiB shrink by less than 10%)"
+		case create.CompressDeflate:
+			return "none: every entry is STORED (DEFLATE shrank none of them)"
+		}
 		return ""
 	}
 	saved := st.DeflatedRawBytes - st.DeflatedBytes

@@ -134,7 +134,7 @@ func TestTypedValuesAreNotDefaults(t *testing.T) {
 		{"level-0", append(src, "--compress", "deflate", "--level", "0"),
 			expect{code: exitRefused, stderr: []string{"--level 0: want 1 (fastest) to 9 (smallest)"}}},
 		{"part-size-0", append(src, "--part-size", "0"),
-			expect{code: exitRefused, stderr: []string{"--part-size 0: want 5242880 (5 MiB) to 5368709120 (5 GiB)"}}},
+			expect{code: exitRefused, stderr: []string{"--part-size 0: want 5MiB to 5GiB (5242880 to 5368709120 bytes)"}}},
 		{"plan-level-0", []string{"plan", "--source", "s3://cli/small/", "--compress", "auto", "--level", "0", ep},
 			expect{code: exitRefused, stderr: []string{"--level 0: want 1"}}},
 		{"extract-negative-small-stored", []string{"extract", "s3://cli/taken.zip", "s3://out/x/", "--small-stored", "-5", ep},

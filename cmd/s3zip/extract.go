@@ -49,8 +49,11 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	lease := startExtractRun(ctx, plain, req)
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
-	progress.finish(err)
+	progress.finishRun(ctx, err)
 	lease.stop(ctx)
+	if _, ok := interrupted(ctx); ok && err != nil {
+		return interruptedExtract(ctx, plain, req, err)
+	}
 	var fe *zipread.FormatError
 	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
 		return usageErrorf("extract: s3://%s/%s is not a readable ZIP archive: %s; nothing was written", req.Bucket, req.Key, fe.What)
@@ -85,7 +88,7 @@ func newExtractFlags() (*flags, *extractFlags) {
 		workers:    fs.Int("workers", 8, "jobs run at once, 1 to 1000"),
 		overwrite:  fs.Bool("overwrite", false, "replace objects that already exist under the prefix"),
 		skip:       fs.Bool("skip-unsupported", false, "skip entries with unsupported compression methods or encryption (listed in the report) instead of refusing the archive"),
-		small:      sizeFlag(fs, "small-stored", "STORED entries below this `size` (bytes, or 1MiB, 500KB) are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)"),
+		small:      sizeFlag(fs, "small-stored", 0, "STORED entries below this `size` (bytes, or 1MiB, 500KB) are read and put instead of copied server-side; 0 copies every one (default: the cost model's choice, see --model)"),
 		modelFile:  fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)"),
 		asJSON:     fs.Bool("json", false, "print the result as JSON"),
 		workBucket: fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)"),

@@ -53,7 +53,7 @@ func TestExtractCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"existing objects", []string{"s3://xtr/in.zip", "s3://xtr/out/", "--endpoint", srv.Endpoint()}, "already exist"},
+		{"existing objects", []string{"s3://xtr/in.zip", "s3://xtr/out/", "--endpoint", srv.Endpoint()}, "already holds 3 objects where the archive's entries would go"},
 		{"prefix without slash", []string{"s3://xtr/in.zip", "s3://xtr/out", "--endpoint", srv.Endpoint()}, "must end in /"},
 		{"one argument", []string{"s3://xtr/in.zip", "--endpoint", srv.Endpoint()}, "extract: missing s3://BUCKET/PREFIX/"},
 		{"not a zip", []string{"s3://xtr/out/a.txt", "s3://xtr/o2/", "--endpoint", srv.Endpoint()}, "not a readable ZIP"},

@@ -10,11 +10,16 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/zipread"
 )
 
+// minGetPartSize is the smallest ranged GET get makes: below it a request's
+// round trip, not the link, sets the pace.
+const minGetPartSize = 1 << 20
+
 func runGet(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("get", "s3zip get s3://bucket/archive.zip DIR [--endpoint URL] [--concurrency N] [--part-size MiB] [--overwrite] [--skip-symlinks]",
+	fs := newFlags("get", "s3zip get s3://bucket/archive.zip DIR [--endpoint URL] [--concurrency N] [--part-size SIZE] [--overwrite] [--skip-symlinks]",
 		"Download the archive with parallel ranged GETs and extract it under DIR, checking every entry's CRC-32.\n"+
 			"Names that would leave DIR are refused. Symbolic links are never created (their targets could point\n"+
 			"anywhere): an archive holding one is refused unless --skip-symlinks leaves them out.")
@@ -22,7 +27,7 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	concurrency := fs.Int("concurrency", zipread.DefaultConcurrency, "ranged GETs at once")
 	// 32 MiB: what make bench-get's tuning chose for s3zip get on one
 	// Lambda-sized link in every run, and on the unshaped path most often.
-	partSize := fs.Int("part-size", 32, "MiB per ranged GET: STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
+	partSize := sizeFlag(fs, "part-size", 32<<20, "`size` of a ranged GET (bytes, or 1MiB to 5GiB): STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
 	overwrite := fs.Bool("overwrite", false, "replace files that already exist")
 	skipSymlinks := fs.Bool("skip-symlinks", false, "leave out symbolic link entries (and say how many) instead of refusing the archive")
 	pos, err := fs.parseArgs(args, stdout)
@@ -35,8 +40,8 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := atLeast("get", "concurrency", *concurrency, 1); err != nil {
 		return err
 	}
-	if err := atLeast("get", "part-size", *partSize, 1); err != nil {
-		return err
+	if msg := sizeOutOfRange("part-size", *partSize, minGetPartSize, s3part.MaxPartSize); msg != "" {
+		return usageErrorf("get: %s", msg)
 	}
 	bucket, key, err := parseS3ObjectURI(pos[0])
 	if err != nil {
@@ -51,8 +56,8 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return openError("get", bucket, key, err)
 	}
-	res, err := a.Extract(ctx, pos[1], zipread.ExtractOptions{Concurrency: *concurrency, ChunkSize: int64(*partSize) << 20,
-		CoalesceSize: int64(*partSize) << 20, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
+	res, err := a.Extract(ctx, pos[1], zipread.ExtractOptions{Concurrency: *concurrency, ChunkSize: *partSize,
+		CoalesceSize: *partSize, Overwrite: *overwrite, SkipSymlinks: *skipSymlinks})
 	if errors.Is(err, zipread.ErrSymlink) {
 		return fmt.Errorf("%w; add --skip-symlinks to extract everything else", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3zip/s3zip/create"
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3err"
 )
 
@@ -47,7 +48,7 @@ func notifyInterrupt(parent context.Context) (context.Context, func()) {
 		<-sigs
 		msg := "s3zip: interrupted again; stopped before the clean-up finished"
 		if hint := getCleanupHint(); hint != "" {
-			msg += "; the next create for the same archive removes what is left, or now: " + hint
+			msg += "; " + hint
 		}
 		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(cause.exitCode())
@@ -83,12 +84,37 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 		}
 	}
 	if len(left) > 0 {
-		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; remove it with: %s", strings.Join(left, ", "), getCleanupHint())}
+		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; %s", strings.Join(left, ", "), getCleanupHint())}
 	}
 	if job == nil {
 		return &interruptedError{"interrupted while planning; work removed, nothing left behind"}
 	}
 	return &interruptedError{"interrupted; upload aborted, work removed"}
+}
+
+// interruptedExtract says what an interrupted extract left, given the
+// run's error (its Abort's failure joined to it, when that failed too): it
+// looks for work objects and open uploads rather than trusting the Abort.
+func interruptedExtract(ctx context.Context, c *s3.Client, req extract.Request, runErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	left := workLeft(ctx, c, req.WorkBucket, extract.Config{WorkBucket: req.WorkBucket}.Defaults().ExecutionPrefix(req.Execution))
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &req.DestBucket, Prefix: &req.Prefix})
+	if err != nil {
+		left = append(left, fmt.Sprintf("multipart uploads under s3://%s/%s unknown (%v)", req.DestBucket, req.Prefix, err))
+	} else if n := len(ups.Uploads); n > 0 {
+		left = append(left, fmt.Sprintf("%d multipart uploads under s3://%s/%s", n, req.DestBucket, req.Prefix))
+	}
+	if strings.Contains(runErr.Error(), "cleaning up after the failure also failed") {
+		left = append(left, "maybe objects it wrote (its clean-up failed)")
+	}
+	if len(left) > 0 {
+		return &interruptedError{fmt.Sprintf("interrupted; clean-up incomplete, left: %s; %s", strings.Join(left, ", "), getCleanupHint())}
+	}
+	if req.Overwrite {
+		return &interruptedError{fmt.Sprintf("interrupted; nothing it wrote under s3://%s/%s is left but the objects --overwrite replaced, which hold the archive's content; work removed", req.DestBucket, req.Prefix)}
+	}
+	return &interruptedError{fmt.Sprintf("interrupted; nothing it wrote under s3://%s/%s is left, work removed", req.DestBucket, req.Prefix)}
 }
 
 // quietOnInterrupt drops log records once a signal has cancelled ctx: every

@@ -116,7 +116,7 @@ func printLinks(w io.Writer, l *links) {
 }
 
 func runPresign(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("presign", "s3zip presign s3://bucket/key [--expires DURATION]",
+	fs := newFlags("presign", "s3zip presign s3://bucket/key [--expires DURATION] [--endpoint URL]",
 		"Print a presigned GET URL of the object: anyone with it can download the object with a plain\n"+
 			"HTTP GET (curl, a browser), no credentials, until it expires. It is signed here with your\n"+
 			"credentials, so it lives no longer than they do and can read only what they can.")

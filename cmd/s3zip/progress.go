@@ -163,6 +163,16 @@ func (p *progressPrinter) drawPlanning(now time.Time) {
 // 100 % (the last update may not have been drawn), one that failed or was
 // stopped with the phase it was in and how far it had got; the error itself
 // follows from main.
+// finishRun is finish for a run under ctx: a run a signal stopped says
+// "stopped", whatever error the stop surfaced as (a cancelled request, a
+// failed part).
+func (p *progressPrinter) finishRun(ctx context.Context, err error) {
+	if _, ok := interrupted(ctx); ok && err != nil {
+		err = context.Canceled
+	}
+	p.finish(err)
+}
+
 func (p *progressPrinter) finish(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

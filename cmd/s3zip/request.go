@@ -42,7 +42,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		names:       fs.String("names", "relative", "entry names: relative (to the prefix), flat (base names) or full (whole keys)"),
 		duplicates:  fs.String("duplicates", "error", "two objects with one name: error, or suffix (\"a (2).txt\")"),
 		workers:     fs.Int("workers", defaultWorkers, "parts built at once (the Distributed Map's MaxConcurrency), 1 to 10000"),
-		partSize:    sizeFlag(fs, "part-size", "target `size` of streamed parts (bytes, or 5MiB to 5GiB; default 16MiB)"),
+		partSize:    sizeFlag(fs, "part-size", 0, "target `size` of streamed parts (bytes, or 5MiB to 5GiB; default 16MiB)"),
 		directories: fs.Bool("directories", false, "add directory entries for folder paths"),
 		keepMetadata: fs.Bool("keep-metadata", false, "record each object's Content-Type, Content-Encoding, Cache-Control and user metadata in the archive "+
 			"(an extra field other readers skip; s3zip extract writes them back): one HeadObject per object, in the read pass"),
@@ -50,7 +50,7 @@ func addRequestFlags(fs *flags, manifestHelp string) *requestFlags {
 		digest:       fs.String("digest", "", "sha256: compute every entry's SHA-256 (in the report; reads every entry)"),
 		sumsFile:     fs.String("checksums-file", "", "add an entry `NAME` (e.g. SHA256SUMS) listing the digests for sha256sum -c; needs --digest sha256"),
 		level:        fs.Int("level", 0, fmt.Sprintf("DEFLATE level with --compress, 1 (fastest) to 9 (smallest) (default %d)", create.DefaultLevel)),
-		splitSize:    sizeFlag(fs, "split-size", "split the archive into name-0001.zip, name-0002.zip, … of at most this `size` each (bytes, or 64MiB, 2GB; an entry larger stands alone), each a whole ZIP (default: one archive)"),
+		splitSize:    sizeFlag(fs, "split-size", 0, "split the archive into name-0001.zip, name-0002.zip, … of at most this `size` each (bytes, or 64MiB, 2GB; an entry larger stands alone), each a whole ZIP (default: one archive)"),
 		splitEntries: fs.Int("split-entries", 0, "split the archive into archives of at most `N` entries each (with or without --split-size; default: no limit)"),
 	}
 }
@@ -77,8 +77,10 @@ func (f *requestFlags) check(cmd string) error {
 		bad = append(bad, fmt.Sprintf("--workers %d: want 1 to 10000", w))
 	}
 	// 0 is the request's "not given"; typed, it is a size like any other.
-	if p := *f.partSize; (p != 0 || f.fs.given("part-size")) && (p < s3part.MinPartSize || p > s3part.MaxPartSize) {
-		bad = append(bad, fmt.Sprintf("--part-size %d: want %d (5 MiB) to %d (5 GiB)", p, s3part.MinPartSize, s3part.MaxPartSize))
+	if p := *f.partSize; p != 0 || f.fs.given("part-size") {
+		if msg := sizeOutOfRange("part-size", p, s3part.MinPartSize, s3part.MaxPartSize); msg != "" {
+			bad = append(bad, msg)
+		}
 	}
 	switch *f.compress {
 	case create.CompressNone, create.CompressDeflate, create.CompressAuto:
@@ -98,7 +100,11 @@ func (f *requestFlags) check(cmd string) error {
 	}
 	// 0 is the request's "no limit"; typed, it is a limit that cannot be kept.
 	if n := *f.splitSize; (n != 0 || f.fs.given("split-size")) && n < plan.MinSplitBytes {
-		bad = append(bad, fmt.Sprintf("--split-size %d: want at least %d bytes, the smallest archive (one empty entry with a one-character name: its two headers and the end records)", n, plan.MinSplitBytes))
+		msg := fmt.Sprintf("--split-size %d: want at least %d bytes, the smallest archive (one empty entry with a one-character name: its two headers and the end records)", n, plan.MinSplitBytes)
+		if n > 0 {
+			msg += fmt.Sprintf("; a number alone is bytes: for %d mebibytes write %dMiB", n, n)
+		}
+		bad = append(bad, msg)
 	}
 	if n := *f.splitEntries; (n != 0 || f.fs.given("split-entries")) && n < 1 {
 		bad = append(bad, fmt.Sprintf("--split-entries %d: want 1 or more entries an archive", n))

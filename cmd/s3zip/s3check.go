@@ -67,6 +67,7 @@ type bucketCheck struct {
 	list         bool   // the run lists it (a --source): ask with ListObjectsV2 under prefix
 	prefix       string // for list
 	object       string // a key the run reads (the manifest): ask with a GET of its first byte
+	ifMissing    string // what to do when the bucket does not exist (default: create it or fix the name)
 }
 
 // preflightS3 is what the up-front checks need of S3.
@@ -146,7 +147,7 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	case "AccessDenied":
 		return unreachablef("%s s3://%s/%s: access denied; the credentials need permission to read it", ck.role, ck.bucket, ck.prefix+ck.object)
 	case "NoSuchBucket":
-		return usageErrorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+		return ck.missingBucket(where)
 	case "NoSuchKey":
 		if ck.role == "archive" {
 			// A split run (create --split-size) wrote numbered archives, not the key it was given.
@@ -158,11 +159,21 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	switch {
 	case status == http.StatusNotFound && ck.object == "" && !ck.list:
 		// HEAD answers carry no error code: a 404 on HeadBucket is the bucket.
-		return usageErrorf("%s bucket %q does not exist at %s; create it or fix the bucket name", ck.role, ck.bucket, where)
+		return ck.missingBucket(where)
 	case status == http.StatusRequestedRangeNotSatisfiable:
 		return nil // an empty object (a manifest: the planner says so)
 	}
 	return nil
+}
+
+// missingBucket says that the checked bucket does not exist at where, and
+// what to do.
+func (ck bucketCheck) missingBucket(where string) error {
+	todo := ck.ifMissing
+	if todo == "" {
+		todo = "create it or fix the bucket name"
+	}
+	return usageErrorf("%s bucket %q does not exist at %s; %s", ck.role, ck.bucket, where, todo)
 }
 
 // rootCause is the innermost error: what the network said, without the

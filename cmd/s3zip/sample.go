@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
 
 func runSample(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--endpoint URL] [--create-bucket]",
+	fs := newFlags("sample", "s3zip sample --dest s3://bucket/prefix/ [--count N] [--seed S] [--scale F] [--checksum KIND] [--concurrency N] [--endpoint URL] [--create-bucket]",
 		"Upload a synthetic data set (the challenge's size distribution, random bytes) for demos and benchmarks.\n"+
 			"Objects go under the prefix as a folder: s3://bucket/data is taken as s3://bucket/data/.")
 	dest := fs.String("dest", "", "s3://bucket/prefix/ to upload to")
@@ -24,7 +26,7 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 	scale := fs.Float64("scale", 1, "multiply every size by this (e.g. 0.1 for a quick run)")
 	endpoint := fs.String("endpoint", "", "S3 endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", 16, "uploads at once")
-	createBucket := fs.Bool("create-bucket", false, "create the bucket first")
+	createBucket := fs.Bool("create-bucket", false, "create the bucket first, unless it is yours already")
 	checksum := fs.String("checksum", "crc32", "the checksum S3 keeps of each object, as a client uploads it: "+strings.Join(sampleChecksumNames(), ", ")+
 		" (mixed: each object one of the others, by the seed)")
 	if err := fs.parse(args, stdout); err != nil {
@@ -51,20 +53,22 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := atLeast("sample", "concurrency", *concurrency, 1); err != nil {
 		return err
 	}
-	if err := checkEndpoint("sample", *endpoint); err != nil {
-		return err
-	}
 	kinds, err := sampleChecksums(*checksum)
 	if err != nil {
 		return err
 	}
-	client, err := newS3Client(ctx, *endpoint)
+	destination := bucketCheck{role: "destination", bucket: bucket, ifMissing: "add --create-bucket to create it, or fix the bucket name"}
+	var checks []bucketCheck
+	if !*createBucket {
+		checks = append(checks, destination)
+	}
+	client, err := connect(ctx, "sample", *endpoint, checks...)
 	if err != nil {
 		return err
 	}
 	if *createBucket {
-		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-			return fmt.Errorf("sample: create bucket %s: %w", bucket, err)
+		if err := ensureBucket(ctx, client, endpointOrEnv(*endpoint), destination); err != nil {
+			return fmt.Errorf("sample: %w", err)
 		}
 	}
 	start := time.Now()
@@ -115,4 +119,25 @@ func (u sampleUpload) run(ctx context.Context, entries []plan.Entry) (int, int64
 		})
 	}
 	return len(entries), total, g.Wait()
+}
+
+// ensureBucket creates the bucket ck names, in the client's region; one
+// that is already the caller's is fine (a second run of the same sample).
+func ensureBucket(ctx context.Context, c *s3.Client, endpoint string, ck bucketCheck) error {
+	in := &s3.CreateBucketInput{Bucket: &ck.bucket}
+	// us-east-1 is S3's default location, which it refuses to be named.
+	if r := c.Options().Region; r != "" && r != defaultRegion {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	}
+	_, err := c.CreateBucket(ctx, in)
+	switch {
+	case err == nil, s3err.IsCode(err, "BucketAlreadyOwnedByYou"):
+		return nil
+	case s3err.IsCode(err, "BucketAlreadyExists"):
+		return usageErrorf("create bucket %q: the name is taken by another account (bucket names are global); choose another", ck.bucket)
+	}
+	if described := describeSetupError(err, endpoint, ck); described != nil {
+		return described
+	}
+	return fmt.Errorf("create bucket %q: %w", ck.bucket, err)
 }

@@ -179,7 +179,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, show resultO
 			if errors.As(err, &nf) {
 				return &exitError{exitRefused, fmt.Errorf("execution %s does not exist: %w", execution, err)}
 			}
-			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`s3zip status %s` to follow it again (it goes on running)", execution))
+			return sfnError("DescribeExecution", execution, err, fmt.Sprintf("`%s` to follow it again (it goes on running)", shellCommand("s3zip", "status", execution)))
 		}
 		if d.Status != types.ExecutionStatusRunning && d.Status != types.ExecutionStatusPendingRedrive {
 			return result(ctx, d, show)
@@ -197,7 +197,7 @@ func follow(ctx context.Context, c stepFunctions, execution string, show resultO
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped following %s (it goes on running; `s3zip status %s` picks it up): %w", execution, execution, ctx.Err())
+			return fmt.Errorf("stopped following %s (it goes on running; `%s` picks it up): %w", execution, shellCommand("s3zip", "status", execution), ctx.Err())
 		case <-time.After(pollInterval):
 		}
 	}
@@ -310,7 +310,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 		return err
 	}
 	printWarnings(r.Warnings)
-	printArchive(show.stdout, *r.Archive, r.Archives, *r.Stats)
+	printArchive(show.stdout, *r.Archive, r.Archives, *r.Stats, compressionAsked(aws.ToString(d.Input)))
 	fmt.Fprintf(show.stdout, "parts       %d\n", r.Stats.Parts)
 	fmt.Fprintf(show.stdout, "report      %s\n", reportOrWhy(aws.ToString(r.Report)))
 	printLinks(show.stdout, r.Links)
@@ -334,4 +334,14 @@ func printWarnings(warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintln(stderrWriter, "s3zip: warning:", w)
 	}
+}
+
+// compressionAsked is the options.compression of an execution's input when
+// the input is the request ("" when it is not: an event that names one).
+func compressionAsked(input string) string {
+	var req create.Request
+	if json.Unmarshal([]byte(input), &req) != nil {
+		return ""
+	}
+	return req.Options.Compression
 }

@@ -14,18 +14,51 @@ import (
 // SI write them. Case is ignored and a space may come before the unit.
 type byteSize struct{ p *int64 }
 
-// sizeFlag defines a size flag with usage (whose `bytes` names its value).
-func sizeFlag(fs *flags, name string, usage string) *int64 {
+// sizeFlag defines a size flag with its default and usage (whose `size`
+// names its value). Every size flag of every command is one: a number
+// alone is bytes, everywhere.
+func sizeFlag(fs *flags, name string, def int64, usage string) *int64 {
 	p := new(int64)
+	*p = def
 	fs.Var(byteSize{p}, name, usage)
 	return p
 }
 
+// String is the size as a user would type it: 32MiB, or bytes when no
+// binary unit holds it whole.
 func (b byteSize) String() string {
 	if b.p == nil {
 		return "0"
 	}
-	return strconv.FormatInt(*b.p, 10)
+	return sizeText(*b.p)
+}
+
+// sizeText is n as the size flags take it, in the largest binary unit that
+// holds it whole (32MiB, 1536KiB), else in bytes.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// sizeOutOfRange is what is wrong with --name n outside least to most, or
+// "" when n is within. A small number alone was probably meant in MiB (as
+// s5cmd and other tools read it): the message says how to write that.
+func sizeOutOfRange(name string, n, least, most int64) string {
+	if n >= least && n <= most {
+		return ""
+	}
+	msg := fmt.Sprintf("--%s %d: want %s to %s (%d to %d bytes)", name, n, sizeText(least), sizeText(most), least, most)
+	if mib := n << 20; n > 0 && n < least && mib >= least && mib <= most {
+		msg += fmt.Sprintf("; a number alone is bytes: for %d mebibytes write %dMiB", n, n)
+	}
+	return msg
 }
 
 func (b byteSize) Set(s string) error {

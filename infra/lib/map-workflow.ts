@@ -39,7 +39,9 @@ export interface MapWorkflowProps {
   readonly mapExecutionType?: 'STANDARD' | 'EXPRESS';
   /**
    * Name of the state machine; it is set explicitly so the role can name the Map's child
-   * executions without a dependency cycle. @default '<stack name>-Archive' or '<stack name>-Extract'
+   * executions without a dependency cycle. It also names the log group and the metrics namespace,
+   * so two workflows of one kind in a stack need a name each (a second one without is refused at
+   * synth). @default '<stack name>-Archive' or '<stack name>-Extract'
    */
   readonly stateMachineName?: string;
   /** Of the buckets and log groups the workflow creates. @default RemovalPolicy.RETAIN */
@@ -80,6 +82,7 @@ export function mapWorkflowSettings(scope: Construct, owner: string, kind: strin
   if (!Token.isUnresolved(stateMachineName) && (stateMachineName.length < 1 || stateMachineName.length > 80 || /[\s<>{}[\]?*"#%\\^|~`$&,;:/]/.test(stateMachineName))) {
     throw new Error(`${owner}: stateMachineName must be 1 to 80 characters without spaces or any of <>{}[]?*"#%\\^|~\`$&,;:/ (Step Functions' rule), got ${JSON.stringify(stateMachineName)}`);
   }
+  claimStateMachineName(scope, owner, kind, stateMachineName);
   return {
     workPrefix,
     functionsDir: props.functionsDir ?? functionsDir,
@@ -89,6 +92,31 @@ export function mapWorkflowSettings(scope: Construct, owner: string, kind: strin
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     logRetention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
   };
+}
+
+/** The state machine names each stack's workflows have taken, with the path of the construct that took each. */
+const takenNames = new WeakMap<Stack, Map<string, string>>();
+
+/**
+ * Refuses a second workflow in one stack with the same state machine name: the name is also its
+ * log group's (/aws/vendedlogs/states/<name>) and its metrics namespace, so the stack would
+ * synthesize and then fail to deploy (or mix two workflows' metrics).
+ */
+function claimStateMachineName(scope: Construct, owner: string, kind: string, name: string): void {
+  if (Token.isUnresolved(name)) return;
+  const stack = Stack.of(scope);
+  const taken = takenNames.get(stack) ?? new Map<string, string>();
+  takenNames.set(stack, taken);
+  const other = taken.get(name);
+  if (other !== undefined) {
+    const suggestion = `${stack.stackName}-${scope.node.id.replace(/[^A-Za-z0-9_-]/g, '')}-${kind}`.slice(0, 80);
+    throw new Error(
+      `${owner} ${scope.node.path}: stateMachineName ${JSON.stringify(name)} is already taken by ${other} in stack ${stack.stackName} ` +
+        `(the name is also the log group /aws/vendedlogs/states/${name}'s, so the stack would not deploy); ` +
+        `give each workflow in a stack its own stateMachineName, e.g. '${suggestion}'`,
+    );
+  }
+  taken.set(name, scope.node.path);
 }
 
 /** A function's sizing: what the props set, else the workflow's default. */

@@ -104,6 +104,9 @@ type DestinationExistsError struct {
 	Bucket string
 	Key    string   // the archive's key
 	Keys   []string // the objects an extraction would replace
+	// Report is an earlier extraction's report where this extraction's
+	// would go: an object the extraction writes, but none of the archive's entries.
+	Report string
 	// Appeared: an overwriting extraction met Keys after planning, when
 	// they were free; it replaces only what was there when it planned.
 	Appeared bool
@@ -111,7 +114,7 @@ type DestinationExistsError struct {
 }
 
 func (e *DestinationExistsError) Error() string {
-	if len(e.Keys) > 0 {
+	if len(e.Keys) > 0 || e.Report != "" {
 		return e.entries()
 	}
 	if e.Msg != "" {
@@ -120,8 +123,11 @@ func (e *DestinationExistsError) Error() string {
 	return fmt.Sprintf("destination s3://%s/%s already exists; set options.overwrite to replace it", e.Bucket, e.Key)
 }
 
+// shownKeys is how many of the keys an error names; it counts the rest.
+const shownKeys = 5
+
 func (e *DestinationExistsError) entries() string {
-	shown := e.Keys[:min(len(e.Keys), 20)]
+	shown := e.Keys[:min(len(e.Keys), shownKeys)]
 	more := ""
 	if len(e.Keys) > len(shown) {
 		more = fmt.Sprintf(" … and %d more", len(e.Keys)-len(shown))
@@ -130,8 +136,18 @@ func (e *DestinationExistsError) entries() string {
 		return fmt.Sprintf("%d objects appeared in s3://%s where the archive's entries would go after the extraction was planned: %s%s (another writer is using the prefix; --overwrite replaces only what was there when the run planned: run again)",
 			len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
 	}
-	return fmt.Sprintf("%d objects already exist in s3://%s where the archive's entries would go: %s%s (use --overwrite to replace them)",
-		len(e.Keys), e.Bucket, strings.Join(shown, ", "), more)
+	var there []string
+	if len(e.Keys) > 0 {
+		objects := "objects"
+		if len(e.Keys) == 1 {
+			objects = "object"
+		}
+		there = append(there, fmt.Sprintf("%d %s where the archive's entries would go: %s%s", len(e.Keys), objects, strings.Join(shown, ", "), more))
+	}
+	if e.Report != "" {
+		there = append(there, "the report of an earlier extraction into the prefix, "+e.Report)
+	}
+	return fmt.Sprintf("s3://%s already holds %s (use --overwrite to replace them)", e.Bucket, strings.Join(there, "; and "))
 }
 
 // LimitError says a run does not fit a hard limit of S3, Step Functions or

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { ArchiveWorkflow, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
 import { DESTINATION_BUCKET, functionsDir, SOURCE_BUCKETS } from './helpers';
@@ -51,5 +52,48 @@ describe('props checked at synth', () => {
     const destination = new s3.Bucket(stack, 'Destination');
     new ArchiveWorkflow(stack, 'ArchiveWorkflow', { sourceBuckets: SOURCE_BUCKETS, destinationBucket: destination.bucketName, functionsDir: functionsDir() });
     extract({ destinationBucket: 's3zip-test-out', destinationPrefix: 'data/' });
+  });
+});
+
+describe('two workflows in one stack', () => {
+  const archiveProps = { sourceBuckets: SOURCE_BUCKETS, destinationBucket: DESTINATION_BUCKET, functionsDir: functionsDir() };
+
+  function extractProps(stack: Stack, id: string): ExtractWorkflowProps {
+    return { archiveBucket: 's3zip-test-uploads', workBucket: new s3.Bucket(stack, `${id}Work`), functionsDir: functionsDir() };
+  }
+
+  test('refused: two ArchiveWorkflows with the default name, naming both and what to set', () => {
+    const stack = new Stack(new App(), 'S');
+    new ArchiveWorkflow(stack, 'Photos', archiveProps);
+    assert.throws(
+      () => new ArchiveWorkflow(stack, 'Videos', archiveProps),
+      /ArchiveWorkflow S\/Videos: stateMachineName "S-Archive" is already taken by S\/Photos in stack S \(the name is also the log group \/aws\/vendedlogs\/states\/S-Archive's.*give each workflow in a stack its own stateMachineName, e\.g\. 'S-Videos-Archive'/,
+    );
+  });
+
+  test('refused: two ExtractWorkflows with the default name', () => {
+    const stack = new Stack(new App(), 'S');
+    new ExtractWorkflow(stack, 'In', extractProps(stack, 'In'));
+    assert.throws(() => new ExtractWorkflow(stack, 'Uploads', extractProps(stack, 'Uploads')), /ExtractWorkflow S\/Uploads: stateMachineName "S-Extract" is already taken by S\/In/);
+  });
+
+  test('refused: an ExtractWorkflow given the name an ArchiveWorkflow took', () => {
+    const stack = new Stack(new App(), 'S');
+    new ArchiveWorkflow(stack, 'Zip', { ...archiveProps, stateMachineName: 'zips' });
+    assert.throws(() => new ExtractWorkflow(stack, 'Unzip', { ...extractProps(stack, 'Unzip'), stateMachineName: 'zips' }), /stateMachineName "zips" is already taken by S\/Zip/);
+  });
+
+  test('accepted: each with its own name, or in its own stack: a state machine and a log group each', () => {
+    const app = new App();
+    const stack = new Stack(app, 'S');
+    new ArchiveWorkflow(stack, 'Photos', archiveProps);
+    new ArchiveWorkflow(stack, 'Videos', { ...archiveProps, stateMachineName: 'S-Videos-Archive' });
+    new ExtractWorkflow(stack, 'In', extractProps(stack, 'In'));
+    new ArchiveWorkflow(new Stack(app, 'T'), 'Photos', archiveProps);
+    const template = Template.fromStack(stack);
+    const names = Object.values(template.findResources('AWS::StepFunctions::StateMachine')).map((r) => r.Properties.StateMachineName);
+    const logGroups = Object.values(template.findResources('AWS::Logs::LogGroup')).map((r) => r.Properties.LogGroupName).filter((n) => String(n).startsWith('/aws/vendedlogs/states/'));
+    assert.deepEqual(names.sort(), ['S-Archive', 'S-Extract', 'S-Videos-Archive']);
+    assert.deepEqual(logGroups.sort(), ['/aws/vendedlogs/states/S-Archive', '/aws/vendedlogs/states/S-Extract', '/aws/vendedlogs/states/S-Videos-Archive']);
   });
 });

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -114,5 +115,65 @@ func TestMakeRelease(t *testing.T) {
 	want := fmt.Sprintf("s3zip v%s commit %s", meta.Version, strings.TrimSpace(string(head)))
 	if err != nil || !strings.HasPrefix(string(version), want) {
 		t.Errorf("the released s3zip --version: %v, %q; want it to start %q", err, version, want)
+	}
+}
+
+// published says whether s3zip-cdk is on the npm registry. Until it is,
+// `npm install s3zip-cdk` answers 404: every install line must name the
+// tarball `make package` writes. Once it is, set this, and the bare name is
+// what the READMEs give.
+const published = false
+
+// Every `npm install` of s3zip-cdk in the READMEs (the repository's and the
+// package's own, shipped in the tarball) installs what exists: the tarball
+// of infra/package.json's version, which `make package` writes into dist/.
+func TestInstallLinesNameWhatExists(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "infra", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct{ Name, Version string }
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	tarball := "dist/" + pkg.Name + "-" + pkg.Version + ".tgz"
+	if !strings.Contains(makeOutput(t, "-n", "package"), "--pack-destination dist") {
+		t.Fatalf("make package no longer packs into dist/; %s is not where it writes", tarball)
+	}
+	for _, doc := range []string{"README.md", "infra/README.md"} {
+		raw, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Inline code may wrap: a command is read up to its closing backtick or comment.
+		text := strings.ReplaceAll(string(raw), "\n", " ")
+		found := 0
+		for _, m := range regexp.MustCompile("npm install ([^`#]*)").FindAllStringSubmatchIndex(text, -1) {
+			// A sentence about the registry (it answers 404; once published…) may name the
+			// bare package; a code block is all commands.
+			start, end := 0, len(text)
+			for _, stop := range []string{". ", "```"} {
+				start = max(start, strings.LastIndex(text[:m[0]], stop)+len(stop))
+				if i := strings.Index(text[m[1]:], stop); i >= 0 {
+					end = min(end, m[1]+i)
+				}
+			}
+			aboutRegistry := strings.Contains(text[start:end], "404") || strings.Contains(text[start:end], "published")
+			for _, arg := range strings.Fields(text[m[2]:m[3]]) {
+				if !strings.Contains(arg, pkg.Name) || (aboutRegistry && arg == pkg.Name) {
+					continue
+				}
+				found++
+				if ok := strings.HasSuffix(arg, "/"+tarball) || (published && arg == pkg.Name); !ok {
+					t.Errorf("%s: npm install %s: want the tarball make package writes, PATH/%s (%s is not on the npm registry)", doc, arg, tarball, pkg.Name)
+				}
+			}
+		}
+		if found == 0 {
+			t.Errorf("%s says nowhere how to install %s (npm install …/%s)", doc, pkg.Name, tarball)
+		}
+		if !published && !strings.Contains(text, "make package") {
+			t.Errorf("%s does not say that make package writes %s", doc, tarball)
+		}
 	}
 }
