@@ -101,77 +101,43 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 }
 
 // openObject opens an object to be read as it arrives (an entries file of
-// millions of lines is decoded so, not held whole first). A read cut
-// short (a connection reset or stalled mid-body) resumes from the byte it
-// reached, at most bodyResumes times; a read that still fails is a
+// millions of lines is decoded so, not held whole first). A body cut short
+// resumes (s3rate.Resume); a read that still fails is a
 // stepfn.TransientError.
 func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
 	return openObjectFrom(ctx, c, bucket, key, 0)
 }
 
-// bodyResumes is how many times one read of an object resumes after its
-// body was cut: as often as a request is tried (s3rate.DefaultAttempts).
-const bodyResumes = s3rate.DefaultAttempts
-
 // openObjectFrom is openObject from byte from on.
 func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, from int64) (io.ReadCloser, error) {
-	b := &objectBody{ctx: ctx, c: c, bucket: bucket, key: key, at: from}
-	if err := b.open(); err != nil {
-		return nil, err
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	if from > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", from))
 	}
-	return b, nil
-}
-
-// objectBody is an object's body that resumes when it is cut, pinned to
-// the ETag it first had.
-type objectBody struct {
-	ctx         context.Context
-	c           objectGetter
-	bucket, key string
-	etag        string
-	at          int64 // the next byte to read
-	resumed     int
-	body        io.ReadCloser
-	err         error // a resume that failed: every Read's from then on
-}
-
-func (b *objectBody) open() error {
-	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &b.key}
-	if b.at > 0 {
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-", b.at))
-	}
-	if b.etag != "" {
-		in.IfMatch = &b.etag
-	}
-	out, err := b.c.GetObject(b.ctx, in)
+	out, err := c.GetObject(ctx, in)
 	if err != nil {
-		return s3Error("GetObject", b.bucket, b.key, false, err)
+		return nil, s3Error("GetObject", bucket, key, false, err)
 	}
-	b.body, b.etag = out.Body, aws.ToString(out.ETag)
-	return nil
+	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: bucket, key: key}, nil
+}
+
+// objectBody is an object's body whose failed reads are named and typed.
+type objectBody struct {
+	io.ReadCloser
+	bucket, key string
 }
 
 func (b *objectBody) Read(p []byte) (int, error) {
-	for b.err == nil {
-		n, err := b.body.Read(p)
-		b.at += int64(n)
-		if err == nil || err == io.EOF {
-			return n, err
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		var re interface{ HTTPStatusCode() int }
+		if errors.As(err, &re) { // a resume S3 answered
+			return n, s3Error("GetObject", b.bucket, b.key, false, err)
 		}
-		if n > 0 {
-			return n, nil // the error again on the next Read, or a resume
-		}
-		if !s3err.Transient(err) || b.resumed >= bodyResumes || b.ctx.Err() != nil {
-			return 0, &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s at byte %d (resumed %d times)", b.bucket, b.key, b.at, b.resumed), Err: err}
-		}
-		b.body.Close()
-		b.resumed++
-		b.err = b.open()
+		err = &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s", b.bucket, b.key), Err: err}
 	}
-	return 0, b.err
+	return n, err
 }
-
-func (b *objectBody) Close() error { return b.body.Close() }
 
 // pin is the If-Match and VersionId that read a source as it was planned:
 // nil where the plan pinned none.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
@@ -61,10 +62,10 @@ func TestObjectBodyResumesWhenCut(t *testing.T) {
 		t.Errorf("GETs with ranges %q and If-Match %q: want the whole object, then from each byte reached, pinned to its ETag", g.ranges, g.ifs)
 	}
 
-	g = &cutGetter{data: doc.Bytes(), cuts: bodyResumes + 1}
+	g = &cutGetter{data: doc.Bytes(), cuts: s3rate.BodyResumes + 1}
 	_, err = getBytes(context.Background(), g, "work", "jobs.jsonl", 1<<20)
 	var te *stepfn.TransientError
-	if !errors.As(err, &te) || len(g.ranges) != bodyResumes+1 {
-		t.Fatalf("cut %d times: %d GETs, error %v; want %d GETs and a TransientError", bodyResumes+1, len(g.ranges), err, bodyResumes+1)
+	if !errors.As(err, &te) || len(g.ranges) != s3rate.BodyResumes+1 {
+		t.Fatalf("cut %d times: %d GETs, error %v; want %d GETs and a TransientError", s3rate.BodyResumes+1, len(g.ranges), err, s3rate.BodyResumes+1)
 	}
 }

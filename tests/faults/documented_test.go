@@ -42,7 +42,8 @@ var documentedRows = []struct {
 	}},
 	{"reset-mid-body", []fp.Rule{{Ops: []fp.Op{fp.GetObject, fp.UploadPartCopy, fp.CompleteMultipartUpload, fp.ListObjectsV2}, Faults: []fp.Fault{fp.ResetMidBody}, Rate: 0.2}}},
 	// The first completions happen and their answers are cut: each retry
-	// finds no upload (NoSuchUpload), and the object it made.
+	// finds no upload (NoSuchUpload, the proxy's CompletedGone), and the
+	// object it made.
 	{"reset-mid-body/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ResetMidBody}, Rate: 1, Limit: 3}}},
 }
 
@@ -76,7 +77,7 @@ func TestDocumentedErrors(t *testing.T) {
 		for _, layout := range documentedLayouts() {
 			t.Run(row.name+"/"+layout, func(t *testing.T) {
 				started := time.Now()
-				p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: uint64(500 + i), Rules: row.rules, Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize})
+				p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: uint64(500 + i), Rules: row.rules, Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize, CompletedGone: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -97,7 +98,7 @@ func TestExtractDocumentedErrors(t *testing.T) {
 	for i, row := range documentedRows {
 		t.Run(row.name, func(t *testing.T) {
 			started := time.Now()
-			p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: uint64(600 + i), Rules: row.rules, Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize})
+			p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: uint64(600 + i), Rules: row.rules, Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize, CompletedGone: true})
 			if err != nil {
 				t.Fatal(err)
 			}

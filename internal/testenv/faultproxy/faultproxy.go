@@ -217,6 +217,11 @@ type Config struct {
 	// Rates, when set, has the proxy refuse what S3 refuses past its
 	// request rates: 503 SlowDown (rates.go).
 	Rates *Rates
+	// CompletedGone, when set, answers a CompleteMultipartUpload of an
+	// upload whose completion the proxy forwarded and then cut (ResetAfter,
+	// ResetMidBody) 404 NoSuchUpload, as S3 may answer the retry of a
+	// completion that happened (versitygw answers it as the first).
+	CompletedGone bool
 }
 
 // Proxy is a running fault proxy.
@@ -235,6 +240,8 @@ type Proxy struct {
 	// refused are the requests answered as S3 would refuse them (strict.go).
 	refused []string
 	rates   *rateBuckets // nil without Config.Rates
+	// completed are the uploads whose completion was forwarded and cut.
+	completed map[string]bool
 }
 
 // OpCount is what happened to one operation's requests.
@@ -256,7 +263,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
-	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}}
+	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}, completed: map[string]bool{}}
 	if cfg.Rates != nil {
 		p.rates = newRateBuckets(*cfg.Rates)
 	}
@@ -374,7 +381,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "InvalidRequest", "The specified copy source is not supported as a byte-range copy source. ("+xmlEscape(why)+")")
 		return
 	}
+	if p.cfg.CompletedGone && op == CompleteMultipartUpload {
+		id := r.URL.Query().Get("uploadId")
+		p.mu.Lock()
+		gone := p.completed[id]
+		p.mu.Unlock()
+		if gone {
+			writeError(w, r, http.StatusNotFound, "NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+			return
+		}
+	}
 	fault := p.decide(op, r)
+	if op == CompleteMultipartUpload && (fault == ResetAfter || fault == ResetMidBody) {
+		p.mu.Lock()
+		p.completed[r.URL.Query().Get("uploadId")] = true
+		p.mu.Unlock()
+	}
 	if fault == "" && p.rates != nil && !p.rates.allow(r) {
 		fault = SlowDown
 		p.mu.Lock()
