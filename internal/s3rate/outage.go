@@ -93,7 +93,11 @@ func (e *GaveUpError) Error() string {
 	if errors.As(cause, &m) {
 		cause = m.Err // its own text repeats the count
 	}
-	return fmt.Sprintf("gave up after %d attempts over %s: %v", e.Attempts, e.Elapsed.Round(time.Millisecond), cause)
+	attempts := "attempts"
+	if e.Attempts == 1 {
+		attempts = "attempt"
+	}
+	return fmt.Sprintf("gave up after %d %s over %s: %v", e.Attempts, attempts, e.Elapsed.Round(time.Millisecond), cause)
 }
 
 func (e *GaveUpError) Unwrap() error { return e.Err }

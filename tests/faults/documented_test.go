@@ -31,7 +31,12 @@ var documentedRows = []struct {
 	name  string
 	rules []fp.Rule
 }{
-	{"200-error/copy-complete", []fp.Rule{{Ops: []fp.Op{fp.UploadPartCopy, fp.CopyObject, fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ErrorIn200}, Rate: 1.0 / 7}}},
+	// The first completion (in stream, the archive's only one) and then
+	// one copy or completion in seven.
+	{"200-error/copy-complete", []fp.Rule{
+		{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ErrorIn200}, Rate: 1, Limit: 1},
+		{Ops: []fp.Op{fp.UploadPartCopy, fp.CopyObject, fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ErrorIn200}, Rate: 1.0 / 7},
+	}},
 	{"500-bursts", []fp.Rule{
 		{Faults: []fp.Fault{fp.InternalError}, Rate: 1, After: 10, Limit: 8},
 		{Faults: []fp.Fault{fp.InternalError}, Rate: 1, After: 60, Limit: 8},
