@@ -152,8 +152,9 @@ bench-quick: tools
 bench-get: tools
 	@bash bench/run.sh get
 
-## test-faults: S3 500s, 503 SlowDown, timeouts and resets injected by a proxy in front of versitygw,
-## killed workers, re-run finalizers and planners, changed sources, racing runs; prints a table
+## test-faults: S3 500s, 503 SlowDown and ServiceUnavailable, 200 OK with an error body, timeouts and resets (before,
+## after and mid-body) injected by a proxy in front of versitygw, killed workers, re-run finalizers and planners,
+## changed sources, racing runs; prints a table
 .PHONY: test-faults
 test-faults: tools
 	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 15m -v ./tests/faults/ 2>&1 \

@@ -408,15 +408,18 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 	}
 	out, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
-		if s3err.IsCode(err, "PreconditionFailed") {
+		if s3err.IsCode(err, "PreconditionFailed", "NoSuchUpload") {
 			// A retried Complete whose first attempt succeeded meets its own
-			// archive: same size and CRC-32 means done.
+			// archive (412 when the key had to be free, else the upload gone):
+			// same size and CRC-32 means done.
 			d := job.Destination
 			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3part.CRCBase64(archiveCRC) {
 				return aws.ToString(h.ETag), nil
 			}
-			return "", &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
+			if s3err.IsCode(err, "PreconditionFailed") {
+				return "", &failure.DestinationExistsError{Bucket: d.Bucket, Key: d.Key}
+			}
 		}
 		if s3err.IsCode(err, "BadDigest", "InvalidPart") {
 			return "", failure.Checksum("S3 refused to complete %s: the assembled bytes do not have CRC-32 %08x: %v", job.Destination.URI(), archiveCRC, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/s3prefix"
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -100,8 +101,9 @@ func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int
 }
 
 // openObject opens an object to be read as it arrives (an entries file of
-// millions of lines is decoded so, not held whole first); a read that
-// fails is a stepfn.TransientError.
+// millions of lines is decoded so, not held whole first). A body cut short
+// resumes (s3rate.Resume); a read that still fails is a
+// stepfn.TransientError.
 func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
 	return openObjectFrom(ctx, c, bucket, key, 0)
 }
@@ -116,19 +118,23 @@ func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, fro
 	if err != nil {
 		return nil, s3Error("GetObject", bucket, key, false, err)
 	}
-	return &objectBody{ReadCloser: out.Body, op: fmt.Sprintf("read s3://%s/%s", bucket, key)}, nil
+	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: bucket, key: key}, nil
 }
 
-// objectBody is an object's body whose failed reads are transient.
+// objectBody is an object's body whose failed reads are named and typed.
 type objectBody struct {
 	io.ReadCloser
-	op string
+	bucket, key string
 }
 
 func (b *objectBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
-		err = &stepfn.TransientError{Op: b.op, Err: err}
+		var re interface{ HTTPStatusCode() int }
+		if errors.As(err, &re) { // a resume S3 answered
+			return n, s3Error("GetObject", b.bucket, b.key, false, err)
+		}
+		err = &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s", b.bucket, b.key), Err: err}
 	}
 	return n, err
 }

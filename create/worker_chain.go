@@ -30,6 +30,7 @@ import (
 // ChainS3 is what building chains needs of S3.
 type ChainS3 interface {
 	objectGetter
+	objectHeader
 	partUploader
 	partCopier
 	uploadCreator
@@ -432,16 +433,33 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	if u.checksum {
 		in.ChecksumType = types.ChecksumTypeFullObject
 	}
+	next := built{key: u.key, lead: lead, content: x.content + added}
 	done, err := u.c.CompleteMultipartUpload(ctx, in)
 	if err != nil {
-		return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
+		if done = u.completedBefore(ctx, err, next.lead+next.content); done == nil {
+			return x, 0, s3Error("CompleteMultipartUpload", u.bucket, u.key, false, err)
+		}
 	}
 	u.finished = true
-	next := built{key: u.key, lead: lead, content: x.content + added}
 	if u.checksum {
 		next.stored = aws.ToString(done.ChecksumCRC32)
 	}
 	return next, u.uploaded, nil
+}
+
+// completedBefore is the completion of a round whose Complete failed with
+// NoSuchUpload because an earlier attempt of it (the SDK's retry, its
+// answer lost) completed it: the round's object, of its size, is there.
+// Its key is this attempt's own, so nothing else made it. Nil otherwise.
+func (u *roundUpload) completedBefore(ctx context.Context, err error, size int64) *s3.CompleteMultipartUploadOutput {
+	if !s3err.IsCode(err, "NoSuchUpload") {
+		return nil
+	}
+	h, herr := u.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.bucket, Key: &u.key, ChecksumMode: types.ChecksumModeEnabled})
+	if herr != nil || aws.ToInt64(h.ContentLength) != size {
+		return nil
+	}
+	return &s3.CompleteMultipartUploadOutput{ETag: h.ETag, ChecksumCRC32: h.ChecksumCRC32}
 }
 
 // sendPieces sends the round's header bytes (and ranges S3 cannot copy) as

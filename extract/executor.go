@@ -103,7 +103,7 @@ func (it *Item) headers() (encoding, cacheControl *string) {
 // alreadyOurs says whether a write refused by If-None-Match met an object
 // this execution wrote before (a batch run again): then it counts as written.
 func (x *executor) alreadyOurs(ctx context.Context, err error, it *Item) bool {
-	if !s3err.IsCode(err, "PreconditionFailed") {
+	if !s3err.IsCode(err, "PreconditionFailed", "NoSuchUpload") {
 		return false
 	}
 	h, herr := x.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &x.dest, Key: &it.Key})

@@ -19,6 +19,7 @@ import (
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/s3prefix"
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -72,16 +73,33 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
 }
 
-// openWork opens a work object for reading, naming it in its error.
+// openWork opens a work object for reading, naming it in its error; a
+// body cut short resumes (s3rate.Resume), a read that still fails is
+// classified as S3's failures are.
 func openWork(ctx context.Context, c Client, bucket, key string) (io.ReadCloser, error) {
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	out, err := c.GetObject(ctx, in)
 	if err != nil {
 		if s3err.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
-	return out.Body, nil
+	return &workBody{ReadCloser: s3rate.Resume(ctx, c, in, out, 0), where: "s3://" + bucket + "/" + key}, nil
+}
+
+// workBody is a work object's body whose failed reads are named and typed.
+type workBody struct {
+	io.ReadCloser
+	where string
+}
+
+func (b *workBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = classifyS3(fmt.Errorf("read work object %s: %w", b.where, err))
+	}
+	return n, err
 }
 
 // getWorkUpTo reads a work object whole, refusing one over limit bytes.
@@ -93,7 +111,7 @@ func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64)
 	defer body.Close()
 	doc, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, classifyS3(fmt.Errorf("read work object s3://%s/%s: %w", bucket, key, err))
+		return nil, err // named and classified by openWork's body
 	}
 	if int64(len(doc)) > limit {
 		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, limit)

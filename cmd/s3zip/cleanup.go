@@ -20,6 +20,7 @@ import (
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3err"
+	"github.com/s3zip/s3zip/internal/s3rate"
 )
 
 // A run the CLI starts keeps a marker, <work prefix><execution>/run.json
@@ -135,13 +136,17 @@ func (l *markerLease) stop(ctx context.Context) error {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if left := workLeft(ctx, l.c, l.bucket, strings.TrimSuffix(l.key, markerName)); len(left) > 0 {
+	// The run is over: nothing waits on these requests, so they are tried
+	// as any other (within the 30 s), and a 500 does not leave the marker.
+	c := s3.New(l.c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = s3rate.DefaultAttempts })
+	if left := workLeft(ctx, c, l.bucket, strings.TrimSuffix(l.key, markerName)); len(left) > 0 {
 		m := l.marker
 		m.Ended = time.Now().UTC()
 		doc, _ := json.Marshal(m)
-		return l.put(ctx, doc)
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &l.bucket, Key: &l.key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
+		return err
 	}
-	_, err := l.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.bucket, Key: &l.key})
+	_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.bucket, Key: &l.key})
 	return err
 }
 

@@ -45,13 +45,14 @@ func Load[C any](ctx context.Context, function string, configFromEnv func(getenv
 		return nil, fmt.Errorf("%s: AWS configuration: %w", function, err)
 	}
 	// Every request to a bucket passes one limiter that learns the rate S3
-	// serves from its SlowDowns (internal/s3rate); eight attempts at any
-	// other failure; connections that go quiet are abandoned and retried.
+	// serves from its SlowDowns (internal/s3rate); s3rate.DefaultAttempts
+	// at any other failure, within the client's outage budget; connections
+	// that go quiet are abandoned and retried.
 	timeouts, err := s3rate.TimeoutsFromEnv(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", function, err)
 	}
-	client := s3.NewFromConfig(awsCfg, s3rate.Options(s3rate.Config{Attempts: 8, Timeouts: timeouts}), func(o *s3.Options) {
+	client := s3.NewFromConfig(awsCfg, s3rate.Options(s3rate.Config{Timeouts: timeouts}), func(o *s3.Options) {
 		// Checksums are set explicitly where they matter (UploadPart);
 		// elsewhere the SDK adds none a request does not require.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired

@@ -18,7 +18,7 @@ import (
 //     Storage, which stay until someone acts) or 429, or with a code that names a passing condition
 //     (MayHeal: throttling, a timeout, a conflicting conditional write);
 //   - S3 did not answer: the connection failed or was cut (a net.Error, a
-//     body that ended early), or the request timed out (DeadlineExceeded,
+//     body that ended early, a 200's body among them), or the request timed out (DeadlineExceeded,
 //     which an HTTP client's response timeout also matches), or the SDK
 //     gave up sending it for a reason other than its own parameters.
 //
@@ -40,9 +40,10 @@ func Transient(err error) bool {
 		return false // a 5xx that stays: the server lacks the feature or the space
 	case status >= 500, status == http.StatusTooManyRequests, MayHeal(code):
 		return true
-	case status != 0 || code != "":
+	case status/100 != 2 && status != 0 || code != "":
 		return false // S3 answered, and not with a passing condition
 	}
+	// A 2xx whose body was cut is an answer that did not arrive: below.
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true

@@ -53,6 +53,10 @@ func TestTransient(t *testing.T) {
 		{"404-bare", answered(404, ""), false},
 		{"412-precondition", answered(412, "PreconditionFailed"), false},
 		{"connection-reset", unanswered(&net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}), true},
+		// A copy's 200 whose body a reset cut, as the SDK returns it.
+		{"200-body-cut", &smithy.OperationError{ServiceID: "S3", OperationName: "UploadPartCopy", Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 200}},
+			Err:      &smithy.DeserializationError{Err: &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}}}}, true},
 		{"deadline", unanswered(context.DeadlineExceeded), true},
 		{"sdk-gave-up-sending", unanswered(errors.New("failed to send the request")), true},
 		{"cancelled", unanswered(context.Canceled), false},

@@ -25,7 +25,7 @@ type Config struct {
 	// Limits are the limiters the client's requests pass; nil: Default.
 	Limits *Limits
 	// Attempts is how many times a request that fails for another reason
-	// than throttling is tried (default 3).
+	// than throttling is tried (default DefaultAttempts).
 	Attempts int
 	// ThrottleAttempts is how many times a throttled request is tried
 	// (default 40: with backoff up to MaxBackoff, about ten minutes, while
@@ -33,16 +33,36 @@ type Config struct {
 	ThrottleAttempts int
 	// MaxBackoff is the longest wait between attempts (default 20 s).
 	MaxBackoff time.Duration
+	// GiveUpAfter is the client's retry budget: once every attempt it made
+	// has failed for this long, with no answer between, a failing request
+	// is not tried again (default DefaultGiveUpAfter).
+	GiveUpAfter time.Duration
 	// Timeouts of the HTTP client; zero fields take DefaultTimeouts'.
 	Timeouts Timeouts
 }
+
+// DefaultAttempts is how many times a request that fails, not throttled,
+// is tried: as often as the tools users trust try one (s5cmd 10, s3tar 10
+// with backoff capped at 20 s, rclone 10 low-level retries). A run of a
+// million objects makes millions of requests: at S3's rare 500s a few
+// thousand of them fail once, and a handful twice or more.
+const DefaultAttempts = 10
+
+// DefaultGiveUpAfter is how long a client goes on retrying while none of
+// its attempts is answered: longer than the ten attempts of one request
+// (about a minute of backoff, three at most), so it stops a run only when
+// S3 is out for everyone.
+const DefaultGiveUpAfter = 5 * time.Minute
 
 func (c Config) withDefaults() Config {
 	if c.Limits == nil {
 		c.Limits = Default
 	}
 	if c.Attempts <= 0 {
-		c.Attempts = 3
+		c.Attempts = DefaultAttempts
+	}
+	if c.GiveUpAfter <= 0 {
+		c.GiveUpAfter = DefaultGiveUpAfter
 	}
 	if c.ThrottleAttempts <= 0 {
 		c.ThrottleAttempts = 40
@@ -55,8 +75,10 @@ func (c Config) withDefaults() Config {
 }
 
 // Options configures an S3 client as cfg says: its requests pass the
-// limiter of their bucket and class, are retried by a retryer without a
-// retry quota, and are sent by an HTTP client with timeouts. A client
+// limiter of their bucket and class, are retried by a retryer without the
+// SDK's retry quota (within the client's outage budget instead), and are
+// sent by an HTTP client with timeouts. A request the client stops trying
+// fails with a *GaveUpError. A client
 // option given after it (a test's HTTPClient, say) still wins.
 func Options(cfg Config) func(*s3.Options) {
 	cfg = cfg.withDefaults()
@@ -72,10 +94,12 @@ func Options(cfg Config) func(*s3.Options) {
 func LimiterOnly(cfg Config) func(*s3.Options) {
 	cfg = cfg.withDefaults()
 	return func(o *s3.Options) {
-		o.Retryer = newRetryer(cfg)
+		out := newOutage(cfg.GiveUpAfter)
+		r := newRetryer(cfg, out)
+		o.Retryer = r
 		o.RetryMaxAttempts = 0 // the retryer says
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return addLimiter(stack, cfg.Limits)
+			return addLimiter(stack, cfg.Limits, r, out)
 		})
 	}
 }
@@ -83,11 +107,30 @@ func LimiterOnly(cfg Config) func(*s3.Options) {
 // bucketKey holds the request's bucket, from its input, for the attempts.
 type bucketKey struct{}
 
-func addLimiter(stack *middleware.Stack, limits *Limits) error {
+func addLimiter(stack *middleware.Stack, limits *Limits, r aws.Retryer, out *outage) error {
 	if _, ok := stack.Finalize.Get("Retry"); !ok {
 		return nil // a presigner's stack: it sends nothing
 	}
-	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("s3rate.Bucket",
+	// Before the retry middleware: a request given up says how often it was
+	// tried and for how long.
+	err := stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("s3rate.GaveUp",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			start := time.Now()
+			res, md, err := next.HandleFinalize(ctx, in)
+			var (
+				mae *retry.MaxAttemptsError
+				oe  *OutageError
+			)
+			if err != nil && (errors.As(err, &mae) || errors.As(err, &oe)) {
+				attempts, _ := retry.GetAttemptResults(md)
+				err = &GaveUpError{Attempts: len(attempts.Results), Elapsed: time.Since(start), Err: err}
+			}
+			return res, md, err
+		}), "Retry", middleware.Before)
+	if err != nil {
+		return err
+	}
+	err = stack.Initialize.Add(middleware.InitializeMiddlewareFunc("s3rate.Bucket",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			return next.HandleInitialize(context.WithValue(ctx, bucketKey{}, bucketOf(in.Parameters)), in)
 		}), middleware.Before)
@@ -95,7 +138,7 @@ func addLimiter(stack *middleware.Stack, limits *Limits) error {
 		return err
 	}
 	// After the retry middleware: every attempt waits for its token and
-	// tells the limiter how it went.
+	// tells the limiter, and the outage budget, how it went.
 	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("s3rate.Limiter",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			bucket, _ := ctx.Value(bucketKey{}).(string)
@@ -103,14 +146,23 @@ func addLimiter(stack *middleware.Stack, limits *Limits) error {
 			if err := l.Wait(ctx); err != nil {
 				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
 			}
-			out, md, err := next.HandleFinalize(ctx, in)
+			res, md, err := next.HandleFinalize(ctx, in)
 			switch {
 			case err == nil:
 				l.Succeeded()
 			case IsThrottle(err):
 				l.Throttled()
 			}
-			return out, md, err
+			switch {
+			case err == nil:
+				out.answer()
+			case errors.Is(err, context.Canceled):
+			case r.IsErrorRetryable(err):
+				out.fail()
+			default:
+				out.answer() // S3 answered, with a refusal no retry changes
+			}
+			return res, md, err
 		}), "Retry", middleware.After)
 }
 
@@ -155,13 +207,15 @@ func IsThrottle(err error) bool {
 
 // retryer is the standard retryer without its retry quota, trying a
 // throttled request up to ThrottleAttempts times and any other failure
-// up to Attempts, with full-jitter exponential backoff.
+// up to Attempts, with full-jitter exponential backoff, while the
+// client's outage budget lasts.
 type retryer struct {
 	aws.RetryerV2
 	attempts, throttleAttempts int
+	outage                     *outage
 }
 
-func newRetryer(cfg Config) aws.RetryerV2 {
+func newRetryer(cfg Config, out *outage) aws.RetryerV2 {
 	std := retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = max(cfg.Attempts, cfg.ThrottleAttempts)
 		o.MaxBackoff = cfg.MaxBackoff
@@ -174,14 +228,18 @@ func newRetryer(cfg Config) aws.RetryerV2 {
 			return aws.UnknownTernary
 		}))
 	})
-	return &retryer{RetryerV2: std, attempts: cfg.Attempts, throttleAttempts: cfg.ThrottleAttempts}
+	return &retryer{RetryerV2: std, attempts: cfg.Attempts, throttleAttempts: cfg.ThrottleAttempts, outage: out}
 }
 
 // RetryDelay ends a request that failed for another reason than
-// throttling once it was tried Attempts times.
+// throttling once it was tried Attempts times, and any request once the
+// client's outage budget is spent.
 func (r *retryer) RetryDelay(attempt int, err error) (time.Duration, error) {
 	if !IsThrottle(err) && attempt >= r.attempts {
 		return 0, &retry.MaxAttemptsError{Attempt: attempt, Err: err}
+	}
+	if err := r.outage.spent(err); err != nil {
+		return 0, err
 	}
 	return r.RetryerV2.RetryDelay(attempt, err)
 }

@@ -1,9 +1,12 @@
 // Package faultproxy is an HTTP reverse proxy for tests that sits between an
 // S3 client and an S3-compatible server on loopback and injects the failures
-// S3 really produces: 500 InternalError and 503 SlowDown (with S3's XML error
-// body), requests that hang until the client gives up, and connections reset
-// before the server saw the request or after it acted on it (the response is
-// lost, the effect is not).
+// S3 really produces: 500 InternalError, 503 SlowDown and 503
+// ServiceUnavailable (with S3's XML error body), 200 OK with an error in the
+// body (CopyObject, UploadPartCopy, CompleteMultipartUpload), requests that
+// hang until the client gives up, and connections reset before the server
+// saw the request, after it acted on it (the response is lost, the effect is
+// not) or half-way through the response's body. A rule can fire in a burst:
+// every matching request for a while.
 //
 // Faults are chosen per request by S3 operation, derived from the method, the
 // query and the headers the way S3 routes them (Classify). Each decision is a
@@ -152,6 +155,18 @@ const (
 	// resets the connection instead of answering: the effect happened,
 	// the client does not know it.
 	ResetAfter Fault = "reset-after"
+	// ServiceUnavailable answers 503 with S3's ServiceUnavailable body; the
+	// server never sees the request.
+	ServiceUnavailable Fault = "503-unavailable"
+	// ErrorIn200 answers 200 OK with S3's InternalError in the body, as S3
+	// may answer CopyObject, UploadPartCopy and CompleteMultipartUpload once
+	// it has sent its headers: the operation did not happen (the server
+	// never sees the request).
+	ErrorIn200 Fault = "200-error"
+	// ResetMidBody forwards the request, sends the client the answer's
+	// headers and the first half of its body (at most StallAfter bytes),
+	// then resets the connection: the effect happened, the answer is cut.
+	ResetMidBody Fault = "reset-mid-body"
 	// Stall forwards the request and sends the client the answer's
 	// headers and its first StallAfter bytes, then nothing: the connection
 	// stays open until the client gives up (or Config.Hold passes). Not in
@@ -162,8 +177,11 @@ const (
 // StallAfter is how many bytes of a body a Stall sends before it stops.
 const StallAfter = 1024
 
-// AllFaults lists every fault kind.
+// AllFaults lists the fault kinds any request may meet.
 var AllFaults = []Fault{InternalError, SlowDown, Timeout, Reset, ResetAfter}
+
+// kinds lists every fault kind, for Summary.
+var kinds = []Fault{InternalError, SlowDown, ServiceUnavailable, ErrorIn200, Timeout, Reset, ResetAfter, ResetMidBody, Stall}
 
 // Rule injects one of Faults (chosen evenly) into a Rate fraction of the
 // requests for Ops (every operation when empty).
@@ -173,6 +191,10 @@ type Rule struct {
 	Rate   float64
 	// Limit caps how many faults this rule injects (0: no cap).
 	Limit int
+	// After is how many matching requests pass before the rule may fire:
+	// with Rate 1 and Limit n, the rule answers a burst of n requests in a
+	// row, from the (After+1)-th on.
+	After int
 }
 
 // Config configures a proxy.
@@ -195,6 +217,11 @@ type Config struct {
 	// Rates, when set, has the proxy refuse what S3 refuses past its
 	// request rates: 503 SlowDown (rates.go).
 	Rates *Rates
+	// CompletedGone, when set, answers a CompleteMultipartUpload of an
+	// upload whose completion the proxy forwarded and then cut (ResetAfter,
+	// ResetMidBody) 404 NoSuchUpload, as S3 may answer the retry of a
+	// completion that happened (versitygw answers it as the first).
+	CompletedGone bool
 }
 
 // Proxy is a running fault proxy.
@@ -206,12 +233,15 @@ type Proxy struct {
 	mu     sync.Mutex
 	rules  []Rule
 	fired  []int          // per rule
+	match  []int          // requests each rule matched
 	seen   map[string]int // occurrences per request identity
 	counts map[Op]*OpCount
 	held   sync.WaitGroup
 	// refused are the requests answered as S3 would refuse them (strict.go).
 	refused []string
 	rates   *rateBuckets // nil without Config.Rates
+	// completed are the uploads whose completion was forwarded and cut.
+	completed map[string]bool
 }
 
 // OpCount is what happened to one operation's requests.
@@ -233,7 +263,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
-	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}}
+	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}, completed: map[string]bool{}}
 	if cfg.Rates != nil {
 		p.rates = newRateBuckets(*cfg.Rates)
 	}
@@ -282,6 +312,7 @@ func (p *Proxy) SetRules(rules []Rule) {
 func (p *Proxy) setRules(rules []Rule) {
 	p.rules = append([]Rule(nil), rules...)
 	p.fired = make([]int, len(rules))
+	p.match = make([]int, len(rules))
 }
 
 // Counts returns a copy of the per-operation counts.
@@ -321,15 +352,15 @@ func (p *Proxy) Summary() string {
 			faults += n
 		}
 	}
-	var kinds []string
-	for _, f := range AllFaults {
+	var met []string
+	for _, f := range kinds {
 		if n := byFault[f]; n > 0 {
-			kinds = append(kinds, fmt.Sprintf("%s×%d", f, n))
+			met = append(met, fmt.Sprintf("%s×%d", f, n))
 		}
 	}
 	s := fmt.Sprintf("%d faults in %d requests", faults, requests)
-	if len(kinds) > 0 {
-		s += " (" + strings.Join(kinds, " ") + ")"
+	if len(met) > 0 {
+		s += " (" + strings.Join(met, " ") + ")"
 	}
 	return s
 }
@@ -350,7 +381,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "InvalidRequest", "The specified copy source is not supported as a byte-range copy source. ("+xmlEscape(why)+")")
 		return
 	}
+	if p.cfg.CompletedGone && op == CompleteMultipartUpload {
+		id := r.URL.Query().Get("uploadId")
+		p.mu.Lock()
+		gone := p.completed[id]
+		p.mu.Unlock()
+		if gone {
+			writeError(w, r, http.StatusNotFound, "NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+			return
+		}
+	}
 	fault := p.decide(op, r)
+	if op == CompleteMultipartUpload && (fault == ResetAfter || fault == ResetMidBody) {
+		p.mu.Lock()
+		p.completed[r.URL.Query().Get("uploadId")] = true
+		p.mu.Unlock()
+	}
 	if fault == "" && p.rates != nil && !p.rates.allow(r) {
 		fault = SlowDown
 		p.mu.Lock()
@@ -362,6 +408,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 	case SlowDown:
 		writeError(w, r, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+	case ServiceUnavailable:
+		writeError(w, r, http.StatusServiceUnavailable, "ServiceUnavailable", "Service is unable to handle request.")
+	case ErrorIn200:
+		writeError(w, r, http.StatusOK, "InternalError", "We encountered an internal error. Please try again.")
+	case ResetMidBody:
+		p.rp.ServeHTTP(&cuttingWriter{ResponseWriter: w, left: StallAfter}, r)
+		panic(http.ErrAbortHandler) // a body with nothing to cut: dropped all the same
 	case Timeout:
 		p.held.Add(1)
 		defer p.held.Done()
@@ -404,6 +457,9 @@ func (p *Proxy) decide(op Op, r *http.Request) Fault {
 	p.seen[id] = n + 1
 	for i, rule := range p.rules {
 		if len(rule.Faults) == 0 || rule.Rate <= 0 || (rule.Limit > 0 && p.fired[i] >= rule.Limit) || !matches(rule.Ops, op) {
+			continue
+		}
+		if p.match[i]++; p.match[i] <= rule.After {
 			continue
 		}
 		h := hash64(p.cfg.Seed, uint64(i), id, uint64(n))
@@ -488,6 +544,10 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg st
 	body := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
 		`<Error><Code>%s</Code><Message>%s</Message><Resource>%s</Resource><RequestId>faultproxy</RequestId></Error>`,
 		code, msg, xmlEscape(r.URL.Path))
+	if status == http.StatusOK {
+		// S3 keeps such a connection open with whitespace before it knows.
+		body = "\n \n" + body
+	}
 	w.Header().Set("Content-Type", "application/xml")
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(status)
@@ -500,18 +560,27 @@ func xmlEscape(s string) string {
 
 // reset closes the client's connection with a TCP RST and no response.
 func reset(w http.ResponseWriter) {
+	if !resetConn(w) {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// resetConn closes the client's connection with a TCP RST, after what was
+// written and flushed; false when it cannot take the connection over.
+func resetConn(w http.ResponseWriter) bool {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		panic(http.ErrAbortHandler)
+		return false
 	}
 	conn, _, err := hj.Hijack()
 	if err != nil {
-		panic(http.ErrAbortHandler)
+		return false
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
+	return true
 }
 
 // discard is a ResponseWriter that drops the server's answer.
@@ -570,3 +639,45 @@ func (s *stallingWriter) Flush() {
 }
 
 var errStalled = fmt.Errorf("faultproxy: stalled")
+
+// cuttingWriter passes the headers and the first half of a body (at most
+// left bytes), then resets the connection.
+type cuttingWriter struct {
+	http.ResponseWriter
+	left    int
+	started bool
+}
+
+func (c *cuttingWriter) Write(b []byte) (int, error) {
+	if !c.started {
+		c.started = true
+		var cl int
+		if _, err := fmt.Sscan(c.Header().Get("Content-Length"), &cl); err == nil && cl <= 2*c.left {
+			c.left = cl / 2
+		}
+	}
+	n := min(len(b), c.left)
+	if n > 0 {
+		if _, err := c.ResponseWriter.Write(b[:n]); err != nil {
+			return 0, err
+		}
+		c.left -= n
+	}
+	if c.left > 0 {
+		return n, nil
+	}
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	resetConn(c.ResponseWriter)
+	return n, errCut
+}
+
+// Flush sends what was written so far.
+func (c *cuttingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+var errCut = fmt.Errorf("faultproxy: connection reset mid-body")

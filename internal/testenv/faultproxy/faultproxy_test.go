@@ -189,3 +189,67 @@ func TestLatency(t *testing.T) {
 		t.Fatalf("8 requests at once through a proxy of %v latency took %v: want one latency, not less, not one each", latency, took)
 	}
 }
+
+// TestDocumentedAnswers: the answers S3 documents besides throttling reach
+// the client as S3 sends them: a 200 OK whose body is an error (the copy
+// not made), 503 ServiceUnavailable, and a body cut by a reset after the
+// server acted; a rule with After fires in a burst.
+func TestDocumentedAnswers(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, "bkt")
+	big := s3test.Bytes(1, 100_000)
+	srv.PutObject(t, "bkt", "src", big)
+	p, err := Start(Config{Target: srv.Endpoint(), Hold: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := s3.New(srv.Options(), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(p.URL())
+		o.RetryMaxAttempts = 1
+	})
+	ctx := context.Background()
+	code := func(err error) string {
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			return ae.ErrorCode()
+		}
+		return ""
+	}
+
+	p.SetRules([]Rule{{Ops: []Op{CopyObject}, Faults: []Fault{ErrorIn200}, Rate: 1}})
+	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bkt"), Key: aws.String("copy"), CopySource: aws.String("bkt/src")})
+	if code(err) != "InternalError" {
+		t.Errorf("200 with an error body: err = %v, want InternalError", err)
+	}
+	if _, err := srv.Client(t).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("copy")}); err == nil {
+		t.Error("200 with an error body: the copy was made; S3 says it was not")
+	}
+
+	p.SetRules([]Rule{{Ops: []Op{HeadObject, GetObject}, Faults: []Fault{ServiceUnavailable}, Rate: 1}})
+	_, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("src")})
+	if code(err) != "ServiceUnavailable" {
+		t.Errorf("503 ServiceUnavailable: err = %v", err)
+	}
+
+	p.SetRules([]Rule{{Ops: []Op{GetObject}, Faults: []Fault{ResetMidBody}, Rate: 1}})
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("src")})
+	if err != nil {
+		t.Fatalf("reset mid-body: the headers did not arrive: %v", err)
+	}
+	got, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err == nil || len(got) == 0 || len(got) > StallAfter || !bytes.Equal(got, big[:len(got)]) {
+		t.Errorf("reset mid-body: read %d bytes, err %v; want the first bytes, at most %d, then an error", len(got), err, StallAfter)
+	}
+
+	p.SetRules([]Rule{{Ops: []Op{HeadObject}, Faults: []Fault{InternalError}, Rate: 1, After: 2, Limit: 3}})
+	var pattern []byte
+	for range 7 {
+		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("src")})
+		pattern = append(pattern, map[bool]byte{true: 'x', false: '.'}[err != nil])
+	}
+	if string(pattern) != "..xxx.." {
+		t.Errorf("a burst of 3 after 2: %s, want ..xxx..", pattern)
+	}
+}
