@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -159,6 +160,23 @@ func (x *executor) abortOpen(ctx context.Context) {
 // create nor complete is cancelled with the run: an upload S3 creates must
 // be known, to be aborted, and a completed one recorded, to be deleted.
 
+// settleGrace is how long a request whose outcome the run must know goes
+// on, with its retries, once the run is stopped.
+const settleGrace = 20 * time.Second
+
+// settle is ctx without its cancellation, for a request whose outcome the
+// run must know to undo it (an upload created, an object completed): a
+// stopped run lets it finish, and its retries, for settleGrace, not for as
+// long as they take.
+func settle(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		timer := time.AfterFunc(settleGrace, cancel)
+		context.AfterFunc(out, func() { timer.Stop() })
+	})
+	return out, func() { stop(); cancel() }
+}
+
 // create begins the upload of an entry's object, with CRC-32 FULL_OBJECT
 // checksums when checksum is set.
 func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string, error) {
@@ -167,7 +185,9 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
 	}
-	cr, err := x.c.CreateMultipartUpload(context.WithoutCancel(ctx), in)
+	sctx, done := settle(ctx)
+	defer done()
+	cr, err := x.c.CreateMultipartUpload(sctx, in)
 	if err != nil {
 		return "", fmt.Errorf("entry %q: create upload for s3://%s/%s: %w", it.Name, x.dest, it.Key, err)
 	}
@@ -179,7 +199,8 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 // complete completes an entry's upload (with the entry's CRC-32 when
 // checksum is set, so S3 checks it) and records the object as written.
 func (x *executor) complete(ctx context.Context, it *Item, id string, parts []types.CompletedPart, checksum bool) error {
-	ctx = context.WithoutCancel(ctx)
+	ctx, done := settle(ctx)
+	defer done()
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: &x.dest, Key: &it.Key, UploadId: &id,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
