@@ -190,7 +190,7 @@ func (pf *planFlags) entries(ctx context.Context) ([]plan.Entry, error) {
 	}
 }
 
-// summarize is the plan's summary, priced on AWS for opts.Workers.
+// summarize is the plan's summary, priced with opts.Model for opts.Workers.
 func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSummary {
 	st := p.Stats()
 	sum := planSummary{
@@ -387,8 +387,8 @@ func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
 	return pricing{model, pricedServer, note}, nil
 }
 
-// modelOf is the model a plan is priced with: AWS's (plan.DefaultModel),
-// with the options' --source-prefixes.
+// modelOf is the model a plan is priced with: the options' (the profile
+// --model and --endpoint chose, with --source-prefixes), else AWS's.
 func modelOf(opts plan.Options) plan.Model {
 	if opts.Model != nil {
 		return *opts.Model
