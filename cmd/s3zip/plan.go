@@ -261,7 +261,7 @@ func (sum *planSummary) print(w io.Writer) {
 			count(sum.ReadJobs, "job", "jobs"), humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, pricedOn[sum.PricedWith], count(sum.Workers, "worker", "workers"), 100*readRatio)
 		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
-	about := "its profile below"
+	about := "the profile below"
 	if sum.PricedWith == pricedAWS {
 		about = plan.DefaultModel.String()
 	}
@@ -339,7 +339,7 @@ const (
 	pricedFile   = "file"
 )
 
-var pricedOn = map[string]string{pricedAWS: "on AWS", pricedServer: "on the server", pricedFile: "by the profile"}
+var pricedOn = map[string]string{pricedAWS: "on AWS", pricedServer: "on the server", pricedFile: "by your profile"}
 
 // pricing is the profile a plan is priced with: model nil is AWS's; note
 // says which and why, when it is not AWS's with no endpoint.
@@ -360,7 +360,7 @@ func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
 	endpoint := endpointOrEnv(*pf.rf.endpoint)
 	switch {
 	case mc.file != nil:
-		return pricing{mc.file, pricedFile, "the one in " + mc.choice}, nil
+		return pricing{mc.file, pricedFile, "the one in " + mc.choice + " (--model), AWS's where it gives no field"}, nil
 	case mc.choice == modelAWS || (mc.choice == "" && endpoint == ""):
 		return pricing{with: pricedAWS}, nil
 	case mc.choice == "":

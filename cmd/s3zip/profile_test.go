@@ -151,3 +151,16 @@ func TestPlanPricesAsCreateDoes(t *testing.T) {
 		t.Errorf("plan --synthetic without an endpoint is not priced for AWS alone:\n%s", synthetic.stdout)
 	}
 }
+
+// plan --model FILE prices with the file's profile and says so, with no
+// endpoint and nothing measured.
+func TestPlanModelFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "model.json")
+	if err := os.WriteFile(file, []byte(`{"model": {"WorkerBandwidth": 12e6, "CopyRate": 50e6, "CompletePerByte": 1e-9}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("S3_ENDPOINT", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	planSays(t, []string{"--synthetic", "challenge", "--count", "20", "--model", file},
+		[]string{"\nby your profile ", "predicted with 8 workers (the profile below)\n", "profile         the one in " + file + " (--model)"})
+}
