@@ -5,7 +5,7 @@ GO    ?= go
 GOPKGS = $(shell $(GO) list -e ./... | grep -v /node_modules/)
 FUNCTIONS := planner reader worker finalizer abort extract-planner extract-worker extract-finalizer extract-abort
 
-.PHONY: all test test-long check vet gotest nodetest tools node lambdas plan demo clean
+.PHONY: all test test-long check vet gotest nodetest tools node lambdas plan demo local-s3 clean
 
 all: test
 
@@ -133,6 +133,10 @@ release:
 ## demo: a real archive built here, against a local S3 server, in one command
 demo:
 	@bash scripts/demo.sh
+
+## local-s3: the demo's S3 server kept running to try things; prints what to export (scripts/local-s3.sh stop stops it)
+local-s3:
+	@bash scripts/local-s3.sh
 
 .PHONY: bench bench-quick bench-get
 ## bench: the server calibrated, then every strategy side by side at N = 1..32 workers, each a process in its own network namespace whose link is narrowed until the machine is 32 links wide, then the extract row (needs root; bench/README.md)

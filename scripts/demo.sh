@@ -9,7 +9,7 @@ repo=$PWD
 count=${DEMO_COUNT:-200}
 workers=${DEMO_WORKERS:-8}
 
-bash tools/install.sh
+bash tools/install.sh demo
 go build -o .tools/bin/s3zip ./cmd/s3zip
 s3zip=$repo/.tools/bin/s3zip
 

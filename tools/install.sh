@@ -7,6 +7,9 @@
 # Makefile and CI can call it on every run.
 #
 #   tools/install.sh            install everything missing
+#   tools/install.sh demo       only what make demo and make local-s3 use: versitygw
+#                               (checking go and python3); no ZIP readers, no Java,
+#                               no staticcheck or cfn-lint
 #   VGW_PREBUILT=path tools/install.sh
 #                               copy a versitygw v1.8.0 binary instead of building
 #                               it (only if `go version -m` says it is v1.8.0)
@@ -20,6 +23,12 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 log() { printf 'tools/install.sh: %s\n' "$*" >&2; }
 
+MODE=${1:-all}
+case "$MODE" in
+  all | demo) ;;
+  *) log "ERROR: unknown mode '$MODE': give none (everything the tests use) or demo (the local S3 server alone)"; exit 2 ;;
+esac
+
 # --- apt packages -----------------------------------------------------------
 # binary -> Debian package that provides it
 declare -A APT_FOR=(
@@ -29,7 +38,7 @@ declare -A APT_FOR=(
   [zip]=zip
 )
 missing=()
-for bin in "${!APT_FOR[@]}"; do
+[ "$MODE" = demo ] || for bin in "${!APT_FOR[@]}"; do
   if ! command -v "$bin" >/dev/null 2>&1; then missing+=("${APT_FOR[$bin]}"); fi
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -39,9 +48,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- language runtimes the readers need (checked, not installed) -----------
-for bin in go java python3; do
+runtimes="go java python3"
+if [ "$MODE" = demo ]; then runtimes="go python3"; fi
+for bin in $runtimes; do
   if ! command -v "$bin" >/dev/null 2>&1; then
-    log "ERROR: $bin not found on PATH; install it (the ZIP reader checks need go, java >= 11, python3)"
+    log "ERROR: $bin not found on PATH; install it (needed: $runtimes; java >= 11 for the ZIP reader checks)"
     exit 1
   fi
 done
@@ -67,6 +78,11 @@ else
   # Built outside the repo's module so its dependencies never touch go.mod.
   (cd / && GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
   vgw_is_wanted "$BIN/versitygw" || { log "ERROR: $BIN/versitygw is not $VERSITYGW_VERSION after install"; exit 1; }
+fi
+
+if [ "$MODE" = demo ]; then
+  log "ok (demo): go python3, versitygw $VERSITYGW_VERSION at $BIN/versitygw"
+  exit 0
 fi
 
 # --- staticcheck (make check) -------------------------------------------------

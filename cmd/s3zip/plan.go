@@ -35,8 +35,11 @@ type planSummary struct {
 	Requests         plan.Requests `json:"requests"`
 	Zip64            bool          `json:"zip64"`
 	PlanMillis       float64       `json:"planMillis"`
-	// Predicted on AWS by plan.DefaultModel for Workers, run as Fit cuts
-	// it: the workers it uses (Fit.Workers, at most Workers) and why.
+	// Predicted with the profile PricedWith names for Workers, run as Fit
+	// cuts it: the workers it uses (Fit.Workers, at most Workers) and why.
+	// Profile says which profile and why, when it is not AWS's by default.
+	PricedWith       string   `json:"pricedWith"`
+	Profile          string   `json:"profile,omitempty"`
 	Workers          int      `json:"workers"`
 	Fit              plan.Fit `json:"fit"`
 	PredictedSeconds float64  `json:"predictedSeconds"`
@@ -83,7 +86,14 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := atLeast("plan", "source-prefixes", *pf.sourcePrefixes, 1); err != nil {
 		return err
 	}
+	priced, err := pf.pricing(ctx)
+	if err != nil {
+		return err
+	}
 	model := plan.DefaultModel
+	if priced.model != nil {
+		model = *priced.model
+	}
 	model.SourcePrefixes = *pf.sourcePrefixes
 	opts := plan.Options{Strategy: s, Prefer: prefer, PartSize: *rf.partSize, Workers: *rf.workers, Model: &model}
 	var p *plan.Plan
@@ -100,11 +110,12 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	sum := summarize(p, opts, elapsed)
+	sum.PricedWith, sum.Profile = priced.with, priced.note
 	if err := sum.priceAlternative(p, entries, opts); err != nil {
 		return err
 	}
 	if *rf.compress != create.CompressNone || *rf.digest != "" {
-		sum.priceReadPass(entries)
+		sum.priceReadPass(entries, model)
 	}
 	if sum.Archives = p.Archives; !p.Split() {
 		// Advice compares the plan with others of the same entries as one archive.
@@ -126,6 +137,8 @@ type planFlags struct {
 	count     *int
 	seed      *uint64
 	asJSON    *bool
+	// model and workBucket are --model and where --model measure measures.
+	model, workBucket *string
 	// sourcePrefixes is how many partitioned prefixes the sources' reads
 	// spread over (plan.Model.SourcePrefixes).
 	sourcePrefixes *int
@@ -133,7 +146,8 @@ type planFlags struct {
 
 func newPlanFlags() (*flags, *planFlags) {
 	fs := newFlags("plan", "s3zip plan (--source s3://bucket/prefix/ | --manifest s3://bucket/key | --manifest FILE | --inventory s3://bucket/…/manifest.json | --synthetic challenge|small) [flags]",
-		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS)\n"+
+		"Plan an archive and show what building it costs (parts, requests, predicted time and dollars on AWS,\n"+
+			"or on the --endpoint server with the profile create measured of it)\n"+
 			"without writing anything. It takes the sources create takes, and lists or looks them up the same way;\n"+
 			"a local manifest must give every object's size.")
 	return fs, &planFlags{
@@ -142,6 +156,9 @@ func newPlanFlags() (*flags, *planFlags) {
 		count:     fs.Int("count", 3000, "objects in the synthetic data set"),
 		seed:      fs.Uint64("seed", 1, "seed of the synthetic data set"),
 		asJSON:    fs.Bool("json", false, "print one JSON object"),
+		model:     fs.String("model", "", planModelHelp),
+		workBucket: fs.String("work-bucket", "", "`bucket` --model measure writes its probes to, as create would "+
+			"(create's --work-bucket, or its --dest's bucket); nothing is written without --model measure"),
 		sourcePrefixes: fs.Int("source-prefixes", 1, "partitioned prefixes the sources' reads spread over, each served ~5,500 GET/HEAD a second by S3 "+
 			"(1 unless AWS raised the bucket's partitions or S3 has split its keys: a bucket starts as one)"),
 	}
@@ -173,7 +190,7 @@ func (pf *planFlags) entries(ctx context.Context) ([]plan.Entry, error) {
 	}
 }
 
-// summarize is the plan's summary, priced on AWS for opts.Workers.
+// summarize is the plan's summary, priced with opts.Model for opts.Workers.
 func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSummary {
 	st := p.Stats()
 	sum := planSummary{
@@ -211,7 +228,7 @@ func (sum *planSummary) priceAlternative(p *plan.Plan, entries []plan.Entry, opt
 // priceReadPass predicts the read pass (--compress or --digest): every
 // entry with data read, in pieces of the default size; text and logs
 // compress to about a quarter at level 6.
-func (sum *planSummary) priceReadPass(entries []plan.Entry) {
+func (sum *planSummary) priceReadPass(entries []plan.Entry, m plan.Model) {
 	rp := plan.ReadPass{Ratio: readRatio}
 	for _, e := range entries {
 		if !e.Dir && e.Size > 0 {
@@ -220,7 +237,7 @@ func (sum *planSummary) priceReadPass(entries []plan.Entry) {
 		}
 	}
 	rp.PerBatch = create.ReadsPerBatch(rp.Jobs, sum.Workers, create.DefaultMaxReadsPerBatch)
-	rpred := plan.DefaultModel.PredictRead(rp, sum.Workers)
+	rpred := m.PredictRead(rp, sum.Workers)
 	sum.ReadJobs, sum.ReadBytes, sum.ReadSeconds, sum.ReadDollars, sum.AssumedRatio = rp.Jobs, rp.Bytes, rpred.Seconds, rpred.Dollars, readRatio
 }
 
@@ -240,11 +257,18 @@ func (sum *planSummary) print(w io.Writer) {
 	if sum.ReadJobs > 0 {
 		// The layout of a compressed archive waits for the read pass: what
 		// is above is the STORED layout, an upper bound on its size.
-		fmt.Fprintf(w, "read pass       %s over %s: predicted %.1f s, $%.4f on AWS with %s (compressing to %.0f%%, assumed)\n",
-			count(sum.ReadJobs, "job", "jobs"), humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, count(sum.Workers, "worker", "workers"), 100*readRatio)
+		fmt.Fprintf(w, "read pass       %s over %s: predicted %.1f s, $%.4f %s with %s (compressing to %.0f%%, assumed)\n",
+			count(sum.ReadJobs, "job", "jobs"), humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, pricedOn[sum.PricedWith], count(sum.Workers, "worker", "workers"), 100*readRatio)
 		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
 	}
-	fmt.Fprintf(w, "on AWS          %.1f s and $%.4f predicted with %s (%s)\n", sum.PredictedSeconds, sum.PredictedDollars, count(sum.Workers, "worker", "workers"), plan.DefaultModel)
+	about := "the profile below"
+	if sum.PricedWith == pricedAWS {
+		about = plan.DefaultModel.String()
+	}
+	fmt.Fprintf(w, "%-15s %.1f s and $%.4f predicted with %s (%s)\n", pricedOn[sum.PricedWith], sum.PredictedSeconds, sum.PredictedDollars, count(sum.Workers, "worker", "workers"), about)
+	if sum.Profile != "" {
+		fmt.Fprintf(w, "profile         %s\n", sum.Profile)
+	}
 	fmt.Fprintf(w, "workers used    %d of %d: %s\n", sum.Fit.Workers, sum.Workers, sum.Fit.Why)
 	sum.printRates(w)
 	if a := sum.Alternative; a != nil {
@@ -307,8 +331,64 @@ func rateAdvice(group string) string {
 	return ""
 }
 
-// modelOf is the model a plan is priced with: AWS's (plan.DefaultModel),
-// with the options' --source-prefixes.
+// The profiles a plan is priced with (planSummary.PricedWith), and where
+// each predicts.
+const (
+	pricedAWS    = "aws"
+	pricedServer = "server"
+	pricedFile   = "file"
+)
+
+var pricedOn = map[string]string{pricedAWS: "on AWS", pricedServer: "on the server", pricedFile: "by your profile"}
+
+// pricing is the profile a plan is priced with: model nil is AWS's; note
+// says which and why, when it is not AWS's with no endpoint.
+type pricing struct {
+	model *plan.Model
+	with  string
+	note  string
+}
+
+// pricing is the profile --model and --endpoint choose: as create's, save
+// that with no --model a server with no profile kept is priced as AWS
+// (create would measure it; plan writes nothing unless told to).
+func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
+	mc, err := parseModel(*pf.model)
+	if err != nil {
+		return pricing{}, fmt.Errorf("plan: %w", err)
+	}
+	endpoint := endpointOrEnv(*pf.rf.endpoint)
+	switch {
+	case mc.file != nil:
+		return pricing{mc.file, pricedFile, "the one in " + mc.choice + " (--model), AWS's where it gives no field"}, nil
+	case mc.choice == modelAWS || (mc.choice == "" && endpoint == ""):
+		return pricing{with: pricedAWS}, nil
+	case mc.choice == "":
+		m, path, ok := keptProfile(endpoint)
+		if !ok {
+			return pricing{with: pricedAWS, note: fmt.Sprintf("AWS's: none is kept of the S3 server at %s, so create's first run there measures it and prices with it, "+
+				"and may choose another layout (plan --model measure --work-bucket B measures it now)", endpoint)}, nil
+		}
+		return pricing{serverModel(m), pricedServer, fmt.Sprintf("the S3 server at %s, measured %s and kept in %s, as create prices there (--model aws prices for AWS)",
+			endpoint, m.At.UTC().Format("2006-01-02 15:04 UTC"), path)}, nil
+	case endpoint == "":
+		return pricing{}, usageErrorf("plan --model measure: measures the server --endpoint names, and there is none (AWS's profile is --model aws)")
+	case *pf.workBucket == "":
+		return pricing{}, usageErrorf("plan --model measure: give --work-bucket B, the bucket create would write to (its --dest's bucket): measuring writes ~48 MiB there under s3zip-work/ and removes it")
+	}
+	client, err := connect(ctx, "plan", *pf.rf.endpoint, bucketCheck{role: "work", bucket: *pf.workBucket})
+	if err != nil {
+		return pricing{}, err
+	}
+	model, note, err := mc.resolve(ctx, endpoint, client, *pf.workBucket)
+	if err != nil {
+		return pricing{}, fmt.Errorf("plan: %w", err)
+	}
+	return pricing{model, pricedServer, note}, nil
+}
+
+// modelOf is the model a plan is priced with: the options' (the profile
+// --model and --endpoint chose, with --source-prefixes), else AWS's.
 func modelOf(opts plan.Options) plan.Model {
 	if opts.Model != nil {
 		return *opts.Model

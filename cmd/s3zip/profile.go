@@ -16,9 +16,17 @@ const (
 	modelMeasure = "measure" // the endpoint's server measured now
 )
 
-const modelHelp = "the cost model's `profile` auto chooses a layout with: aws (AWS's S3 and Lambdas), measure (the --endpoint server, measured again now), " +
-	"or a FILE of plan.Model's fields as JSON (a bench results.json's \"model\"); default: with --endpoint, that server's profile, " +
+// modelChoices is what --model takes, said alike by create and plan; each
+// says its own default.
+const modelChoices = "the cost model's `profile` auto chooses a layout with: aws (AWS's S3 and Lambdas), measure (the --endpoint server, measured again now), " +
+	"or a FILE of plan.Model's fields as JSON (a bench results.json's \"model\"); default: "
+
+const modelHelp = modelChoices + "with --endpoint, that server's profile, " +
 	"measured once with a few requests (~48 MiB written under the work prefix and removed) and kept for 30 days in the user cache directory's s3zip/profiles; without, aws"
+
+// planModelHelp is plan's --model: plan writes nothing unless told to measure.
+const planModelHelp = modelChoices + "with --endpoint, the profile create measured of that server and kept (the user cache directory's s3zip/profiles), " +
+	"or aws when none is kept; without, aws. measure writes ~48 MiB under --work-bucket's s3zip-work/ and removes it"
 
 // modelChoice is --model as given, its file read (before anything runs).
 type modelChoice struct {
@@ -50,13 +58,12 @@ func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.
 	case endpoint == "":
 		return nil, "", usageErrorf("--model measure: measures the server --endpoint names, and there is none (AWS's profile is --model aws)")
 	}
-	cache, cacheErr := s3profile.DefaultCache()
-	if mc.choice == "" && cacheErr == nil {
-		// An unreadable cache is measured again, as a missing one.
-		if m, ok, err := cache.Load(endpoint, time.Now()); ok && err == nil {
+	if mc.choice == "" {
+		if m, _, ok := keptProfile(endpoint); ok {
 			return serverModel(m), "", nil
 		}
 	}
+	cache, cacheErr := s3profile.DefaultCache()
 	t0 := time.Now()
 	m, err := s3profile.Measure(ctx, c, workBucket, workPrefix(workBucket))
 	if err != nil {
@@ -81,4 +88,16 @@ func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.
 func serverModel(m s3profile.Measured) *plan.Model {
 	model := m.Model(create.Config{}.Defaults().PartConcurrency)
 	return &model
+}
+
+// keptProfile is endpoint's profile kept in the user's cache, and where,
+// when there is one younger than s3profile.MaxAge. An unreadable cache
+// counts as none: create measures again, plan prices for AWS.
+func keptProfile(endpoint string) (m s3profile.Measured, path string, ok bool) {
+	cache, err := s3profile.DefaultCache()
+	if err != nil {
+		return m, "", false
+	}
+	m, ok, err = cache.Load(endpoint, time.Now())
+	return m, cache.Path(endpoint), ok && err == nil
 }

@@ -87,3 +87,80 @@ func TestCreateModelRefusals(t *testing.T) {
 		})
 	}
 }
+
+// plan prices as create does and says with what: against a server with no
+// profile kept, AWS's, saying create would measure one (and writing
+// nothing); with --model measure, the server measured in --work-bucket;
+// after that, the kept profile, whose plan is the layout create builds.
+func TestPlanPricesAsCreateDoes(t *testing.T) {
+	srv := cliServer(t)
+	srv.CreateBucket(t, "out")
+	ep := "--endpoint=" + srv.Endpoint()
+	cache := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	if r := s3zip(t, cache, "sample", "--dest", "s3://cli/chal/", "--count", "20", "--seed", "1", ep); r.code != 0 {
+		t.Fatalf("sample: %s", r.stderr)
+	}
+	parts := regexp.MustCompile(`(?m)^parts +(.*)$`)
+	layout := func(r cliResult) string {
+		if m := parts.FindStringSubmatch(r.stdout); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	run := func(t *testing.T, args ...string) cliResult {
+		t.Helper()
+		r := s3zip(t, cache, args...)
+		if r.code != 0 {
+			t.Fatalf("s3zip %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		return r
+	}
+	planArgs := []string{"plan", "--source", "s3://cli/chal/", "--workers", "1", ep}
+
+	none := run(t, planArgs...)
+	if !strings.Contains(none.stdout, "\non AWS ") || !strings.Contains(none.stdout, "profile         AWS's: none is kept of the S3 server at "+srv.Endpoint()) {
+		t.Errorf("plan against a server with no profile kept does not say it priced for AWS, and why:\n%s", none.stdout)
+	}
+	if left := srv.Leftovers(t, "out"); len(left) > 0 {
+		t.Errorf("plan without --model measure wrote %v", left)
+	}
+	if r := s3zip(t, cache, append(planArgs, "--model", "measure")...); r.code != 2 || !strings.Contains(r.stderr, "give --work-bucket B") {
+		t.Errorf("plan --model measure without --work-bucket: exit %d, stderr %q; want a refusal asking for it", r.code, r.stderr)
+	}
+	measured := run(t, append(planArgs, "--model", "measure", "--work-bucket", "out")...)
+	if !strings.Contains(measured.stdout, "\non the server ") || !strings.Contains(measured.stdout, "profile         the S3 server at "+srv.Endpoint()+" measured") {
+		t.Errorf("plan --model measure does not say it priced with the measured server:\n%s", measured.stdout)
+	}
+	if left := srv.Leftovers(t, "out"); len(left) > 0 {
+		t.Errorf("plan --model measure left %v", left)
+	}
+	kept := run(t, planArgs...)
+	if !strings.Contains(kept.stdout, "\non the server ") || !strings.Contains(kept.stdout, "and kept in ") {
+		t.Errorf("plan after a measurement does not price with the kept profile:\n%s", kept.stdout)
+	}
+	made := run(t, "create", "--source", "s3://cli/chal/", "--dest", "s3://out/a.zip", "--workers", "1", ep)
+	if p, c := layout(kept), layout(made); p == "" || p != c {
+		t.Errorf("plan's parts %q, create's %q: want the layout create builds", p, c)
+	}
+	t.Logf("AWS's profile: %s; the server's: %s", layout(none), layout(made))
+	if p, c := layout(none), layout(made); p == c {
+		t.Errorf("AWS's profile and the server's chose the same layout (%q): this test no longer shows the difference", p)
+	}
+	synthetic := run(t, "plan", "--synthetic", "challenge", "--count", "20")
+	if !strings.Contains(synthetic.stdout, "\non AWS ") || strings.Contains(synthetic.stdout, "\nprofile ") {
+		t.Errorf("plan --synthetic without an endpoint is not priced for AWS alone:\n%s", synthetic.stdout)
+	}
+}
+
+// plan --model FILE prices with the file's profile and says so, with no
+// endpoint and nothing measured.
+func TestPlanModelFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "model.json")
+	if err := os.WriteFile(file, []byte(`{"model": {"WorkerBandwidth": 12e6, "CopyRate": 50e6, "CompletePerByte": 1e-9}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("S3_ENDPOINT", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	planSays(t, []string{"--synthetic", "challenge", "--count", "20", "--model", file},
+		[]string{"\nby your profile ", "predicted with 8 workers (the profile below)\n", "profile         the one in " + file + " (--model)"})
+}

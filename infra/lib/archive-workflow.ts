@@ -414,9 +414,24 @@ function functionFindingReason(name: FunctionName): string {
   return `${name}: ${perObjectReason} ${name === 'planner' ? 'It reads no source object (it lists them)' : 'Sources are limited to the configured buckets/prefix'}, the destination to its prefix, the work bucket to the work prefix${name === 'planner' ? ', the control bucket holds only request and manifest objects, and inventory reports are read only where inventoryBuckets says' : ''}.`;
 }
 
-/** Adds the stack outputs a user needs to run the workflow. */
-export function addArchiveWorkflowOutputs(scope: Construct, workflow: ArchiveWorkflow): void {
-  new CfnOutput(scope, 'StateMachineArn', { value: workflow.stateMachine.stateMachineArn });
-  new CfnOutput(scope, 'ControlBucketName', { value: workflow.controlBucket.bucketName });
-  new CfnOutput(scope, 'WorkBucketName', { value: workflow.workBucket.bucketName });
+/**
+ * Adds the stack outputs a user needs to run the workflow: `${prefix}StateMachineArn`,
+ * `${prefix}ControlBucketName` and `${prefix}WorkBucketName`. A second workflow in the same
+ * scope needs a prefix of its own.
+ */
+export function addArchiveWorkflowOutputs(scope: Construct, workflow: ArchiveWorkflow, prefix = ''): void {
+  const outputs: [string, string][] = [
+    ['StateMachineArn', workflow.stateMachine.stateMachineArn],
+    ['ControlBucketName', workflow.controlBucket.bucketName],
+    ['WorkBucketName', workflow.workBucket.bucketName],
+  ];
+  for (const [name] of outputs) {
+    if (scope.node.tryFindChild(prefix + name)) {
+      throw new Error(
+        `addArchiveWorkflowOutputs(${workflow.node.path}): ${scope.node.path} already has an output ${prefix + name}; ` +
+          `give each workflow's outputs a prefix of their own, e.g. addArchiveWorkflowOutputs(stack, ${workflow.node.id.replace(/[^A-Za-z0-9]/g, '')}, '${workflow.node.id.replace(/[^A-Za-z0-9]/g, '')}')`,
+      );
+    }
+  }
+  for (const [name, value] of outputs) new CfnOutput(scope, prefix + name, { value });
 }

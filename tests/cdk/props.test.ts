@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { ArchiveWorkflow, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
+import { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
 import { DESTINATION_BUCKET, functionsDir, SOURCE_BUCKETS } from './helpers';
 
 function archive(props: Partial<ArchiveWorkflowProps>): void {
@@ -75,6 +75,22 @@ describe('two workflows in one stack', () => {
     const stack = new Stack(new App(), 'S');
     new ExtractWorkflow(stack, 'In', extractProps(stack, 'In'));
     assert.throws(() => new ExtractWorkflow(stack, 'Uploads', extractProps(stack, 'Uploads')), /ExtractWorkflow S\/Uploads: stateMachineName "S-Extract" is already taken by S\/In/);
+  });
+
+  test('stack outputs: each workflow its own, with a prefix; without one the second is refused, saying what to give', () => {
+    const stack = new Stack(new App(), 'S');
+    const photos = new ArchiveWorkflow(stack, 'Photos', archiveProps);
+    const videos = new ArchiveWorkflow(stack, 'Videos', { ...archiveProps, stateMachineName: 'S-Videos-Archive' });
+    addArchiveWorkflowOutputs(stack, photos);
+    assert.throws(
+      () => addArchiveWorkflowOutputs(stack, videos),
+      /addArchiveWorkflowOutputs\(S\/Videos\): S already has an output StateMachineArn; .* e\.g\. addArchiveWorkflowOutputs\(stack, Videos, 'Videos'\)/,
+    );
+    addArchiveWorkflowOutputs(stack, videos, 'Videos');
+    const outputs = Template.fromStack(stack).toJSON().Outputs as Record<string, unknown>;
+    assert.deepEqual(Object.keys(outputs).sort(), [
+      'ControlBucketName', 'StateMachineArn', 'VideosControlBucketName', 'VideosStateMachineArn', 'VideosWorkBucketName', 'WorkBucketName',
+    ]);
   });
 
   test('refused: an ExtractWorkflow given the name an ArchiveWorkflow took', () => {
