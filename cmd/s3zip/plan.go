@@ -158,7 +158,7 @@ func newPlanFlags() (*flags, *planFlags) {
 		asJSON:    fs.Bool("json", false, "print one JSON object"),
 		model:     fs.String("model", "", planModelHelp),
 		workBucket: fs.String("work-bucket", "", "`bucket` --model measure writes its probes to, as create would "+
-			"(create's --work-bucket, or its --dest's bucket); nothing is written without --model measure"),
+			"(create's --work-bucket, or its --dest's bucket); only with --model measure"),
 		sourcePrefixes: fs.Int("source-prefixes", 1, "partitioned prefixes the sources' reads spread over, each served ~5,500 GET/HEAD a second by S3 "+
 			"(1 unless AWS raised the bucket's partitions or S3 has split its keys: a bucket starts as one)"),
 	}
@@ -356,6 +356,9 @@ func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
 	mc, err := parseModel(*pf.model)
 	if err != nil {
 		return pricing{}, fmt.Errorf("plan: %w", err)
+	}
+	if *pf.workBucket != "" && mc.choice != modelMeasure {
+		return pricing{}, usageErrorf("plan --work-bucket: names where --model measure writes its probes, and plan measures only when told to: add --model measure, or drop --work-bucket")
 	}
 	endpoint := endpointOrEnv(*pf.rf.endpoint)
 	switch {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -163,4 +165,14 @@ func TestPlanModelFile(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
 	planSays(t, []string{"--synthetic", "challenge", "--count", "20", "--model", file},
 		[]string{"\nby your profile ", "predicted with 8 workers (the profile below)\n", "profile         the one in " + file + " (--model)"})
+}
+
+// plan --work-bucket without --model measure is refused: plan writes
+// nothing unless told to measure, so the bucket would be silently unused.
+func TestPlanWorkBucketWantsMeasure(t *testing.T) {
+	var out bytes.Buffer
+	err := runPlan(context.Background(), []string{"--synthetic", "challenge", "--count", "20", "--work-bucket", "work"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "add --model measure, or drop --work-bucket") || exitCode(err) != exitRefused {
+		t.Errorf("plan --work-bucket without --model measure: %v (exit %d), want a usage error naming --model measure", err, exitCode(err))
+	}
 }
