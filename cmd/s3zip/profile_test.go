@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // Against another S3 server, auto prices its layout with that server's
@@ -16,13 +18,7 @@ import (
 // it again), and versitygw's, which reads every byte it completes, copies
 // them instead (issue 32, item 5).
 func TestCreatePricesWithTheServersProfile(t *testing.T) {
-	srv := cliServer(t)
-	srv.CreateBucket(t, "out")
-	ep := "--endpoint=" + srv.Endpoint()
-	cache := []string{"XDG_CACHE_HOME=" + t.TempDir()}
-	if r := s3zip(t, cache, "sample", "--dest", "s3://cli/chal/", "--count", "20", "--seed", "1", ep); r.code != 0 {
-		t.Fatalf("sample: %s", r.stderr)
-	}
+	srv, ep, cache := challengeSample(t)
 	chains := regexp.MustCompile(`(\d+) chain in (\d+) rounds`)
 	rounds := func(t *testing.T, r cliResult) string {
 		t.Helper()
@@ -95,13 +91,7 @@ func TestCreateModelRefusals(t *testing.T) {
 // nothing); with --model measure, the server measured in --work-bucket;
 // after that, the kept profile, whose plan is the layout create builds.
 func TestPlanPricesAsCreateDoes(t *testing.T) {
-	srv := cliServer(t)
-	srv.CreateBucket(t, "out")
-	ep := "--endpoint=" + srv.Endpoint()
-	cache := []string{"XDG_CACHE_HOME=" + t.TempDir()}
-	if r := s3zip(t, cache, "sample", "--dest", "s3://cli/chal/", "--count", "20", "--seed", "1", ep); r.code != 0 {
-		t.Fatalf("sample: %s", r.stderr)
-	}
+	srv, ep, cache := challengeSample(t)
 	parts := regexp.MustCompile(`(?m)^parts +(.*)$`)
 	layout := func(r cliResult) string {
 		if m := parts.FindStringSubmatch(r.stdout); m != nil {
@@ -175,4 +165,19 @@ func TestPlanWorkBucketWantsMeasure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "add --model measure, or drop --work-bucket") || exitCode(err) != exitRefused {
 		t.Errorf("plan --work-bucket without --model measure: %v (exit %d), want a usage error naming --model measure", err, exitCode(err))
 	}
+}
+
+// challengeSample is a server holding 20 challenge-sized objects under
+// s3://cli/chal/ and a bucket "out", the --endpoint flag that reaches it and
+// an empty profile cache (XDG_CACHE_HOME) for s3zip to run with.
+func challengeSample(t *testing.T) (srv *s3test.Server, ep string, cache []string) {
+	t.Helper()
+	srv = cliServer(t)
+	srv.CreateBucket(t, "out")
+	ep = "--endpoint=" + srv.Endpoint()
+	cache = []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	if r := s3zip(t, cache, "sample", "--dest", "s3://cli/chal/", "--count", "20", "--seed", "1", ep); r.code != 0 {
+		t.Fatalf("sample: %s", r.stderr)
+	}
+	return srv, ep, cache
 }
