@@ -92,7 +92,6 @@ func startHeldExtract(t *testing.T, hold time.Duration) heldExtract {
 func TestKilledExtractIsCleanedUp(t *testing.T) {
 	h := startHeldExtract(t, 2*time.Minute)
 	r, srv, buf := h.cliRun, h.srv, bytes.NewBuffer(h.archive)
-	c := srv.Client(t)
 	r.cmd.Process.Signal(syscall.SIGKILL)
 	r.wait(t, 10*time.Second)
 	left := srv.Leftovers(t, "work", "dst")
@@ -124,12 +123,8 @@ func TestKilledExtractIsCleanedUp(t *testing.T) {
 	for _, l := range srv.Leftovers(t, "work", "dst") {
 		t.Errorf("left behind after cleanup: %s", l)
 	}
-	list, err := c.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("dst"), Prefix: aws.String("out/")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range list.Contents {
-		t.Errorf("extracted object left after cleanup: %s", aws.ToString(o.Key))
+	for _, k := range srv.Keys(t, "dst", "out/") {
+		t.Errorf("extracted object left after cleanup: %s", k)
 	}
 	if b := srv.GetObject(t, "src", "a.zip"); !bytes.Equal(b, buf.Bytes()) {
 		t.Error(fmt.Errorf("the archive changed"))
@@ -150,7 +145,7 @@ func TestExtractInterrupted(t *testing.T) {
 	for _, l := range h.srv.Leftovers(t, "work", "dst") {
 		t.Errorf("left behind: %s", l)
 	}
-	if keys := objectKeys(t, h.srv, "dst", "out/"); len(keys) > 0 {
+	if keys := h.srv.Keys(t, "dst", "out/"); len(keys) > 0 {
 		t.Errorf("extracted objects left: %q", keys)
 	}
 }
@@ -183,21 +178,7 @@ func TestExtractInterruptedTwice(t *testing.T) {
 	for _, l := range h.srv.Leftovers(t, "work", "dst") {
 		t.Errorf("left behind after cleanup: %s", l)
 	}
-	if keys := objectKeys(t, h.srv, "dst", "out/"); len(keys) > 0 {
+	if keys := h.srv.Keys(t, "dst", "out/"); len(keys) > 0 {
 		t.Errorf("extracted objects left after cleanup: %q", keys)
 	}
-}
-
-// objectKeys is every key under prefix in bucket.
-func objectKeys(t *testing.T, srv *s3test.Server, bucket, prefix string) []string {
-	t.Helper()
-	out, err := srv.Client(t).ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, o := range out.Contents {
-		keys = append(keys, aws.ToString(o.Key))
-	}
-	return keys
 }

@@ -240,6 +240,23 @@ func (s *Server) putMultipart(ctx context.Context, bucket, key string, parts [][
 	return out, nil
 }
 
+// Keys returns every key under prefix in bucket, failing the test on error.
+func (s *Server) Keys(tb testing.TB, bucket, prefix string) []string {
+	tb.Helper()
+	var keys []string
+	pages := s3.NewListObjectsV2Paginator(s.rawClient(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx(tb))
+		if err != nil {
+			tb.Fatalf("s3test: list s3://%s/%s: %v", bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys
+}
+
 // GetObject returns the whole content of bucket/key, failing the test on error.
 func (s *Server) GetObject(tb testing.TB, bucket, key string) []byte {
 	tb.Helper()
