@@ -152,6 +152,13 @@ bench-compress: tools
 bench-quick: tools
 	@bash bench/run.sh quick
 
+## bench-rates: stream, duo, chain and auto side by side with S3's request rates divided by F (BENCH_RATE_FACTOR, default
+## 110) on the sources', the archive's and the work prefix, the model given the same rates: does it rank them as they
+## measure, and how close is each prediction (200 objects, N = 16; writes docs/performance.md's section; needs root)
+.PHONY: bench-rates
+bench-rates: tools
+	@bash bench/run.sh rates
+
 ## bench-get: downloads side by side (s3zip get, s5cmd, the SDK transfer manager; unshaped and on one 600 Mbit/s link), and 50,000 small objects by s5cmd cp against s3zip create + get (needs root)
 bench-get: tools
 	@bash bench/run.sh get
