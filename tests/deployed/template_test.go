@@ -86,8 +86,15 @@ func (t *Template) Of(typ string) []string {
 func (t *Template) Name(id string) string {
 	r := t.Resources[id]
 	for _, p := range []string{"BucketName", "FunctionName", "RoleName", "StateMachineName", "LogGroupName", "Name"} {
-		if s, ok := r.Properties[p].(string); ok {
-			return s
+		switch v := r.Properties[p].(type) {
+		case string:
+			return v
+		case map[string]any: // a name made of the stack's name (${AWS::StackName}-Archive)
+			if s, err := t.Resolve(v); err == nil {
+				if name, ok := s.(string); ok {
+					return name
+				}
+			}
 		}
 	}
 	name := stackName + "-" + id
@@ -283,13 +290,19 @@ func (t *Template) Functions() ([]Function, error) {
 				f.Role = rid
 			}
 		}
-		code := t.Resources[id].Properties["Code"].(map[string]any)
-		key, _ := code["S3Key"].(string)
-		dir, ok := t.assets[key]
-		if !ok {
-			return nil, fmt.Errorf("function %s: code asset %q is not in the cloud assembly", id, key)
+		switch code := t.Resources[id].Properties["Code"].(type) {
+		case string: // a local directory `aws cloudformation package` zips and uploads (standalone_test.go)
+			f.Bootstrap = filepath.Join(t.Dir, code, f.Handler)
+		case map[string]any:
+			key, _ := code["S3Key"].(string)
+			dir, ok := t.assets[key]
+			if !ok {
+				return nil, fmt.Errorf("function %s: code asset %q is not in the cloud assembly", id, key)
+			}
+			f.Bootstrap = filepath.Join(dir, f.Handler)
+		default:
+			return nil, fmt.Errorf("function %s: Code %v is neither an S3 location nor a local path", id, code)
 		}
-		f.Bootstrap = filepath.Join(dir, f.Handler)
 		out = append(out, f)
 	}
 	return out, nil
@@ -397,10 +410,14 @@ func (t *Template) StateMachineOf(construct string) (*StateMachine, error) {
 	case p["DefinitionString"] != nil:
 		text = fmt.Sprint(p["DefinitionString"])
 	case p["DefinitionS3Location"] != nil:
-		key := fmt.Sprint(p["DefinitionS3Location"].(map[string]any)["Key"])
-		path, ok := t.assets[key]
-		if !ok {
-			return nil, fmt.Errorf("state machine %s: definition asset %q is not in the cloud assembly", id, key)
+		path := ""
+		if local, ok := p["DefinitionS3Location"].(string); ok {
+			path = filepath.Join(t.Dir, local) // a local file `aws cloudformation package` uploads (standalone_test.go)
+		} else {
+			key := fmt.Sprint(p["DefinitionS3Location"].(map[string]any)["Key"])
+			if path, ok = t.assets[key]; !ok {
+				return nil, fmt.Errorf("state machine %s: definition asset %q is not in the cloud assembly", id, key)
+			}
 		}
 		raw, err := os.ReadFile(path)
 		if err != nil {

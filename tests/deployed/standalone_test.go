@@ -1,0 +1,486 @@
+package deployed_test
+
+// The standalone CloudFormation template (`make cfn-template`, infra/bin/cfn-template.ts) as a
+// team without CDK deploys it: written by the generator, linted, its Parameters given values and
+// checked against their AllowedPattern as CloudFormation checks them, its Conditions evaluated
+// (resources whose condition is false are not created), its local paths read where
+// `aws cloudformation package` would upload them from; then run through this harness like the
+// CDK app's template: an archive built and an archive extracted, every call checked against the
+// roles it declares.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// standaloneFile is the template the generator writes into its output directory.
+const standaloneFile = "s3zip.template.json"
+
+// standaloneWarnings are the cfn-lint warnings the standalone template may keep.
+var standaloneWarnings = map[string]string{
+	"W3005": justifiedWarnings["W3005"],
+	"W3002": "each function's Code and each state machine's DefinitionS3Location is a local path on purpose: " +
+		"`aws cloudformation package` uploads it and writes the S3 location into the template it deploys",
+}
+
+// writeStandalone runs the generator with the functions built for this machine
+// and returns its output directory.
+func writeStandalone(t *testing.T, functions string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "cloudformation")
+	cmd := exec.Command("node", "--import", "tsx", filepath.Join("infra", "bin", "cfn-template.ts"), "--out", out, "--functions", functions)
+	cmd.Dir = repo
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("infra/bin/cfn-template.ts: %v\n%s", err, b)
+	}
+	return out
+}
+
+func TestStandaloneTemplate(t *testing.T) {
+	repoTemplate := requireTemplate(t) // its functions, built for this machine, are copied next to the standalone template
+	step := stopwatch(t)
+	dir := writeStandalone(t, filepath.Join(filepath.Dir(repoTemplate.Dir), "functions"))
+	step("infra/bin/cfn-template.ts")
+	lintTemplateWith(t, filepath.Join(dir, standaloneFile), standaloneWarnings)
+	step("cfn-lint")
+
+	t.Run("only the required parameters", func(t *testing.T) {
+		tp, err := LoadStandalone(dir, map[string]string{"SourceBuckets": sourceBucket, "DestinationBucket": destinationBucket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkStandaloneDefaults(t, tp, repoTemplate)
+	})
+	t.Run("refused parameters", func(t *testing.T) {
+		for _, c := range []struct{ params map[string]string }{
+			{map[string]string{"DestinationBucket": destinationBucket}},
+			{map[string]string{"SourceBuckets": "s3://" + sourceBucket, "DestinationBucket": destinationBucket}},
+			{map[string]string{"SourceBuckets": "a1,b2,c3,d4,e5,f6", "DestinationBucket": destinationBucket}},
+			{map[string]string{"SourceBuckets": sourceBucket + ", other", "DestinationBucket": destinationBucket}},
+			{map[string]string{"SourceBuckets": sourceBucket, "DestinationBucket": destinationBucket, "DestinationPrefix": "zips"}},
+			{map[string]string{"SourceBuckets": sourceBucket, "DestinationBucket": destinationBucket, "KmsKeyArn": "alias/mine"}},
+		} {
+			if _, err := LoadStandalone(dir, c.params); err == nil {
+				t.Errorf("parameters %v accepted, want them refused", c.params)
+			} else {
+				t.Logf("refused: %v", err)
+			}
+		}
+	})
+
+	params := map[string]string{
+		"SourceBuckets": sourceBucket + "," + inventoryBucket, "SourcePrefix": sourcePrefix,
+		"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix,
+		"KmsKeyArn": workKey, "Monitoring": "true", "ExtractBucket": sourceBucket,
+	}
+	tp, err := LoadStandalone(dir, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSameResources(t, tp, repoTemplate)
+	checkSourceSlots(t, tp, []string{sourceBucket, inventoryBucket})
+
+	d := DeployTemplate(t, tp)
+	defer d.logsOnFailure()
+	// One key for every place, as the KmsKeyArn parameter grants it.
+	for place := range d.kmsKeys {
+		d.kmsKeys[place] = workKey
+	}
+	want := sources(d)
+	out := d.Execute("standalone-duo", request(destinationPrefix+"standalone.zip", "duo"))
+	if out.Status != "SUCCEEDED" {
+		t.Fatalf("archive execution %s: %s: %.2000s", out.Status, out.Error, out.Cause)
+	}
+	d.checkArchive(destinationPrefix+"standalone.zip", want)
+	d.assertClean()
+
+	useExtract(d)
+	entries, zipBytes := putZip(d, extractArchivePrefix+"standalone.zip")
+	outs := d.StartFromEvent("standalone-extract", objectCreated(sourceBucket, extractArchivePrefix+"standalone.zip", len(zipBytes)))
+	if len(outs) != 1 || outs[0].Status != "SUCCEEDED" {
+		t.Fatalf("extract executions %+v", outs)
+	}
+	got := extracted(d, extractDestPrefix+"standalone/")
+	for name, body := range entries {
+		if !bytes.Equal(got[name], body) {
+			t.Errorf("extracted %s: %d bytes, want %d", name, len(got[name]), len(body))
+		}
+	}
+	if uses := kmsUses(d); len(uses) == 0 {
+		t.Error("no KMS call was checked: the KmsKeyArn parameter reached no request")
+	}
+	checkMetricFiltersMatchLogs(t, d)
+	step("an archive built and one extracted through the harness")
+}
+
+// checkStandaloneDefaults: with only the required parameters the stack is the
+// archive workflow alone: no extract workflow, no monitoring, no KMS grant,
+// the buckets it creates SSE-S3, and the one source bucket readable as a whole.
+func checkStandaloneDefaults(t *testing.T, tp, repoTemplate *Template) {
+	t.Helper()
+	for id, r := range tp.Resources {
+		if strings.HasPrefix(id, "ExtractWorkflow") || monitoringTypes[r.Type] {
+			t.Errorf("%s (%s) created without ExtractBucket or Monitoring", id, r.Type)
+		}
+	}
+	for id, r := range repoTemplate.Resources {
+		if _, ok := tp.Resources[id]; !ok && !strings.HasPrefix(id, "ExtractWorkflow") && r.Type != "AWS::CDK::Metadata" {
+			t.Errorf("%s (%s) of the app's archive workflow is missing", id, r.Type)
+		}
+	}
+	for _, id := range tp.Of("AWS::S3::Bucket") {
+		if key := tp.BucketKMSKey(id); key != "" {
+			t.Errorf("bucket %s encrypted with %s without KmsKeyArn", id, key)
+		}
+	}
+	pols, err := tp.RolePolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, ps := range pols {
+		for _, p := range ps {
+			for _, s := range p.Statements {
+				for _, a := range s.Action {
+					if strings.HasPrefix(a, "kms:") {
+						t.Errorf("%s %s grants %s without KmsKeyArn", role, s.Sid, a)
+					}
+				}
+			}
+		}
+	}
+	checkSourceSlots(t, tp, []string{sourceBucket})
+	fns, err := tp.Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fns {
+		if f.Env["ALLOWED_SOURCE_PREFIX"] != "" || f.Env["DESTINATION_KMS_KEY_ARN"] != "" {
+			t.Errorf("%s: ALLOWED_SOURCE_PREFIX %q, DESTINATION_KMS_KEY_ARN %q, want both empty (unset)", f.ID, f.Env["ALLOWED_SOURCE_PREFIX"], f.Env["DESTINATION_KMS_KEY_ARN"])
+		}
+	}
+}
+
+// checkSourceSlots: the reader's source statement names exactly the buckets
+// given, each with the prefix, and its environment allows exactly them.
+func checkSourceSlots(t *testing.T, tp *Template, buckets []string) {
+	t.Helper()
+	pols, err := tp.RolePolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prefix string
+	fns, err := tp.Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fns {
+		if strings.HasPrefix(f.ID, "ArchiveWorkflowReader") {
+			prefix = f.Env["ALLOWED_SOURCE_PREFIX"]
+			if got := f.Env["ALLOWED_SOURCE_BUCKETS"]; got != strings.Join(buckets, ",") {
+				t.Errorf("%s: ALLOWED_SOURCE_BUCKETS %q, want %q", f.ID, got, strings.Join(buckets, ","))
+			}
+		}
+	}
+	var want []string
+	for _, b := range buckets {
+		want = append(want, fmt.Sprintf("arn:%s:s3:::%s/%s*", partition, b, prefix))
+	}
+	slices.Sort(want)
+	found := false
+	for role, ps := range pols {
+		if !strings.HasPrefix(role, "ArchiveWorkflowReaderRole") {
+			continue
+		}
+		for _, p := range ps {
+			for _, s := range p.Statements {
+				if s.Sid == "SourceObjectsRead" {
+					found = true
+					if got := slices.Sorted(slices.Values(s.Resource)); !slices.Equal(got, want) {
+						t.Errorf("%s SourceObjectsRead on %v, want %v", role, got, want)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the reader's role has no SourceObjectsRead statement")
+	}
+}
+
+// ---- CloudFormation's side: parameters, conditions, intrinsic functions on them ----------
+
+// LoadStandalone reads the standalone template in dir as CloudFormation
+// deploys it with these parameter values: each checked against its
+// AllowedPattern or AllowedValues (a required one missing is refused), the
+// Conditions evaluated, resources whose condition is false left out, and every
+// Ref to a parameter, Fn::If, Fn::Select, Fn::Split and Fn::Sub on them
+// evaluated; what names the stack's own resources is left for Template.Resolve.
+func LoadStandalone(dir string, values map[string]string) (*Template, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, standaloneFile))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Parameters map[string]struct {
+			Default               *string
+			AllowedPattern        string
+			AllowedValues         []string
+			ConstraintDescription string
+		}
+		Conditions map[string]any
+		Resources  map[string]struct {
+			Type       string
+			Condition  string
+			Properties map[string]any
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", standaloneFile, err)
+	}
+	ev := &cfnEval{params: map[string]string{}, conditions: map[string]bool{}, exprs: doc.Conditions}
+	for name := range values {
+		if _, ok := doc.Parameters[name]; !ok {
+			return nil, fmt.Errorf("parameter %s: the template has none of that name", name)
+		}
+	}
+	for name, p := range doc.Parameters {
+		v, ok := values[name]
+		if !ok && p.Default == nil {
+			return nil, fmt.Errorf("parameter %s must have a value", name)
+		}
+		if !ok {
+			v = *p.Default
+		}
+		if p.AllowedPattern != "" && !regexp.MustCompile(`^(?:`+p.AllowedPattern+`)$`).MatchString(v) {
+			return nil, fmt.Errorf("parameter %s %q: %s", name, v, p.ConstraintDescription)
+		}
+		if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
+			return nil, fmt.Errorf("parameter %s %q: not one of %v", name, v, p.AllowedValues)
+		}
+		ev.params[name] = v
+	}
+	tp := &Template{Dir: dir, Resources: map[string]Resource{}, assets: map[string]string{}}
+	for id, r := range doc.Resources {
+		if r.Condition != "" {
+			on, err := ev.condition(r.Condition)
+			if err != nil {
+				return nil, err
+			}
+			if !on {
+				continue
+			}
+		}
+		props, _, err := ev.eval(r.Properties)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", id, err)
+		}
+		p, _ := props.(map[string]any)
+		tp.Resources[id] = Resource{Type: r.Type, Properties: p}
+	}
+	return tp, nil
+}
+
+// cfnEval evaluates what depends on the parameters alone.
+type cfnEval struct {
+	params     map[string]string
+	conditions map[string]bool
+	exprs      map[string]any
+}
+
+func (e *cfnEval) condition(name string) (bool, error) {
+	if v, ok := e.conditions[name]; ok {
+		return v, nil
+	}
+	expr, ok := e.exprs[name]
+	if !ok {
+		return false, fmt.Errorf("condition %s is not declared", name)
+	}
+	v, err := e.boolean(expr)
+	if err != nil {
+		return false, fmt.Errorf("condition %s: %w", name, err)
+	}
+	e.conditions[name] = v
+	return v, nil
+}
+
+func (e *cfnEval) boolean(expr any) (bool, error) {
+	m, _ := expr.(map[string]any)
+	if len(m) != 1 {
+		return false, fmt.Errorf("%v is not a condition function", expr)
+	}
+	for fn, arg := range m {
+		args, _ := arg.([]any)
+		switch fn {
+		case "Condition":
+			return e.condition(fmt.Sprint(arg))
+		case "Fn::Equals":
+			a, _, err := e.eval(args[0])
+			if err != nil {
+				return false, err
+			}
+			b, _, err := e.eval(args[1])
+			if err != nil {
+				return false, err
+			}
+			as, aok := a.(string)
+			bs, bok := b.(string)
+			if !aok || !bok {
+				return false, fmt.Errorf("Fn::Equals of %v and %v: not both strings after evaluation", a, b)
+			}
+			return as == bs, nil
+		case "Fn::Not":
+			v, err := e.boolean(args[0])
+			return !v, err
+		case "Fn::And", "Fn::Or":
+			all := fn == "Fn::And"
+			for _, a := range args {
+				v, err := e.boolean(a)
+				if err != nil {
+					return false, err
+				}
+				if v != all {
+					return v, nil
+				}
+			}
+			return all, nil
+		}
+		return false, fmt.Errorf("%s is not a condition function", fn)
+	}
+	return false, nil
+}
+
+// eval evaluates v as far as the parameters allow; keep is false for
+// AWS::NoValue (the property or list element is left out).
+func (e *cfnEval) eval(v any) (out any, keep bool, err error) {
+	switch v := v.(type) {
+	case []any:
+		out := []any{}
+		for _, x := range v {
+			r, keep, err := e.eval(x)
+			if err != nil {
+				return nil, false, err
+			}
+			if keep {
+				out = append(out, r)
+			}
+		}
+		return out, true, nil
+	case map[string]any:
+		if len(v) == 1 {
+			for fn, arg := range v {
+				if r, handled, keep, err := e.function(fn, arg); handled {
+					return r, keep, err
+				}
+			}
+		}
+		out := map[string]any{}
+		for k, x := range v {
+			r, keep, err := e.eval(x)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s: %w", k, err)
+			}
+			if keep {
+				out[k] = r
+			}
+		}
+		return out, true, nil
+	}
+	return v, true, nil
+}
+
+var subVarAll = regexp.MustCompile(`\$\{(!?)([^}]+)\}`)
+
+// function evaluates one intrinsic function when its arguments come from
+// the parameters; handled is false for one left to Template.Resolve.
+func (e *cfnEval) function(fn string, arg any) (out any, handled, keep bool, err error) {
+	args, _ := arg.([]any)
+	switch fn {
+	case "Ref":
+		name := fmt.Sprint(arg)
+		if name == "AWS::NoValue" {
+			return nil, true, false, nil
+		}
+		if v, ok := e.params[name]; ok {
+			return v, true, true, nil
+		}
+	case "Fn::If":
+		on, err := e.condition(fmt.Sprint(args[0]))
+		if err != nil {
+			return nil, true, false, err
+		}
+		branch := args[2]
+		if on {
+			branch = args[1]
+		}
+		r, keep, err := e.eval(branch)
+		return r, true, keep, err
+	case "Fn::Split":
+		s, _, err := e.eval(args[1])
+		if err != nil {
+			return nil, true, false, err
+		}
+		if str, ok := s.(string); ok {
+			var out []any
+			for _, part := range strings.Split(str, fmt.Sprint(args[0])) {
+				out = append(out, part)
+			}
+			return out, true, true, nil
+		}
+	case "Fn::Select":
+		list, _, err := e.eval(args[1])
+		if err != nil {
+			return nil, true, false, err
+		}
+		i, _ := args[0].(float64)
+		if l, ok := list.([]any); ok {
+			if int(i) >= len(l) {
+				return nil, true, false, fmt.Errorf("Fn::Select index %d of a list of %d (CloudFormation fails the stack)", int(i), len(l))
+			}
+			return l[int(i)], true, true, nil
+		}
+	case "Fn::Sub":
+		text, vars := "", map[string]any{}
+		switch a := arg.(type) {
+		case string:
+			text = a
+		case []any:
+			text = fmt.Sprint(a[0])
+			m, _ := a[1].(map[string]any)
+			for k, x := range m {
+				r, _, err := e.eval(x)
+				if err != nil {
+					return nil, true, false, err
+				}
+				vars[k] = r
+			}
+		}
+		left := false
+		out := subVarAll.ReplaceAllStringFunc(text, func(m string) string {
+			g := subVarAll.FindStringSubmatch(m)
+			if g[1] == "!" {
+				return m
+			}
+			if s, ok := vars[g[2]].(string); ok {
+				return s
+			}
+			if s, ok := e.params[g[2]]; ok {
+				return s
+			}
+			left = true // a pseudo parameter or a resource: Template.Resolve's
+			return m
+		})
+		if left {
+			return map[string]any{"Fn::Sub": out}, true, true, nil
+		}
+		return strings.ReplaceAll(out, "${!", "${"), true, true, nil
+	}
+	return nil, false, false, nil
+}
