@@ -9,9 +9,11 @@ package deployed_test
 // roles it declares.
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +21,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/s3zip/s3zip/internal/testenv/s3test"
 )
 
 // standaloneFile is the template the generator writes into its output directory.
 const standaloneFile = "s3zip.template.json"
+
+// artifactsBucket is the bucket `aws cloudformation package` uploads the local paths to.
+const artifactsBucket = "s3zip-artifacts"
 
 // standaloneWarnings are the cfn-lint warnings the standalone template may keep.
 var standaloneWarnings = map[string]string{
@@ -76,17 +83,29 @@ func TestStandaloneTemplate(t *testing.T) {
 		}
 	})
 
+	packaged := packageStandalone(t, dir)
+	step("aws cloudformation package")
+
 	params := map[string]string{
 		"SourceBuckets": sourceBucket + "," + inventoryBucket, "SourcePrefix": sourcePrefix,
 		"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix,
 		"KmsKeyArn": workKey, "Monitoring": "true", "ExtractBucket": sourceBucket,
 	}
-	tp, err := LoadStandalone(dir, params)
+	tp, err := LoadStandalone(packaged, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSameResources(t, tp, repoTemplate)
 	checkSourceSlots(t, tp, []string{sourceBucket, inventoryBucket})
+	for id, r := range tp.Resources {
+		for prop, bucket := range map[string]string{"Code": "S3Bucket", "DefinitionS3Location": "Bucket"} {
+			if v, ok := r.Properties[prop]; ok {
+				if loc, _ := v.(map[string]any); loc[bucket] != artifactsBucket {
+					t.Errorf("%s %s after aws cloudformation package: %v, want the artifacts bucket's object", id, prop, v)
+				}
+			}
+		}
+	}
 
 	d := DeployTemplate(t, tp)
 	defer d.logsOnFailure()
@@ -119,6 +138,82 @@ func TestStandaloneTemplate(t *testing.T) {
 	}
 	checkMetricFiltersMatchLogs(t, d)
 	step("an archive built and one extracted through the harness")
+}
+
+// packageStandalone runs `aws cloudformation package` on the template in dir,
+// as a user does before `aws cloudformation deploy`, with an artifacts bucket
+// on a local S3 server of its own, and downloads what it uploaded. It returns
+// a directory holding the packaged template and each artifact under
+// assets/<key> (a function's zip unpacked, its files' modes kept).
+func packageStandalone(t *testing.T, dir string) string {
+	t.Helper()
+	cli := filepath.Join(repo, ".tools", "awscli", "bin", "aws")
+	if _, err := os.Stat(cli); err != nil {
+		t.Fatalf("%s is missing: run `make tools` (tools/install.sh installs the AWS CLI 1.46.2)", cli)
+	}
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, artifactsBucket)
+	out := t.TempDir()
+	config := filepath.Join(out, "aws-config")
+	if err := os.WriteFile(config, []byte("[default]\ns3 =\n    addressing_style = path\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cli, "cloudformation", "package", "--template-file", filepath.Join(dir, standaloneFile),
+		"--s3-bucket", artifactsBucket, "--s3-prefix", "s3zip", "--output-template-file", filepath.Join(out, standaloneFile), "--use-json")
+	// Only the local server's credentials and endpoint: none of the machine's AWS settings.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AWS_") })
+	cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID="+srv.AccessKey(), "AWS_SECRET_ACCESS_KEY="+srv.SecretKey(),
+		"AWS_DEFAULT_REGION="+region, "AWS_ENDPOINT_URL_S3="+srv.Endpoint(), "AWS_CONFIG_FILE="+config,
+		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(out, "none"), "AWS_EC2_METADATA_DISABLED=true")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("aws cloudformation package: %v\n%s", err, b)
+	}
+	for _, key := range srv.Keys(t, artifactsBucket, "") {
+		body := srv.GetObject(t, artifactsBucket, key)
+		dst := filepath.Join(out, "assets", key)
+		if !bytes.HasPrefix(body, []byte("PK\x03\x04")) {
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		unzipTo(t, body, dst)
+	}
+	return out
+}
+
+// unzipTo writes a zip's files under dir with the modes it records.
+func unzipTo(t *testing.T, body []byte, dir string) {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		path := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, f.Mode().Perm())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(w, rc)
+		rc.Close()
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // checkStandaloneDefaults: with only the required parameters the stack is the
@@ -217,8 +312,9 @@ func checkSourceSlots(t *testing.T, tp *Template, buckets []string) {
 
 // ---- CloudFormation's side: parameters, conditions, intrinsic functions on them ----------
 
-// LoadStandalone reads the standalone template in dir as CloudFormation
-// deploys it with these parameter values: each checked against its
+// LoadStandalone reads the standalone template in dir (as written, its assets
+// local paths, or packaged, its artifacts under dir/assets/<key>) as
+// CloudFormation deploys it with these parameter values: each checked against its
 // AllowedPattern or AllowedValues (a required one missing is refused), the
 // Conditions evaluated, resources whose condition is false left out, and every
 // Ref to a parameter, Fn::If, Fn::Select, Fn::Split and Fn::Sub on them
@@ -284,6 +380,13 @@ func LoadStandalone(dir string, values map[string]string) (*Template, error) {
 		}
 		p, _ := props.(map[string]any)
 		tp.Resources[id] = Resource{Type: r.Type, Properties: p}
+		// A packaged template's S3 locations: the artifacts packageStandalone downloaded.
+		for prop, key := range map[string]string{"Code": "S3Key", "DefinitionS3Location": "Key"} {
+			if loc, ok := p[prop].(map[string]any); ok {
+				k := fmt.Sprint(loc[key])
+				tp.assets[k] = filepath.Join(dir, "assets", k)
+			}
+		}
 	}
 	return tp, nil
 }
