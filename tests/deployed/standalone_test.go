@@ -66,6 +66,9 @@ func TestStandaloneTemplate(t *testing.T) {
 		}
 		checkStandaloneDefaults(t, tp, repoTemplate)
 	})
+	t.Run("docs/deploy.md names every parameter", func(t *testing.T) {
+		checkParametersDocumented(t, filepath.Join(dir, standaloneFile), filepath.Join(repo, "docs", "deploy.md"))
+	})
 	t.Run("refused parameters", func(t *testing.T) {
 		for _, c := range []struct{ params map[string]string }{
 			{map[string]string{"DestinationBucket": destinationBucket}},
@@ -213,6 +216,48 @@ func unzipTo(t *testing.T, body []byte, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// checkParametersDocumented: the parameter table of docs/deploy.md ("Without
+// CDK") has a row for each of the template's parameters, none other, and
+// says "(required)" exactly for those without a default.
+func checkParametersDocumented(t *testing.T, template, doc string) {
+	t.Helper()
+	raw, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl struct{ Parameters map[string]struct{ Default *string } }
+	if err := json.Unmarshal(raw, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(text), "\n## Without CDK")
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := map[string]string{} // parameter → its default column
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| ([^|]*) \\|").FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = strings.TrimSpace(m[2])
+	}
+	for name, p := range tmpl.Parameters {
+		def, ok := rows[name]
+		switch {
+		case !ok:
+			t.Errorf("docs/deploy.md has no row for the template's parameter %s", name)
+		case p.Default == nil && def != "(required)":
+			t.Errorf("docs/deploy.md: %s has no default in the template, the doc says %q", name, def)
+		case p.Default != nil && def == "(required)":
+			t.Errorf("docs/deploy.md: %s is said to be required, the template's default is %q", name, *p.Default)
+		case p.Default != nil && *p.Default != "" && !strings.Contains(def, "`"+*p.Default+"`"):
+			t.Errorf("docs/deploy.md: %s's default is %q in the template, the doc says %q", name, *p.Default, def)
+		}
+		delete(rows, name)
+	}
+	for name := range rows {
+		t.Errorf("docs/deploy.md has a row for %s, which the template has no parameter of", name)
 	}
 }
 
