@@ -228,7 +228,9 @@ func checkParametersDocumented(t *testing.T, template, doc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tmpl struct{ Parameters map[string]struct{ Default *string } }
+	var tmpl struct {
+		Parameters map[string]struct{ Default *string }
+	}
 	if err := json.Unmarshal(raw, &tmpl); err != nil {
 		t.Fatal(err)
 	}
