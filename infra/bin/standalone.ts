@@ -9,7 +9,7 @@
  */
 
 /** A CloudFormation template as JSON. */
-export type TemplateJson = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type TemplateJson = Record<string, any>;
 
 /** How many source buckets the SourceBuckets parameter may name (each gets its own IAM resources). */
 export const MAX_SOURCE_BUCKETS = 5;
@@ -220,10 +220,12 @@ export function standaloneTemplate(synthesized: TemplateJson, assets: LocalAsset
     ...t,
   };
   delete out.Rules;
-  const text = JSON.stringify(out);
-  for (const leftover of [...SUBSTITUTIONS.map((s) => s.placeholder), 'cdk-hnb659fds', 'BootstrapVersion', 'aws:cdk:']) {
-    const at = text.indexOf(leftover);
-    if (at >= 0) throw new Error(`standalone template: ${JSON.stringify(text.slice(Math.max(0, at - 80), at + 80))} is left`);
+  const leftovers = [...SUBSTITUTIONS.map((s) => s.placeholder), 'cdk-hnb659fds', 'BootstrapVersion', 'aws:cdk:'];
+  for (const section of ['Resources', 'Outputs']) {
+    for (const [id, v] of Object.entries(out[section] ?? {})) {
+      const left = leftovers.find((l) => mentions(v, l));
+      if (left) throw new Error(`standalone template: ${section} ${id} still holds ${left} (a placeholder or CDK's bootstrap), which a deployment cannot resolve`);
+    }
   }
   return out;
 }
@@ -278,7 +280,7 @@ function mentions(v: unknown, placeholder: string): boolean {
  * Replaces every string holding placeholders: one that is exactly a parameter's placeholder by its
  * Ref, any other by an Fn::Sub (with the variables it needs).
  */
-function substitute(v: any): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+function substitute(v: any): any {
   if (Array.isArray(v)) return v.map(substitute);
   if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, substitute(e)]));
   if (typeof v !== 'string' || !PLACEHOLDER_RE.test(v)) return v;
