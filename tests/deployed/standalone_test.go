@@ -66,6 +66,44 @@ func TestStandaloneTemplate(t *testing.T) {
 		}
 		checkStandaloneDefaults(t, tp, repoTemplate)
 	})
+	t.Run("monitoring without extract; extract into another bucket", func(t *testing.T) {
+		base := map[string]string{"SourceBuckets": sourceBucket, "DestinationBucket": destinationBucket, "Monitoring": "true"}
+		tp, err := LoadStandalone(dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tp.Of("AWS::CloudWatch::Alarm")); n != 4 {
+			t.Errorf("%d alarms with Monitoring and no ExtractBucket, want the archive workflow's 4", n)
+		}
+		for id := range tp.Resources {
+			if strings.HasPrefix(id, "ExtractWorkflow") {
+				t.Errorf("%s created without ExtractBucket", id)
+			}
+		}
+		base["ExtractBucket"], base["ExtractDestinationBucket"], base["ExtractDestinationPrefix"] = sourceBucket, destinationBucket, "unzipped/"
+		if tp, err = LoadStandalone(dir, base); err != nil {
+			t.Fatal(err)
+		}
+		fns, err := tp.Functions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fns {
+			if !strings.HasPrefix(f.ID, "ExtractWorkflow") {
+				continue
+			}
+			want := map[string]string{"EXTRACT_DESTINATION_BUCKET": destinationBucket, "ALLOWED_DESTINATIONS": destinationBucket + "/unzipped/",
+				"ALLOWED_ARCHIVES": sourceBucket + "/" + extractArchivePrefix, "EXTRACT_ARCHIVE_PREFIX": extractArchivePrefix}
+			for k, v := range want {
+				if f.Env[k] != v {
+					t.Errorf("%s: %s=%q, want %q", f.ID, k, f.Env[k], v)
+				}
+			}
+		}
+		if n := len(tp.Of("AWS::CloudWatch::Alarm")); n != 8 {
+			t.Errorf("%d alarms with Monitoring and ExtractBucket, want 8", n)
+		}
+	})
 	t.Run("docs/deploy.md names every parameter", func(t *testing.T) {
 		checkParametersDocumented(t, filepath.Join(dir, standaloneFile), filepath.Join(repo, "docs", "deploy.md"))
 	})
