@@ -206,7 +206,8 @@ test-scale-extract-plan: tools
 
 ## test-deployed: the synthesized template run here — the packaged bootstrap binaries (built for this
 ## machine) as Lambda processes, the definition after DefinitionSubstitutions, the EventBridge rule,
-## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
+## every S3/Lambda/Step Functions call checked against its role, cfn-lint; then the standalone CloudFormation template
+## (make cfn-template) packaged by `aws cloudformation package` and run the same way (tests/deployed/README.md)
 .PHONY: test-deployed
 test-deployed: tools node
 	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \

@@ -36,6 +36,8 @@ function synthesize(functionsDir: string): { template: TemplateJson; assets: Loc
       analyticsReporting: false,
       context: { '@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy': true, '@aws-cdk/aws-iam:minimizePolicies': false },
     });
+    // The default synthesizer without its bootstrap version rule: standalone.ts points its asset references (the
+    // bootstrap bucket) at local paths. BootstraplessSynthesizer refuses file assets, which the functions are.
     const stack = new Stack(app, STACK_ID, { synthesizer: new DefaultStackSynthesizer({ generateBootstrapVersionRule: false }) });
     const key = PLACEHOLDERS.kmsKeyArn;
     const archive = new ArchiveWorkflow(stack, 'ArchiveWorkflow', {
