@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,8 +175,12 @@ func TestStandaloneTemplate(t *testing.T) {
 			t.Errorf("extracted %s: %d bytes, want %d", name, len(got[name]), len(body))
 		}
 	}
-	if uses := kmsUses(d); len(uses) == 0 {
-		t.Error("no KMS call was checked: the KmsKeyArn parameter reached no request")
+	// The key reached both workflows' requests (each allowed: a denial fails the test).
+	uses := kmsUses(d)
+	for _, want := range []string{"ArchiveWorkflowWorkerRole", "ArchiveWorkflowFinalizerRole", "ExtractWorkflowExtractWorkerRole", "ExtractWorkflowExtractPlannerRole"} {
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(uses)), func(u string) bool { return strings.HasPrefix(u, want) && strings.HasSuffix(u, " "+workKey) }) {
+			t.Errorf("no KMS call of %s* on the KmsKeyArn key was checked; calls: %v", want, slices.Sorted(maps.Keys(uses)))
+		}
 	}
 	checkMetricFiltersMatchLogs(t, d)
 	step("an archive built and one extracted through the harness")
