@@ -109,6 +109,17 @@ package: node
 test-package: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
 
+## cfn-template: s3zip as a standalone CloudFormation template, for deploying without CDK (docs/deploy.md, "Without CDK"):
+## dist/cloudformation/s3zip.template.json with Parameters (source buckets and prefix, destination bucket and prefix, a KMS
+## key, monitoring, the extract workflow's bucket and prefixes), and beside it the nine Lambda binaries (linux/arm64) and
+## the ASL files it names by local path, which `aws cloudformation package` uploads (CFN_DIR=dir for another folder)
+CFN_DIR ?= dist/cloudformation
+.PHONY: cfn-template
+cfn-template: node lambdas
+	$(if $(filter arm64,$(LAMBDA_ARCH)),,$(error cfn-template: the template declares arm64 functions; leave LAMBDA_ARCH unset))
+	@rm -rf $(CFN_DIR)
+	npx tsx infra/bin/cfn-template.ts --out $(CFN_DIR) --functions $(LAMBDA_DIR)
+
 ## install: the s3zip CLI built from this clone into BINDIR: where `go install ./cmd/s3zip` puts it, $(go env GOBIN),
 ## or $(go env GOPATH)/bin when GOBIN is unset; PREFIX=/usr/local installs into /usr/local/bin, BINDIR=DIR into DIR
 .PHONY: install
@@ -202,7 +213,8 @@ test-scale-extract-plan: tools
 
 ## test-deployed: the synthesized template run here — the packaged bootstrap binaries (built for this
 ## machine) as Lambda processes, the definition after DefinitionSubstitutions, the EventBridge rule,
-## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
+## every S3/Lambda/Step Functions call checked against its role, cfn-lint; then the standalone CloudFormation template
+## (make cfn-template) packaged by `aws cloudformation package` and run the same way (tests/deployed/README.md)
 .PHONY: test-deployed
 test-deployed: tools node
 	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
