@@ -128,6 +128,17 @@ func (s *storedCRCs) note(bucket, key, kind string) {
 	*list = append(*list, key)
 }
 
+// noted says whether any source was noted: S3 stores some source's
+// whole-object CRC-32 not.
+func (s *storedCRCs) noted() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buckets) > 0
+}
+
 // of is what S3 stores of src's CRC-32, as noted ("": not known, or the
 // whole object's).
 func (s *storedCRCs) of(src plan.Source) string {

@@ -9,15 +9,16 @@ import (
 )
 
 // layOut plans the archive from its entries and checks it against the
-// deployment's size limit. The CRC-32s its workers need are learned after
+// deployment's size limit, priced knowing which sources S3 stores no
+// CRC-32 of (stored). The CRC-32s its workers need are learned after
 // (learnCRCs).
-func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string) (*plan.Plan, error) {
-	opts := layoutOptions(cfg, req)
+func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, stored *storedCRCs) (*plan.Plan, error) {
+	opts := layoutOptions(cfg, req, stored)
 	var p *plan.Plan
 	var err error
 	switch l := req.Options.splitLimits(); {
 	case l.On() && req.Options.ChecksumsFile != "":
-		p, err = pl.listedArchives(ctx, cfg, req, entries, execution)
+		p, err = pl.listedArchives(ctx, cfg, req, entries, execution, stored)
 	case l.On():
 		p, err = plan.MakeSplit(entries, opts, l)
 	default:
@@ -39,9 +40,13 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 
 // layoutOptions are what the layout is planned with: the request's
 // strategy, preference and part size, for its workers, priced with the
-// deployment's model.
-func layoutOptions(cfg Config, req *Request) plan.Options {
+// deployment's model and what S3 stores of the sources' CRC-32s.
+func layoutOptions(cfg Config, req *Request, stored *storedCRCs) plan.Options {
 	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
 	prefer, _ := plan.ParsePreference(req.Options.Prefer)
-	return plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: maxConcurrency(cfg, req), Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
+	opts := plan.Options{Strategy: strategy, Prefer: prefer, PartSize: req.Options.PartSize, Workers: maxConcurrency(cfg, req), Model: cfg.Model, PartsPerBatch: cfg.PartsPerBatch, DirectoryPartSize: cfg.DirectoryPartSize}
+	if stored.noted() {
+		opts.StoresNoCRC = func(src plan.Source) bool { return stored.of(src) != "" }
+	}
+	return opts
 }

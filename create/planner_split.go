@@ -38,7 +38,7 @@ func (o Options) checkSplit(add func(string)) {
 // `unzip name-0002.zip && sha256sum -c SHA256SUMS` checks that archive: the
 // cut leaves room for it in each (plan.Listing), then each archive's is
 // written to the work prefix and added as its last entry.
-func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string) (*plan.Plan, error) {
+func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, stored *storedCRCs) (*plan.Plan, error) {
 	l := req.Options.splitLimits()
 	l.Listing = &plan.Listing{Name: req.Options.ChecksumsFile, Line: func(e *plan.Entry) int64 { return int64(len(checksumLine(e))) }}
 	if err := l.Check(); err != nil {
@@ -64,7 +64,7 @@ func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request,
 		listed = append(append(listed, entries[r[0]:r[1]]...), listings[k])
 		runs[k] = [2]int{start, len(listed)}
 	}
-	return plan.MakeArchives(listed, runs, layoutOptions(cfg, req), l)
+	return plan.MakeArchives(listed, runs, layoutOptions(cfg, req, stored), l)
 }
 
 // startArchiveUploads creates the upload of every archive of a split plan

@@ -48,7 +48,7 @@ func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, erro
 	r := run
 	r.HeadsUpFront = len(chain.CRCsNeeded())
 	a.Chain = model.Predict(cs, r)
-	a.Rates = model.S3Rates(cs)
+	a.Rates = chain.S3Rates(model)
 	r.HeadsUpFront = len(auto.CRCsNeeded())
 	a.Auto = model.Predict(auto.Stats(), r)
 	if a.Chain.Seconds < chainSlower*a.Auto.Seconds {

@@ -116,6 +116,12 @@ func (p *Plan) Predict(m Model) Prediction {
 	return m.Predict(p.Stats(), Run{Workers: p.Fit.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(p.Fit.PartsPerBatch), InFlight: p.Fit.InFlight})
 }
 
+// S3Rates is what the plan asks of S3's per-prefix rates, run as its Fit
+// cuts it, priced with m.
+func (p *Plan) S3Rates(m Model) RateDemand {
+	return m.S3Rates(p.Stats().batched(p.Loads(max(p.Fit.PartsPerBatch, 1))))
+}
+
 // fitted sets the plan's Fit for opts.
 func (p *Plan) fitted(opts Options) (*Plan, error) {
 	parts := p.partsStats()

@@ -211,6 +211,15 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		busy = worker * w
 	}
 
+	// A batch makes its probe upload and its CRC-32 document once: priced
+	// by the batches; a run priced without them (spread over the workers,
+	// as auto prices its shares before it cuts their batches) leaves the
+	// work area's requests of the batches to the cut.
+	if len(r.Loads) > 0 {
+		s = s.batched(r.Loads)
+	} else {
+		s.JobReads, s.ProbeUploads, s.CRCDocs = 0, 0, 0
+	}
 	server := m.serverSeconds(s)
 	overhead := m.overheadSeconds(s, r, w, children, conc)
 	rates := m.S3Rates(s)
@@ -306,7 +315,8 @@ func (m Model) S3Rates(s Stats) RateDemand {
 	d := RateDemand{
 		Sources: PrefixDemand{Reads: r.Get + r.Head + sourceCopies, ReadRate: m.S3ReadRate * float64(max(m.SourcePrefixes, 1))},
 		Archive: PrefixDemand{Writes: archive, WriteRate: m.S3WriteRate},
-		Work:    PrefixDemand{Reads: roundCopies, Writes: max(writes-archive, 0), ReadRate: m.S3ReadRate, WriteRate: m.S3WriteRate},
+		Work: PrefixDemand{Reads: roundCopies + s.JobReads, Writes: max(writes-archive, 0) + s.CRCDocs + 2*s.ProbeUploads,
+			ReadRate: m.S3ReadRate, WriteRate: m.S3WriteRate},
 	}
 	d.Sources.Seconds, d.Archive.Seconds, d.Work.Seconds = d.Sources.seconds(), d.Archive.seconds(), d.Work.seconds()
 	for _, g := range d.Groups() {

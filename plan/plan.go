@@ -140,6 +140,11 @@ type Options struct {
 	// batch's parts side by side, but its batches one after another, which
 	// an even spread of the parts over the workers does not see. 0 spreads.
 	PartsPerBatch int
+	// StoresNoCRC, when set, says S3 stores no CRC-32 of a source (its
+	// listing said so): a worker that needs such an entry's CRC-32 finds
+	// none with its HEAD and probes the data instead, and the model prices
+	// that. nil: every source stores one, as AWS's SDKs upload them.
+	StoresNoCRC func(Source) bool
 	// DirectoryPartSize is the most central directory (and end records)
 	// the finalizer puts in one part (default DefaultDirectoryPartSize): a
 	// longer directory is cut into parts of this size and a shorter last one.
@@ -162,6 +167,8 @@ type Plan struct {
 	Fit Fit `json:"fit"`
 	// Archives are the archives of a split plan (split.go); nil for one.
 	Archives []Archive `json:"archives,omitempty"`
+	// storesNoCRC is Options.StoresNoCRC, which the plan is priced with.
+	storesNoCRC func(Source) bool
 }
 
 // Limits on the entries of one plan, besides S3's 10,000 parts. ZIP64
@@ -311,7 +318,7 @@ func fitPartSize(entries []Entry, size int64, workers int) int64 {
 // the runs between copies server-side where chain says so.
 func planWith(entries []Entry, l layout, opts Options, chain func(span) bool) (*Plan, error) {
 	p := place(entries, l)
-	p.Strategy = opts.Strategy
+	p.Strategy, p.storesNoCRC = opts.Strategy, opts.StoresNoCRC
 	if err := p.cut(l, opts, chain); err != nil {
 		return nil, err
 	}

@@ -207,7 +207,7 @@ func MakeArchives(entries []Entry, runs [][2]int, opts Options, l SplitLimits) (
 
 // joinArchives joins archives' plans into one split plan.
 func joinArchives(plans []*Plan, l SplitLimits) *Plan {
-	p := &Plan{Strategy: plans[0].Strategy, Archives: make([]Archive, len(plans))}
+	p := &Plan{Strategy: plans[0].Strategy, Archives: make([]Archive, len(plans)), storesNoCRC: plans[0].storesNoCRC}
 	var finals []Part
 	for k, a := range plans {
 		base := EntryIndex(len(p.Entries))

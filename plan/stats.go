@@ -50,7 +50,19 @@ type Stats struct {
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
-	Zip64             bool     `json:"zip64"`
+	// The work area's requests of the upload parts besides Requests: each
+	// part's ranged GET of its entries from the plan (JobReads), the PUT of
+	// the CRC-32s it computed (CRCDocs: a batch puts one document for its
+	// parts), and the probe upload its CRC probes copy into, created and
+	// aborted (ProbeUploads: one a batch). Counted a part each, they are
+	// what a batch of one part makes, and at most what larger batches do;
+	// the model counts them a batch (Predict). They are priced against
+	// S3's rates; their price, a PUT and a GET or two a batch, is below
+	// the model's precision and left out of its dollars.
+	JobReads     int  `json:"jobReads,omitempty"`
+	CRCDocs      int  `json:"crcDocs,omitempty"`
+	ProbeUploads int  `json:"probeUploads,omitempty"`
+	Zip64        bool `json:"zip64"`
 	// DeflatedEntries are the entries compressed (Method DEFLATE);
 	// DeflatedRawBytes their bytes before, DeflatedBytes after: what
 	// compression saved. All 0 when nothing was compressed.
@@ -97,7 +109,17 @@ type partScratch struct {
 func (p *Plan) statsOf(parts []Stats) Stats {
 	s := Stats{Entries: len(p.Entries), ArchiveBytes: p.Size, Parts: len(p.Parts), Zip64: p.Zip64}
 	s.Requests.Create, s.Requests.Complete = p.uploads(), p.uploads()
-	s.Requests.Head = len(p.CRCsNeeded())
+	need := p.CRCsNeeded()
+	s.Requests.Head = len(need)
+	if p.storesNoCRC != nil {
+		// The planner probes the data of a needed CRC-32 S3 does not store.
+		for _, i := range need {
+			if e := &p.Entries[i]; p.storesNoCRC(e.Source) {
+				s.Requests.UploadPartCopy++
+				s.ServerCopiedBytes += e.Size
+			}
+		}
+	}
 	for i := range parts {
 		s.add(parts[i])
 	}
@@ -163,6 +185,16 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 			s.Requests.Head += s.ChainHeads
 			s.ChainSteps++
 		}
+		// Its entries read from the plan; the CRC-32s it learns put with
+		// its batch's; a needed CRC-32 S3 does not store, probed.
+		s.JobReads, s.CRCDocs = 1, 1
+		for _, i := range part.NeedCRC {
+			if e := &p.Entries[i]; !e.CRC32.Known && p.storesNoCRC != nil && p.storesNoCRC(e.Source) {
+				s.Requests.UploadPartCopy++
+				s.ServerCopiedBytes += e.Size
+				s.ProbeUploads = 1
+			}
+		}
 		s.LongestChainSteps = s.ChainSteps
 		s.StreamedBytes += c.Uploaded
 		s.CopiedBytes += part.Size() - c.Uploaded
@@ -196,11 +228,22 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 		scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
 		scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
 		probes, reads := scratch.probe, scratch.read
+		if !part.Final {
+			s.JobReads++
+			s.CRCDocs++
+		}
 		if !part.Final && Piped(segs, probes, reads) {
 			s.PipedBytes += part.Size()
+			probed := false
 			for _, i := range probes {
 				if WholeData(entries, segs[i]) {
 					s.Requests.Head++
+					if p.storesNoCRC != nil && p.storesNoCRC(entries[segs[i].Entry].Source) {
+						// The HEAD finds none: the whole data is probed.
+						s.Requests.UploadPartCopy++
+						s.ServerCopiedBytes += segs[i].To - segs[i].From
+						probed = true
+					}
 					continue
 				}
 				if tail && segs[i].From == 0 && i == len(segs)-1 {
@@ -208,6 +251,10 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 				}
 				s.Requests.UploadPartCopy++
 				s.ServerCopiedBytes += segs[i].To - segs[i].From
+				probed = true
+			}
+			if probed {
+				s.ProbeUploads++
 			}
 		}
 	}
@@ -228,6 +275,9 @@ func (s *Stats) add(t Stats) {
 	s.ChainSteps += t.ChainSteps
 	s.ChainHeads += t.ChainHeads
 	s.LongestChainSteps = max(s.LongestChainSteps, t.LongestChainSteps)
+	s.JobReads += t.JobReads
+	s.CRCDocs += t.CRCDocs
+	s.ProbeUploads += t.ProbeUploads
 	r, u := &s.Requests, t.Requests
 	r.Get += u.Get
 	r.Head += u.Head
@@ -243,6 +293,17 @@ func (s *Stats) add(t Stats) {
 // are one after the other, its parts' chains side by side.
 type Load struct {
 	Stats
+}
+
+// batched is s with the requests a batch makes once for its parts counted
+// once a batch of loads: its probe upload and its document of CRC-32s.
+func (s Stats) batched(loads []Load) Stats {
+	s.ProbeUploads, s.CRCDocs = 0, 0
+	for _, l := range loads {
+		s.ProbeUploads += min(l.ProbeUploads, 1)
+		s.CRCDocs += min(l.CRCDocs, 1)
+	}
+	return s
 }
 
 // Loads cuts the workers' part jobs into batches as the Distributed Map's

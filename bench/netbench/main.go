@@ -500,7 +500,7 @@ func benchmark(ctx context.Context, o options) (err error) {
 	preds := make([]plan.Prediction, len(active))
 	demands := make([]plan.RateDemand, len(active))
 	for i, r := range active {
-		if preds[i], demands[i], err = predict(ctx, base, model, r); err != nil {
+		if preds[i], demands[i], err = predict(ctx, base, model, r, o.sourceCRC); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ func localModel(cal calibration, rateFactor float64) plan.Model {
 // predict plans the run as the planner will (same listing, names, options
 // and profile) and prices it with the model, before the run: its time and
 // what it asks of S3's request rates.
-func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.Prediction, plan.RateDemand, error) {
+func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec, sourceCRC bool) (plan.Prediction, plan.RateDemand, error) {
 	var entries []plan.Entry
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(srcPrefix)})
 	for p.HasMorePages() {
@@ -71,10 +71,15 @@ func predict(ctx context.Context, c *s3.Client, m plan.Model, r runSpec) (plan.P
 	if per == 0 {
 		per = s3part.MaxParts
 	}
-	pl, err := plan.Make(entries, plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m, PartsPerBatch: per})
+	opts := plan.Options{Strategy: strategy, Workers: r.Workers, Model: &m, PartsPerBatch: per}
+	if !sourceCRC {
+		// The planner's listing says so of every source, and prices it.
+		opts.StoresNoCRC = func(plan.Source) bool { return true }
+	}
+	pl, err := plan.Make(entries, opts)
 	if err != nil {
 		return plan.Prediction{}, plan.RateDemand{}, fmt.Errorf("plan %s: %w", r.Name, err)
 	}
 	st := pl.Stats()
-	return m.Predict(st, plan.Run{Workers: r.Workers, Orchestrated: true, Loads: pl.Loads(per), HeadsUpFront: len(pl.CRCsNeeded())}), m.S3Rates(st), nil
+	return m.Predict(st, plan.Run{Workers: r.Workers, Orchestrated: true, Loads: pl.Loads(per), HeadsUpFront: len(pl.CRCsNeeded())}), pl.S3Rates(m), nil
 }

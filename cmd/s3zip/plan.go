@@ -203,7 +203,7 @@ func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSumma
 	m := modelOf(opts)
 	pred := p.Predict(m)
 	sum.PredictedSeconds, sum.PredictedDollars = pred.Seconds, pred.Dollars
-	sum.S3Rates = m.S3Rates(st)
+	sum.S3Rates = p.S3Rates(m)
 	sum.RateBinds = pred.RateSecs > 0 && pred.RateSecs >= max(pred.WorkerSecs, pred.ServerSecs)
 	return sum
 }

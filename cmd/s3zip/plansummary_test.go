@@ -31,7 +31,7 @@ func TestPlanSaysWhatAutoChose(t *testing.T) {
 
 // plan prints, for each group of prefixes a run touches, what the plan asks
 // of S3's rates against what S3 serves it, and which group binds: chain's
-// rounds over 3,000 challenge objects write the run's work area 22,873
+// rounds over 3,000 challenge objects write the run's work area 22,876
 // times, which one new keyspace serves at 3,500 a second.
 func TestPlanSaysWhichPrefixBinds(t *testing.T) {
 	for _, c := range []struct {
@@ -41,11 +41,11 @@ func TestPlanSaysWhichPrefixBinds(t *testing.T) {
 		{[]string{"--synthetic", "challenge", "--count", "3000", "--workers", "100", "--strategy", "chain"}, []string{
 			"S3 rates        sources   3378 reads at 5500/s: at least 0.0 s\n",
 			"                archive   2253 writes at 3500/s: at least 0.0 s\n",
-			"                work area 5625 reads at 5500/s, 22873 writes at 3500/s: at least 5.5 s\n",
+			"                work area 6751 reads at 5500/s, 22876 writes at 3500/s: at least 5.5 s\n",
 			"S3's rate for the work area binds (5.5 s)",
 		}},
 		{[]string{"--synthetic", "small", "--count", "100000", "--workers", "100"}, []string{
-			"                work area no requests: at least 0.0 s\n",
+			"                work area 100 reads at 5500/s, 2 writes at 3500/s: at least 0.0 s\n",
 			"S3's rate for the sources binds (17.2 s)",
 		}},
 	} {
