@@ -4,7 +4,9 @@ package faults_test
 // body from UploadPartCopy, CopyObject and CompleteMultipartUpload (the
 // operation did not happen), bursts of 500 InternalError and of 503
 // ServiceUnavailable, and a connection reset half-way through an answer's
-// body (the effect happened, the answer is cut). Each is crossed with
+// body (the effect happened, the answer is cut); 409
+// ConditionalRequestConflict from a conditional completion (start the
+// upload again). Each is crossed with
 // every layout and with extract, through the workflow's client as the CLI
 // and the Lambdas build it (internal/s3rate: its attempts and budget, a
 // shorter backoff): every run must end in the archive, or the objects,
@@ -50,6 +52,10 @@ var documentedRows = []struct {
 	// finds no upload (NoSuchUpload, the proxy's CompletedGone), and the
 	// object it made.
 	{"reset-mid-body/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ResetMidBody}, Rate: 1, Limit: 3}}},
+	// The first two conditional completions (the archive's, an entry's)
+	// meet 409 ConditionalRequestConflict, and their uploads are gone: S3
+	// says to start the upload again and upload every part anew.
+	{"409-conflict/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1, Limit: 2}}},
 }
 
 // documentedLayouts are the layouts each row is crossed with: all four
