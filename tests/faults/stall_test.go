@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3rate"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
@@ -106,4 +107,31 @@ func TestStalledGetsOverlap(t *testing.T) {
 	note := fmt.Sprintf("%d stalls added %.1f s (%.1f s against %.1f s; idle-read timeout %v, %v one after another)",
 		stalls, added.Seconds(), took.Seconds(), baseTook.Seconds(), idle, time.Duration(stalls)*idle)
 	w.judgeTimed(t, started, p, o, "archive, six stalls costing at most two idle-read timeouts together", note, stalls == 6 && added < 2*idle)
+}
+
+// TestExtractStalls stalls the extraction's first GETs (its plan's reads
+// and ranges of the archive): each body is abandoned after the idle-read
+// timeout and resumed from the byte it reached, and every object is
+// written, byte for byte, within a few timeouts of the stalls.
+func TestExtractStalls(t *testing.T) {
+	w := newExtractWorld(t)
+	started := time.Now()
+	p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: 5, Rules: []fp.Rule{{Ops: []fp.Op{fp.GetObject}, Faults: []fp.Fault{fp.Stall}, Rate: 1, Limit: 3}},
+		Hold: 60 * time.Second, SourceSize: w.srv.ObjectSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c := w.srv.Client(t, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(p.URL())
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		s3rate.Options(s3rate.Config{Limits: &s3rate.Limits{}, MaxBackoff: 500 * time.Millisecond, Timeouts: stallTimeouts})(o)
+	})
+	prefix := "out/stalled/"
+	_, err = extract.Run(context.Background(), c, extractRequest(prefix), nil)
+	took := time.Since(started)
+	if stalls, _ := p.Injected(); stalls != 3 || took > 3*2*stallTimeouts.IdleRead+10*time.Second {
+		t.Errorf("%d stalls, %.1f s: want 3, each costing at most two idle-read timeouts (%v)", stalls, took.Seconds(), stallTimeouts.IdleRead)
+	}
+	w.judgeExtract(t, started, p, "objects", prefix, err)
 }
