@@ -114,9 +114,10 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		return nil, r.abort(ctx, request, execution, err)
 	}
 	out, err := r.build(ctx, cfg, log, job)
-	for restarts := 0; err != nil && restarts < maxUploadRestarts; restarts++ {
-		var restart *UploadRestartError
-		if !errors.As(err, &restart) || job.Archives > 0 {
+	var restart *UploadRestartError
+	for restarts := 1; errors.As(err, &restart) && job.Archives == 0; restarts++ {
+		if restarts > maxUploadRestarts {
+			err = fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion: %w", maxUploadRestarts, err)
 			break
 		}
 		log.Warn("S3 ended the archive's upload at its completion; starting it again", "execution", execution, "error", err.Error())

@@ -25,6 +25,7 @@ import (
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3rate"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
 
@@ -120,4 +121,26 @@ func TestExtractDocumentedErrors(t *testing.T) {
 			w.judgeExtract(t, started, p, "objects", prefix, err)
 		})
 	}
+}
+
+// TestUploadConflictEveryTime: S3 answers every conditional completion 409
+// ConditionalRequestConflict. The run starts the upload again three times,
+// then fails with UploadRestartError, leaving nothing: not the uploads it
+// started, not the work.
+func TestUploadConflictEveryTime(t *testing.T) {
+	w := newWorld(t)
+	w.putSmall(t, "c/", 30)
+	started := time.Now()
+	p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: 700, Rules: []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1}},
+		Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	dest := "out/conflict-every-time.zip"
+	_, err = w.runner(w.documentedClient(t, p)).Run(context.Background(), request("stream", "c/", dest, false), "conflict-every-time")
+	if n := p.Counts()[fp.CompleteMultipartUpload].Injected[fp.ConditionalConflict]; n != 4 {
+		t.Errorf("%d conflicts met, want 4 (the first completion and three restarts)", n)
+	}
+	w.judge(t, started, p, wantFailure(stepfn.TypeUploadRestartError), outcome{err: err, dest: dest})
 }
