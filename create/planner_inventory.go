@@ -110,7 +110,7 @@ func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
 			}
 			return nil, s3Error("GetObject", bucket, key, false, err)
 		}
-		return resumed(ctx, c, in, out, 0, false), nil
+		return resumed(ctx, c, in, out, false), nil
 	})
 }
 

@@ -181,7 +181,7 @@ func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, erro
 	if err != nil {
 		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
 	}
-	return resumed(ctx, r.S3, in, out, job.Offset, true), nil
+	return resumed(ctx, r.S3, in, out, true), nil
 }
 
 // autoStores is auto's try of the piece's start: a known compressed

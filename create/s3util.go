@@ -118,14 +118,16 @@ func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, fro
 	if err != nil {
 		return nil, s3Error("GetObject", bucket, key, false, err)
 	}
-	return resumed(ctx, c, in, out, from, false), nil
+	return resumed(ctx, c, in, out, false), nil
 }
 
-// resumed is out's body, the answer to in (from byte from on), resuming
-// from the byte it reached when it stalls or is cut (s3rate.Resume), its
-// failed reads named and typed; source says the object is a planned
-// source, whose resume refused (If-Match) is a changed source.
-func resumed(ctx context.Context, c objectGetter, in *s3.GetObjectInput, out *s3.GetObjectOutput, from int64, source bool) io.ReadCloser {
+// resumed is out's body, the answer to in, resuming from the byte it
+// reached when it stalls or is cut (s3rate.Resume), its failed reads named
+// and typed; source says the object is a planned source, whose resume
+// refused (If-Match) is a changed source.
+func resumed(ctx context.Context, c objectGetter, in *s3.GetObjectInput, out *s3.GetObjectOutput, source bool) io.ReadCloser {
+	var from int64 // where in's range starts: "bytes=from-" or "bytes=from-to"
+	_, _ = fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
 	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), source: source}
 }
 

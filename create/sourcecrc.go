@@ -103,7 +103,7 @@ func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int
 	if err != nil {
 		return 0, s3Error("GetObject", src.Bucket, src.Key, true, err)
 	}
-	body := resumed(ctx, c, gin, out, 0, true)
+	body := resumed(ctx, c, gin, out, true)
 	defer body.Close()
 	h32 := crc32.NewIEEE()
 	n, err := io.Copy(h32, body)
