@@ -34,7 +34,7 @@ type Header struct {
 	Archives []Archive `json:"archives,omitempty"`
 	// Fit is how the plan runs on its workers: a plan read back (after a
 	// CRC round) runs as it was cut and priced.
-	Fit Fit `json:"fit"`
+	Fit Fit `json:"fit,omitzero"`
 }
 
 // PartJob is one line of the part-job file: a part and what a worker needs
