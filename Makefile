@@ -182,6 +182,14 @@ test-faults: tools
 	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 15m -v ./tests/faults/ 2>&1 \
 	  | grep -E '^(\||[0-9]+ scenarios|--- FAIL|FAIL|ok|panic)|scenario failed'
 
+## test-stalls: what six stalled GETs cost a create and an extract of 20,000 small objects (S3ZIP_STALL_OBJECTS=n for
+## another count) at S3's rates scaled to 200 GET/s and 100 other requests a second, against the same runs clean; prints
+## the times and fails over 1.2× (not part of `make test`: about 15 minutes here)
+.PHONY: test-stalls
+test-stalls: tools
+	@set -o pipefail; S3ZIP_FAULTS=1 S3ZIP_LONG=1 $(GO) test -count=1 -timeout 60m -run 'TestStallCost$$' -v ./tests/faults/ 2>&1 \
+	  | grep -E 'stallcost_test|^(--- |FAIL|ok|panic)'
+
 ## test-scale: 1,000,000 small objects (S3ZIP_SCALE_OBJECTS=n for fewer) archived through the deployed template,
 ## under S3's request rates divided by S3ZIP_RATE_FACTOR (503 SlowDown past them; 0: none),
 ## two readers and every entry's CRC-32 and size checked, each function's peak RSS against its memory; ends with the

@@ -28,6 +28,7 @@ var errorTypes = []stepfn.ErrorKind{
 	{Name: stepfn.TypeLimitError, Is: stepfn.IsA[*failure.LimitError]},
 	{Name: stepfn.TypeRefusedError, Is: stepfn.IsA[*RefusedError]},
 	{Name: stepfn.TypeDeadlineError, Is: stepfn.IsA[*DeadlineError]},
+	{Name: stepfn.TypeUploadRestartError, Is: stepfn.IsA[*UploadRestartError]},
 	{Name: stepfn.TypeTransientError, Is: stepfn.IsA[*stepfn.TransientError]},
 }
 
@@ -55,6 +56,22 @@ type DeadlineError struct{ Done, Left int }
 func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("stopped before the deadline with %d of %d parts built; retry the batch", e.Done, e.Done+e.Left)
 }
+
+// UploadRestartError says S3 answered the archive's conditional
+// completion 409 ConditionalRequestConflict (another operation on the key
+// met it): the upload is over, and S3's word is to start it again and
+// upload every part anew. The same completion again cannot succeed, so no
+// Task retries it; the Runner starts the upload again (RestartUpload).
+type UploadRestartError struct {
+	Destination string
+	Err         error
+}
+
+func (e *UploadRestartError) Error() string {
+	return fmt.Sprintf("S3 answered the completion of %s 409 ConditionalRequestConflict, which ends the upload; start it again: %v", e.Destination, e.Err)
+}
+
+func (e *UploadRestartError) Unwrap() error { return e.Err }
 
 // Retryable reports whether err may heal on retry: whether the state
 // machine retries its ErrorType.

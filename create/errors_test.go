@@ -145,6 +145,7 @@ func TestErrorType(t *testing.T) {
 		{&failure.LimitError{Msg: "x"}, stepfn.TypeLimitError},
 		{&RefusedError{Op: "op", Err: errors.New("x")}, stepfn.TypeRefusedError},
 		{&DeadlineError{Done: 1, Left: 2}, stepfn.TypeDeadlineError},
+		{&UploadRestartError{Destination: "s3://b/k", Err: &stepfn.TransientError{Op: "op", Err: errors.New("409")}}, stepfn.TypeUploadRestartError},
 		{&stepfn.TransientError{Op: "op", Err: errors.New("x")}, stepfn.TypeTransientError},
 		{errors.New("plain"), stepfn.TypeUntyped},
 	}

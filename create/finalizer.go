@@ -408,6 +408,9 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 	}
 	out, err := f.S3.CompleteMultipartUpload(ctx, in)
 	if err != nil {
+		if s3err.IsCode(err, "ConditionalRequestConflict") {
+			return "", &UploadRestartError{Destination: job.Destination.URI(), Err: err}
+		}
 		if s3err.IsCode(err, "PreconditionFailed", "NoSuchUpload") {
 			// A retried Complete whose first attempt succeeded meets its own
 			// archive (412 when the key had to be free, else the upload gone):

@@ -184,6 +184,11 @@ func TestCRCsTheLayoutNeedsAreLearnedByTheReadPass(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("planner invoked %d times, want 2 (PlanArchive with the CRC round, PlanLayout)", calls)
 	}
+	// The plan read back after the round runs as it was fitted: a Map of
+	// MaxConcurrency 0 built its parts one at a time.
+	if job.MaxConcurrency < 1 || job.PartsPerBatch < 1 || job.PartsInFlight < 1 {
+		t.Errorf("job after the CRC round: MaxConcurrency %d, PartsPerBatch %d, PartsInFlight %d; want the plan's fit", job.MaxConcurrency, job.PartsPerBatch, job.PartsInFlight)
+	}
 	if len(planner.calls) > 0 {
 		t.Errorf("the planner read source objects: %q", planner.calls)
 	}

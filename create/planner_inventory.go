@@ -102,14 +102,15 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 // is in (the inventory's destination bucket), a missing one as fs.ErrNotExist.
 func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+		in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+		out, err := c.GetObject(ctx, in)
 		if err != nil {
 			if s3err.NotFound(err) {
 				return nil, fmt.Errorf("s3://%s/%s: %w", bucket, key, fs.ErrNotExist)
 			}
 			return nil, s3Error("GetObject", bucket, key, false, err)
 		}
-		return out.Body, nil
+		return resumed(ctx, c, in, out, false), nil
 	})
 }
 

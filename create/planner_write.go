@@ -146,13 +146,46 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 
 // startUploads creates the archive's upload, or a split plan's archives'.
 func (pl *Planner) startUploads(ctx context.Context, cfg Config, req *Request, job *Job, p *plan.Plan) error {
-	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
-		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
-	}
+	defaultSSE(cfg, req)
 	if p.Split() {
 		return pl.startArchiveUploads(ctx, cfg, req, job, p)
 	}
 	return pl.startUpload(ctx, req, job)
+}
+
+// defaultSSE gives a request that names no encryption the deployment's
+// destination KMS key, when it has one.
+func defaultSSE(cfg Config, req *Request) {
+	if req.Options.SSE == nil && cfg.DestinationKMSKeyID != "" {
+		req.Options.SSE = &SSE{Type: "aws:kms", KMSKeyID: cfg.DestinationKMSKeyID}
+	}
+}
+
+// RestartUpload starts the archive's upload again after S3 ended it
+// (UploadRestartError): the request is checked again (its key still free,
+// unless it overwrites), the ended upload aborted (S3 may have dropped it
+// already), and a new one created and recorded, so that Abort finds it.
+// The job comes back with the new upload, its plan unchanged: every part
+// is built anew into it. A split run's archives are not started again.
+func (pl *Planner) RestartUpload(ctx context.Context, in PlanInput, job *Job) (*Job, error) {
+	if job.Archives > 0 {
+		return nil, fmt.Errorf("a split run's upload is not started again: run it again")
+	}
+	cfg := pl.Config.Defaults()
+	req, err := pl.begin(ctx, cfg, in)
+	if err != nil {
+		return nil, err
+	}
+	d := job.Destination
+	if _, err := pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID}); err != nil && !s3err.NotFound(err) {
+		return nil, s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
+	}
+	next := *job
+	defaultSSE(cfg, req)
+	if err := pl.startUpload(ctx, req, &next); err != nil {
+		return nil, err
+	}
+	return &next, nil
 }
 
 // startUpload creates the archive's multipart upload and records it.

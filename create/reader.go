@@ -171,7 +171,8 @@ func (job ReadJob) readOp() string {
 	return fmt.Sprintf("read s3://%s/%s bytes %d-%d", job.Source.Bucket, job.Source.Key, job.Offset, job.Offset+job.Length-1)
 }
 
-// getPiece opens the job's piece of its source, pinned by ETag.
+// getPiece opens the job's piece of its source, pinned by ETag; a body
+// that stalls or is cut resumes from the byte it reached.
 func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, error) {
 	src := job.Source
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
@@ -180,7 +181,7 @@ func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, erro
 	if err != nil {
 		return nil, s3Error("GetObject", src.Bucket, src.Key, true, err)
 	}
-	return out.Body, nil
+	return resumed(ctx, r.S3, in, out, true), nil
 }
 
 // autoStores is auto's try of the piece's start: a known compressed

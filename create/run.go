@@ -53,7 +53,10 @@ const (
 // (batches of part jobs); FinalizeArchive; and Abort on any failure. The
 // Maps' batches are Job.PartsPerBatch and ReadPlan.ReadsPerBatch items, at
 // most MaxConcurrency at once, retried like the Map's Retry policy, their
-// results written in the ResultWriter's layout.
+// results written in the ResultWriter's layout. When S3 ends the archive's
+// upload at its completion (409 ConditionalRequestConflict), the Runner
+// starts the upload again and builds every part anew (RestartUpload), at
+// most maxUploadRestarts times.
 type Runner struct {
 	S3         S3
 	Config     Config
@@ -111,12 +114,30 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		return nil, r.abort(ctx, request, execution, err)
 	}
 	out, err := r.build(ctx, cfg, log, job)
+	var restart *UploadRestartError
+	for restarts := 1; errors.As(err, &restart) && job.Archives == 0; restarts++ {
+		if restarts > maxUploadRestarts {
+			err = fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion: %w", maxUploadRestarts, err)
+			break
+		}
+		log.Warn("S3 ended the archive's upload at its completion; starting it again", "execution", execution, "error", err.Error())
+		var next *Job
+		if next, err = planner.RestartUpload(ctx, in, job); err == nil {
+			job = next
+			out, err = r.build(ctx, cfg, log, job)
+		}
+	}
 	if err != nil {
 		state, _ := json.Marshal(job)
 		return &RunResult{Job: job}, r.abort(ctx, state, execution, err)
 	}
 	return &RunResult{Job: job, Output: out}, nil
 }
+
+// maxUploadRestarts is how many times a run starts its archive's upload
+// again after S3 ended it at its completion (UploadRestartError): each
+// time builds every part anew.
+const maxUploadRestarts = 3
 
 // planState runs a planner state (PlanArchive, PlanLayout) with Step Functions'
 // payload quota on its input and output.

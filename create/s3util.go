@@ -118,13 +118,24 @@ func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, fro
 	if err != nil {
 		return nil, s3Error("GetObject", bucket, key, false, err)
 	}
-	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: bucket, key: key}, nil
+	return resumed(ctx, c, in, out, false), nil
+}
+
+// resumed is out's body, the answer to in, resuming from the byte it
+// reached when it stalls or is cut (s3rate.Resume), its failed reads named
+// and typed; source says the object is a planned source, whose resume
+// refused (If-Match) is a changed source.
+func resumed(ctx context.Context, c objectGetter, in *s3.GetObjectInput, out *s3.GetObjectOutput, source bool) io.ReadCloser {
+	var from int64 // where in's range starts: "bytes=from-" or "bytes=from-to"
+	_, _ = fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
+	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), source: source}
 }
 
 // objectBody is an object's body whose failed reads are named and typed.
 type objectBody struct {
 	io.ReadCloser
 	bucket, key string
+	source      bool
 }
 
 func (b *objectBody) Read(p []byte) (int, error) {
@@ -132,7 +143,7 @@ func (b *objectBody) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		var re interface{ HTTPStatusCode() int }
 		if errors.As(err, &re) { // a resume S3 answered
-			return n, s3Error("GetObject", b.bucket, b.key, false, err)
+			return n, s3Error("GetObject", b.bucket, b.key, b.source, err)
 		}
 		err = &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s", b.bucket, b.key), Err: err}
 	}

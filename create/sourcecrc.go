@@ -103,9 +103,10 @@ func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int
 	if err != nil {
 		return 0, s3Error("GetObject", src.Bucket, src.Key, true, err)
 	}
-	defer out.Body.Close()
+	body := resumed(ctx, c, gin, out, true)
+	defer body.Close()
 	h32 := crc32.NewIEEE()
-	n, err := io.Copy(h32, out.Body)
+	n, err := io.Copy(h32, body)
 	if err != nil {
 		return 0, &stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s", src.Bucket, src.Key), Err: err}
 	}

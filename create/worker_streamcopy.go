@@ -103,7 +103,10 @@ func readCRC(ctx context.Context, c objectGetter, src *sourceRef, from, to int64
 // rangeReader reads bytes [from, to) of a source with ranged GETs pinned by
 // ETag, as an io.ReadSeeker: the SDK rewinds a request body to retry it, and
 // a seek drops the open response so the next read GETs from there. Nothing
-// is requested until the first read.
+// is requested until the first read. A body that breaks off (s3rate's
+// idle timeout, a reset) is asked for again from the byte it reached, up
+// to bodyAttempts GETs, so that a stalled source costs the upload it feeds
+// one idle timeout, not the whole part sent again.
 type rangeReader struct {
 	ctx      context.Context
 	c        objectGetter
@@ -111,6 +114,7 @@ type rangeReader struct {
 	from, to int64
 	pos      int64 // absolute offset of the next byte
 	body     io.ReadCloser
+	gets     int   // GETs of this attempt whose bodies broke off
 	err      error // the source-side failure of this attempt, for the caller's message
 }
 
@@ -119,6 +123,20 @@ func newRangeReader(ctx context.Context, c objectGetter, src *sourceRef, from, t
 }
 
 func (r *rangeReader) Read(p []byte) (int, error) {
+	for {
+		n, err := r.readOnce(p)
+		var lost *bodyLost
+		if n > 0 || !errors.As(err, &lost) || r.gets >= bodyAttempts || r.ctx.Err() != nil {
+			return n, err
+		}
+		r.err = nil
+		r.Close() // the next readOnce GETs the rest
+	}
+}
+
+// readOnce reads from the open response, opening one from pos first when
+// there is none; a body that broke off is a *bodyLost.
+func (r *rangeReader) readOnce(p []byte) (int, error) {
 	if r.pos >= r.to {
 		return 0, io.EOF
 	}
@@ -138,7 +156,7 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 			out.Body.Close()
 			return 0, r.fail(fmt.Errorf("GetObject s3://%s/%s bytes %d-%d: %d bytes came back", r.src.Bucket, r.src.Key, r.pos, r.to-1, n))
 		}
-		r.body = out.Body
+		r.body, r.gets = out.Body, r.gets+1
 	}
 	if int64(len(p)) > r.to-r.pos {
 		p = p[:r.to-r.pos]
@@ -154,7 +172,10 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	return n, r.fail(&stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", r.src.Bucket, r.src.Key, r.pos, r.to-1), Err: err})
+	if n > 0 {
+		return n, nil // the body's error again on the next read
+	}
+	return 0, r.fail(&bodyLost{stepfn.TransientError{Op: fmt.Sprintf("read s3://%s/%s bytes %d-%d", r.src.Bucket, r.src.Key, r.pos, r.to-1), Err: err}})
 }
 
 func (r *rangeReader) fail(err error) error {
@@ -182,7 +203,7 @@ func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
 	if abs != r.pos {
 		r.Close()
 		r.pos = abs
-		r.err = nil // a rewound body starts another attempt
+		r.err, r.gets = nil, 0 // a rewound body starts another attempt
 	}
 	return abs - r.from, nil
 }

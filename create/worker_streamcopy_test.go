@@ -3,12 +3,19 @@ package create
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3zip/s3zip/internal/s3rate"
 
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
@@ -225,5 +232,47 @@ func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.
 	}
 	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
 		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
+	}
+}
+
+// cuttingGetter answers GETs from the fake, the first cuts of them broken
+// off after 1,000 bytes as s3rate abandons a stalled body.
+type cuttingGetter struct {
+	*fakeS3
+	cuts   int
+	ranges []string
+}
+
+func (g *cuttingGetter) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	g.ranges = append(g.ranges, aws.ToString(in.Range))
+	out, err := g.fakeS3.GetObject(ctx, in, opts...)
+	if err == nil && g.cuts > 0 {
+		g.cuts--
+		out.Body = io.NopCloser(io.MultiReader(io.LimitReader(out.Body, 1000), errReader{s3rate.ErrStalled}))
+	}
+	return out, err
+}
+
+// A streamed part's source that stalls is asked for again from the byte it
+// reached, not failed: the upload it feeds goes on with the same bytes.
+// One that keeps stalling fails after bodyAttempts GETs.
+func TestRangeReaderResumesAStalledBody(t *testing.T) {
+	f := newFakeS3()
+	src := bytes.Repeat([]byte("0123456789"), 100_000)
+	f.put("src", "k", src)
+	ref := &sourceRef{Bucket: "src", Key: "k", ETag: f.etags["src/k"]}
+	g := &cuttingGetter{fakeS3: f, cuts: 2}
+	all, err := io.ReadAll(newRangeReader(context.Background(), g, ref, 1000, 900_000))
+	if err != nil || !bytes.Equal(all, src[1000:900_000]) {
+		t.Fatalf("read %d bytes (err %v), want bytes 1000-899999 of the source", len(all), err)
+	}
+	if want := []string{"bytes=1000-899999", "bytes=2000-899999", "bytes=3000-899999"}; !slices.Equal(g.ranges, want) {
+		t.Errorf("GETs %q, want %q", g.ranges, want)
+	}
+
+	g = &cuttingGetter{fakeS3: f, cuts: 100}
+	_, err = io.ReadAll(newRangeReader(context.Background(), g, ref, 1000, 900_000))
+	if !errors.Is(err, s3rate.ErrStalled) || len(g.ranges) != bodyAttempts {
+		t.Errorf("a source that keeps stalling: %v after %d GETs, want ErrStalled after %d", err, len(g.ranges), bodyAttempts)
 	}
 }

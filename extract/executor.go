@@ -20,6 +20,7 @@ import (
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/zipread"
 )
 
@@ -57,16 +58,20 @@ func (x *executor) run(ctx context.Context, j Job) error {
 	return fmt.Errorf("unknown job kind %q", j.Kind)
 }
 
-// get reads a range of the archive, pinned by its ETag.
+// get reads a range of the archive, pinned by its ETag. A body that
+// stalls or breaks off resumes from the byte it reached (s3rate.Resume):
+// the entries being written from it wait one idle timeout, and none is
+// read again.
 func (x *executor) get(ctx context.Context, r Range) (io.ReadCloser, error) {
-	out, err := x.c.GetObject(ctx, &s3.GetObjectInput{
+	in := &s3.GetObjectInput{
 		Bucket: &x.a.Bucket, Key: &x.a.Key, IfMatch: aws.String(x.a.ETag),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Start, r.End-1)),
-	})
+	}
+	out, err := x.c.GetObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("get %s bytes %d-%d: %w", x.a, r.Start, r.End-1, sourceChanged(err, x.a))
 	}
-	return out.Body, nil
+	return s3rate.Resume(ctx, x.c, in, out, r.Start), nil
 }
 
 // metadata is the user metadata an entry's object is written with: what

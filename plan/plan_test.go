@@ -201,6 +201,11 @@ func TestEncodeDecode(t *testing.T) {
 		if len(q.Entries) != len(p.Entries) || len(q.Parts) != len(p.Parts) || q.Size != p.Size {
 			t.Fatalf("decoded plan differs")
 		}
+		// A plan read back (the planner's after a CRC round) runs on the
+		// workers it was cut for, not one batch at a time.
+		if q.Fit != p.Fit || q.Fit.Workers == 0 {
+			t.Fatalf("%s: decoded fit %+v, encoded %+v", s, q.Fit, p.Fit)
+		}
 		jobs, _ := DecodeParts(bytesReader(enc.Parts))
 		for _, j := range jobs {
 			got, err := DecodeEntries(bytesReader(enc.Entries[j.EntriesRange[0]:j.EntriesRange[1]]))

@@ -15,8 +15,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -163,15 +165,18 @@ func readSuffix(ctx context.Context, client Client, bucket, key string, n int64)
 	if last != total-1 || last < start || last-start+1 > n {
 		return nil, 0, 0, "", fmt.Errorf("suffix range answered with Content-Range %q", aws.ToString(out.ContentRange))
 	}
+	// Cut or stalled, the rest is asked for by its bytes, pinned to this ETag.
+	body := s3rate.Resume(ctx, client, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=%d-%d", start, last))}, out, start)
 	b = make([]byte, last-start+1)
-	if _, err := io.ReadFull(out.Body, b); err != nil {
+	if _, err := io.ReadFull(body, b); err != nil {
 		return nil, 0, 0, "", err
 	}
 	return b, start, total, aws.ToString(out.ETag), nil
 }
 
 // get opens a ranged GET of [start, end), or a reader of the tail Open
-// read when the range is within it.
+// read when the range is within it. A body that stalls or is cut resumes
+// from the byte it reached (s3rate.Resume).
 func (a *Archive) get(ctx context.Context, start, end int64) (io.ReadCloser, error) {
 	if a.tail != nil && start >= a.tailStart && end <= a.tailStart+int64(len(a.tail)) {
 		return io.NopCloser(bytes.NewReader(a.tail[start-a.tailStart : end-a.tailStart])), nil
@@ -187,7 +192,7 @@ func (a *Archive) get(ctx context.Context, start, end int64) (io.ReadCloser, err
 	if err != nil {
 		return nil, fmt.Errorf("get s3://%s/%s bytes %d-%d: %w", a.Bucket, a.Key, start, end-1, err)
 	}
-	return out.Body, nil
+	return s3rate.Resume(ctx, a.client, in, out, start), nil
 }
 
 // readRange returns the bytes [start, end) of the object.

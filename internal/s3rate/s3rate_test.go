@@ -224,7 +224,7 @@ func TestStalledBodyIsAbandoned(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	c := testClient(ts.URL, Config{Limits: &Limits{}, Timeouts: Timeouts{IdleBody: 300 * time.Millisecond}})
+	c := testClient(ts.URL, Config{Limits: &Limits{}, Timeouts: Timeouts{IdleRead: 300 * time.Millisecond}})
 	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +241,40 @@ func TestStalledBodyIsAbandoned(t *testing.T) {
 	}
 }
 
+// A GET's body is abandoned after the short IdleRead; a completion's
+// answer, which S3 holds open with a space now and then while it works, is
+// timed by the longer IdleBody.
+func TestIdleTimeoutByMethod(t *testing.T) {
+	const pause = 600 * time.Millisecond
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, " ")
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(pause):
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, `<CompleteMultipartUploadResult><ETag>"e"</ETag></CompleteMultipartUploadResult>`)
+	}))
+	defer ts.Close()
+	c := testClient(ts.URL, Config{Limits: &Limits{}, Attempts: 1, Timeouts: Timeouts{IdleRead: 100 * time.Millisecond, IdleBody: 5 * pause}})
+	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = io.ReadAll(out.Body)
+	out.Body.Close()
+	if took := time.Since(start); !errors.Is(err, ErrStalled) || took >= pause {
+		t.Errorf("a GET's body quiet for %v: %v after %v; want ErrStalled after the 100 ms IdleRead", pause, err, took)
+	}
+	done, err := c.CompleteMultipartUpload(context.Background(), &s3.CompleteMultipartUploadInput{Bucket: aws.String("b"), Key: aws.String("k"), UploadId: aws.String("u")})
+	if err != nil || aws.ToString(done.ETag) != `"e"` {
+		t.Errorf("a completion's answer quiet for %v: %v; want its ETag (IdleBody is %v)", pause, err, 5*pause)
+	}
+}
+
 // A slow reader is not a stalled body: only a Read in progress is timed.
 func TestSlowReaderIsNoStall(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +282,7 @@ func TestSlowReaderIsNoStall(t *testing.T) {
 		io.WriteString(w, "abc")
 	}))
 	defer ts.Close()
-	c := testClient(ts.URL, Config{Limits: &Limits{}, Timeouts: Timeouts{IdleBody: 100 * time.Millisecond}})
+	c := testClient(ts.URL, Config{Limits: &Limits{}, Timeouts: Timeouts{IdleRead: 100 * time.Millisecond}})
 	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
 	if err != nil {
 		t.Fatal(err)
@@ -277,10 +311,10 @@ func TestClassAndBucket(t *testing.T) {
 }
 
 func TestTimeoutsFromEnv(t *testing.T) {
-	env := map[string]string{EnvIdleTimeout: "45s"}
+	env := map[string]string{EnvIdleTimeout: "45s", EnvReadIdle: "2s"}
 	got, err := TimeoutsFromEnv(func(k string) string { return env[k] })
-	if err != nil || got.IdleBody != 45*time.Second || got.Connect != DefaultTimeouts.Connect || got.Header != DefaultTimeouts.Header {
-		t.Errorf("TimeoutsFromEnv = %+v, %v; want the idle timeout 45s and the other defaults", got, err)
+	if err != nil || got.IdleBody != 45*time.Second || got.IdleRead != 2*time.Second || got.Connect != DefaultTimeouts.Connect || got.Header != DefaultTimeouts.Header {
+		t.Errorf("TimeoutsFromEnv = %+v, %v; want the idle timeouts 45s and 2s and the other defaults", got, err)
 	}
 	env = map[string]string{EnvHeaderTimeout: "soon"}
 	if _, err := TimeoutsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvHeaderTimeout) {

@@ -23,15 +23,22 @@ type Timeouts struct {
 	// sent (default 60 s: S3 answers a copy of 5 GiB or a completion of
 	// 10,000 parts with its headers first, and a GET within milliseconds).
 	Header time.Duration
-	// IdleBody bounds the wait for the next bytes of a response's body
-	// (default 30 s): a body that delivers nothing for that long is
-	// abandoned with ErrStalled, which the retryer and the readers that
-	// resume a range (workflow's getRange) retry.
+	// IdleBody bounds the wait for the next bytes of the body of an
+	// answer to anything but a GET (default 30 s): S3 may hold a copy's or
+	// a completion's answer open for minutes, sending a space now and then
+	// while it works. A body that delivers nothing for that long is
+	// abandoned with ErrStalled, which the retryer retries.
 	IdleBody time.Duration
+	// IdleRead bounds the wait for the next bytes of a GET's body (default
+	// 5 s): S3 sends an object's bytes, a listing or a part list as fast as
+	// the link takes them, so a few seconds of silence is a stall, and the
+	// readers that resume a body from the byte they reached (Resume, the
+	// workflows' ranged reads) lose no more than that to it.
+	IdleRead time.Duration
 }
 
 // DefaultTimeouts are the timeouts a zero Timeouts takes.
-var DefaultTimeouts = Timeouts{Connect: 5 * time.Second, Header: 60 * time.Second, IdleBody: 30 * time.Second}
+var DefaultTimeouts = Timeouts{Connect: 5 * time.Second, Header: 60 * time.Second, IdleBody: 30 * time.Second, IdleRead: 5 * time.Second}
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Connect <= 0 {
@@ -42,6 +49,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.IdleBody <= 0 {
 		t.IdleBody = DefaultTimeouts.IdleBody
+	}
+	if t.IdleRead <= 0 {
+		t.IdleRead = DefaultTimeouts.IdleRead
 	}
 	return t
 }
@@ -59,7 +69,8 @@ func (stallError) Timeout() bool   { return true }
 func (stallError) Temporary() bool { return true }
 
 // NewHTTPClient is the SDK's buildable HTTP client with t's timeouts, its
-// response bodies abandoned when they go quiet for t.IdleBody.
+// response bodies abandoned when they go quiet for t.IdleRead (a GET's)
+// or t.IdleBody (any other's).
 func NewHTTPClient(t Timeouts) *StallingClient {
 	t = t.withDefaults()
 	c := awshttp.NewBuildableClient().
@@ -69,24 +80,28 @@ func NewHTTPClient(t Timeouts) *StallingClient {
 			tr.TLSHandshakeTimeout = t.Connect
 			tr.MaxIdleConnsPerHost = 256
 		})
-	return &StallingClient{c: c, idle: t.IdleBody}
+	return &StallingClient{c: c, idle: t.IdleBody, idleRead: t.IdleRead}
 }
 
 // StallingClient sends requests with an awshttp.BuildableClient and
 // watches their response bodies.
 type StallingClient struct {
-	c    *awshttp.BuildableClient
-	idle time.Duration
+	c              *awshttp.BuildableClient
+	idle, idleRead time.Duration
 }
 
 // Do sends the request; the response's body fails with ErrStalled when no
-// byte arrives for the idle timeout.
+// byte arrives for the idle timeout of its method.
 func (s *StallingClient) Do(req *http.Request) (*http.Response, error) {
 	resp, err := s.c.Do(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = watchBody(resp.Body, s.idle)
+	idle := s.idle
+	if req.Method == http.MethodGet {
+		idle = s.idleRead
+	}
+	resp.Body = watchBody(resp.Body, idle)
 	return resp, nil
 }
 
@@ -144,6 +159,7 @@ const (
 	EnvConnectTimeout = "S3ZIP_CONNECT_TIMEOUT"
 	EnvHeaderTimeout  = "S3ZIP_HEADER_TIMEOUT"
 	EnvIdleTimeout    = "S3ZIP_IDLE_TIMEOUT"
+	EnvReadIdle       = "S3ZIP_READ_IDLE_TIMEOUT"
 )
 
 // TimeoutsFromEnv reads Timeouts from the environment (getenv): a variable
@@ -154,7 +170,7 @@ func TimeoutsFromEnv(getenv func(string) string) (Timeouts, error) {
 	for _, v := range []struct {
 		name string
 		to   *time.Duration
-	}{{EnvConnectTimeout, &t.Connect}, {EnvHeaderTimeout, &t.Header}, {EnvIdleTimeout, &t.IdleBody}} {
+	}{{EnvConnectTimeout, &t.Connect}, {EnvHeaderTimeout, &t.Header}, {EnvIdleTimeout, &t.IdleBody}, {EnvReadIdle, &t.IdleRead}} {
 		s := getenv(v.name)
 		if s == "" {
 			continue

@@ -36,6 +36,12 @@ const (
 	// names above for the same conditions.
 	TypeFormatError     = "FormatError"     // the archive is not a readable ZIP
 	TypeIncompleteError = "IncompleteError" // the workers' results do not account for every job
+
+	// TypeUploadRestartError is reported by the create workflow's
+	// finalizer when S3 answers the archive's conditional completion 409
+	// ConditionalRequestConflict: the upload is over, and S3's word is to
+	// start it again and upload every part anew.
+	TypeUploadRestartError = "UploadRestartError"
 )
 
 // Types are every name above but TypeUntyped: the names a handler of
@@ -44,6 +50,7 @@ const (
 var Types = []string{
 	TypeRequestError, TypeSourceChangedError, TypeChecksumMismatchError, TypeDestinationExistsError,
 	TypeLimitError, TypeRefusedError, TypeDeadlineError, TypeTransientError, TypeFormatError, TypeIncompleteError,
+	TypeUploadRestartError,
 }
 
 // RetryableTypes are the names that may heal on retry: every worker Task of

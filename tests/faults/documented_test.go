@@ -4,7 +4,9 @@ package faults_test
 // body from UploadPartCopy, CopyObject and CompleteMultipartUpload (the
 // operation did not happen), bursts of 500 InternalError and of 503
 // ServiceUnavailable, and a connection reset half-way through an answer's
-// body (the effect happened, the answer is cut). Each is crossed with
+// body (the effect happened, the answer is cut); 409
+// ConditionalRequestConflict from a conditional completion (start the
+// upload again). Each is crossed with
 // every layout and with extract, through the workflow's client as the CLI
 // and the Lambdas build it (internal/s3rate: its attempts and budget, a
 // shorter backoff): every run must end in the archive, or the objects,
@@ -23,6 +25,7 @@ import (
 
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3rate"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	fp "github.com/s3zip/s3zip/internal/testenv/faultproxy"
 )
 
@@ -50,6 +53,10 @@ var documentedRows = []struct {
 	// finds no upload (NoSuchUpload, the proxy's CompletedGone), and the
 	// object it made.
 	{"reset-mid-body/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ResetMidBody}, Rate: 1, Limit: 3}}},
+	// The first two conditional completions (the archive's, an entry's)
+	// meet 409 ConditionalRequestConflict, and their uploads are gone: S3
+	// says to start the upload again and upload every part anew.
+	{"409-conflict/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1, Limit: 2}}},
 }
 
 // documentedLayouts are the layouts each row is crossed with: all four
@@ -114,4 +121,26 @@ func TestExtractDocumentedErrors(t *testing.T) {
 			w.judgeExtract(t, started, p, "objects", prefix, err)
 		})
 	}
+}
+
+// TestUploadConflictEveryTime: S3 answers every conditional completion 409
+// ConditionalRequestConflict. The run starts the upload again three times,
+// then fails with UploadRestartError, leaving nothing: not the uploads it
+// started, not the work.
+func TestUploadConflictEveryTime(t *testing.T) {
+	w := newWorld(t)
+	w.putSmall(t, "c/", 30)
+	started := time.Now()
+	p, err := fp.Start(fp.Config{Target: w.srv.Endpoint(), Seed: 700, Rules: []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1}},
+		Hold: 10 * time.Second, SourceSize: w.srv.ObjectSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	dest := "out/conflict-every-time.zip"
+	_, err = w.runner(w.documentedClient(t, p)).Run(context.Background(), request("stream", "c/", dest, false), "conflict-every-time")
+	if n := p.Counts()[fp.CompleteMultipartUpload].Injected[fp.ConditionalConflict]; n != 4 {
+		t.Errorf("%d conflicts met, want 4 (the first completion and three restarts)", n)
+	}
+	w.judge(t, started, p, wantFailure(stepfn.TypeUploadRestartError), outcome{err: err, dest: dest})
 }

@@ -5,8 +5,9 @@
 // body (CopyObject, UploadPartCopy, CompleteMultipartUpload), requests that
 // hang until the client gives up, and connections reset before the server
 // saw the request, after it acted on it (the response is lost, the effect is
-// not) or half-way through the response's body. A rule can fire in a burst:
-// every matching request for a while.
+// not) or half-way through the response's body, and 409
+// ConditionalRequestConflict to a conditional completion, its upload then
+// gone. A rule can fire in a burst: every matching request for a while.
 //
 // Faults are chosen per request by S3 operation, derived from the method, the
 // query and the headers the way S3 routes them (Classify). Each decision is a
@@ -172,6 +173,15 @@ const (
 	// stays open until the client gives up (or Config.Hold passes). Not in
 	// AllFaults: a client without an idle timeout waits out the Hold.
 	Stall Fault = "stall"
+	// ConditionalConflict answers a conditional CompleteMultipartUpload
+	// (If-None-Match or If-Match) 409 ConditionalRequestConflict, as S3
+	// answers one that met a conflicting operation, and takes S3 at its
+	// word, "re-initiate the multipart upload and re-upload each part":
+	// from then on the upload answers 404 NoSuchUpload to all but its
+	// abort, which is forwarded so that nothing is left on the server. The
+	// server never sees the completion. A rule with only this fault
+	// matches conditional completions only.
+	ConditionalConflict Fault = "409-conflict"
 )
 
 // StallAfter is how many bytes of a body a Stall sends before it stops.
@@ -181,7 +191,7 @@ const StallAfter = 1024
 var AllFaults = []Fault{InternalError, SlowDown, Timeout, Reset, ResetAfter}
 
 // kinds lists every fault kind, for Summary.
-var kinds = []Fault{InternalError, SlowDown, ServiceUnavailable, ErrorIn200, Timeout, Reset, ResetAfter, ResetMidBody, Stall}
+var kinds = []Fault{InternalError, SlowDown, ServiceUnavailable, ErrorIn200, Timeout, Reset, ResetAfter, ResetMidBody, Stall, ConditionalConflict}
 
 // Rule injects one of Faults (chosen evenly) into a Rate fraction of the
 // requests for Ops (every operation when empty).
@@ -242,6 +252,8 @@ type Proxy struct {
 	rates   *rateBuckets // nil without Config.Rates
 	// completed are the uploads whose completion was forwarded and cut.
 	completed map[string]bool
+	// conflicted are the uploads a ConditionalConflict ended.
+	conflicted map[string]bool
 }
 
 // OpCount is what happened to one operation's requests.
@@ -263,7 +275,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
-	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}, completed: map[string]bool{}}
+	p := &Proxy{cfg: cfg, ln: ln, seen: map[string]int{}, counts: map[Op]*OpCount{}, completed: map[string]bool{}, conflicted: map[string]bool{}}
 	if cfg.Rates != nil {
 		p.rates = newRateBuckets(*cfg.Rates)
 	}
@@ -391,6 +403,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if id := r.URL.Query().Get("uploadId"); id != "" && op != AbortMultipartUpload {
+		p.mu.Lock()
+		ended := p.conflicted[id]
+		p.mu.Unlock()
+		if ended {
+			writeError(w, r, http.StatusNotFound, "NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+			return
+		}
+	}
 	fault := p.decide(op, r)
 	if op == CompleteMultipartUpload && (fault == ResetAfter || fault == ResetMidBody) {
 		p.mu.Lock()
@@ -412,6 +433,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusServiceUnavailable, "ServiceUnavailable", "Service is unable to handle request.")
 	case ErrorIn200:
 		writeError(w, r, http.StatusOK, "InternalError", "We encountered an internal error. Please try again.")
+	case ConditionalConflict:
+		p.mu.Lock()
+		p.conflicted[r.URL.Query().Get("uploadId")] = true
+		p.mu.Unlock()
+		writeError(w, r, http.StatusConflict, "ConditionalRequestConflict", "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.")
 	case ResetMidBody:
 		p.rp.ServeHTTP(&cuttingWriter{ResponseWriter: w, left: StallAfter}, r)
 		panic(http.ErrAbortHandler) // a body with nothing to cut: dropped all the same
@@ -459,6 +485,9 @@ func (p *Proxy) decide(op Op, r *http.Request) Fault {
 		if len(rule.Faults) == 0 || rule.Rate <= 0 || (rule.Limit > 0 && p.fired[i] >= rule.Limit) || !matches(rule.Ops, op) {
 			continue
 		}
+		if onlyConflicts(rule.Faults) && (op != CompleteMultipartUpload || !conditional(r)) {
+			continue
+		}
 		if p.match[i]++; p.match[i] <= rule.After {
 			continue
 		}
@@ -472,6 +501,21 @@ func (p *Proxy) decide(op Op, r *http.Request) Fault {
 		return f
 	}
 	return ""
+}
+
+// onlyConflicts says whether faults are ConditionalConflict alone.
+func onlyConflicts(faults []Fault) bool {
+	for _, f := range faults {
+		if f != ConditionalConflict {
+			return false
+		}
+	}
+	return true
+}
+
+// conditional says whether a request writes only if a condition holds.
+func conditional(r *http.Request) bool {
+	return r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != ""
 }
 
 func matches(ops []Op, op Op) bool {

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/s3zip/s3zip/internal/testenv/s3test"
@@ -251,5 +253,60 @@ func TestDocumentedAnswers(t *testing.T) {
 	}
 	if string(pattern) != "..xxx.." {
 		t.Errorf("a burst of 3 after 2: %s, want ..xxx..", pattern)
+	}
+}
+
+// A conditional completion meets 409 ConditionalRequestConflict and its
+// upload is gone for all but its abort; an unconditional one is not
+// touched.
+func TestConditionalConflict(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, "bkt")
+	p, err := Start(Config{Target: srv.Endpoint(), Rules: []Rule{{Faults: []Fault{ConditionalConflict}, Rate: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := s3.New(srv.Options(), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(p.URL())
+		o.RetryMaxAttempts = 1
+	})
+	ctx := context.Background()
+	upload := func(key string) (*string, []types.CompletedPart) {
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String(key), UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("abc"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return up.UploadId, []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}
+	}
+	id, parts := upload("a")
+	complete := &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("a"), UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}, IfNoneMatch: aws.String("*")}
+	_, err = c.CompleteMultipartUpload(ctx, complete)
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusConflict || !strings.Contains(err.Error(), "ConditionalRequestConflict") {
+		t.Fatalf("conditional completion: %v, want 409 ConditionalRequestConflict", err)
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, complete); err == nil || !strings.Contains(err.Error(), "NoSuchUpload") {
+		t.Errorf("the completion again: %v, want NoSuchUpload (S3 says to start the upload again)", err)
+	}
+	if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("a"), UploadId: id}); err != nil {
+		t.Errorf("its abort: %v, want it forwarded", err)
+	}
+	ups, err := srv.Client(t).ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
+	if err != nil || len(ups.Uploads) != 0 {
+		t.Errorf("uploads left on the server: %v, %v", ups, err)
+	}
+	id, parts = upload("b")
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("b"), UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Errorf("an unconditional completion: %v, want it forwarded", err)
+	}
+	if n, _ := p.Injected(); n != 1 {
+		t.Errorf("%d faults injected, want 1: %s", n, p.Summary())
 	}
 }
