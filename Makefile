@@ -109,6 +109,20 @@ package: node
 test-package: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
 
+## package-python: the same construct library built once by jsii into dist/jsii: js/s3zip-cdk@<version>.jsii.tgz (the npm
+## tarball) and python/s3zip_cdk-<version>-py3-none-any.whl (jsii-pacmak; the tarball inside), for Python CDK apps
+## (infra/README.md, "Python"); ~1.5 min
+.PHONY: package-python
+package-python: tools node
+	bash infra/scripts/build-python.sh dist/jsii
+
+## test-python: the Python test alone (tests/deployed/python_test.go): the wheel built, installed with aws-cdk-lib and
+## constructs into a fresh virtualenv outside the repository, a Python app synthesized and its template compared with
+## the TypeScript app's; make test runs it too, in test-deployed
+.PHONY: test-python
+test-python: tools node
+	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestPythonConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
+
 ## install: the s3zip CLI built from this clone into BINDIR: where `go install ./cmd/s3zip` puts it, $(go env GOBIN),
 ## or $(go env GOPATH)/bin when GOBIN is unset; PREFIX=/usr/local installs into /usr/local/bin, BINDIR=DIR into DIR
 .PHONY: install

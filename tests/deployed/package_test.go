@@ -236,19 +236,22 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// freshAppProps fills the fresh app's template (and python_test.go's app.py).
+var freshAppProps = map[string]any{
+	"Stack": stackName, "SourceBucket": sourceBucket, "SourcePrefix": sourcePrefix,
+	"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix, "PieceSize": pieceSize,
+	"WorkKey": workKey, "SourceKey": sourceKey, "DestinationKey": destinationKey,
+	"ExtractArchiveKey": extractArchiveKey, "ExtractDestinationKey": extractDestinationKey,
+	"InventoryBucket": inventoryBucket, "InventoryPrefix": inventoryPrefix, "MaxPresignSeconds": maxPresignSeconds,
+}
+
 // synthFreshApp type-checks and compiles the app against the installed
 // package's declarations (tsc, strict) and synthesizes it with the CDK CLI;
 // it returns the cloud assembly's directory.
 func synthFreshApp(t *testing.T, app string) string {
 	t.Helper()
 	var src bytes.Buffer
-	if err := freshApp.Execute(&src, map[string]any{
-		"Stack": stackName, "SourceBucket": sourceBucket, "SourcePrefix": sourcePrefix,
-		"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix, "PieceSize": pieceSize,
-		"WorkKey": workKey, "SourceKey": sourceKey, "DestinationKey": destinationKey,
-		"ExtractArchiveKey": extractArchiveKey, "ExtractDestinationKey": extractDestinationKey,
-		"InventoryBucket": inventoryBucket, "InventoryPrefix": inventoryPrefix, "MaxPresignSeconds": maxPresignSeconds,
-	}); err != nil {
+	if err := freshApp.Execute(&src, freshAppProps); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(app, "app.ts"), src.Bytes(), 0o644); err != nil {
