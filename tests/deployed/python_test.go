@@ -71,24 +71,16 @@ func TestPythonConstructs(t *testing.T) {
 	if _, err := os.Stat(wheelhouse); err != nil {
 		t.Fatalf("%v: run tools/install.sh (it downloads aws-cdk-lib's and constructs' wheels there)", err)
 	}
+	b := packageBuild(t)
+	checkWheelEmbeds(t, b.wheel, b.tarball)
 	work := t.TempDir()
 	step := stopwatch(t)
-	dists := filepath.Join(work, "dist")
-	runIn(t, repo, "bash", filepath.Join(repo, "infra", "scripts", "build-python.sh"), dists)
-	step("jsii, nine arm64 binaries, jsii-pacmak (npm tarball and Python wheel)")
-	tarball := onlyFile(t, filepath.Join(dists, "js", "*.jsii.tgz"))
-	wheel := onlyFile(t, filepath.Join(dists, "python", "*.whl"))
-	checkWheelEmbeds(t, wheel, tarball)
-
-	tsApp := installFreshApp(t, work, tarball)
-	tsAssembly := synthFreshApp(t, tsApp)
-	step("the TypeScript app from the tarball: npm install, tsc, cdk synth")
-	venv := freshVenv(t, work, wheel, wheelhouse)
+	venv := freshVenv(t, work, b.wheel, wheelhouse)
 	step("a fresh virtualenv: the wheel, aws-cdk-lib and constructs installed")
-	pyAssembly := synthPythonApp(t, filepath.Join(work, "pyapp"), venv)
+	pyAssembly := synthPythonApp(t, filepath.Join(work, "app"), venv)
 	step("cdk synth of the Python app")
 
-	ts, py := readJSON(t, filepath.Join(tsAssembly, stackName+".template.json")), readJSON(t, filepath.Join(pyAssembly, stackName+".template.json"))
+	ts, py := readJSON(t, filepath.Join(b.tsAssembly, stackName+".template.json")), readJSON(t, filepath.Join(pyAssembly, stackName+".template.json"))
 	decodeAnalytics(t, ts, "node.js/")
 	decodeAnalytics(t, py, "Python/")
 	for _, d := range diffJSON(ts, py, "") {
@@ -99,7 +91,7 @@ func TestPythonConstructs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The wheel embeds the tarball the TypeScript app installed: its binaries are the wheel's.
-	checkShippedBinaries(t, tp, filepath.Join(tsApp, "node_modules", "s3zip-cdk", "dist", "functions"))
+	checkShippedBinaries(t, tp, b.shippedFunctions())
 }
 
 // jsiiRuntime is the language entry CDK's version reporting adds to the
@@ -149,26 +141,6 @@ func lookup(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
-}
-
-// runIn runs a command in dir and fails t with its output if it fails.
-func runIn(t *testing.T, dir, name string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-	}
-}
-
-// onlyFile is the one file matching pattern.
-func onlyFile(t *testing.T, pattern string) string {
-	t.Helper()
-	m, _ := filepath.Glob(pattern)
-	if len(m) != 1 {
-		t.Fatalf("%s: %d files, want 1: %v", pattern, len(m), m)
-	}
-	return m[0]
 }
 
 // checkWheelEmbeds: the wheel carries the npm tarball byte for byte (what the
@@ -227,10 +199,16 @@ func lockedVersion(t *testing.T, name string) string {
 func freshVenv(t *testing.T, dir, wheel, wheelhouse string) string {
 	t.Helper()
 	venv := filepath.Join(dir, "venv")
-	runIn(t, dir, "python3", "-m", "venv", venv)
 	python := filepath.Join(venv, "bin", "python")
-	runIn(t, dir, python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links", wheelhouse, wheel,
-		"aws-cdk-lib=="+lockedVersion(t, "aws-cdk-lib"), "constructs=="+lockedVersion(t, "constructs"), "cdk-nag=="+lockedVersion(t, "cdk-nag"))
+	for _, args := range [][]string{
+		{"python3", "-m", "venv", venv},
+		{python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links", wheelhouse, wheel,
+			"aws-cdk-lib==" + lockedVersion(t, "aws-cdk-lib"), "constructs==" + lockedVersion(t, "constructs"), "cdk-nag==" + lockedVersion(t, "cdk-nag")},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 	return python
 }
 
