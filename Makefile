@@ -94,7 +94,7 @@ plan:
 	@for s in stream duo chain auto; do $(GO) run ./cmd/s3zip plan --strategy $$s --synthetic challenge --count 3000 --seed 1; echo; done
 
 clean:
-	rm -rf dist cdk.out infra/dist
+	rm -rf dist cdk.out infra/dist infra/.jsii infra/tsconfig.json
 
 ## package: the s3zip-cdk construct library packed into dist/s3zip-cdk-<version>.tgz: the constructs compiled
 ## (JS and .d.ts), the ASL files and the nine Lambda binaries for linux/arm64 (infra/README.md)
