@@ -110,6 +110,10 @@ fi
 # tools pacmak builds a wheel with (its python/requirements-dev.txt) are kept here, so the
 # build and the install run offline (PIP_NO_INDEX, PIP_FIND_LINKS).
 PY_CDK="$REPO/.tools/python-cdk"
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  log "ERROR: $(python3 -V 2>&1); the Python CDK test (s3zip-cdk's wheel, aws-cdk-lib) needs Python 3.10 or newer"
+  exit 1
+fi
 py_pins=$(cd "$REPO" && python3 -c '
 import json
 p = json.load(open("package-lock.json"))["packages"]
