@@ -212,7 +212,7 @@ test-scale-extract-plan: tools
 ## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
 .PHONY: test-deployed
 test-deployed: tools node
-	@mkdir -p dist; $(GO) test -count=1 -timeout 15m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
+	@mkdir -p dist; $(GO) test -count=1 -timeout 20m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \
 	  grep -E '^(--- |    --- |FAIL|ok|panic|unused grant|not exercisable)|_test.go:[0-9]+: (denied|execution)' dist/test-deployed.log; \
 	  if [ $$rc != 0 ]; then echo "failures (whole log: dist/test-deployed.log):"; grep -E -B40 '^\s*--- FAIL' dist/test-deployed.log | head -300; fi; \
 	  grep -E '^deployed:' dist/test-deployed.log; exit $$rc

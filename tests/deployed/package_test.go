@@ -61,8 +61,8 @@ new ExtractWorkflow(stack, 'ExtractWorkflow', {
 
 func TestDeployedPackedConstructs(t *testing.T) {
 	repoTemplate := requireTemplate(t) // its functions, built for this machine, stand in for the package's arm64 ones
-	step := stopwatch(t)
 	b := packageBuild(t)
+	step := stopwatch(t)
 	tp, err := LoadTemplate(b.tsAssembly)
 	if err != nil {
 		t.Fatal(err)
