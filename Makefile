@@ -109,6 +109,17 @@ package: node
 test-package: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestDeployedPackedConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
 
+## cfn-template: s3zip as a standalone CloudFormation template, for deploying without CDK (docs/deploy.md, "Without CDK"):
+## dist/cloudformation/s3zip.template.json with Parameters (source buckets and prefix, destination bucket and prefix, a KMS
+## key, monitoring, the extract workflow's bucket and prefixes), and beside it the nine Lambda binaries (linux/arm64) and
+## the ASL files it names by local path, which `aws cloudformation package` uploads (CFN_DIR=dir for another folder)
+CFN_DIR ?= dist/cloudformation
+.PHONY: cfn-template
+cfn-template: node lambdas
+	$(if $(filter arm64,$(LAMBDA_ARCH)),,$(error cfn-template: the template declares arm64 functions; leave LAMBDA_ARCH unset))
+	@rm -rf $(CFN_DIR)
+	npx tsx infra/bin/cfn-template.ts --out $(CFN_DIR) --functions $(LAMBDA_DIR)
+
 ## package-python: the same construct library built once by jsii into dist/jsii: js/s3zip-cdk@<version>.jsii.tgz (the npm
 ## tarball) and python/s3zip_cdk-<version>-py3-none-any.whl (jsii-pacmak; the tarball inside), for Python CDK apps
 ## (infra/README.md, "Python"); ~1.5 min
@@ -166,6 +177,13 @@ bench-compress: tools
 bench-quick: tools
 	@bash bench/run.sh quick
 
+## bench-rates: stream, duo, chain and auto side by side with S3's request rates divided by F (BENCH_RATE_FACTOR, default
+## 110) on the sources', the archive's and the work prefix, the model given the same rates: does it rank them as they
+## measure, and how close is each prediction (200 objects, N = 16; writes docs/performance.md's section; needs root)
+.PHONY: bench-rates
+bench-rates: tools
+	@bash bench/run.sh rates
+
 ## bench-get: downloads side by side (s3zip get, s5cmd, the SDK transfer manager; unshaped and on one 600 Mbit/s link), and 50,000 small objects by s5cmd cp against s3zip create + get (needs root)
 bench-get: tools
 	@bash bench/run.sh get
@@ -209,7 +227,8 @@ test-scale-extract-plan: tools
 
 ## test-deployed: the synthesized template run here — the packaged bootstrap binaries (built for this
 ## machine) as Lambda processes, the definition after DefinitionSubstitutions, the EventBridge rule,
-## every S3/Lambda/Step Functions call checked against its role, cfn-lint (tests/deployed/README.md)
+## every S3/Lambda/Step Functions call checked against its role, cfn-lint; then the standalone CloudFormation template
+## (make cfn-template) packaged by `aws cloudformation package` and run the same way (tests/deployed/README.md)
 .PHONY: test-deployed
 test-deployed: tools node
 	@mkdir -p dist; $(GO) test -count=1 -timeout 20m -v ./tests/deployed/ > dist/test-deployed.log 2>&1; rc=$$?; \

@@ -17,10 +17,16 @@ get)   args=(-get --count "${BENCH_COUNT:-60}" --small-count "${BENCH_SMALL:-500
 # make bench runs it.
 quick) args=(--count "${BENCH_COUNT:-60}" --scale "${BENCH_SCALE:-1,2,4,8,16,32}" --repeats "${BENCH_REPEATS:-1}" --skip "${BENCH_SKIP-stream-1}"
              --extract-workers "${BENCH_EXTRACT_WORKERS:-32}" --out dist/bench-quick --chart dist/bench-quick/bench.png --label bench-quick) ;;
-*) echo "usage: bench/run.sh full|quick|get" >&2; exit 2 ;;
+# rates: S3's request rates divided by F on every prefix a run touches, the model told the same; stream, duo,
+# chain and auto at each N (docs/performance.md "Under S3's request rates").
+rates) args=(--count "${BENCH_COUNT:-200}" --scale "${BENCH_SCALE:-16}" --repeats "${BENCH_REPEATS:-1}" --s3-rates "${BENCH_RATE_FACTOR:-110}"
+             --out dist/bench-rates --label bench-rates) ;;
+*) echo "usage: bench/run.sh full|quick|rates|get" >&2; exit 2 ;;
 esac
 # BENCH_README=1: write docs/performance.md's table and docs/bench.png from this run (make bench always does).
-if [ -n "${BENCH_README:-}" ] && [ "$size" != get ]; then args+=(--readme docs/performance.md --chart docs/bench.png); fi
+if [ -n "${BENCH_README:-}" ] && [ "$size" != get ] && [ "$size" != rates ]; then args+=(--readme docs/performance.md --chart docs/bench.png); fi
+# make bench-rates writes its own section of docs/performance.md (no chart).
+if [ "$size" = rates ]; then args+=(--readme docs/performance.md); fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "bench: needs root to make network namespaces, veth pairs and tc qdiscs (CAP_NET_ADMIN); not running an unshaped benchmark instead" >&2

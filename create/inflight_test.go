@@ -103,11 +103,18 @@ func TestWorkerKeepsTheJobsPartsInFlight(t *testing.T) {
 
 // The planner writes the plan's Fit into the job: the Map runs the batches
 // the plan was priced with, on no more workers than have a batch, and each
-// worker keeps the parts in flight the prediction assumed.
+// worker keeps the parts in flight the prediction assumed. Streamed from
+// sources that store no CRC-32, the plan is written, its CRC-32s learned
+// in a round of reads and the plan read back before the job is made: the
+// fit goes with it.
 func TestJobCarriesThePlansFit(t *testing.T) {
 	e := newEnv(t, mixedObjects("m/", s3test.ChecksumNone))
-	for _, workers := range []int{1, 1000} {
-		t.Run(fmt.Sprintf("workers-%d", workers), func(t *testing.T) {
+	for _, c := range []struct {
+		strategy string
+		workers  int
+	}{{"duo", 1}, {"duo", 1000}, {"stream", 1}, {"stream", 1000}} {
+		strategy, workers := c.strategy, c.workers
+		t.Run(fmt.Sprintf("%s-workers-%d", strategy, workers), func(t *testing.T) {
 			r := &Runner{S3: e.s3, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: workers}}
 			w := &Worker{S3: e.s3, Config: r.Config}
 			var batches []BatchInput
@@ -118,8 +125,8 @@ func TestJobCarriesThePlansFit(t *testing.T) {
 				mu.Unlock()
 				return w.Handle(ctx, in)
 			}
-			dest := fmt.Sprintf("fit-%d.zip", workers)
-			res, err := r.Run(context.Background(), request("duo", "m/", dest, ""), fmt.Sprintf("fit-%d", workers))
+			dest := fmt.Sprintf("fit-%s-%d.zip", strategy, workers)
+			res, err := r.Run(context.Background(), request(strategy, "m/", dest, `,"partSize":5242880`), fmt.Sprintf("fit-%s-%d", strategy, workers))
 			if err != nil {
 				t.Fatal(err)
 			}

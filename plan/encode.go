@@ -32,6 +32,9 @@ type Header struct {
 	// Archives are a split plan's (split.go); Final and DirectoryParts are
 	// then every archive's final parts, in archive order.
 	Archives []Archive `json:"archives,omitempty"`
+	// Fit is how the plan was cut and priced for its workers: a plan read
+	// back (after the planner's CRC round) runs as it was priced.
+	Fit Fit `json:"fit,omitzero"`
 }
 
 // PartJob is one line of the part-job file: a part and what a worker needs
@@ -102,6 +105,7 @@ func (p *Plan) EncodeTo(entries, parts io.Writer) (header []byte, jobs int, err 
 		Version: FormatVersion, Strategy: p.Strategy, Size: p.Size, Entries: len(p.Entries),
 		DirectoryOffset: p.DirectoryOffset, DirectorySize: p.DirectorySize, Zip64: p.Zip64,
 		Parts: len(p.Parts), Final: p.partJob(p.FinalPart(), at), DirectoryParts: p.FinalParts()[1:], Stats: p.Stats(), Archives: p.Archives,
+		Fit: p.Fit,
 	}
 	if header, err = json.MarshalIndent(h, "", "  "); err != nil {
 		return nil, 0, fmt.Errorf("encode plan header: %w", err)
@@ -247,7 +251,7 @@ func Decode(header []byte, entries, parts io.Reader) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Strategy: l.Strategy, Size: l.Size, DirectoryOffset: l.DirectoryOffset, DirectorySize: l.DirectorySize, Zip64: l.Zip64, Archives: l.Archives, Parts: l.Parts}
+	p := &Plan{Strategy: l.Strategy, Size: l.Size, DirectoryOffset: l.DirectoryOffset, DirectorySize: l.DirectorySize, Zip64: l.Zip64, Archives: l.Archives, Parts: l.Parts, Fit: l.Fit}
 	if p.Entries, err = DecodeEntries(entries); err != nil {
 		return nil, err
 	}

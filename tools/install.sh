@@ -103,6 +103,15 @@ if ! "$CFN_LINT_VENV/bin/cfn-lint" --version 2>/dev/null | grep -qx "cfn-lint $C
   "$CFN_LINT_VENV/bin/pip" install -q --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION"
 fi
 
+# --- AWS CLI (make test-deployed packages the standalone template with `aws cloudformation package`) ---
+AWSCLI_VERSION=1.46.2
+AWSCLI_VENV="$REPO/.tools/awscli"
+if ! "$AWSCLI_VENV/bin/aws" --version 2>/dev/null | grep -q "^aws-cli/$AWSCLI_VERSION "; then
+  log "installing the AWS CLI $AWSCLI_VERSION into $AWSCLI_VENV"
+  python3 -m venv "$AWSCLI_VENV"
+  "$AWSCLI_VENV/bin/pip" install -q --disable-pip-version-check "awscli==$AWSCLI_VERSION"
+fi
+
 # --- Python CDK wheels (make test-python) --------------------------------------
 # The Python distribution of s3zip-cdk is built by jsii-pacmak and installed into a fresh
 # virtualenv with aws-cdk-lib, constructs and cdk-nag at the versions package-lock.json
@@ -128,4 +137,4 @@ if [ "$(cat "$PY_CDK/pins" 2>/dev/null)" != "$py_pins" ]; then
   echo "$py_pins" >"$PY_CDK/pins"
 fi
 
-log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, staticcheck $STATICCHECK_VERSION, cfn-lint $CFN_LINT_VERSION, Python CDK wheels at $PY_CDK/wheels"
+log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, staticcheck $STATICCHECK_VERSION, cfn-lint $CFN_LINT_VERSION, aws-cli $AWSCLI_VERSION, Python CDK wheels at $PY_CDK/wheels"

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,8 +27,24 @@ type latencyProxy struct {
 	delay time.Duration
 	// observe, when set, is told every request's S3 operation.
 	observe func(faultproxy.Op)
-	rp      *httputil.ReverseProxy
-	srv     *http.Server
+	// limit, while set (setRates), refuses what S3 refuses past its
+	// request rates, as S3 answers it: 503 SlowDown after its time to
+	// first byte; slowDowns counts those answers.
+	limit     atomic.Pointer[faultproxy.Limiter]
+	slowDowns atomic.Int64
+	rp        *httputil.ReverseProxy
+	srv       *http.Server
+}
+
+// setRates starts refusing past r (nil: never refuses) with a fresh
+// second's burst, and returns the SlowDown answers so far.
+func (p *latencyProxy) setRates(r *faultproxy.Rates) int64 {
+	if r == nil {
+		p.limit.Store(nil)
+	} else {
+		p.limit.Store(faultproxy.NewLimiter(*r))
+	}
+	return p.slowDowns.Load()
 }
 
 type arrivalKey struct{}
@@ -69,6 +86,12 @@ func startLatencyProxy(ns, addr, backend string, delay time.Duration) (*latencyP
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.observe != nil {
 			p.observe(faultproxy.Classify(r))
+		}
+		if l := p.limit.Load(); l != nil && !l.Allow(r) {
+			p.slowDowns.Add(1)
+			time.Sleep(p.delay)
+			faultproxy.WriteSlowDown(w, r)
+			return
 		}
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now())))
 	})}

@@ -38,6 +38,7 @@ import (
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
 	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/testenv/faultproxy"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -73,6 +74,28 @@ func runList(scale []int, perBatch int) []runSpec {
 	return append(runs, runSpec{fmt.Sprintf("chain-%d", top), "chain", top, perBatch, fmt.Sprintf("server-side append chains over %d Lambdas", top)})
 }
 
+// rateRunList is the comparison under S3's rates scaled by factor: each
+// strategy the model chooses between, at each N of scale.
+func rateRunList(scale []int, perBatch int, factor float64) []runSpec {
+	var runs []runSpec
+	for _, n := range scale {
+		for _, s := range []string{"stream", "duo", "chain", "auto"} {
+			runs = append(runs, runSpec{fmt.Sprintf("%s-%d", s, n), s, n, perBatch, fmt.Sprintf("%s over %d Lambdas, S3's rates / %g", s, n, factor)})
+		}
+	}
+	return runs
+}
+
+// benchRates are S3's per-prefix rates divided by factor, partitioned as
+// the model groups a run's requests: the sources (src/), the archive
+// (out/) and the work area (its prefix) each a partition of the bucket,
+// with the second's burst the model allows (plan.RateBurstSeconds).
+func benchRates(factor float64) *faultproxy.Rates {
+	r := faultproxy.ScaledRates(factor)
+	r.PrefixDepth, r.BurstSeconds = 1, plan.RateBurstSeconds
+	return r
+}
+
 const (
 	bucket    = "bench"
 	srcPrefix = "src/"
@@ -95,7 +118,10 @@ type options struct {
 	only                      map[string]bool // run names to keep; empty keeps all
 	skip                      map[string]bool // run names to leave out
 	extractWorkers            int
-	sh                        shaping
+	// rateFactor, when set, has the server refuse past S3's per-prefix
+	// request rates divided by it, and the model price them so.
+	rateFactor float64
+	sh         shaping
 }
 
 func main() {
@@ -131,6 +157,7 @@ func main() {
 	flag.StringVar(&o.dataParent, "data-dir", "", "directory for the server's data (default: $TMPDIR)")
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
 	flag.IntVar(&o.extractWorkers, "extract-workers", 0, "after the runs, extract the data set's archive with s3zip extract with 1 and this many workers (issue 14's row); 0 skips it")
+	flag.Float64Var(&o.rateFactor, "s3-rates", 0, "F: the server answers 503 SlowDown past S3's per-prefix request rates divided by F (5,500/F GET/HEAD and 3,500/F others a second for each of src/, out/ and the work prefix, a second's burst), the model prices the same rates, and the runs are stream, duo, chain and auto at each N of -scale (make bench-rates); 0: S3 never refuses a rate")
 	only := flag.String("only", "", "only these runs, comma-separated names (e.g. duo-1,auto-32), for profiling one of them")
 	skip := flag.String("skip", "", "leave out these runs, comma-separated names (bench-quick leaves out stream-1, its longest)")
 	flag.Parse()
@@ -383,7 +410,11 @@ func benchmark(ctx context.Context, o options) (err error) {
 	// with a note, not silently.
 	var active []runSpec
 	var notes []string
-	for _, r := range runList(o.scale, o.perBatch) {
+	runs := runList(o.scale, o.perBatch)
+	if o.rateFactor > 0 {
+		runs = rateRunList(o.scale, o.perBatch, o.rateFactor)
+	}
+	for _, r := range runs {
 		if len(o.only) > 0 && !o.only[r.Name] {
 			continue
 		}
@@ -461,14 +492,15 @@ func benchmark(ctx context.Context, o options) (err error) {
 		return err
 	}
 	fmt.Printf("link: carries %.2f MB/s each way at once (%.0f%% of its rate): the model's bandwidth per worker\n", cal.LinkRate/1e6, 100*cal.LinkRate/link)
-	model := localModel(cal)
+	model := localModel(cal, o.rateFactor)
 	fmt.Printf("model: local profile: %s; a worker invocation %.0f ms, %.0f started per second; a one-object run plans in %.0f ms and finishes in %.0f ms\n",
 		model, cal.InvokeSeconds*1000, cal.LaunchRate, cal.PlanSeconds*1000, cal.FinishSeconds*1000)
 
 	// Every run's prediction, made before any run.
 	preds := make([]plan.Prediction, len(active))
+	demands := make([]plan.RateDemand, len(active))
 	for i, r := range active {
-		if preds[i], err = predict(ctx, base, model, r); err != nil {
+		if preds[i], demands[i], err = predict(ctx, base, model, r); err != nil {
 			return err
 		}
 	}
@@ -478,7 +510,14 @@ func benchmark(ctx context.Context, o options) (err error) {
 		// Interleaved, so drift on a shared machine hits every run alike.
 		for i, r := range active {
 			pool := newLambdaPool(nets, r.Workers, o.s3zip, e.endpoint, env)
+			var slowDowns int64
+			if o.rateFactor > 0 {
+				slowDowns = e.proxy.setRates(benchRates(o.rateFactor))
+			}
 			res := runOnce(ctx, base, shaped, pool, nets[:r.Workers], control, r, rep, &model)
+			if o.rateFactor > 0 {
+				res.SlowDowns = e.proxy.setRates(nil) - slowDowns
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -495,11 +534,11 @@ func benchmark(ctx context.Context, o options) (err error) {
 	rep := &report{
 		Label: o.label, When: time.Now().UTC(), Machine: machine(), Count: o.count, Seed: o.seed,
 		Workers: workers, Scale: o.scale, Repeats: o.repeats, Shaping: o.sh, Delay: o.delay.String(), SourceCRC: o.sourceCRC, Notes: notes, Command: strings.Join(os.Args, " "),
-		Calibration: cal, LinkBytesPerSecond: link, LinksWide: cal.IngestRate / link, Model: model,
+		Calibration: cal, LinkBytesPerSecond: link, LinksWide: cal.IngestRate / link, Model: model, RateFactor: o.rateFactor,
 	}
 	for i, r := range active {
 		s := summarize(r, results[i])
-		s.Predicted = preds[i]
+		s.Predicted, s.Rates = preds[i], demands[i]
 		rep.Runs = append(rep.Runs, s)
 	}
 	if o.extractWorkers > 0 {
@@ -620,7 +659,9 @@ type repResult struct {
 	LinkFromControl int64            `json:"linkFromControl"`
 	Requests        map[string]int64 `json:"requests"` // parent (planner, map, finalizer) plus workers
 	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
-	Err             string           `json:"error,omitempty"`
+	// SlowDowns are the requests the server refused past S3's scaled rates.
+	SlowDowns int64  `json:"slowDowns,omitempty"`
+	Err       string `json:"error,omitempty"`
 }
 
 func runOnce(ctx context.Context, base, shaped *s3.Client, pool *lambdaPool, nets []lambdaNet, control lambdaNet, r runSpec, rep int, model *plan.Model) repResult {

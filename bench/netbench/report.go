@@ -37,6 +37,8 @@ type runSummary struct {
 	Requests        map[string]int64 `json:"requests"`
 	PeakWorkerRSS   int64            `json:"peakWorkerRSS"`
 	Predicted       plan.Prediction  `json:"predicted"` // by the local profile, before the run
+	Rates           plan.RateDemand  `json:"rates"`     // what the plan asks of S3's rates, by the same profile
+	SlowDowns       int64            `json:"slowDowns"` // the median repetition's requests refused past the rates
 	All             []repResult      `json:"repetitions"`
 }
 
@@ -69,7 +71,7 @@ func summarize(r runSpec, reps []repResult) runSummary {
 	s.StreamedBytes, s.CopiedBytes = m.StreamedBytes, m.CopiedBytes
 	s.LinkToWorkers, s.LinkFromWorkers = m.LinkToWorkers, m.LinkFromWorkers
 	s.LinkToControl, s.LinkFromControl = m.LinkToControl, m.LinkFromControl
-	s.Requests = m.Requests
+	s.Requests, s.SlowDowns = m.Requests, m.SlowDowns
 	return s
 }
 
@@ -95,6 +97,8 @@ type report struct {
 	Notes              []string     `json:"notes,omitempty"`
 	Runs               []runSummary `json:"runs"`
 	Extract            []extractRun `json:"extract,omitempty"`
+	// RateFactor, when set, is F: the server refused past S3's rates / F.
+	RateFactor float64 `json:"rateFactor,omitempty"`
 }
 
 func (r *report) find(name string) *runSummary {
@@ -154,6 +158,9 @@ func (r *report) write(o options) error {
 		return err
 	}
 	table := r.table()
+	if r.RateFactor > 0 {
+		table = r.rateTable()
+	}
 	if err := os.WriteFile(filepath.Join(o.out, "table.md"), []byte(table), 0o644); err != nil {
 		return err
 	}
@@ -188,6 +195,9 @@ func (r *report) updateReadme(path, chart string) error {
 	if err != nil {
 		return err
 	}
+	if r.RateFactor > 0 {
+		return replaceSection(path, string(raw), ratesStartMarker, ratesEndMarker, r.rateSection())
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n<!-- written by `make bench` (bench/netbench); edits here are overwritten -->\n", startMarker)
 	fmt.Fprintf(&b, "Each emulated Lambda's link is scaled to 1/%.0f of what the local S3 server was measured to take in, because on AWS S3 is thousands of Lambdas wide while one server on 2 cores is only a few 600 Mbit/s links wide. ", r.LinksWide)
@@ -214,16 +224,36 @@ func (r *report) updateReadme(path, chart string) error {
 	lines, _, _ := r.verdict()
 	fmt.Fprintf(&b, "\nThe issue's targets, as the run printed them: `%s`.\n", strings.Join(lines, "`, `"))
 	b.WriteString(endMarker)
-	section := b.String()
-	s := string(raw)
-	i, j := strings.Index(s, startMarker), strings.Index(s, endMarker)
+	return replaceSection(path, string(raw), startMarker, endMarker, b.String())
+}
+
+// rateSection is the run under S3's scaled rates, between its markers.
+func (r *report) rateSection() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n<!-- written by `make bench-rates` (bench/netbench -s3-rates); edits here are overwritten -->\n", ratesStartMarker)
+	fmt.Fprintf(&b, "Measured %s on %s with `%s` (bench/README.md says how).\n\n", r.When.Format("2006-01-02"), r.Machine, map[bool]string{true: "make " + r.Label, false: r.Command}[r.Label != ""])
+	b.WriteString(r.rateTable())
+	lines, why, _ := r.rateVerdict()
+	fmt.Fprintf(&b, "\nAs the run printed it: `%s`", strings.Join(lines, "`, `"))
+	if len(why) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(why, "; "))
+	}
+	b.WriteString(".\n")
+	b.WriteString(ratesEndMarker)
+	return b.String()
+}
+
+// replaceSection writes section over what lies between start and end in
+// s, or adds it at the end, to path.
+func replaceSection(path, s, start, end, section string) error {
+	i, j := strings.Index(s, start), strings.Index(s, end)
 	switch {
 	case i >= 0 && j > i:
-		s = s[:i] + section + s[j+len(endMarker):]
+		s = s[:i] + section + s[j+len(end):]
 	case i < 0 && j < 0:
 		s = strings.TrimRight(s, "\n") + "\n\n## Performance\n\n" + section + "\n"
 	default:
-		return fmt.Errorf("%s: one of %s and %s is missing or they are out of order", path, startMarker, endMarker)
+		return fmt.Errorf("%s: one of %s and %s is missing or they are out of order", path, start, end)
 	}
 	return os.WriteFile(path, []byte(s), 0o644)
 }
@@ -240,6 +270,9 @@ func (s runSummary) modelError() float64 {
 // lines, with the reason on the line before when one cannot be measured.
 func (r *report) printVerdict() {
 	lines, why, worst := r.verdict()
+	if r.RateFactor > 0 {
+		lines, why, worst = r.rateVerdict()
+	}
 	if worst != "" {
 		fmt.Println("model: largest error " + worst)
 	}

@@ -16,13 +16,13 @@
  *   -c maxPresignSeconds=86400  (requests may ask for download links in the output, options.presign; none by default)
  *   -c monitoring=true  (both workflows: alarms on failed and timed-out runs and throttled functions, a dashboard each)
  */
-import { App, Aspects, CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 // The construct library, by its package name as any CDK app imports it (infra/ is the s3zip-cdk
 // workspace; tsconfig.json maps the name to lib/index.ts, so synth runs the source, no build).
-import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
+import { ArchiveWorkflow, addArchiveWorkflowOutputs, addExtractWorkflowOutputs, type ArchiveWorkflowProps, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
 
 export class S3ZipStack extends Stack {
   readonly workflow: ArchiveWorkflow;
@@ -49,7 +49,7 @@ export class S3ZipStack extends Stack {
         workBucket: this.workflow.workBucket,
         functionsDir: workflowProps.functionsDir,
       });
-      new CfnOutput(this, 'ExtractStateMachineArn', { value: this.extract.stateMachine.stateMachineArn });
+      addExtractWorkflowOutputs(this, this.extract);
     }
   }
 }

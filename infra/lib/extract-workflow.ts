@@ -1,4 +1,4 @@
-import { Duration, Size, Stack, Token } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Size, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -341,4 +341,23 @@ function grantExtractKms(fns: Record<ExtractFunctionName, lambda.Function>, prop
     fns['extract-worker'].addToRolePolicy(kmsUse('DestinationKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
     fns['extract-finalizer'].addToRolePolicy(kmsUse('DestinationKey', ['kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
   }
+}
+
+/**
+ * Adds the stack output a user needs to run the extract workflow: `${prefix}StateMachineArn`
+ * (prefix 'Extract' by default, so it stands beside addArchiveWorkflowOutputs' outputs). A second
+ * extract workflow in the same scope needs a prefix of its own.
+ */
+export function addExtractWorkflowOutputs(scope: Construct, workflow: ExtractWorkflow, prefix = 'Extract'): void {
+  const outputs: [string, string][] = [['StateMachineArn', workflow.stateMachine.stateMachineArn]];
+  for (const [name] of outputs) {
+    if (scope.node.tryFindChild(prefix + name)) {
+      const id = workflow.node.id.replace(/[^A-Za-z0-9]/g, '');
+      throw new Error(
+        `addExtractWorkflowOutputs(${workflow.node.path}): ${scope.node.path} already has an output ${prefix + name}; ` +
+          `give each workflow's outputs a prefix of their own, e.g. addExtractWorkflowOutputs(stack, ${id}, '${id}')`,
+      );
+    }
+  }
+  for (const [name, value] of outputs) new CfnOutput(scope, prefix + name, { value });
 }

@@ -9,6 +9,6 @@
  */
 export { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, ENDED_STATUSES, REQUESTS_PREFIX } from './archive-workflow';
 export { FUNCTION_NAMES, type FunctionName } from './archive-grants';
-export { ExtractWorkflow, type ExtractWorkflowProps, EXTRACT_FUNCTION_NAMES, type ExtractFunctionName } from './extract-workflow';
+export { ExtractWorkflow, type ExtractWorkflowProps, addExtractWorkflowOutputs, EXTRACT_FUNCTION_NAMES, type ExtractFunctionName } from './extract-workflow';
 export type { FunctionSizing, MapWorkflowProps } from './map-workflow';
 export { type LoggedMetric, type MonitoredWorkflow, type MonitoringChart, type MonitoringProps, WorkflowMonitoring } from './monitoring';

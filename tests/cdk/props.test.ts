@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
+import { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, addExtractWorkflowOutputs, ExtractWorkflow, type ExtractWorkflowProps } from 's3zip-cdk';
 import { DESTINATION_BUCKET, functionsDir, SOURCE_BUCKETS } from './helpers';
 
 function archive(props: Partial<ArchiveWorkflowProps>): void {
@@ -91,6 +91,25 @@ describe('two workflows in one stack', () => {
     assert.deepEqual(Object.keys(outputs).sort(), [
       'ControlBucketName', 'StateMachineArn', 'VideosControlBucketName', 'VideosStateMachineArn', 'VideosWorkBucketName', 'WorkBucketName',
     ]);
+  });
+
+  test('extract stack outputs: beside the archive workflow\'s by default, a second with a prefix; without one the second is refused, saying what to give', () => {
+    const stack = new Stack(new App(), 'S');
+    const zips = new ArchiveWorkflow(stack, 'Zips', archiveProps);
+    const incoming = new ExtractWorkflow(stack, 'Incoming', extractProps(stack, 'Incoming'));
+    const uploads = new ExtractWorkflow(stack, 'Uploads', { ...extractProps(stack, 'Uploads'), stateMachineName: 'S-Uploads-Extract' });
+    addArchiveWorkflowOutputs(stack, zips);
+    addExtractWorkflowOutputs(stack, incoming);
+    assert.throws(
+      () => addExtractWorkflowOutputs(stack, uploads),
+      /addExtractWorkflowOutputs\(S\/Uploads\): S already has an output ExtractStateMachineArn; .* e\.g\. addExtractWorkflowOutputs\(stack, Uploads, 'Uploads'\)/,
+    );
+    addExtractWorkflowOutputs(stack, uploads, 'Uploads');
+    const outputs = Template.fromStack(stack).toJSON().Outputs as Record<string, { Value: unknown }>;
+    assert.deepEqual(Object.keys(outputs).sort(), ['ControlBucketName', 'ExtractStateMachineArn', 'StateMachineArn', 'UploadsStateMachineArn', 'WorkBucketName']);
+    const logicalId = (wf: ExtractWorkflow) => stack.getLogicalId(wf.stateMachine.node.defaultChild as never);
+    assert.deepEqual(outputs.ExtractStateMachineArn.Value, { Ref: logicalId(incoming) });
+    assert.deepEqual(outputs.UploadsStateMachineArn.Value, { Ref: logicalId(uploads) });
   });
 
   test('refused: an ExtractWorkflow given the name an ArchiveWorkflow took', () => {

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/s3zip/s3zip/internal/testenv/iameval"
 )
@@ -86,8 +88,15 @@ func (t *Template) Of(typ string) []string {
 func (t *Template) Name(id string) string {
 	r := t.Resources[id]
 	for _, p := range []string{"BucketName", "FunctionName", "RoleName", "StateMachineName", "LogGroupName", "Name"} {
-		if s, ok := r.Properties[p].(string); ok {
-			return s
+		switch v := r.Properties[p].(type) {
+		case string:
+			return v
+		case map[string]any: // a name made of the stack's name (${AWS::StackName}-Archive)
+			if s, err := t.Resolve(v); err == nil {
+				if name, ok := s.(string); ok {
+					return name
+				}
+			}
 		}
 	}
 	name := stackName + "-" + id
@@ -283,13 +292,19 @@ func (t *Template) Functions() ([]Function, error) {
 				f.Role = rid
 			}
 		}
-		code := t.Resources[id].Properties["Code"].(map[string]any)
-		key, _ := code["S3Key"].(string)
-		dir, ok := t.assets[key]
-		if !ok {
-			return nil, fmt.Errorf("function %s: code asset %q is not in the cloud assembly", id, key)
+		switch code := t.Resources[id].Properties["Code"].(type) {
+		case string: // a local directory `aws cloudformation package` zips and uploads (standalone_test.go)
+			f.Bootstrap = filepath.Join(t.Dir, code, f.Handler)
+		case map[string]any:
+			key, _ := code["S3Key"].(string)
+			dir, ok := t.assets[key]
+			if !ok {
+				return nil, fmt.Errorf("function %s: code asset %q is not in the cloud assembly", id, key)
+			}
+			f.Bootstrap = filepath.Join(dir, f.Handler)
+		default:
+			return nil, fmt.Errorf("function %s: Code %v is neither an S3 location nor a local path", id, code)
 		}
-		f.Bootstrap = filepath.Join(dir, f.Handler)
 		out = append(out, f)
 	}
 	return out, nil
@@ -397,10 +412,14 @@ func (t *Template) StateMachineOf(construct string) (*StateMachine, error) {
 	case p["DefinitionString"] != nil:
 		text = fmt.Sprint(p["DefinitionString"])
 	case p["DefinitionS3Location"] != nil:
-		key := fmt.Sprint(p["DefinitionS3Location"].(map[string]any)["Key"])
-		path, ok := t.assets[key]
-		if !ok {
-			return nil, fmt.Errorf("state machine %s: definition asset %q is not in the cloud assembly", id, key)
+		path := ""
+		if local, ok := p["DefinitionS3Location"].(string); ok {
+			path = filepath.Join(t.Dir, local) // a local file `aws cloudformation package` uploads (standalone_test.go)
+		} else {
+			key := fmt.Sprint(p["DefinitionS3Location"].(map[string]any)["Key"])
+			if path, ok = t.assets[key]; !ok {
+				return nil, fmt.Errorf("state machine %s: definition asset %q is not in the cloud assembly", id, key)
+			}
 		}
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -476,4 +495,334 @@ func (t *Template) Rules() ([]Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ---- CloudFormation's side: parameters, conditions, intrinsic functions on them ----------
+
+// LoadStandalone reads the standalone template in dir (as written, its assets
+// local paths, or packaged, its artifacts under dir/assets/<key>) as
+// CloudFormation deploys it with these parameter values: each checked against its
+// AllowedPattern or AllowedValues (a required one missing is refused), the
+// Conditions evaluated, resources whose condition is false left out, and every
+// Ref to a parameter, Fn::If, Fn::Select, Fn::Split and Fn::Sub on them
+// evaluated; what names the stack's own resources is left for Template.Resolve.
+func LoadStandalone(dir string, values map[string]string) (*Template, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, standaloneFile))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Parameters map[string]struct {
+			Default               *string
+			AllowedPattern        string
+			AllowedValues         []string
+			ConstraintDescription string
+		}
+		Conditions map[string]any
+		Resources  map[string]struct {
+			Type       string
+			Condition  string
+			Properties map[string]any
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", standaloneFile, err)
+	}
+	ev := &cfnEval{params: map[string]string{}, conditions: map[string]bool{}, exprs: doc.Conditions}
+	for name := range values {
+		if _, ok := doc.Parameters[name]; !ok {
+			return nil, fmt.Errorf("parameter %s: the template has none of that name", name)
+		}
+	}
+	for name, p := range doc.Parameters {
+		v, ok := values[name]
+		if !ok && p.Default == nil {
+			return nil, fmt.Errorf("parameter %s must have a value", name)
+		}
+		if !ok {
+			v = *p.Default
+		}
+		if p.AllowedPattern != "" && !regexp.MustCompile(`^(?:`+p.AllowedPattern+`)$`).MatchString(v) {
+			return nil, fmt.Errorf("parameter %s %q: %s", name, v, p.ConstraintDescription)
+		}
+		if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
+			return nil, fmt.Errorf("parameter %s %q: not one of %v", name, v, p.AllowedValues)
+		}
+		ev.params[name] = v
+	}
+	tp := &Template{Dir: dir, Resources: map[string]Resource{}, assets: map[string]string{}}
+	for id, r := range doc.Resources {
+		if r.Condition != "" {
+			on, err := ev.condition(r.Condition)
+			if err != nil {
+				return nil, err
+			}
+			if !on {
+				continue
+			}
+		}
+		props, _, err := ev.eval(r.Properties)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", id, err)
+		}
+		p, _ := props.(map[string]any)
+		tp.Resources[id] = Resource{Type: r.Type, Properties: p}
+		// A packaged template's S3 locations: the artifacts packageStandalone downloaded.
+		for prop, key := range map[string]string{"Code": "S3Key", "DefinitionS3Location": "Key"} {
+			if loc, ok := p[prop].(map[string]any); ok {
+				k := fmt.Sprint(loc[key])
+				tp.assets[k] = filepath.Join(dir, "assets", k)
+			}
+		}
+	}
+	return tp, nil
+}
+
+// cfnEval evaluates what depends on the parameters alone.
+type cfnEval struct {
+	params     map[string]string
+	conditions map[string]bool
+	exprs      map[string]any
+}
+
+func (e *cfnEval) condition(name string) (bool, error) {
+	if v, ok := e.conditions[name]; ok {
+		return v, nil
+	}
+	expr, ok := e.exprs[name]
+	if !ok {
+		return false, fmt.Errorf("condition %s is not declared", name)
+	}
+	v, err := e.boolean(expr)
+	if err != nil {
+		return false, fmt.Errorf("condition %s: %w", name, err)
+	}
+	e.conditions[name] = v
+	return v, nil
+}
+
+func (e *cfnEval) boolean(expr any) (bool, error) {
+	m, _ := expr.(map[string]any)
+	if len(m) != 1 {
+		return false, fmt.Errorf("%v is not a condition function", expr)
+	}
+	for fn, arg := range m {
+		args, _ := arg.([]any)
+		switch fn {
+		case "Condition":
+			return e.condition(fmt.Sprint(arg))
+		case "Fn::Equals":
+			a, _, err := e.eval(args[0])
+			if err != nil {
+				return false, err
+			}
+			b, _, err := e.eval(args[1])
+			if err != nil {
+				return false, err
+			}
+			as, aok := a.(string)
+			bs, bok := b.(string)
+			if !aok || !bok {
+				return false, fmt.Errorf("Fn::Equals of %v and %v: not both strings after evaluation", a, b)
+			}
+			return as == bs, nil
+		case "Fn::Not":
+			v, err := e.boolean(args[0])
+			return !v, err
+		case "Fn::And", "Fn::Or":
+			all := fn == "Fn::And"
+			for _, a := range args {
+				v, err := e.boolean(a)
+				if err != nil {
+					return false, err
+				}
+				if v != all {
+					return v, nil
+				}
+			}
+			return all, nil
+		}
+		return false, fmt.Errorf("%s is not a condition function", fn)
+	}
+	return false, nil
+}
+
+// eval evaluates v as far as the parameters allow; keep is false for
+// AWS::NoValue (the property or list element is left out).
+func (e *cfnEval) eval(v any) (out any, keep bool, err error) {
+	switch v := v.(type) {
+	case []any:
+		out := []any{}
+		for _, x := range v {
+			r, keep, err := e.eval(x)
+			if err != nil {
+				return nil, false, err
+			}
+			if keep {
+				out = append(out, r)
+			}
+		}
+		return out, true, nil
+	case map[string]any:
+		if len(v) == 1 {
+			for fn, arg := range v {
+				if r, handled, keep, err := e.function(fn, arg); handled {
+					return r, keep, err
+				}
+			}
+		}
+		out := map[string]any{}
+		for k, x := range v {
+			r, keep, err := e.eval(x)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s: %w", k, err)
+			}
+			if keep {
+				out[k] = r
+			}
+		}
+		return out, true, nil
+	}
+	return v, true, nil
+}
+
+var subVarAll = regexp.MustCompile(`\$\{(!?)([^}]+)\}`)
+
+// function evaluates one intrinsic function when its arguments come from
+// the parameters; handled is false for one left to Template.Resolve.
+func (e *cfnEval) function(fn string, arg any) (out any, handled, keep bool, err error) {
+	args, _ := arg.([]any)
+	switch fn {
+	case "Ref":
+		name := fmt.Sprint(arg)
+		if name == "AWS::NoValue" {
+			return nil, true, false, nil
+		}
+		if v, ok := e.params[name]; ok {
+			return v, true, true, nil
+		}
+	case "Fn::If":
+		on, err := e.condition(fmt.Sprint(args[0]))
+		if err != nil {
+			return nil, true, false, err
+		}
+		branch := args[2]
+		if on {
+			branch = args[1]
+		}
+		r, keep, err := e.eval(branch)
+		return r, true, keep, err
+	case "Fn::Split":
+		s, _, err := e.eval(args[1])
+		if err != nil {
+			return nil, true, false, err
+		}
+		if str, ok := s.(string); ok {
+			var out []any
+			for _, part := range strings.Split(str, fmt.Sprint(args[0])) {
+				out = append(out, part)
+			}
+			return out, true, true, nil
+		}
+	case "Fn::Select":
+		list, _, err := e.eval(args[1])
+		if err != nil {
+			return nil, true, false, err
+		}
+		i, _ := args[0].(float64)
+		if l, ok := list.([]any); ok {
+			if int(i) >= len(l) {
+				return nil, true, false, fmt.Errorf("Fn::Select index %d of a list of %d (CloudFormation fails the stack)", int(i), len(l))
+			}
+			return l[int(i)], true, true, nil
+		}
+	case "Fn::Sub":
+		text, vars := "", map[string]any{}
+		switch a := arg.(type) {
+		case string:
+			text = a
+		case []any:
+			text = fmt.Sprint(a[0])
+			m, _ := a[1].(map[string]any)
+			for k, x := range m {
+				r, _, err := e.eval(x)
+				if err != nil {
+					return nil, true, false, err
+				}
+				vars[k] = r
+			}
+		}
+		left := false
+		out := subVarAll.ReplaceAllStringFunc(text, func(m string) string {
+			g := subVarAll.FindStringSubmatch(m)
+			if g[1] == "!" {
+				return m
+			}
+			if s, ok := vars[g[2]].(string); ok {
+				return s
+			}
+			if s, ok := e.params[g[2]]; ok {
+				return s
+			}
+			left = true // a pseudo parameter or a resource: Template.Resolve's
+			return m
+		})
+		if left {
+			return map[string]any{"Fn::Sub": out}, true, true, nil
+		}
+		return strings.ReplaceAll(out, "${!", "${"), true, true, nil
+	}
+	return nil, false, false, nil
+}
+
+// cfnEval evaluates what depends on the parameters alone, as CloudFormation
+// does, and leaves what names the stack's resources for Template.Resolve.
+func TestCfnEvalOnParameters(t *testing.T) {
+	ev := &cfnEval{params: map[string]string{"List": "a,b", "Key": "", "Mode": "on"}, conditions: map[string]bool{}}
+	if err := json.Unmarshal([]byte(`{
+		"HasKey": {"Fn::Not": [{"Fn::Equals": [{"Ref": "Key"}, ""]}]},
+		"On": {"Fn::Equals": [{"Ref": "Mode"}, "on"]},
+		"Either": {"Fn::Or": [{"Condition": "HasKey"}, {"Condition": "On"}]},
+		"Both": {"Fn::And": [{"Condition": "HasKey"}, {"Condition": "On"}]}
+	}`), &ev.exprs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, in, want string }{
+		{"a parameter", `{"Ref": "List"}`, `"a,b"`},
+		{"a resource, left", `{"Ref": "Bucket"}`, `{"Ref": "Bucket"}`},
+		{"NoValue drops a list element", `["x", {"Fn::If": ["HasKey", "k", {"Ref": "AWS::NoValue"}]}]`, `["x"]`},
+		{"NoValue drops a property", `{"A": {"Fn::If": ["Both", 1, {"Ref": "AWS::NoValue"}]}, "B": 2}`, `{"B": 2}`},
+		{"If on Or", `{"Fn::If": ["Either", "yes", "no"]}`, `"yes"`},
+		{"Select of Split of Sub", `{"Fn::Select": [1, {"Fn::Split": [",", {"Fn::Sub": "${List},,"}]}]}`, `"b"`},
+		{"a padded slot is empty", `{"Fn::Select": [3, {"Fn::Split": [",", {"Fn::Sub": "${List},,"}]}]}`, `""`},
+		{"Sub with a variable", `{"Fn::Sub": ["${X}/p/${Key}", {"X": {"Fn::Select": [0, {"Fn::Split": [",", {"Ref": "List"}]}]}}]}`, `"a/p/"`},
+		{"Sub with a pseudo parameter, left", `{"Fn::Sub": "arn:${AWS::Partition}:s3:::${List}"}`, `{"Fn::Sub": "arn:${AWS::Partition}:s3:::a,b"}`},
+		{"Sub's escape", `{"Fn::Sub": "${!Literal}-${Mode}"}`, `"${Literal}-on"`},
+	} {
+		var in, want any
+		if err := json.Unmarshal([]byte(c.in), &in); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(c.want), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, keep, err := ev.eval(in)
+		if err != nil || !keep {
+			t.Errorf("%s: keep %v, error %v", c.name, keep, err)
+			continue
+		}
+		if g, _ := json.Marshal(got); string(g) != string(mustMarshal(want)) {
+			t.Errorf("%s: %s, want %s", c.name, g, mustMarshal(want))
+		}
+	}
+	var past any
+	_ = json.Unmarshal([]byte(`{"Fn::Select": [2, {"Fn::Split": [",", {"Ref": "List"}]}]}`), &past)
+	if _, _, err := ev.eval(past); err == nil || !strings.Contains(err.Error(), "index 2 of a list of 2") {
+		t.Errorf("Fn::Select past the end: %v, want the error CloudFormation fails the stack with", err)
+	}
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

@@ -24,8 +24,10 @@ type Rates struct {
 	// one partition, as S3 serves a new bucket until it splits it.
 	PrefixDepth int
 	// Burst is the requests above the rate a partition lets through at
-	// once (default a tenth of a second's).
-	Burst float64
+	// once (default a tenth of a second's); BurstSeconds, when set, makes
+	// it that many seconds' worth of each class's rate instead.
+	Burst        float64
+	BurstSeconds float64
 }
 
 // S3's per-prefix request rates.
@@ -68,6 +70,9 @@ func (b *rateBuckets) allow(r *http.Request) bool {
 		return true
 	}
 	burst := b.r.Burst
+	if b.r.BurstSeconds > 0 {
+		burst = rate * b.r.BurstSeconds
+	}
 	if burst <= 0 {
 		burst = math.Max(1, rate/10)
 	}
@@ -101,4 +106,21 @@ func partition(path string, depth int) string {
 		parts = parts[:depth]
 	}
 	return bucket + "/" + strings.Join(parts, "/")
+}
+
+// Limiter refuses what S3 refuses past its request rates, for a server of
+// its own in front of S3 (the bench's): Allow says whether a request is
+// within them, and WriteSlowDown answers one that is not as S3 does.
+type Limiter struct{ b *rateBuckets }
+
+// NewLimiter serves r.
+func NewLimiter(r Rates) *Limiter { return &Limiter{newRateBuckets(r)} }
+
+// Allow takes a token from the request's partition and class, or says it
+// is over the rate.
+func (l *Limiter) Allow(r *http.Request) bool { return l.b.allow(r) }
+
+// WriteSlowDown answers r 503 SlowDown, with S3's body.
+func WriteSlowDown(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
 }
