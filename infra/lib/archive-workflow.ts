@@ -260,6 +260,14 @@ export class ArchiveWorkflow extends Construct {
     if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
   }
 
+  /**
+   * Adds this workflow's stack outputs to scope, as addArchiveWorkflowOutputs does: the form other
+   * languages can call (jsii carries methods, not functions), e.g. `archive.add_outputs(stack)` in Python.
+   */
+  addOutputs(scope: Construct, prefix?: string): void {
+    addArchiveWorkflowOutputs(scope, this, prefix);
+  }
+
   /** Alarms and a dashboard; its log-derived metrics come from the planner's "planned" and the worker's "batch built" lines. */
   private createMonitoring(props: MonitoringProps): WorkflowMonitoring {
     const { planner, worker } = this.functions;

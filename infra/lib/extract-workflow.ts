@@ -189,6 +189,14 @@ export class ExtractWorkflow extends Construct {
     if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
   }
 
+  /**
+   * Adds this workflow's stack output to scope, as addExtractWorkflowOutputs does: the form other
+   * languages can call (jsii carries methods, not functions), e.g. `extract.add_outputs(stack)` in Python.
+   */
+  addOutputs(scope: Construct, prefix?: string): void {
+    addExtractWorkflowOutputs(scope, this, prefix);
+  }
+
   /** Alarms and a dashboard; its log-derived metrics come from the planner's "extraction planned" and the finalizer's "extraction done" lines. */
   private createMonitoring(props: MonitoringProps): WorkflowMonitoring {
     const planner = this.functions['extract-planner'];

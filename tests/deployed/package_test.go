@@ -29,10 +29,11 @@ import (
 )
 
 // freshApp is the user's app: both constructs with the props this harness
-// deploys with (harness_test.go's constants), imported by the package's name.
+// deploys with (harness_test.go's constants), imported by the package's name,
+// and their stack outputs.
 var freshApp = template.Must(template.New("app.ts").Parse(`import { App, Stack } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import { ArchiveWorkflow, ExtractWorkflow } from 's3zip-cdk';
+import { ArchiveWorkflow, ExtractWorkflow, addArchiveWorkflowOutputs, addExtractWorkflowOutputs } from 's3zip-cdk';
 
 const app = new App();
 const stack = new Stack(app, '{{.Stack}}');
@@ -50,13 +51,15 @@ const archive = new ArchiveWorkflow(stack, 'ArchiveWorkflow', {
   maxPresignSeconds: {{.MaxPresignSeconds}},
   monitoring: {},
 });
-new ExtractWorkflow(stack, 'ExtractWorkflow', {
+const extract = new ExtractWorkflow(stack, 'ExtractWorkflow', {
   archiveBucket: '{{.SourceBucket}}',
   workBucket: archive.workBucket,
   archiveKmsKeyArns: ['{{.ExtractArchiveKey}}'],
   destinationKmsKeyArn: '{{.ExtractDestinationKey}}',
   monitoring: {},
 });
+addArchiveWorkflowOutputs(stack, archive);
+addExtractWorkflowOutputs(stack, extract);
 `))
 
 func TestDeployedPackedConstructs(t *testing.T) {

@@ -31,7 +31,9 @@ import (
 )
 
 // pythonApp is freshApp (package_test.go) in Python: the same constructs,
-// props and construct IDs, the props in jsii's snake_case.
+// props and construct IDs, the props in jsii's snake_case, and the stack
+// outputs added by the workflows' add_outputs methods (jsii carries no
+// functions: addArchiveWorkflowOutputs is TypeScript's).
 var pythonApp = template.Must(template.New("app.py").Parse(`import aws_cdk as cdk
 from aws_cdk import aws_kms as kms
 from s3zip_cdk import ArchiveWorkflow, ExtractWorkflow, MonitoringProps
@@ -54,7 +56,7 @@ archive = ArchiveWorkflow(
     max_presign_seconds={{.MaxPresignSeconds}},
     monitoring=MonitoringProps(),
 )
-ExtractWorkflow(
+extract = ExtractWorkflow(
     stack,
     "ExtractWorkflow",
     archive_bucket="{{.SourceBucket}}",
@@ -63,6 +65,8 @@ ExtractWorkflow(
     destination_kms_key_arn="{{.ExtractDestinationKey}}",
     monitoring=MonitoringProps(),
 )
+archive.add_outputs(stack)
+extract.add_outputs(stack)
 app.synth()
 `))
 
