@@ -129,7 +129,8 @@ package-python: tools node
 
 ## test-python: the Python test alone (tests/deployed/python_test.go): the wheel built, installed with aws-cdk-lib and
 ## constructs into a fresh virtualenv outside the repository, a Python app synthesized and its template compared with
-## the TypeScript app's; make test runs it too, in test-deployed
+## the TypeScript app's; 3 min here at load 6 (alone: it builds the package); make test runs it too, in test-deployed, where
+## it shares test-package's build and adds ~1 min (the wheel, the virtualenv, the synth)
 .PHONY: test-python
 test-python: tools node
 	set -o pipefail; $(GO) test -count=1 -timeout 15m -run 'TestPythonConstructs$$' -v ./tests/deployed/ 2>&1 | grep -vE 'justified: |^unused grant'
