@@ -112,4 +112,29 @@ if ! "$AWSCLI_VENV/bin/aws" --version 2>/dev/null | grep -q "^aws-cli/$AWSCLI_VE
   "$AWSCLI_VENV/bin/pip" install -q --disable-pip-version-check "awscli==$AWSCLI_VERSION"
 fi
 
-log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, staticcheck $STATICCHECK_VERSION, cfn-lint $CFN_LINT_VERSION, aws-cli $AWSCLI_VERSION"
+# --- Python CDK wheels (make test-python) --------------------------------------
+# The Python distribution of s3zip-cdk is built by jsii-pacmak and installed into a fresh
+# virtualenv with aws-cdk-lib, constructs and cdk-nag at the versions package-lock.json
+# installs for npm: their wheels (with jsii's Python runtime and what they need) and the
+# tools pacmak builds a wheel with (its python/requirements-dev.txt) are kept here, so the
+# build and the install run offline (PIP_NO_INDEX, PIP_FIND_LINKS).
+PY_CDK="$REPO/.tools/python-cdk"
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  log "ERROR: $(python3 -V 2>&1); the Python CDK test (s3zip-cdk's wheel, aws-cdk-lib) needs Python 3.10 or newer"
+  exit 1
+fi
+py_pins=$(cd "$REPO" && python3 -c '
+import json
+p = json.load(open("package-lock.json"))["packages"]
+v = lambda n: p["node_modules/" + n]["version"]
+print(" ".join(n + "==" + v(n) for n in ("aws-cdk-lib", "constructs", "cdk-nag")), "jsii>=" + v("jsii-pacmak"),
+      "setuptools~=75.3.2 build~=1.5.0 twine~=7.0.0 packaging>=26.3")')
+if [ "$(cat "$PY_CDK/pins" 2>/dev/null)" != "$py_pins" ]; then
+  log "downloading Python wheels into $PY_CDK/wheels: $py_pins"
+  rm -rf "$PY_CDK/wheels"
+  # shellcheck disable=SC2086 # one argument a requirement
+  python3 -m pip download -q --disable-pip-version-check -d "$PY_CDK/wheels" $py_pins
+  echo "$py_pins" >"$PY_CDK/pins"
+fi
+
+log "ok: 7zz bsdtar unzip java python3 go, versitygw $VERSITYGW_VERSION at $BIN/versitygw, staticcheck $STATICCHECK_VERSION, cfn-lint $CFN_LINT_VERSION, aws-cli $AWSCLI_VERSION, Python CDK wheels at $PY_CDK/wheels"

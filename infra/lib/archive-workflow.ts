@@ -196,13 +196,14 @@ export class ArchiveWorkflow extends Construct {
   readonly workBucket: s3.Bucket;
   readonly controlBucket: s3.Bucket;
   readonly accessLogsBucket: s3.Bucket;
-  readonly functions: Record<FunctionName, lambda.Function>;
+  /** The five functions by name (FUNCTION_NAMES: planner, reader, worker, finalizer, abort). */
+  readonly functions: Record<string, lambda.Function>;
   readonly requestRule: events.Rule;
   /** The rule that tells endedTargets a run ended (only with endedTargets). */
   readonly endedRule?: events.Rule;
   readonly stateMachineName: string;
   /** Every value substituted into the ASL, by placeholder name. */
-  readonly definitionSubstitutions: Record<Placeholder, string>;
+  readonly definitionSubstitutions: Record<string, string>;
   /** The alarms and dashboard (only with the monitoring prop). */
   readonly monitoring?: WorkflowMonitoring;
 
@@ -218,9 +219,10 @@ export class ArchiveWorkflow extends Construct {
     this.workBucket = buckets.work;
     this.controlBucket = buckets.control;
     this.accessLogsBucket = buckets.accessLogs;
-    this.functions = this.createFunctions(settings, props);
+    const functions = this.createFunctions(settings, props);
+    this.functions = functions;
     grantArchiveFunctions({
-      functions: this.functions,
+      functions,
       workBucket: this.workBucket,
       controlBucket: this.controlBucket,
       workPrefix: settings.workPrefix,
@@ -234,7 +236,7 @@ export class ArchiveWorkflow extends Construct {
       destinationKmsKeyArn: props.destinationKmsKeyArn,
     });
     this.stateMachineName = settings.stateMachineName;
-    this.definitionSubstitutions = {
+    const substitutions: Record<Placeholder, string> = {
       PlannerFunctionArn: this.functions.planner.functionArn,
       ReaderFunctionArn: this.functions.reader.functionArn,
       WorkerFunctionArn: this.functions.worker.functionArn,
@@ -242,6 +244,7 @@ export class ArchiveWorkflow extends Construct {
       AbortFunctionArn: this.functions.abort.functionArn,
       MapExecutionType: settings.mapExecutionType,
     };
+    this.definitionSubstitutions = substitutions;
     this.stateMachine = mapStateMachine(this, {
       settings,
       aslPath: ARCHIVE_ASL_PATH,
@@ -255,6 +258,14 @@ export class ArchiveWorkflow extends Construct {
     this.endedRule = this.createEndedRule(props.endedTargets ?? []);
     this.addNagSuppressions(settings, props);
     if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
+  }
+
+  /**
+   * Adds this workflow's stack outputs to scope, as addArchiveWorkflowOutputs does: the form other
+   * languages can call (jsii carries methods, not functions), e.g. `archive.add_outputs(stack)` in Python.
+   */
+  addOutputs(scope: Construct, prefix?: string): void {
+    addArchiveWorkflowOutputs(scope, this, prefix);
   }
 
   /** Alarms and a dashboard; its log-derived metrics come from the planner's "planned" and the worker's "batch built" lines. */

@@ -148,7 +148,8 @@ function checkBucketName(prop: string, name: string | undefined): void {
  */
 export class ExtractWorkflow extends Construct {
   readonly stateMachine: sfn.StateMachine;
-  readonly functions: Record<ExtractFunctionName, lambda.Function>;
+  /** The four functions by name (EXTRACT_FUNCTION_NAMES: extract-planner, extract-worker, extract-finalizer, extract-abort). */
+  readonly functions: Record<string, lambda.Function>;
   readonly archiveRule: events.Rule;
   readonly stateMachineName: string;
   readonly definitionSubstitutions: Record<string, string>;
@@ -161,9 +162,10 @@ export class ExtractWorkflow extends Construct {
     checkBucketName('destinationBucket', props.destinationBucket);
     if (!props.workBucket) throw new Error(`${OWNER}: workBucket is required (an s3.IBucket; ArchiveWorkflow's workBucket serves)`);
     const settings = extractSettings(this, props);
-    this.functions = this.createFunctions(settings, props);
+    const functions = this.createFunctions(settings, props);
+    this.functions = functions;
     const workObjects = props.workBucket.arnForObjects(`${settings.workPrefix}extract/*`);
-    grantExtractFunctions(this.functions, settings, props, workObjects);
+    grantExtractFunctions(functions, settings, props, workObjects);
     this.stateMachineName = settings.stateMachineName;
     // The same placeholder names as archive.asl.json, each a quoted string in the file.
     this.definitionSubstitutions = {
@@ -185,6 +187,14 @@ export class ExtractWorkflow extends Construct {
     this.archiveRule = this.createArchiveRule(settings, props.archiveBucket);
     this.addNagSuppressions(settings, props);
     if (props.monitoring) this.monitoring = this.createMonitoring(props.monitoring);
+  }
+
+  /**
+   * Adds this workflow's stack output to scope, as addExtractWorkflowOutputs does: the form other
+   * languages can call (jsii carries methods, not functions), e.g. `extract.add_outputs(stack)` in Python.
+   */
+  addOutputs(scope: Construct, prefix?: string): void {
+    addExtractWorkflowOutputs(scope, this, prefix);
   }
 
   /** Alarms and a dashboard; its log-derived metrics come from the planner's "extraction planned" and the finalizer's "extraction done" lines. */

@@ -11,4 +11,4 @@ export { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, 
 export { FUNCTION_NAMES, type FunctionName } from './archive-grants';
 export { ExtractWorkflow, type ExtractWorkflowProps, addExtractWorkflowOutputs, EXTRACT_FUNCTION_NAMES, type ExtractFunctionName } from './extract-workflow';
 export type { FunctionSizing, MapWorkflowProps } from './map-workflow';
-export { type MonitoringProps, WorkflowMonitoring } from './monitoring';
+export { type LoggedMetric, type MonitoredWorkflow, type MonitoringChart, type MonitoringProps, WorkflowMonitoring } from './monitoring';

@@ -44,7 +44,14 @@ export interface MonitoredWorkflow {
   readonly namespace: string;
   readonly loggedMetrics: LoggedMetric[];
   /** Dashboard rows of log-derived metrics: a title and the metric names charted together. */
-  readonly charts: { title: string; metrics: string[] }[];
+  readonly charts: MonitoringChart[];
+}
+
+/** A dashboard graph of log-derived metrics. */
+export interface MonitoringChart {
+  readonly title: string;
+  /** Names of loggedMetrics charted together. */
+  readonly metrics: string[];
 }
 
 /** The line every function logs at the end of an invocation whose S3 requests met SlowDown answers (Go: lambdaenv.SlowDownsMessage). */

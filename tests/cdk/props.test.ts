@@ -93,6 +93,24 @@ describe('two workflows in one stack', () => {
     ]);
   });
 
+  test('addOutputs, the methods other languages call, add what the functions add', () => {
+    const outputsOf = (add: (stack: Stack, zips: ArchiveWorkflow, incoming: ExtractWorkflow) => void) => {
+      const stack = new Stack(new App(), 'S');
+      const zips = new ArchiveWorkflow(stack, 'Zips', archiveProps);
+      add(stack, zips, new ExtractWorkflow(stack, 'Incoming', extractProps(stack, 'Incoming')));
+      return Template.fromStack(stack).toJSON().Outputs;
+    };
+    const byFunctions = outputsOf((stack, zips, incoming) => {
+      addArchiveWorkflowOutputs(stack, zips, 'Z');
+      addExtractWorkflowOutputs(stack, incoming);
+    });
+    assert.deepEqual(Object.keys(byFunctions).sort(), ['ExtractStateMachineArn', 'ZControlBucketName', 'ZStateMachineArn', 'ZWorkBucketName']);
+    assert.deepEqual(outputsOf((stack, zips, incoming) => {
+      zips.addOutputs(stack, 'Z');
+      incoming.addOutputs(stack);
+    }), byFunctions);
+  });
+
   test('extract stack outputs: beside the archive workflow\'s by default, a second with a prefix; without one the second is refused, saying what to give', () => {
     const stack = new Stack(new App(), 'S');
     const zips = new ArchiveWorkflow(stack, 'Zips', archiveProps);

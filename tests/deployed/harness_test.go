@@ -115,6 +115,9 @@ func TestMain(m *testing.M) {
 			summary.executions, summary.calls, summary.kmsCalls, summary.denied, len(unused), lint)
 	}
 	_ = os.RemoveAll(dir)
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
 	os.Exit(code)
 }
 

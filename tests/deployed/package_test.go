@@ -1,8 +1,8 @@
 package deployed_test
 
-// The construct library as a CDK user gets it: infra/ packed by `npm pack`
-// (its prepack builds the JS, the .d.ts and the nine linux/arm64 binaries),
-// the tarball installed into a fresh CDK app in a temporary directory outside
+// The construct library as a CDK user gets it: infra/ built by jsii (the JS,
+// the .d.ts and the nine linux/arm64 binaries: npm pack's prepack) and packed
+// by `npm pack` (builtPackage, shared with python_test.go), the tarball installed into a fresh CDK app in a temporary directory outside
 // the repository, the app's TypeScript type-checked against the package's
 // declarations and synthesized, and that cloud assembly run through this
 // harness: an archive built and an archive extracted, every call checked
@@ -22,16 +22,18 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"text/template"
 	"time"
 )
 
 // freshApp is the user's app: both constructs with the props this harness
-// deploys with (harness_test.go's constants), imported by the package's name.
+// deploys with (harness_test.go's constants), imported by the package's name,
+// and their stack outputs.
 var freshApp = template.Must(template.New("app.ts").Parse(`import { App, Stack } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import { ArchiveWorkflow, ExtractWorkflow } from 's3zip-cdk';
+import { ArchiveWorkflow, ExtractWorkflow, addArchiveWorkflowOutputs, addExtractWorkflowOutputs } from 's3zip-cdk';
 
 const app = new App();
 const stack = new Stack(app, '{{.Stack}}');
@@ -49,31 +51,27 @@ const archive = new ArchiveWorkflow(stack, 'ArchiveWorkflow', {
   maxPresignSeconds: {{.MaxPresignSeconds}},
   monitoring: {},
 });
-new ExtractWorkflow(stack, 'ExtractWorkflow', {
+const extract = new ExtractWorkflow(stack, 'ExtractWorkflow', {
   archiveBucket: '{{.SourceBucket}}',
   workBucket: archive.workBucket,
   archiveKmsKeyArns: ['{{.ExtractArchiveKey}}'],
   destinationKmsKeyArn: '{{.ExtractDestinationKey}}',
   monitoring: {},
 });
+addArchiveWorkflowOutputs(stack, archive);
+addExtractWorkflowOutputs(stack, extract);
 `))
 
 func TestDeployedPackedConstructs(t *testing.T) {
 	repoTemplate := requireTemplate(t) // its functions, built for this machine, stand in for the package's arm64 ones
-	work := t.TempDir()
+	b := packageBuild(t)
 	step := stopwatch(t)
-	tarball := packConstructs(t, work)
-	step("npm pack (prepack: tsc, nine arm64 binaries)")
-	app := installFreshApp(t, work, tarball)
-	step("npm install of the tarball into a fresh app")
-	assembly := synthFreshApp(t, app)
-	step("tsc and cdk synth of the fresh app")
-	tp, err := LoadTemplate(assembly)
+	tp, err := LoadTemplate(b.tsAssembly)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkShippedBinaries(t, tp, filepath.Join(app, "node_modules", "s3zip-cdk", "dist", "functions"))
-	lintTemplate(t, filepath.Join(assembly, stackName+".template.json")) // with the monitoring's alarms, filters, dashboards
+	checkShippedBinaries(t, tp, b.shippedFunctions())
+	lintTemplate(t, filepath.Join(b.tsAssembly, stackName+".template.json")) // with the monitoring's alarms, filters, dashboards
 	checkSameResources(t, tp, repoTemplate)
 	runHere(t, tp, repoTemplate)
 
@@ -175,22 +173,68 @@ func stopwatch(t *testing.T) func(what string) {
 	}
 }
 
-// packConstructs runs `npm pack` in infra/ and returns the tarball's path.
-func packConstructs(t *testing.T, dir string) string {
+// builtPackage is infra/ built once for the tests that install it (this file's
+// and python_test.go's), by infra/scripts/build-python.sh: one jsii build (the
+// JS, the .d.ts, the jsii assembly, the nine arm64 binaries: what npm pack's
+// prepack runs), packed by `npm pack` into the npm tarball and by jsii-pacmak
+// into the Python wheel; and the TypeScript fresh app installed from the
+// tarball and synthesized.
+type builtPackage struct {
+	tarball, wheel    string
+	tsApp, tsAssembly string
+}
+
+var (
+	buildOnce sync.Once
+	built     builtPackage
+	// builtDir holds the build and the TypeScript app; TestMain removes it.
+	builtDir string
+)
+
+// packageBuild builds the package and the TypeScript app the first time a test
+// asks (timing each step in that test's log) and returns them.
+func packageBuild(t *testing.T) builtPackage {
 	t.Helper()
-	cmd := exec.Command("npm", "pack", "--silent", "--pack-destination", dir)
-	cmd.Dir = filepath.Join(repo, "infra")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("npm pack in infra/: %v\n%s", err, stderr.Bytes())
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "s3zip-package-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		builtDir = dir
+		step := stopwatch(t)
+		dists := filepath.Join(dir, "dist")
+		cmd := exec.Command("bash", filepath.Join(repo, "infra", "scripts", "build-python.sh"), dists)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("infra/scripts/build-python.sh: %v\n%s", err, out)
+		}
+		step("jsii, nine arm64 binaries, npm pack and jsii-pacmak (npm tarball and Python wheel)")
+		b := builtPackage{tarball: onlyFile(t, filepath.Join(dists, "js", "*.jsii.tgz")), wheel: onlyFile(t, filepath.Join(dists, "python", "*.whl"))}
+		b.tsApp = installFreshApp(t, dir, b.tarball)
+		step("npm install of the tarball into a fresh app")
+		b.tsAssembly = synthFreshApp(t, b.tsApp)
+		step("tsc and cdk synth of the fresh app")
+		built = b
+	})
+	if built.tsAssembly == "" {
+		t.Fatal("building the package or its TypeScript app failed in an earlier test (see its log)")
 	}
-	lines := strings.Fields(strings.TrimSpace(string(out)))
-	if len(lines) == 0 || !strings.HasSuffix(lines[len(lines)-1], ".tgz") {
-		t.Fatalf("npm pack printed %q, want the tarball's name", out)
+	return built
+}
+
+// shippedFunctions is the folder of the nine binaries in the installed package.
+func (b builtPackage) shippedFunctions() string {
+	return filepath.Join(b.tsApp, "node_modules", "s3zip-cdk", "dist", "functions")
+}
+
+// onlyFile is the one file matching pattern.
+func onlyFile(t *testing.T, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(pattern)
+	if len(m) != 1 {
+		t.Fatalf("%s: %d files, want 1: %v", pattern, len(m), m)
 	}
-	return filepath.Join(dir, lines[len(lines)-1])
+	return m[0]
 }
 
 // installFreshApp writes a CDK app that depends on the tarball and installs
@@ -236,19 +280,22 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// freshAppProps fills the fresh app's template (and python_test.go's app.py).
+var freshAppProps = map[string]any{
+	"Stack": stackName, "SourceBucket": sourceBucket, "SourcePrefix": sourcePrefix,
+	"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix, "PieceSize": pieceSize,
+	"WorkKey": workKey, "SourceKey": sourceKey, "DestinationKey": destinationKey,
+	"ExtractArchiveKey": extractArchiveKey, "ExtractDestinationKey": extractDestinationKey,
+	"InventoryBucket": inventoryBucket, "InventoryPrefix": inventoryPrefix, "MaxPresignSeconds": maxPresignSeconds,
+}
+
 // synthFreshApp type-checks and compiles the app against the installed
 // package's declarations (tsc, strict) and synthesizes it with the CDK CLI;
 // it returns the cloud assembly's directory.
 func synthFreshApp(t *testing.T, app string) string {
 	t.Helper()
 	var src bytes.Buffer
-	if err := freshApp.Execute(&src, map[string]any{
-		"Stack": stackName, "SourceBucket": sourceBucket, "SourcePrefix": sourcePrefix,
-		"DestinationBucket": destinationBucket, "DestinationPrefix": destinationPrefix, "PieceSize": pieceSize,
-		"WorkKey": workKey, "SourceKey": sourceKey, "DestinationKey": destinationKey,
-		"ExtractArchiveKey": extractArchiveKey, "ExtractDestinationKey": extractDestinationKey,
-		"InventoryBucket": inventoryBucket, "InventoryPrefix": inventoryPrefix, "MaxPresignSeconds": maxPresignSeconds,
-	}); err != nil {
+	if err := freshApp.Execute(&src, freshAppProps); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(app, "app.ts"), src.Bytes(), 0o644); err != nil {

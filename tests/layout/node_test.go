@@ -109,8 +109,8 @@ func parseVersion(t *testing.T, s string) version {
 
 // satisfies reports whether v is in the npm semver range r, for the forms
 // engines fields use: alternatives joined by ||, each comparators (>=, >,
-// <=, <, =, ^, ~ or a bare version, where a bare 20 is 20.x) or *. Anything
-// else fails the test rather than being guessed at.
+// <=, <, =, ^, ~ or a bare version, where a bare 20 is 20.x, and 20.* the
+// same) or *. Anything else fails the test rather than being guessed at.
 func satisfies(t *testing.T, v version, r string) bool {
 	t.Helper()
 	for _, alt := range strings.Split(r, "||") {
@@ -131,6 +131,8 @@ func comparatorHolds(t *testing.T, v version, c, r string) bool {
 	if c == "*" || c == "x" {
 		return true
 	}
+	// An x-range: 10.* is 10 (10.x), >= 10.* is >=10.
+	c = regexp.MustCompile(`(\.[*xX])+$`).ReplaceAllString(c, "")
 	op := strings.TrimRight(c[:strings.IndexFunc(c, func(r rune) bool { return r >= '0' && r <= '9' })+1], "0123456789")
 	if !regexp.MustCompile(`^(>=|<=|>|<|=|\^|~)?\d+(\.\d+){0,2}$`).MatchString(c) {
 		t.Fatalf("engines %q: comparator %q is not a form this test reads", r, c)
