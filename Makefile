@@ -194,7 +194,7 @@ bench-get: tools
 ## changed sources, racing runs; prints a table
 .PHONY: test-faults
 test-faults: tools
-	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 15m -v ./tests/faults/ 2>&1 \
+	@set -o pipefail; S3ZIP_FAULTS=1 $(GO) test -count=1 -timeout 25m -v ./tests/faults/ 2>&1 \
 	  | grep -E '^(\||[0-9]+ scenarios|--- FAIL|FAIL|ok|panic)|scenario failed'
 
 ## test-stalls: what six stalled GETs cost a create and an extract of 20,000 small objects (S3ZIP_STALL_OBJECTS=n for
