@@ -129,7 +129,7 @@ func EachOutput(ctx context.Context, get GetFunc, d *ResultWriterDetails, fn fun
 			return fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)
 		}
 		for _, ch := range children {
-			if ch.Status != "SUCCEEDED" {
+			if ch.Status != StatusSucceeded {
 				return fmt.Errorf("map result file s3://%s/%s: a batch has status %s (%s: %s): %w", bucket, f.Key, ch.Status, ch.Error, ch.Cause, ErrMapIncomplete)
 			}
 			if err := fn([]byte(ch.Output)); err != nil {
