@@ -25,6 +25,7 @@ var commands = []command{
 	{"get", "download an archive in S3 and extract it to a directory", runGet},
 	{"presign", "print a download link (presigned GET URL) of an object: presign s3://bucket/key", runPresign},
 	{"extract", "unpack an archive in S3 into objects under a prefix, server-side where it can be", runExtract},
+	{"resume", "continue a run that failed for a cause a retry may mend and was kept (--keep): resume RUN", runResume},
 	{"cleanup", "remove what a killed create or extract left for an archive (work objects, multipart uploads, an extract's objects)", runCleanup},
 	{"sample", "upload a synthetic data set (for demos and benchmarks)", runSample},
 	{"version", "print the version, commit and Go release s3zip was built from", runVersion},
