@@ -15,7 +15,7 @@ type command struct {
 // commands is every subcommand, in the order a user meets them, which is
 // the order `s3zip help` lists them in: build an archive (here, or follow
 // the deployed workflow's run), price one before building it, check it,
-// download it or hand out a link to it, unpack one in S3, clear up after a
+// download it or hand out a link to it, unpack one in S3, continue a run kept after a failure, clear up after a
 // killed run; then a data set to try it all on, and the version.
 var commands = []command{
 	{"create", "build an archive: the whole workflow, run from here against any S3 endpoint", runCreate},

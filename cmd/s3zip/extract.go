@@ -88,7 +88,7 @@ type extractFlags struct {
 }
 
 func newExtractFlags() (*flags, *extractFlags) {
-	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--content-type EXT=TYPE]... [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
+	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--content-type EXT=TYPE]... [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--keep DURATION] [--json]",
 		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
 			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
 			"(PREFIX/"+extract.ReportName+") lists every object written.")

@@ -58,7 +58,7 @@ func keptRun(kept *stepfn.KeptError, workBucket, endpoint string) error {
 }
 
 func runResume(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("resume", "s3zip resume --work-bucket BUCKET [--endpoint URL] [flags] RUN",
+	fs := newFlags("resume", "s3zip resume RUN --work-bucket BUCKET [--endpoint URL] [--keep DURATION] [--json] [-v]",
 		"Continue a run that failed for a cause a retry may mend and was kept (create --keep): only the\n"+
 			"parts that were not built are built (the upload's ListParts says which are), then the archive\n"+
 			"is finalized, as Step Functions' Redrive continues a deployed run. RUN is the name the failure printed.")
