@@ -249,6 +249,7 @@ var keptGrants = []struct{ role, sid, action, why string }{
 	{"StateMachineRole", "MapResultWriter", "s3:AbortMultipartUpload", "AWS documents it for ResultWriter (large result files are written in parts)"},
 	{"StateMachineRole", "MapResultWriter", "s3:ListMultipartUploadParts", "same"},
 	{"StateMachineRole", "MapChildExecutionsControl", "states:StopExecution", "a failing Map Run stops the children still running"},
+	{"StateMachineRole", "MapChildExecutionsControl", "states:RedriveExecution", "a redriven execution redrives its failed Map Run's unsuccessful children (Step Functions guide, \"Redriving Map Runs\"); the local redrive runs them in process"},
 	{"ExtractWorker", "DestinationObjects", "s3:GetObject", "a batch run again finds the objects its last attempt wrote (HEAD for the execution metadata; retry path, tests/asl)"},
 	{"ExtractWorker", "DestinationObjects", "s3:AbortMultipartUpload", "a failing batch aborts the uploads it has open (fault path)"},
 	{"ExtractFinalizer", "DestinationObjects", "s3:GetObject", "a finalizer run again finds the report it wrote (retry path)"},
