@@ -1,6 +1,7 @@
 package asl_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,4 +110,72 @@ func TestASLRedriveRunsOnlyFailedChildren(t *testing.T) {
 	t.Logf("children: %d, succeeded before the failure %d (%d never ran), run by the redrive %d", len(children), succeeded, notRun, len(e.fns.Calls("worker"))-workers)
 	e.checkArchive(t, "out/a.zip")
 	e.assertClean(t, "")
+}
+
+// The extract state machine the same way: a batch whose writes fail with a
+// TransientError past RunBatch's retries fails RunJobs, which nothing
+// catches (no Abort: the objects written stay); redriven, only the batches
+// that had not succeeded run, every object is its entry, nothing is left.
+func TestASLExtractRedriveRunsOnlyFailedChildren(t *testing.T) {
+	e := newExtractEnv(t)
+	broken := true
+	e.fns.setFault("worker", func(attempt int, payload []byte) error {
+		var in struct {
+			Items []struct {
+				Index int `json:"index"`
+			}
+		}
+		_ = json.Unmarshal(payload, &in)
+		if broken && len(in.Items) > 0 && in.Items[0].Index > 0 { // every batch but the first
+
+			return &stepfn.TransientError{Op: "PutObject s3://dst/out/redriven/", Err: errors.New("500 InternalError (injected, every attempt)")}
+		}
+		return nil
+	})
+	req := `{"archive":{"bucket":"src","key":"in/a.zip"},"destination":{"bucket":"dst","prefix":"out/redriven/"},"options":{"smallStored":1048576,"maxConcurrency":1}}`
+	out := e.execute(t, req, "extract-redrive")
+	if out.Status != "FAILED" || out.Error != "States.ExceedToleratedFailureThreshold" {
+		t.Fatalf("execution %s %s, want FAILED at RunJobs", out.Status, out.Error)
+	}
+	if n := e.fns.calls("abort") + e.fns.calls("finalizer"); n != 0 {
+		t.Fatalf("%d abort or finalizer invocations after a failure a retry may mend; want none", n)
+	}
+	var record struct {
+		State   string `json:"state"`
+		MapRuns map[string]struct {
+			Children []*struct{ Status string } `json:"children"`
+		} `json:"mapRuns"`
+	}
+	if err := json.Unmarshal(out.Redrive, &record); err != nil || record.State != "RunJobs" {
+		t.Fatalf("redrive record %s (%v): want it to continue from RunJobs", out.Redrive, err)
+	}
+	children := record.MapRuns["RunJobs"].Children
+	succeeded := 0
+	for _, c := range children {
+		if c != nil && c.Status == "SUCCEEDED" {
+			succeeded++
+		}
+	}
+	if succeeded == 0 || succeeded == len(children) {
+		t.Fatalf("%d of %d children succeeded before the failure; the test needs some that did and some that did not", succeeded, len(children))
+	}
+	workers := e.fns.calls("worker")
+	broken = false
+	again := Execute(t, e.url, nil, RunOptions{Execution: "extract-redrive", Redrive: out.Redrive})
+	if again.Status != "SUCCEEDED" {
+		t.Fatalf("redriven execution %s %s %s", again.Status, again.Error, trim(again.Cause, 300))
+	}
+	if n := e.fns.calls("worker") - workers; n != len(children)-succeeded {
+		t.Errorf("the redrive ran %d worker batches, want the %d children that had not succeeded (of %d)", n, len(children)-succeeded, len(children))
+	}
+	t.Logf("children: %d, succeeded before the failure %d, run by the redrive %d", len(children), succeeded, e.fns.calls("worker")-workers)
+	got := e.objects(t, "out/redriven/")
+	for name, body := range e.want {
+		if !bytes.Equal(got[name], body) {
+			t.Errorf("%s: %d bytes, want %d", name, len(got[name]), len(body))
+		}
+	}
+	for _, l := range e.srv.Leftovers(t, "work", "dst") {
+		t.Errorf("left behind: %s", l)
+	}
 }
