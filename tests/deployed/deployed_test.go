@@ -420,6 +420,11 @@ func TestDeployedRedrive(t *testing.T) {
 	d := Deploy(t)
 	defer d.logsOnFailure()
 	want := sources(d)
+	for i := range 4 { // copy parts enough for several batches
+		key := fmt.Sprintf("in/more/%d.bin", i)
+		want[key] = s3test.Bytes(uint64(60+i), 5*mib+1+i)
+		d.S3.PutObject(t, sourceBucket, key, want[key])
+	}
 	worker := d.Functions["worker"]
 	// Every batch but the first fails, until the fault is lifted.
 	var failing atomic.Bool
