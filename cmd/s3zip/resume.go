@@ -24,8 +24,8 @@ func keepFlag(fs *flags) *string {
 	return fs.String("keep", "0", "when the run fails for a cause a retry may mend (S3 errors that outlast every retry), keep its upload and work objects for `DURATION` (e.g. 24h, 7d) so that `s3zip resume` can continue it; 0 aborts every failed run, and a failure no retry mends (a source changed, access refused, bad input) aborts whatever --keep says")
 }
 
-// maxKeep is the longest --keep: past it, an upload nobody resumes costs
-// storage for nothing (the work bucket's lifecycle rule aborts it then too).
+// maxKeep is the longest --keep: an upload nobody resumes costs its parts'
+// storage until then.
 const maxKeep = 30 * 24 * time.Hour
 
 // parseKeep is --keep's duration: Go's (90m, 24h) or whole days (7d).
