@@ -194,7 +194,10 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
   // For a redrive record: the top-level states entered and not (yet) exited, with their inputs,
   // and each Distributed Map Run's children (a redrive's start with those it kept).
   const unexited: { name: string; input: Json }[] = [];
-  const mapRuns: Redrive['mapRuns'] = JSON.parse(JSON.stringify(deps.redrive?.mapRuns ?? {}));
+  const mapRuns: Redrive['mapRuns'] = {};
+  // The failed Map Run a redrive continues: the one of the state it starts at, once (a state
+  // that runs again later in the execution, as a read round does, starts a Map Run of its own).
+  let redrivenRun = deps.redrive ? deps.redrive.mapRuns[deps.redrive.state] : undefined;
 
   /** Rewrites a (sub-)definition's states in place, registering handlers by state name. */
   function walk(def: Json) {
@@ -335,7 +338,8 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       return (count !== undefined && failed > count) || (pct !== undefined && (failed * 100) / n > pct);
     };
     // A redriven Map Run keeps its ARN and the children that succeeded; the rest run again.
-    const prev = mapRuns[name];
+    const prev = name === deps.redrive?.state ? redrivenRun : undefined;
+    redrivenRun = undefined;
     const mapRun = prev?.mapRun ?? `${deps.executionName}:${name}:${Date.now()}`;
     const records: (Json | null)[] = Array.from({ length: n }, (_, i) => (prev?.children[i]?.Status === 'SUCCEEDED' ? prev.children[i] : null));
     mapRuns[name] = { mapRun, children: records };
