@@ -180,7 +180,7 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	if job.WorkerParts > 0 {
 		var results *stepfn.MapResults
 		var err error
-		results, children, err = r.buildParts(ctx, cfg, log, job, total, redrive)
+		results, children, err = r.buildParts(ctx, cfg, job, total, redrive)
 		if err != nil {
 			return nil, &buildFailure{state: stateBuildParts, children: children, err: err}
 		}
@@ -274,7 +274,8 @@ func (r *Runner) taskRetry(log *slog.Logger, execution string) stepfn.Retry {
 // ItemBatcher, MaxConcurrency, Retry, ResultWriter. It returns the
 // children with a failure too (stepfn.RunMap), for a resume; redrive holds
 // a failed run's, whose succeeded batches are not run again.
-func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job, total Progress, redrive []stepfn.ChildResult) (*stepfn.MapResults, []stepfn.ChildResult, error) {
+func (r *Runner) buildParts(ctx context.Context, cfg Config, job *Job, total Progress, redrive []stepfn.ChildResult) (*stepfn.MapResults, []stepfn.ChildResult, error) {
+	log := r.logger()
 	_, batches, err := r.partBatches(ctx, job)
 	if err != nil {
 		return nil, nil, err
