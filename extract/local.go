@@ -48,7 +48,7 @@ type Progress struct {
 // ResultWriter's layout, Finalize, and Abort on any failure or interrupt
 // (every upload it began aborted, every object it wrote deleted).
 func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) (*Result, error) {
-	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress}
+	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
 	return r.run(ctx, req)
 }
 
@@ -56,6 +56,10 @@ type runner struct {
 	c          Client
 	log        *slog.Logger
 	onProgress func(Progress)
+	// keep is how long a run that fails for a cause a retry may mend is
+	// kept for Resume (0: aborted); redrives counts the resumes before this one.
+	keep     time.Duration
+	redrives int
 }
 
 // localBatchSize is how many jobs one in-process batch runs (one at a
@@ -95,18 +99,18 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return nil, r.abort(ctx, cfg, raw, req.Execution, err)
 	}
-	return r.finish(ctx, cfg, ex, nil, req.Keep, 0)
+	return r.finish(ctx, cfg, ex, nil)
 }
 
 // finish runs the jobs (those redrive does not hold as succeeded) and
 // Finalize, then keeps the run for a resume, or aborts it, when that fails.
-func (r *runner) finish(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult, keep time.Duration, redrives int) (*Result, error) {
+func (r *runner) finish(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult) (*Result, error) {
 	res, f := r.build(ctx, cfg, ex, redrive)
 	if f == nil && ctx.Err() != nil {
 		f = &buildFailure{state: stateFinalize, err: ctx.Err()} // interrupted: undone even if every job finished
 	}
 	if f != nil {
-		if kept := r.keep(ctx, keep, ex, f, redrives); kept != nil {
+		if kept := r.keepRun(ctx, ex, f); kept != nil {
 			return nil, kept
 		}
 		state, _ := json.Marshal(ex)

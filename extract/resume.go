@@ -49,18 +49,18 @@ type ResumeStats struct {
 // resume (when Request.Keep allows): only a cause a retry may mend.
 func Resumable(err error) bool { return stepfn.Resumable(err, Retryable) }
 
-// keep records a run that failed for a resume instead of aborting it and
+// keepRun records a run that failed for a resume instead of aborting it and
 // returns the failure as a stepfn.KeptError; nil when the run is not to be
-// kept (keep is 0, the cause is not resumable, or the record cannot be
+// kept (r.keep is 0, the cause is not resumable, or the record cannot be
 // written), and the caller aborts.
-func (r *runner) keep(ctx context.Context, keep time.Duration, ex *Extraction, f *buildFailure, redrives int) error {
-	if keep <= 0 || !Resumable(f.err) {
+func (r *runner) keepRun(ctx context.Context, ex *Extraction, f *buildFailure) error {
+	if r.keep <= 0 || !Resumable(f.err) {
 		return nil
 	}
 	now := time.Now().UTC()
 	input, _ := json.Marshal(ex)
 	k := &stepfn.Kept{Execution: ex.Execution, State: f.state, Input: input, Children: f.children,
-		Error: ErrorType(f.err), Cause: f.err.Error(), Failed: now, Until: now.Add(keep), Redrives: redrives}
+		Error: ErrorType(f.err), Cause: f.err.Error(), Failed: now, Until: now.Add(r.keep), Redrives: r.redrives}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if err := stepfn.WriteKept(wctx, workPutter(r.c), ex.WorkBucket, ex.WorkPrefix, k); err != nil {
@@ -69,16 +69,25 @@ func (r *runner) keep(ctx context.Context, keep time.Duration, ex *Extraction, f
 	return &stepfn.KeptError{Execution: ex.Execution, Until: k.Until, Err: f.err}
 }
 
-// Resume continues the kept extraction execution (its work in workBucket,
-// under workPrefix, "" for the default) from the state that failed, as a
-// redrive does: the jobs Map runs again only the batches that did not
-// succeed, or whose objects are not all at the destination with the sizes
-// their batch reported; then Finalize runs. A failure a retry may mend
-// keeps the run again (for keep from now); any other aborts it.
-func Resume(ctx context.Context, c Client, workBucket, workPrefix, execution string, keep time.Duration, onProgress func(Progress)) (*Result, *ResumeStats, error) {
-	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress}
-	cfg0 := Config{WorkBucket: workBucket, WorkPrefix: workPrefix}.Defaults()
-	prefix := cfg0.ExecutionPrefix(execution)
+// ResumeRequest names a kept extraction and how long to keep it again.
+type ResumeRequest struct {
+	WorkBucket string
+	WorkPrefix string // "" for the default, s3zip-work/
+	Execution  string
+	// Keep is how long the run is kept again if it fails again for a cause
+	// a retry may mend (0: aborted).
+	Keep time.Duration
+}
+
+// Resume continues the kept extraction req.Execution from the state that
+// failed, as a redrive does: the jobs Map runs again only the batches that
+// did not succeed, or whose objects are not all at the destination with the
+// sizes their batch reported; then Finalize runs. A failure a retry may
+// mend keeps the run again (for req.Keep from now); any other aborts it.
+func Resume(ctx context.Context, c Client, req ResumeRequest, onProgress func(Progress)) (*Result, *ResumeStats, error) {
+	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
+	workBucket, workPrefix, execution := req.WorkBucket, req.WorkPrefix, req.Execution
+	prefix := Config{WorkBucket: workBucket, WorkPrefix: workPrefix}.Defaults().ExecutionPrefix(execution)
 	k, err := stepfn.ReadKept(ctx, workGetter(c), workBucket, prefix)
 	if s3err.NotFound(err) {
 		return nil, nil, fmt.Errorf("no kept extraction %s under s3://%s/%s: it completed, was aborted, or was removed after its keep time; extract the archive again", execution, workBucket, prefix)
@@ -92,6 +101,7 @@ func Resume(ctx context.Context, c Client, workBucket, workPrefix, execution str
 	}
 	cfg := Config{WorkBucket: ex.WorkBucket, WorkPrefix: workPrefix, BatchSize: ex.BatchSize, MaxConcurrency: ex.MaxConcurrency, Workers: 1}.Defaults()
 	stats := &ResumeStats{Redrives: k.Redrives + 1, FailedState: k.State, FailureCause: k.Cause}
+	r.redrives = stats.Redrives
 	jobs, err := readJobs(ctx, c, &ex)
 	if err != nil {
 		return nil, stats, fmt.Errorf("resume %s: ItemReader: %w", execution, err)
@@ -134,7 +144,7 @@ func Resume(ctx context.Context, c Client, workBucket, workPrefix, execution str
 			}
 		}
 	}
-	res, err := r.finish(ctx, cfg, &ex, redrive, keep, stats.Redrives)
+	res, err := r.finish(ctx, cfg, &ex, redrive)
 	return res, stats, err
 }
 

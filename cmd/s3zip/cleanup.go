@@ -234,10 +234,9 @@ func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 // Live runs are left alone.
 //
 // Runs kept for a resume (create --keep) count as live until their keep
-// time has passed, unless removeKept.
-func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest create.Destination, self string, removeKept bool) (*cleanupResult, error) {
-	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
-	cl := &cleaner{c: c, workBucket: workBucket}
+// time has passed, unless cl.removeKept.
+func cleanDeadRuns(ctx context.Context, cl *cleaner, dest create.Destination, self string) (*cleanupResult, error) {
+	res := &cleanupResult{Destination: dest.URI(), WorkBucket: cl.workBucket}
 	prefixes, now, err := cl.runPrefixes(ctx)
 	if err != nil {
 		return res, err
@@ -257,7 +256,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest cr
 		}
 		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
 		f.Dead, f.Why = runDead(m, r.lastBeat, now)
-		if _, kept := m.keptFor(now); kept && removeKept {
+		if _, kept := m.keptFor(now); kept && cl.removeKept {
 			f.Dead, f.Why = true, fmt.Sprintf("kept for a resume until %s; removed as asked (--kept)", m.KeptUntil.Format(time.RFC3339))
 		}
 		if f.Dead {
@@ -280,6 +279,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest cr
 type cleaner struct {
 	c          *s3.Client
 	workBucket string
+	removeKept bool // runs kept for a resume are removed too (cleanup --kept)
 }
 
 // runPrefixes lists the work prefixes of creates and of extracts, and
@@ -496,7 +496,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := cleanDeadRuns(ctx, client, *workBucket, create.Destination{Bucket: bucket, Key: key}, "", *kept)
+	res, err := cleanDeadRuns(ctx, &cleaner{c: client, workBucket: *workBucket, removeKept: *kept}, create.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
 		if jerr := printJSON(stdout, res); jerr != nil && err == nil {
 			err = jerr
@@ -521,7 +521,7 @@ func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, d
 	if lease == nil {
 		return nil
 	}
-	res, err := cleanDeadRuns(ctx, c, workBucket, dest, execution, false)
+	res, err := cleanDeadRuns(ctx, &cleaner{c: c, workBucket: workBucket}, dest, execution)
 	if res != nil {
 		printCleanup(os.Stderr, res, true)
 	}

@@ -87,7 +87,7 @@ func runResume(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if m, ok := keptExtract(ctx, client, *workBucket, execution); ok {
-		return resumeExtract(ctx, client, *workBucket, m, keepFor, *asJSON, stdout)
+		return resumeExtract(ctx, client, m, extractResume{workBucket: *workBucket, keep: keepFor, asJSON: *asJSON}, stdout)
 	}
 	counter := s3metrics.New()
 	progress := newProgressPrinter(os.Stderr)
@@ -173,14 +173,22 @@ func keptExtract(ctx context.Context, c *s3.Client, workBucket, execution string
 	return m, true
 }
 
+// extractResume is how resume continues a kept extraction: resume's flags.
+type extractResume struct {
+	workBucket string
+	keep       time.Duration
+	asJSON     bool
+}
+
 // resumeExtract continues the kept extraction m.Execution.
-func resumeExtract(ctx context.Context, client *s3.Client, workBucket string, m runMarker, keep time.Duration, asJSON bool, stdout io.Writer) error {
+func resumeExtract(ctx context.Context, client *s3.Client, m runMarker, o extractResume, stdout io.Writer) error {
+	workBucket := o.workBucket
 	counter := s3metrics.New()
 	progress := newProgressPrinter(os.Stderr)
 	start := time.Now()
 	m.Ended, m.KeptUntil = time.Time{}, time.Time{}
 	lease := leaseMarker(ctx, housekeeping(client), workBucket, withProcess(m))
-	res, stats, err := extract.Resume(ctx, s3.New(client.Options(), counter.Option()), workBucket, "", m.Execution, keep, progress.updateExtract)
+	res, stats, err := extract.Resume(ctx, s3.New(client.Options(), counter.Option()), extract.ResumeRequest{WorkBucket: workBucket, Execution: m.Execution, Keep: o.keep}, progress.updateExtract)
 	progress.finishRun(ctx, err)
 	var kept *stepfn.KeptError
 	if errors.As(err, &kept) {
@@ -194,7 +202,7 @@ func resumeExtract(ctx context.Context, client *s3.Client, workBucket string, m 
 		return err
 	}
 	wall := time.Since(start)
-	if asJSON {
+	if o.asJSON {
 		return printJSON(stdout, map[string]any{"result": res, "resume": stats, "requests": counter.Snapshot(), "wallSeconds": wall.Seconds()})
 	}
 	fmt.Fprintf(stdout, "extracted   %d objects from %s\nreport      %s\n", len(res.Objects), res.Archive, res.Report)

@@ -75,7 +75,7 @@ func TestExtractResumeAfterTransientFailure(t *testing.T) {
 
 	p.SetRules(nil)
 	start := time.Now()
-	res, stats, err := extract.Resume(ctx, through, "work", "", "x-kept", time.Hour, nil)
+	res, stats, err := extract.Resume(ctx, through, extract.ResumeRequest{WorkBucket: "work", Execution: "x-kept", Keep: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestResumeAtScale(t *testing.T) {
 	written := lastModified(t, srv, "dst", "out/")
 	p.SetRules(nil)
 	start = time.Now()
-	xres, xstats, err := extract.Resume(ctx, c, "work", "", "scale-extract", time.Hour, nil)
+	xres, xstats, err := extract.Resume(ctx, c, extract.ResumeRequest{WorkBucket: "work", Execution: "scale-extract", Keep: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
