@@ -205,6 +205,13 @@ test-stalls: tools
 	@set -o pipefail; S3ZIP_FAULTS=1 S3ZIP_LONG=1 $(GO) test -count=1 -timeout 60m -run 'TestStallCost$$' -v ./tests/faults/ 2>&1 \
 	  | grep -E 'stallcost_test|^(--- |FAIL|ok|panic)'
 
+## test-resume: a create of 100,000 objects and an extract of its 100,000 entries (S3ZIP_RESUME_OBJECTS=n for another
+## number), each failed by a fault at about 80 % and resumed: parts built, built twice and time for both (not part of
+## `make test` or CI: minutes and gigabytes; make test runs the small versions)
+.PHONY: test-resume
+test-resume: tools
+	@set -o pipefail; S3ZIP_LONG=1 $(GO) test -count=1 -timeout 120m -v ./tests/resume/ 2>&1 | grep -E '^(--- |FAIL|ok|panic)|resume_test.go:[0-9]+:'
+
 ## test-scale: 1,000,000 small objects (S3ZIP_SCALE_OBJECTS=n for fewer) archived through the deployed template,
 ## under S3's request rates divided by S3ZIP_RATE_FACTOR (503 SlowDown past them; 0: none),
 ## two readers and every entry's CRC-32 and size checked, each function's peak RSS against its memory; ends with the

@@ -93,14 +93,14 @@ func appendTasks(t *testing.T, tasks []aslTask, file string, states map[string]j
 // defines or one ErrorType reports; every worker Task retries every
 // retryable type; no Retry retries a type that cannot heal.
 func TestASLErrorNames(t *testing.T) {
-	ours := stepfn.Types
+	ours := append(slices.Clone(stepfn.Types), stepfn.TypeUntyped)
 	workers := 0
 	for _, task := range loadASL(t) {
 		where := fmt.Sprintf("%s: %s", task.file, task.name)
 		for _, list := range slices.Concat(task.retry, task.catch) {
 			for _, name := range list {
 				if !strings.HasPrefix(name, "States.") && !strings.HasPrefix(name, "Lambda.") &&
-					!strings.HasPrefix(name, "Sandbox.") && !slices.Contains(ours, name) {
+					!strings.HasPrefix(name, "Sandbox.") && !strings.HasPrefix(name, "Runtime.") && !slices.Contains(ours, name) {
 					t.Errorf("%s: ErrorEquals names %q, which no handler reports (internal/stepfn/errors.go: %s)", where, name, strings.Join(ours, ", "))
 				}
 			}
@@ -121,6 +121,19 @@ func TestASLErrorNames(t *testing.T) {
 		for _, name := range stepfn.RetryableTypes {
 			if !slices.Contains(retried, name) && !slices.Contains(retried, "States.ALL") {
 				t.Errorf("worker task %s does not retry %s", where, name)
+			}
+		}
+		// A batch that fails for a cause no retry mends ends its child with
+		// the refusal, for the finalizer to report: every such name is caught.
+		caught := slices.Concat(task.catch...)
+		for _, name := range ours {
+			if !slices.Contains(stepfn.RetryableTypes, name) && !slices.Contains(caught, name) {
+				t.Errorf("worker task %s does not catch %s: a batch that cannot heal would fail the Map Run, which is kept for Redrive instead of aborted", where, name)
+			}
+		}
+		for _, name := range stepfn.RetryableTypes {
+			if slices.Contains(caught, name) || slices.Contains(caught, "States.ALL") {
+				t.Errorf("worker task %s catches %s: a batch that may heal must fail the Map Run, for Redrive", where, name)
 			}
 		}
 	}

@@ -211,8 +211,8 @@ func TestCRCsTheLayoutNeedsAreLearnedByTheReadPass(t *testing.T) {
 			}
 		}
 	}
-	if _, err := r.build(context.Background(), r.Config.Defaults(), quietLog(), job); err != nil {
-		t.Fatal(err)
+	if _, f := r.build(context.Background(), r.Config.Defaults(), quietLog(), job, nil); f != nil {
+		t.Fatal(f.err)
 	}
 	e.checkArchive(t, "out/a.zip", "in/")
 	e.assertClean(t)

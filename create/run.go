@@ -1,7 +1,6 @@
 package create
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,6 +64,10 @@ type Runner struct {
 	Read       ReadBatchFunc // nil: an in-process Reader
 	Attempts   int           // tries per batch for retryable errors (default 3)
 	OnProgress func(Progress)
+	// Keep is how long a run that fails building or finalizing its parts,
+	// for a cause a retry may mend (Resumable), keeps its upload and work
+	// objects for Resume instead of aborting; 0 aborts every failed run.
+	Keep time.Duration
 }
 
 // RunResult is a finished run.
@@ -113,23 +116,28 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		}
 		return nil, r.abort(ctx, request, execution, err)
 	}
-	out, err := r.build(ctx, cfg, log, job)
+	out, failure := r.build(ctx, cfg, log, job, nil)
 	var restart *UploadRestartError
-	for restarts := 1; errors.As(err, &restart) && job.Archives == 0; restarts++ {
+	for restarts := 1; failure != nil && errors.As(failure.err, &restart) && job.Archives == 0; restarts++ {
 		if restarts > maxUploadRestarts {
-			err = fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion: %w", maxUploadRestarts, err)
+			failure.err = fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion: %w", maxUploadRestarts, failure.err)
 			break
 		}
-		log.Warn("S3 ended the archive's upload at its completion; starting it again", "execution", execution, "error", err.Error())
-		var next *Job
-		if next, err = planner.RestartUpload(ctx, in, job); err == nil {
-			job = next
-			out, err = r.build(ctx, cfg, log, job)
+		log.Warn("S3 ended the archive's upload at its completion; starting it again", "execution", execution, "error", failure.err.Error())
+		next, err := planner.RestartUpload(ctx, in, job)
+		if err != nil {
+			failure.err = err
+			break
 		}
+		job = next
+		out, failure = r.build(ctx, cfg, log, job, nil)
 	}
-	if err != nil {
+	if failure != nil {
+		if kept := r.keep(ctx, job, failure, 0); kept != nil {
+			return &RunResult{Job: job}, kept
+		}
 		state, _ := json.Marshal(job)
-		return &RunResult{Job: job}, r.abort(ctx, state, execution, err)
+		return &RunResult{Job: job}, r.abort(ctx, state, execution, failure.err)
 	}
 	return &RunResult{Job: job, Output: out}, nil
 }
@@ -138,6 +146,13 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 // again after S3 ended it at its completion (UploadRestartError): each
 // time builds every part anew.
 const maxUploadRestarts = 3
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
 
 // planState runs a planner state (PlanArchive, PlanLayout) with Step Functions'
 // payload quota on its input and output.
@@ -169,7 +184,10 @@ func (r *Runner) report(p Progress) {
 	}
 }
 
-func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *Job) (*FinalizeOutput, error) {
+// build runs BuildParts and FinalizeArchive; redrive, when set, holds the
+// parts Map's children of a failed run (stepfn.Map.Redrive). A failure says
+// where build stopped.
+func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *Job, redrive []stepfn.ChildResult) (*FinalizeOutput, *buildFailure) {
 	in := FinalizeInput{Job: *job}
 	// The plan's header has the totals progress is measured against. It is
 	// read only for a watcher, and a failure to read it costs only the totals.
@@ -181,12 +199,18 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	}
 	total := Progress{Phase: PhaseBuilding, Parts: header.Parts, Bytes: header.Size}
 	r.report(total)
+	var children []stepfn.ChildResult
 	if job.WorkerParts > 0 {
-		results, err := r.buildParts(ctx, cfg, log, job, total)
+		var results *stepfn.MapResults
+		var err error
+		results, children, err = r.buildParts(ctx, cfg, job, total, redrive)
 		if err != nil {
-			return nil, err
+			return nil, &buildFailure{state: stateBuildParts, children: children, err: err}
 		}
 		in.Results = results
+	}
+	failed := func(err error) *buildFailure {
+		return &buildFailure{state: stateFinalizeArchive, children: children, err: err}
 	}
 	final := header.Final.Size()
 	for _, d := range header.DirectoryParts {
@@ -197,7 +221,7 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	// failure picks up where the last one stopped (it may have completed the upload).
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
 	if _, err := stepfn.Payload("state FinalizeArchive input", in); err != nil {
-		return nil, err
+		return nil, failed(err)
 	}
 	var out *FinalizeOutput
 	err := r.taskRetry(log, job.Execution).Do(ctx, "FinalizeArchive", func() error {
@@ -208,10 +232,11 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	if err == nil {
 		_, err = stepfn.Payload("state FinalizeArchive output", out)
 	}
-	if err == nil {
-		r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
+	if err != nil {
+		return nil, failed(err)
 	}
-	return out, err
+	r.report(Progress{Phase: PhaseDone, Parts: total.Parts, PartsDone: total.Parts, Bytes: total.Bytes, BytesDone: total.Bytes})
+	return out, nil
 }
 
 // ReadBatchFunc runs one ReadEntries batch: in process (Reader.Handle)
@@ -269,23 +294,14 @@ func (r *Runner) taskRetry(log *slog.Logger, execution string) stepfn.Retry {
 }
 
 // buildParts is the Distributed Map: ItemReader over the part jobs,
-// ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, job *Job, total Progress) (*stepfn.MapResults, error) {
-	doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PartsKey, 1<<30)
+// ItemBatcher, MaxConcurrency, Retry, ResultWriter. It returns the
+// children with a failure too (stepfn.RunMap), for a resume; redrive holds
+// a failed run's, whose succeeded batches are not run again.
+func (r *Runner) buildParts(ctx context.Context, cfg Config, job *Job, total Progress, redrive []stepfn.ChildResult) (*stepfn.MapResults, []stepfn.ChildResult, error) {
+	log := r.logger()
+	_, batches, err := r.partBatches(ctx, job)
 	if err != nil {
-		return nil, fmt.Errorf("ItemReader: %w", err)
-	}
-	items, err := plan.DecodeParts(bytes.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("ItemReader: %w", err)
-	}
-	batches, err := stepfn.BatchItems(items, job.PartsPerBatch, func(items []plan.PartJob) BatchInput {
-		var in BatchInput
-		in.Items, in.BatchInput.Job = items, *job
-		return in
-	}, "BuildParts")
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	batch := r.Batch
 	if batch == nil {
@@ -293,7 +309,7 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		batch = w.Handle
 	}
 	var partsDone, bytesDone atomic.Int64
-	m := stepfn.Map{State: "BuildParts", MaxConcurrency: job.MaxConcurrency, Retry: r.taskRetry(log, job.Execution), Done: func(b int) {
+	m := stepfn.Map{State: stateBuildParts, MaxConcurrency: job.MaxConcurrency, Retry: r.taskRetry(log, job.Execution), Redrive: redrive, Done: func(b int) {
 		// A job builds its own part and the ones it carries.
 		var parts, n int64
 		for _, it := range batches[b].Items {
@@ -314,9 +330,10 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, log *slog.Logger, j
 		return out, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, children, err
 	}
-	return stepfn.WriteLocalResults(ctx, putter(r.S3), job.WorkBucket, job.WorkPrefix+"map/", children)
+	results, err := stepfn.WriteLocalResults(ctx, putter(r.S3), job.WorkBucket, job.WorkPrefix+"map/", children)
+	return results, children, err
 }
 
 // plannedNothing reports whether the planner failed before it wrote or

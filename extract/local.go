@@ -24,6 +24,10 @@ type Request struct {
 	// DestBucket), under WorkPrefix (default s3zip-work/).
 	WorkBucket, WorkPrefix string
 	Execution              string // names the run (default cli-<time>)
+	// Keep is how long a run that fails running its jobs or finalizing, for
+	// a cause a retry may mend, keeps what it wrote and its work objects for
+	// Resume instead of aborting; 0 aborts every failed run.
+	Keep time.Duration
 	Options
 }
 
@@ -44,7 +48,7 @@ type Progress struct {
 // ResultWriter's layout, Finalize, and Abort on any failure or interrupt
 // (every upload it began aborted, every object it wrote deleted).
 func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) (*Result, error) {
-	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress}
+	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
 	return r.run(ctx, req)
 }
 
@@ -52,6 +56,10 @@ type runner struct {
 	c          Client
 	log        *slog.Logger
 	onProgress func(Progress)
+	// keep is how long a run that fails for a cause a retry may mend is
+	// kept for Resume (0: aborted); redrives counts the resumes before this one.
+	keep     time.Duration
+	redrives int
 }
 
 // localBatchSize is how many jobs one in-process batch runs (one at a
@@ -91,13 +99,22 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return nil, r.abort(ctx, cfg, raw, req.Execution, err)
 	}
-	state, _ := json.Marshal(ex)
-	res, err := r.build(ctx, cfg, ex)
-	if err == nil {
-		err = ctx.Err() // interrupted: undone even if every job finished
+	return r.finish(ctx, cfg, ex, nil)
+}
+
+// finish runs the jobs (those redrive does not hold as succeeded) and
+// Finalize, then keeps the run for a resume, or aborts it, when that fails.
+func (r *runner) finish(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult) (*Result, error) {
+	res, f := r.build(ctx, cfg, ex, redrive)
+	if f == nil && ctx.Err() != nil {
+		f = &buildFailure{state: stateFinalize, err: ctx.Err()} // interrupted: undone even if every job finished
 	}
-	if err != nil {
-		return nil, r.abort(ctx, cfg, state, ex.Execution, err)
+	if f != nil {
+		if kept := r.keepRun(ctx, ex, f); kept != nil {
+			return nil, kept
+		}
+		state, _ := json.Marshal(ex)
+		return nil, r.abort(ctx, cfg, state, ex.Execution, f.err)
 	}
 	return res, nil
 }
@@ -110,11 +127,14 @@ func plannedNothing(err error) bool {
 	return errors.As(err, &re) || errors.As(err, &rfe) || errors.As(err, &ee)
 }
 
-func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result, error) {
+// build runs RunJobs and Finalize; redrive, when set, holds the jobs Map's
+// children of a failed run (stepfn.Map.Redrive). A failure says where
+// build stopped.
+func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult) (*Result, *buildFailure) {
 	// ItemReader
 	jobs, err := readJobs(ctx, r.c, ex)
 	if err != nil {
-		return nil, fmt.Errorf("ItemReader: %w", err)
+		return nil, &buildFailure{state: stateRunJobs, err: fmt.Errorf("ItemReader: %w", err)}
 	}
 	var total int64
 	for i := range jobs {
@@ -129,34 +149,33 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 	}
 	report()
 	in := FinalizeInput{Extraction: *ex}
+	var children []stepfn.ChildResult
 	if len(jobs) > 0 {
 		// ItemReader, ItemBatcher, MaxConcurrency, Retry, ResultWriter.
-		batches, err := stepfn.BatchItems(jobs, ex.BatchSize, func(items []Job) BatchInput {
-			var bi BatchInput
-			bi.Items, bi.BatchInput.Job = items, *ex
-			return bi
-		}, "RunJobs")
+		batches, err := jobBatches(jobs, ex)
 		if err != nil {
-			return nil, err
+			return nil, &buildFailure{state: stateRunJobs, err: err}
 		}
 		w := &Worker{S3: r.c, Config: cfg, Log: r.log}
-		m := stepfn.Map{State: "RunJobs", MaxConcurrency: ex.MaxConcurrency, Retry: stepfn.Retry{Retryable: Retryable}, Done: func(b int) {
+		m := stepfn.Map{State: stateRunJobs, MaxConcurrency: ex.MaxConcurrency, Retry: stepfn.Retry{Retryable: Retryable}, Redrive: redrive, Done: func(b int) {
 			for _, j := range batches[b].Items {
 				bytesDone.Add(j.Bytes())
 			}
 			jobsDone.Add(int32(len(batches[b].Items)))
 			report()
 		}}
-		children, err := stepfn.RunMap(ctx, m, batches, w.Handle)
-		if err != nil {
-			return nil, err
+		if children, err = stepfn.RunMap(ctx, m, batches, w.Handle); err != nil {
+			return nil, &buildFailure{state: stateRunJobs, children: children, err: err}
 		}
 		if in.Results, err = stepfn.WriteLocalResults(ctx, workPutter(r.c), ex.WorkBucket, ex.WorkPrefix+"map/", children); err != nil {
-			return nil, err
+			return nil, &buildFailure{state: stateRunJobs, children: children, err: err}
 		}
 	}
+	failed := func(err error) *buildFailure {
+		return &buildFailure{state: stateFinalize, children: children, err: err}
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, failed(err)
 	}
 	f := &Finalizer{S3: r.c, Config: cfg, Log: r.log}
 	var res *Result
@@ -166,7 +185,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction) (*Result
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, failed(err)
 	}
 	res.Plan = &Plan{Jobs: jobs, Skipped: res.Skipped, Objects: ex.Objects, Bytes: ex.Bytes, Copied: ex.Copied, Read: ex.Read, ReadBelow: ex.ReadBelow, ReadAll: ex.ReadAll}
 	return res, nil

@@ -63,6 +63,9 @@ type runMarker struct {
 	// Ended is set when the run ended and left work behind (its clean-up
 	// failed or was cut short): what is there is for cleanup to remove.
 	Ended time.Time `json:"ended,omitzero"`
+	// KeptUntil is set when the run failed for a cause a retry may mend and
+	// was kept for `s3zip resume` (--keep): clean-up leaves it alone until then.
+	KeptUntil time.Time `json:"keptUntil,omitzero"`
 }
 
 func workPrefix(workBucket string) string {
@@ -71,6 +74,7 @@ func workPrefix(workBucket string) string {
 
 // markerLease writes a run's marker and keeps it fresh until stop.
 type markerLease struct {
+	kept   time.Time // the run was kept for a resume until then (keepUntil)
 	c      *s3.Client
 	bucket string
 	key    string
@@ -141,13 +145,21 @@ func (l *markerLease) stop(ctx context.Context) error {
 	c := s3.New(l.c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = s3rate.DefaultAttempts })
 	if left := workLeft(ctx, c, l.bucket, strings.TrimSuffix(l.key, markerName)); len(left) > 0 {
 		m := l.marker
-		m.Ended = time.Now().UTC()
+		m.Ended, m.KeptUntil = time.Now().UTC(), l.kept
 		doc, _ := json.Marshal(m)
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &l.bucket, Key: &l.key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))), ContentType: aws.String("application/json")})
 		return err
 	}
 	_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.bucket, Key: &l.key})
 	return err
+}
+
+// keepUntil marks the run kept for a resume until t: stop records it in
+// the marker, and clean-up leaves the run alone until then.
+func (l *markerLease) keepUntil(t time.Time) {
+	if l != nil {
+		l.kept = t.UTC()
+	}
 }
 
 // workLeft says what a run left under its work prefix besides its marker:
@@ -220,9 +232,11 @@ func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 // probes) and its work objects; an extract's uploads and the objects it
 // wrote under its destination (as its Abort would) and its work objects.
 // Live runs are left alone.
-func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest create.Destination, self string) (*cleanupResult, error) {
-	res := &cleanupResult{Destination: dest.URI(), WorkBucket: workBucket}
-	cl := &cleaner{c: c, workBucket: workBucket}
+//
+// Runs kept for a resume (create --keep) count as live until their keep
+// time has passed, unless cl.removeKept.
+func cleanDeadRuns(ctx context.Context, cl *cleaner, dest create.Destination, self string) (*cleanupResult, error) {
+	res := &cleanupResult{Destination: dest.URI(), WorkBucket: cl.workBucket}
 	prefixes, now, err := cl.runPrefixes(ctx)
 	if err != nil {
 		return res, err
@@ -242,6 +256,9 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest cr
 		}
 		f := foundRun{Marker: *m, LastBeat: r.lastBeat}
 		f.Dead, f.Why = runDead(m, r.lastBeat, now)
+		if _, kept := m.keptFor(now); kept && cl.removeKept {
+			f.Dead, f.Why = true, fmt.Sprintf("kept for a resume until %s; removed as asked (--kept)", m.KeptUntil.Format(time.RFC3339))
+		}
 		if f.Dead {
 			cl.clean(ctx, &f)
 		}
@@ -262,6 +279,7 @@ func cleanDeadRuns(ctx context.Context, c *s3.Client, workBucket string, dest cr
 type cleaner struct {
 	c          *s3.Client
 	workBucket string
+	removeKept bool // runs kept for a resume are removed too (cleanup --kept)
 }
 
 // runPrefixes lists the work prefixes of creates and of extracts, and
@@ -393,6 +411,9 @@ func (cl *cleaner) unrecordedUploads(ctx context.Context, dest create.Destinatio
 
 // runDead decides whether the run a marker names is over, and says why.
 func runDead(m *runMarker, lastBeat, now time.Time) (bool, string) {
+	if left, ok := m.keptFor(now); ok {
+		return false, fmt.Sprintf("kept for `s3zip resume %s` until %s (%s from now)", m.Execution, m.KeptUntil.Format(time.RFC3339), left.Round(time.Minute))
+	}
 	if !m.Ended.IsZero() {
 		return true, fmt.Sprintf("the run ended at %s and left work behind", m.Ended.Format(time.RFC3339))
 	}
@@ -451,11 +472,12 @@ func printCleanup(w io.Writer, r *cleanupResult, quietIfNothing bool) {
 }
 
 func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("cleanup", "s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--json]",
-		"Removes the work objects and multipart uploads of runs that create that archive, or extract it,\nthat were killed (kill -9, a lost machine), and the objects a killed extract wrote (not those it\nreplaced). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone.")
+	fs := newFlags("cleanup", "s3zip cleanup s3://bucket/archive.zip [--work-bucket B] [--endpoint URL] [--kept] [--json]",
+		"Removes the work objects and multipart uploads of runs that create that archive, or extract it,\nthat were killed (kill -9, a lost machine), and the objects a killed extract wrote (not those it\nreplaced). A run whose process is still running, or whose heartbeat is\nfresher than "+staleAfter.String()+", is left alone, and so is a run kept for `s3zip resume` (unless --kept).")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	workBucket := fs.String("work-bucket", "", "bucket the run kept its work in (default: the archive's bucket)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	kept := fs.Bool("kept", false, "also remove runs kept for `s3zip resume` (create --keep) whose keep time has not passed")
 	pos, err := fs.parseArgs(args, stdout)
 	if err != nil {
 		return err
@@ -474,7 +496,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := cleanDeadRuns(ctx, client, *workBucket, create.Destination{Bucket: bucket, Key: key}, "")
+	res, err := cleanDeadRuns(ctx, &cleaner{c: client, workBucket: *workBucket, removeKept: *kept}, create.Destination{Bucket: bucket, Key: key}, "")
 	if *asJSON && res != nil {
 		if jerr := printJSON(stdout, res); jerr != nil && err == nil {
 			err = jerr
@@ -499,7 +521,7 @@ func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, d
 	if lease == nil {
 		return nil
 	}
-	res, err := cleanDeadRuns(ctx, c, workBucket, dest, execution)
+	res, err := cleanDeadRuns(ctx, &cleaner{c: c, workBucket: workBucket}, dest, execution)
 	if res != nil {
 		printCleanup(os.Stderr, res, true)
 	}

@@ -15,7 +15,7 @@ type command struct {
 // commands is every subcommand, in the order a user meets them, which is
 // the order `s3zip help` lists them in: build an archive (here, or follow
 // the deployed workflow's run), price one before building it, check it,
-// download it or hand out a link to it, unpack one in S3, clear up after a
+// download it or hand out a link to it, unpack one in S3, continue a run kept after a failure, clear up after a
 // killed run; then a data set to try it all on, and the version.
 var commands = []command{
 	{"create", "build an archive: the whole workflow, run from here against any S3 endpoint", runCreate},
@@ -25,6 +25,7 @@ var commands = []command{
 	{"get", "download an archive in S3 and extract it to a directory", runGet},
 	{"presign", "print a download link (presigned GET URL) of an object: presign s3://bucket/key", runPresign},
 	{"extract", "unpack an archive in S3 into objects under a prefix, server-side where it can be", runExtract},
+	{"resume", "continue a run that failed for a cause a retry may mend and was kept (--keep): resume RUN", runResume},
 	{"cleanup", "remove what a killed create or extract left for an archive (work objects, multipart uploads, an extract's objects)", runCleanup},
 	{"sample", "upload a synthetic data set (for demos and benchmarks)", runSample},
 	{"version", "print the version, commit and Go release s3zip was built from", runVersion},

@@ -9,7 +9,7 @@ import (
 
 // learningOrder is the order a user meets the commands in, which `s3zip
 // help` keeps (issue 22): a new command is placed here on purpose.
-var learningOrder = []string{"create", "status", "plan", "verify", "get", "presign", "extract", "cleanup", "sample", "version"}
+var learningOrder = []string{"create", "status", "plan", "verify", "get", "presign", "extract", "resume", "cleanup", "sample", "version"}
 
 // listed returns the command names of `s3zip help`'s list, in its order.
 func listed(t *testing.T, help string) []string {

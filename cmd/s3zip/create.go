@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -30,10 +32,16 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cf.keepFor, err = parseKeep("create", *cf.keep); err != nil {
+		return err
+	}
 	show := resultOutput{stdout: stdout, asJSON: *cf.asJSON, linkLife: linkLife}
 	if *cf.stateMachine != "" { // typed empty, parse refused it
 		if *cf.model != "" {
 			return usageErrorf("create: --model prices a run here; a deployed planner prices with AWS's profile (drop --model, or --state-machine)")
+		}
+		if fs.given("keep") {
+			return usageErrorf("create: --keep keeps a run here; a deployed workflow keeps a failed run for its construct's keepFailedRunsFor (drop --keep, or --state-machine)")
 		}
 		// The deployment's own default concurrency applies unless --workers is
 		// given or the account's Lambda concurrency is below it (fitToAccount).
@@ -54,6 +62,8 @@ type createFlags struct {
 	batch                          *int
 	overwrite, asJSON, verbose     *bool
 	presign                        *string
+	keep                           *string
+	keepFor                        time.Duration // --keep, parsed
 }
 
 func newCreateFlags() (*flags, *createFlags) {
@@ -72,6 +82,7 @@ func newCreateFlags() (*flags, *createFlags) {
 		stateMachine: fs.String("state-machine", "", "`ARN` of the deployed state machine: start an execution there and follow it"),
 		model:        fs.String("model", "", modelHelp),
 		presign:      presignFlag(fs),
+		keep:         keepFlag(fs),
 	}
 }
 
@@ -133,6 +144,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 		Config:     create.Config{WorkBucket: workBucket, DefaultMaxConcurrency: *cf.rf.workers, PartsPerBatch: *cf.batch, Model: model},
 		Log:        cf.logger(ctx),
 		OnProgress: progress.update,
+		Keep:       cf.keepFor,
 	}
 	raw, _ := json.Marshal(req)
 	start := time.Now()
@@ -140,7 +152,14 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 	lease := startRun(ctx, plain, workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
 	progress.finishRun(ctx, err)
+	var kept *stepfn.KeptError
+	if errors.As(err, &kept) {
+		lease.keepUntil(kept.Until)
+	}
 	lease.stop(ctx)
+	if kept != nil {
+		return keptRun(kept, workBucket, clientEndpoint(plain))
+	}
 	if err != nil {
 		if _, ok := interrupted(ctx); ok {
 			var job *create.Job

@@ -17,6 +17,7 @@ import (
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3metrics"
+	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -50,7 +51,14 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	lease := startExtractRun(ctx, plain, req)
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
 	progress.finishRun(ctx, err)
+	var kept *stepfn.KeptError
+	if errors.As(err, &kept) {
+		lease.keepUntil(kept.Until)
+	}
 	lease.stop(ctx)
+	if kept != nil {
+		return keptRun(kept, req.WorkBucket, clientEndpoint(plain))
+	}
 	if _, ok := interrupted(ctx); ok && err != nil {
 		return interruptedExtract(ctx, plain, req, err)
 	}
@@ -72,6 +80,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 // extractFlags are extract's flags.
 type extractFlags struct {
 	endpoint, modelFile, workBucket *string
+	keep                            *string
 	workers                         *int
 	overwrite, skip, asJSON         *bool
 	small                           *int64
@@ -79,7 +88,7 @@ type extractFlags struct {
 }
 
 func newExtractFlags() (*flags, *extractFlags) {
-	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--content-type EXT=TYPE]... [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--json]",
+	fs := newFlags("extract", "s3zip extract s3://BUCKET/KEY.zip s3://BUCKET/PREFIX/ [--endpoint URL] [--workers N] [--overwrite] [--skip-unsupported] [--content-type EXT=TYPE]... [--work-bucket BUCKET] [--small-stored BYTES | --model FILE] [--keep DURATION] [--json]",
 		"Unpack an archive in S3 into objects under a prefix: the extract workflow's handlers (plan, batches of\n"+
 			"jobs, finalize; abort on failure) run here, as the state machine runs them. A report\n"+
 			"(PREFIX/"+extract.ReportName+") lists every object written.")
@@ -92,6 +101,7 @@ func newExtractFlags() (*flags, *extractFlags) {
 		modelFile:  fs.String("model", "", "`file` with the cost model's profile of where this runs, as JSON (plan.Model's fields; a bench results.json's \"model\"), which chooses the STORED entries to read rather than copy (default: AWS's profile)"),
 		asJSON:     fs.Bool("json", false, "print the result as JSON"),
 		workBucket: fs.String("work-bucket", "", "`bucket` for the jobs and results while the run lasts, under s3zip-work/extract/ (default: the destination bucket)"),
+		keep:       keepFlag(fs),
 	}
 	fs.Var(&xf.types, "content-type", "`EXT=TYPE`: objects whose name ends in .EXT get Content-Type TYPE, whatever the archive kept (repeatable; otherwise: what the archive kept, else a fixed table by extension, else "+objmeta.DefaultContentType+")")
 	return fs, xf
@@ -121,6 +131,10 @@ func (xf *extractFlags) request(fs *flags, pos []string) (extract.Request, error
 	if err != nil {
 		return extract.Request{}, err
 	}
+	keep, err := parseKeep("extract", *xf.keep)
+	if err != nil {
+		return extract.Request{}, err
+	}
 	var model *plan.Model
 	if *xf.modelFile != "" {
 		if model, err = readModel(*xf.modelFile); err != nil {
@@ -128,7 +142,7 @@ func (xf *extractFlags) request(fs *flags, pos []string) (extract.Request, error
 		}
 	}
 	return extract.Request{
-		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *xf.overwrite, Workers: *xf.workers, WorkBucket: *xf.workBucket,
+		Bucket: ab, Key: ak, DestBucket: db, Prefix: dp, Overwrite: *xf.overwrite, Workers: *xf.workers, WorkBucket: *xf.workBucket, Keep: keep,
 		Options: extract.Options{SkipUnsupported: *xf.skip, SmallStored: smallStored, Model: model, ContentTypes: xf.types},
 	}, nil
 }

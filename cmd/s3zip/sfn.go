@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -237,6 +238,20 @@ func mapProgress(ctx context.Context, c stepFunctions, execution string) string 
 	return fmt.Sprintf("parts %d/%d succeeded, %d failed", n.Succeeded, n.Total, n.Failed)
 }
 
+// redriveHint says how to continue an execution that failed for a cause a
+// retry may mend: the state machine keeps its upload and work for Redrive
+// then (statemachine/archive.asl.json); "" for any other end.
+func redriveHint(d *sfn.DescribeExecutionOutput, errName string) string {
+	kept := errName == "States.ExceedToleratedFailureThreshold" || errName == "States.Timeout" || errName == "Sandbox.Timedout" ||
+		strings.HasPrefix(errName, "Lambda.") || slices.Contains(stepfn.RetryableTypes, errName)
+	if d.Status != types.ExecutionStatusFailed || !kept || d.RedriveStatus == types.ExecutionRedriveStatusNotRedrivable {
+		return ""
+	}
+	arn := aws.ToString(d.ExecutionArn)
+	return fmt.Sprintf("; its upload and work are kept for the deployment's keepFailedRunsDays: continue it with Redrive in the Step Functions console or `%s`, then `%s`",
+		shellCommand("aws", "stepfunctions", "redrive-execution", "--execution-arn", arn), shellCommand("s3zip", "status", arn))
+}
+
 // refusedErrors are the workflow's errors for a request it refused before
 // writing anything (docs/contract.md).
 var refusedErrors = map[string]bool{stepfn.TypeRequestError: true, stepfn.TypeDestinationExistsError: true, stepfn.TypeLimitError: true}
@@ -298,7 +313,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 			code = exitRefused
 		}
 		r.ExitCode = code
-		err = &exitError{code, fmt.Errorf("execution %s %s: %s: %s", r.Execution, d.Status, errName, cause)}
+		err = &exitError{code, fmt.Errorf("execution %s %s: %s: %s%s", r.Execution, d.Status, errName, cause, redriveHint(d, errName))}
 	}
 	if show.asJSON {
 		if jerr := printJSON(show.stdout, r); jerr != nil {

@@ -400,3 +400,28 @@ func TestStatusShowsTheOutputsLinks(t *testing.T) {
 		}
 	}
 }
+
+// An execution that failed for a cause a retry may mend was kept by the
+// state machine: status says how to redrive it; one that was aborted (a
+// refusal) or cannot be redriven does not.
+func TestStatusSaysHowToRedrive(t *testing.T) {
+	for _, c := range []struct {
+		errName string
+		redrive types.ExecutionRedriveStatus
+		hint    bool
+	}{
+		{"States.ExceedToleratedFailureThreshold", types.ExecutionRedriveStatusRedrivable, true},
+		{"TransientError", types.ExecutionRedriveStatusRedrivable, true},
+		{"Lambda.ServiceException", "", true},
+		{"SourceChangedError", types.ExecutionRedriveStatusRedrivable, false},
+		{"RequestError", types.ExecutionRedriveStatusRedrivable, false},
+		{"TransientError", types.ExecutionRedriveStatusNotRedrivable, false},
+	} {
+		d := ended(types.ExecutionStatusFailed, "", c.errName, `{"errorMessage":"x"}`)
+		d.RedriveStatus = c.redrive
+		hint := redriveHint(d, c.errName)
+		if (hint != "") != c.hint || c.hint && !strings.Contains(hint, "aws stepfunctions redrive-execution --execution-arn "+testExecution) {
+			t.Errorf("%s (%s): hint %q, want one: %v", c.errName, c.redrive, hint, c.hint)
+		}
+	}
+}

@@ -14,6 +14,7 @@
  *   -c extractArchiveKmsKeyArns=arn1,arn2  -c extractDestinationKmsKeyArn=arn  (the extract workflow's)
  *   -c inventoryBuckets=inv,inv2/reports/  (S3 Inventory reports the planner may read: source.inventory; none by default)
  *   -c maxPresignSeconds=86400  (requests may ask for download links in the output, options.presign; none by default)
+ *   -c keepFailedRunsDays=7  (a run failed for a cause a retry may mend is kept this long for Redrive; 1 to 14, default 7)
  *   -c monitoring=true  (both workflows: alarms on failed and timed-out runs and throttled functions, a dashboard each)
  */
 import { App, Aspects, Stack, type StackProps } from 'aws-cdk-lib';
@@ -98,6 +99,7 @@ new S3ZipStack(
     destinationKmsKeyArn: contextString(app, 'destinationKmsKeyArn'),
     inventoryBuckets: contextList(app, 'inventoryBuckets'),
     maxPresignSeconds: contextInt(app, 'maxPresignSeconds'),
+    keepFailedRunsDays: contextInt(app, 'keepFailedRunsDays'),
     monitoring,
   },
   {

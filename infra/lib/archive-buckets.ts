@@ -16,6 +16,8 @@ export interface ArchiveBuckets {
 export interface ArchiveBucketsProps {
   readonly workPrefix: string;
   readonly workExpirationDays: number;
+  /** A run kept for Redrive keeps its work this long: the work bucket's rules remove it a day after. */
+  readonly keepFailedRunsDays: number;
   readonly encryptionKey?: kms.IKey;
   readonly removalPolicy: RemovalPolicy;
 }
@@ -31,6 +33,19 @@ function privateBucket(scope: Construct, id: string, props: s3.BucketProps): s3.
 }
 
 const ABORT_INCOMPLETE_UPLOADS: s3.LifecycleRule = { id: 'AbortIncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) };
+
+/**
+ * The work bucket's rules: work objects expire, and incomplete uploads (chain rounds, CRC
+ * probes) are aborted, after workExpirationDays, and never before a run kept for Redrive
+ * (keepFailedRunsDays) has had its time: what nobody redrives is removed a day after.
+ */
+export function workLifecycleRules(p: Pick<ArchiveBucketsProps, 'workPrefix' | 'workExpirationDays' | 'keepFailedRunsDays'>): s3.LifecycleRule[] {
+  const days = Math.max(p.workExpirationDays, p.keepFailedRunsDays + 1);
+  return [
+    { id: 'ExpireWorkObjects', prefix: p.workPrefix, expiration: Duration.days(days) },
+    { id: 'AbortIncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(p.keepFailedRunsDays + 1) },
+  ];
+}
 
 /** The work, control and access-log buckets (construct IDs WorkBucket, ControlBucket, AccessLogsBucket under `scope`). */
 export function createArchiveBuckets(scope: Construct, p: ArchiveBucketsProps): ArchiveBuckets {
@@ -54,7 +69,7 @@ export function createArchiveBuckets(scope: Construct, p: ArchiveBucketsProps): 
     removalPolicy: p.removalPolicy,
     serverAccessLogsBucket: accessLogs,
     serverAccessLogsPrefix: 'work/',
-    lifecycleRules: [{ id: 'ExpireWorkObjects', prefix: p.workPrefix, expiration: Duration.days(p.workExpirationDays) }, ABORT_INCOMPLETE_UPLOADS],
+    lifecycleRules: workLifecycleRules(p),
   });
   const control = privateBucket(scope, 'ControlBucket', {
     ...encryption,

@@ -35,6 +35,10 @@ export { DEFAULT_FUNCTIONS_DIR } from './paths';
 /** The statuses of an execution that has ended, as its status change events name them. */
 export const ENDED_STATUSES = ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED'];
 
+/** keepFailedRunsDays' default and its largest value (Step Functions redrives an execution for 14 days). */
+export const DEFAULT_KEEP_FAILED_RUNS_DAYS = 7;
+export const MAX_KEEP_FAILED_RUNS_DAYS = 14;
+
 /** Prefix in the control bucket whose new objects start an execution. */
 export const REQUESTS_PREFIX = 'requests/';
 
@@ -50,6 +54,17 @@ export interface ArchiveWorkflowProps extends MapWorkflowProps {
 
   /** Work objects are deleted by lifecycle after this many days (a safety net; the finalizer and abort clean up). @default 2 */
   readonly workExpirationDays?: number;
+  /**
+   * Days a run that fails building or finalizing its parts for a cause a retry may mend (S3 or
+   * Lambda errors that outlast every retry) keeps its multipart upload and work objects, so that
+   * Redrive (the console's button, `aws stepfunctions redrive-execution`) continues it and builds
+   * only the parts not built; a failure no retry mends is aborted at once whatever this says.
+   * The work bucket's lifecycle rules remove what nobody redrives: its work objects expire, and
+   * its incomplete uploads are aborted, one day after this. The archive's own upload is in the
+   * destination bucket: give it an AbortIncompleteMultipartUpload rule of at least this many
+   * days. 1 to 14 (Step Functions redrives an execution for 14 days). @default 7
+   */
+  readonly keepFailedRunsDays?: number;
   /** Customer-managed key for the work and control buckets. @default S3-managed encryption */
   readonly encryptionKey?: kms.IKey;
   /** KMS keys that encrypt source objects (decrypt is granted on exactly these). @default none */
@@ -169,6 +184,10 @@ function checkArchiveProps(props: ArchiveWorkflowProps): void {
   checkPositiveInteger(OWNER, 'maxReadsPerBatch', props.maxReadsPerBatch);
   checkPositiveInteger(OWNER, 'pieceSize', props.pieceSize);
   checkPositiveInteger(OWNER, 'workExpirationDays', props.workExpirationDays);
+  const keep = props.keepFailedRunsDays;
+  if (keep !== undefined && (!Number.isInteger(keep) || keep < 1 || keep > MAX_KEEP_FAILED_RUNS_DAYS)) {
+    throw new Error(`${OWNER}: keepFailedRunsDays must be a whole number of days from 1 to ${MAX_KEEP_FAILED_RUNS_DAYS} (Step Functions redrives an execution for 14 days), got ${keep}`);
+  }
   const presign = props.maxPresignSeconds;
   if (presign !== undefined && (!Number.isInteger(presign) || presign < 1 || presign > 604800)) {
     throw new Error(`${OWNER}: maxPresignSeconds must be a whole number of seconds from 1 to 604800 (7 days, SigV4's limit), got ${presign}`);
@@ -206,13 +225,17 @@ export class ArchiveWorkflow extends Construct {
   readonly definitionSubstitutions: Record<string, string>;
   /** The alarms and dashboard (only with the monitoring prop). */
   readonly monitoring?: WorkflowMonitoring;
+  /** Days a run failed for a cause a retry may mend is kept for Redrive (keepFailedRunsDays). */
+  readonly keepFailedRunsDays: number;
 
   constructor(scope: Construct, id: string, props: ArchiveWorkflowProps) {
     super(scope, id);
     const settings = archiveSettings(this, props);
+    this.keepFailedRunsDays = props.keepFailedRunsDays ?? DEFAULT_KEEP_FAILED_RUNS_DAYS;
     const buckets = createArchiveBuckets(this, {
       workPrefix: settings.workPrefix,
       workExpirationDays: props.workExpirationDays ?? 2,
+      keepFailedRunsDays: this.keepFailedRunsDays,
       encryptionKey: props.encryptionKey,
       removalPolicy: settings.removalPolicy,
     });

@@ -262,7 +262,9 @@ function mapStateMachineStatements(stack: Stack, spec: MapStateMachineSpec): iam
       resources: [spec.workObjects],
     }),
     new iam.PolicyStatement({ sid: 'MapChildExecutionsStart', actions: ['states:StartExecution'], resources: [stateMachineArn] }),
-    new iam.PolicyStatement({ sid: 'MapChildExecutionsControl', actions: ['states:DescribeExecution', 'states:StopExecution'], resources: childExecutionsArns }),
+    // RedriveExecution: a redriven parent redrives its failed Map Run's unsuccessful children
+    // (Step Functions guide, "Redriving Map Runs", IAM permissions).
+    new iam.PolicyStatement({ sid: 'MapChildExecutionsControl', actions: ['states:DescribeExecution', 'states:StopExecution', 'states:RedriveExecution'], resources: childExecutionsArns }),
     // ItemReader reads, ResultWriter writes.
     ...(spec.workKeyArn ? [kmsUse('WorkBucketKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [spec.workKeyArn])] : []),
   ];

@@ -64,8 +64,11 @@ type ErrorKind struct {
 }
 
 // NameOf is the name of the first of kinds (in order) found in err's chain,
-// or TypeUntyped.
+// or TypeUntyped; a RefusedBatchError in the chain names itself.
 func NameOf(err error, kinds []ErrorKind) string {
+	if r, ok := errors.AsType[*RefusedBatchError](err); ok {
+		return r.Name
+	}
 	for _, k := range kinds {
 		if k.Is(err) {
 			return k.Name
@@ -101,6 +104,29 @@ func (e *TransientError) Unwrap() error { return e.Err }
 
 // Transient says so to s3err.Transient, so a retry loop asks once.
 func (e *TransientError) Transient() bool { return true }
+
+// RefusedBatchError is a Map child's batch that failed for a cause no retry
+// mends. Inside the ItemProcessor, the state machines catch such an error
+// (every name but the retryable ones) and end the child with the output
+// {"refused": {"Error", "Cause"}}, so that the Map Run fails only for
+// causes a redrive may mend; the finalizer then fails the run with the
+// batch's own error (its Name), and its Catch aborts it.
+type RefusedBatchError struct {
+	Name  string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// Error is the batch's own message: the Cause Step Functions recorded is
+// the function's error document, {"errorMessage", "errorType"}.
+func (e *RefusedBatchError) Error() string {
+	var doc struct {
+		Message string `json:"errorMessage"`
+	}
+	if json.Unmarshal([]byte(e.Cause), &doc) == nil && doc.Message != "" {
+		return doc.Message
+	}
+	return e.Cause
+}
 
 // AbortInput is the payload of both state machines' Abort state, as their
 // Catch builds it: the state input at the failure (the job, or the request

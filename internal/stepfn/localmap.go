@@ -64,15 +64,26 @@ type Map struct {
 	// Done, when set, is called after batch b succeeded (progress); it may
 	// be called from several goroutines at once.
 	Done func(b int)
+	// Redrive holds, by batch, the children of an earlier run of this Map
+	// that failed: a batch whose child SUCCEEDED is not run again and keeps
+	// its record, as a redriven Map Run re-runs only its failed and not-run
+	// child executions. nil runs every batch.
+	Redrive []ChildResult
 }
 
 // RunMap runs every batch with run and returns the children's records, in
-// batch order, for WriteLocalResults.
+// batch order, for WriteLocalResults. When a batch fails, the records are
+// returned with the error: the batches that succeeded hold theirs (Status
+// SUCCEEDED), the others none, and a redrive (Map.Redrive) runs those.
 func RunMap[In, Out any](ctx context.Context, m Map, batches []In, run func(ctx context.Context, in In) (Out, error)) ([]ChildResult, error) {
 	children := make([]ChildResult, len(batches))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(m.MaxConcurrency, 1))
 	for b, in := range batches {
+		if b < len(m.Redrive) && m.Redrive[b].Status == StatusSucceeded {
+			children[b] = m.Redrive[b]
+			continue
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -93,17 +104,14 @@ func RunMap[In, Out any](ctx context.Context, m Map, batches []In, run func(ctx 
 			if err != nil {
 				return err
 			}
-			children[b] = ChildResult{Status: "SUCCEEDED", Output: string(doc)}
+			children[b] = ChildResult{Status: StatusSucceeded, Output: string(doc)}
 			if m.Done != nil {
 				m.Done(b)
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return children, nil
+	return children, g.Wait()
 }
 
 // abortTimeout bounds a local Abort that runs after the run was cancelled.

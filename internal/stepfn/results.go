@@ -129,8 +129,14 @@ func EachOutput(ctx context.Context, get GetFunc, d *ResultWriterDetails, fn fun
 			return fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)
 		}
 		for _, ch := range children {
-			if ch.Status != "SUCCEEDED" {
+			if ch.Status != StatusSucceeded {
 				return fmt.Errorf("map result file s3://%s/%s: a batch has status %s (%s: %s): %w", bucket, f.Key, ch.Status, ch.Error, ch.Cause, ErrMapIncomplete)
+			}
+			var refusal struct {
+				Refused *RefusedBatchError `json:"refused"`
+			}
+			if json.Unmarshal([]byte(ch.Output), &refusal) == nil && refusal.Refused != nil {
+				return refusal.Refused
 			}
 			if err := fn([]byte(ch.Output)); err != nil {
 				return fmt.Errorf("map result file s3://%s/%s: %w", bucket, f.Key, err)

@@ -41,6 +41,24 @@ export interface AdapterDeps {
    */
   lambdaConcurrency?: number;
   executionName: string;
+  /** Redrive this failed execution (its Outcome.redrive) instead of starting a new one. */
+  redrive?: Redrive;
+}
+
+/**
+ * What a redrive of a failed execution continues from, as Step Functions keeps it in the
+ * execution's history (Step Functions Developer Guide, "Redriving executions" and "Redriving
+ * Map Runs"): the execution's input and start, the unsuccessful state (entered and never
+ * exited) with the input it was entered with, and each Distributed Map Run's child executions
+ * by index, so that a redriven Map Run re-runs only the children that did not succeed.
+ */
+export interface Redrive {
+  executionInput: Json;
+  startTime: string;
+  state: string;
+  input: Json;
+  mapRuns: Record<string, { mapRun: string; children: (Json | null)[] }>;
+  redriveCount: number;
 }
 
 export interface Outcome {
@@ -49,6 +67,8 @@ export interface Outcome {
   error?: string;
   cause?: string;
   events: SimpleEvent[];
+  /** A failed execution's redrive record (deps.redrive continues it). */
+  redrive?: Redrive;
 }
 
 /** One engine event, flattened: enough to assert retries and catches. */
@@ -171,6 +191,13 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
   const oversized: string[] = []; // state inputs and outputs over the payload quota, seen in the event logs
   const processors = new Map<string, Json>(); // Map state name → its ItemProcessor definition
   const seen = new Set<string>();
+  // For a redrive record: the top-level states entered and not (yet) exited, with their inputs,
+  // and each Distributed Map Run's children (a redrive's start with those it kept).
+  const unexited: { name: string; input: Json }[] = [];
+  const mapRuns: Redrive['mapRuns'] = {};
+  // The failed Map Run a redrive continues: the one of the state it starts at, once (a state
+  // that runs again later in the execution, as a read round does, starts a Map Run of its own).
+  let redrivenRun = deps.redrive ? deps.redrive.mapRuns[deps.redrive.state] : undefined;
 
   /** Rewrites a (sub-)definition's states in place, registering handlers by state name. */
   function walk(def: Json) {
@@ -310,14 +337,20 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       if (pct === undefined && count === undefined) return true;
       return (count !== undefined && failed > count) || (pct !== undefined && (failed * 100) / n > pct);
     };
-    const mapRun = `${deps.executionName}:${name}:${Date.now()}`;
-    const succeeded: Json[] = [];
+    // A redriven Map Run keeps its ARN and the children that succeeded; the rest run again.
+    const prev = name === deps.redrive?.state ? redrivenRun : undefined;
+    redrivenRun = undefined;
+    const mapRun = prev?.mapRun ?? `${deps.executionName}:${name}:${Date.now()}`;
+    const records: (Json | null)[] = Array.from({ length: n }, (_, i) => (prev?.children[i]?.Status === 'SUCCEEDED' ? prev.children[i] : null));
+    mapRuns[name] = { mapRun, children: records };
+    const succeeded: Json[] = records.filter((r) => r !== null);
     const failed: Json[] = [];
     const sm = new StateMachine(processor, { validationOptions: { checkArn: false } });
     let next = 0;
     const worker = async () => {
       while (next < n && !exceeded(failed.length)) {
         const i = next++;
+        if (records[i] !== null) continue;
         const childName = `${name}-${i}`;
         const exec = sm.run(children[i], {
           overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryOverrides },
@@ -328,10 +361,12 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
         try {
           const out = await exec.result;
           checkPayload(`${childName}'s result`, out); // a child execution's output, as any execution's
-          succeeded.push({ ...record, Status: 'SUCCEEDED', Output: JSON.stringify(out) });
+          records[i] = { ...record, Status: 'SUCCEEDED', Output: JSON.stringify(out) };
+          succeeded.push(records[i]);
         } catch (err) {
           const e = ((err as Error).cause ?? err) as Error;
-          failed.push({ ...record, Status: 'FAILED', Error: e.name, Cause: e.message });
+          records[i] = { ...record, Status: 'FAILED', Error: e.name, Cause: e.message };
+          failed.push(records[i]);
         }
       }
     };
@@ -367,6 +402,12 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
         for await (const ev of logs) {
           // States other than Tasks (Choice, Pass, …) and the outputs after ResultPath are
           // measured as they pass; run() fails the execution if any was over the quota.
+          if (!child && ev.type === 'StateEntered') unexited.push({ name: ev.state.name, input: ev.state.input });
+          if (!child && ev.type === 'StateExited') {
+            let k = unexited.length - 1;
+            while (k >= 0 && unexited[k].name !== ev.state.name) k--;
+            if (k >= 0) unexited.splice(k, 1);
+          }
           if (ev.type === 'StateEntered' || ev.type === 'StateExited') {
             for (const [what, value] of [['input', ev.state.input], ['output', ev.state.output]] as const) {
               const bytes = value === undefined ? 0 : payloadBytes(value);
@@ -392,11 +433,21 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
 
   const root = JSON.parse(JSON.stringify(definition));
   walk(root);
-  const machine = new StateMachine(root, { validationOptions: { checkArn: false } });
+  let machine = new StateMachine(root, { validationOptions: { checkArn: false } });
+  if (deps.redrive) {
+    // A redrive continues from the unsuccessful state, with the input it was entered with: the
+    // definition validated above, started there (the engine would call the states before it
+    // unreachable).
+    machine = new StateMachine({ ...root, StartAt: deps.redrive.state }, { validationOptions: { noValidate: true } });
+  }
 
   return {
     definition: root,
-    async run(input: Json): Promise<Outcome> {
+    async run(executionInput: Json): Promise<Outcome> {
+      const r = deps.redrive;
+      if (r) executionInput = r.executionInput;
+      const input = r ? r.input : executionInput;
+      const startTime = r ? r.startTime : new Date().toISOString();
       const inputBytes = payloadBytes(input);
       if (inputBytes > MAX_PAYLOAD_BYTES) {
         // StartExecution refuses it; no state runs.
@@ -408,8 +459,9 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
           Execution: {
             Id: `arn:aws:states:us-east-1:123456789012:execution:s3zip-local:${deps.executionName}`,
             Name: deps.executionName,
-            Input: input,
-            StartTime: new Date().toISOString(),
+            Input: executionInput,
+            StartTime: startTime,
+            RedriveCount: r ? r.redriveCount : 0,
           },
         },
       });
@@ -425,6 +477,10 @@ export function adaptDefinition(definition: Json, deps: AdapterDeps) {
       if (oversized.length > 0 && outcome.error !== DATA_LIMIT_EXCEEDED) {
         // Step Functions would have failed the execution at the first of them.
         outcome = { status: 'FAILED', error: DATA_LIMIT_EXCEEDED, cause: `${oversized[0]}, over Step Functions' quota of ${MAX_PAYLOAD_BYTES}`, events };
+      }
+      const failedAt = unexited.at(-1);
+      if (outcome.status === 'FAILED' && failedAt) {
+        outcome.redrive = { executionInput, startTime, state: failedAt.name, input: failedAt.input, mapRuns, redriveCount: (r?.redriveCount ?? 0) + 1 };
       }
       return outcome;
     },

@@ -210,9 +210,11 @@ func TestASLRetriesTransientWorkerError(t *testing.T) {
 }
 
 // (3a) A source overwritten between planning and building: the worker fails
-// with SourceChangedError (not retried), the Distributed Map fails, the Catch
-// routes to Abort, which aborts the upload and deletes the work prefix (the
-// Map's results included).
+// with SourceChangedError (not retried); BuildBatch's Catch ends the child
+// with the refusal, so the Map Run succeeds (a failed Map Run is kept for
+// Redrive, and this cannot heal); FinalizeArchive fails with the batch's own
+// error, its Catch routes to Abort, which aborts the upload and deletes the
+// work prefix (the Map's results included).
 func TestASLAbortsWhenSourceChanged(t *testing.T) {
 	e := newEnv(t)
 	e.fns.SetFault("worker", func(_ context.Context, attempt int, _ json.RawMessage) error {
@@ -226,11 +228,8 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 	if out.Status != "FAILED" {
 		t.Fatalf("execution %s, want FAILED", out.Status)
 	}
-	// A Distributed Map whose failed children exceed ToleratedFailurePercentage fails
-	// with States.ExceedToleratedFailureThreshold; Abort finds the failed batch's
-	// own error in the Map's results and the execution fails with it.
 	if out.Error != "SourceChangedError" {
-		t.Errorf("execution error %q, want SourceChangedError (the failed batch's error, recovered by Abort)", out.Error)
+		t.Errorf("execution error %q, want SourceChangedError (the refused batch's error, reported by the finalizer)", out.Error)
 	}
 	if !strings.Contains(out.Cause, "changed or was deleted after planning") {
 		t.Errorf("execution cause does not carry the worker's error: %s", out.Cause)
@@ -247,14 +246,14 @@ func TestASLAbortsWhenSourceChanged(t *testing.T) {
 	} else if changed[0].ErrorType != "SourceChangedError" {
 		t.Errorf("the worker's SourceChangedError is reported as errorType %q", changed[0].ErrorType)
 	}
-	if caught := events(out, "StateCaught", "BuildParts"); len(caught) != 1 {
-		t.Errorf("BuildParts Catch events: %+v", caught)
+	if caught := events(out, "StateCaught", "FinalizeArchive"); len(caught) != 1 {
+		t.Errorf("FinalizeArchive Catch events: %+v; want the refused batch's error caught there", caught)
 	}
 	if n := len(e.fns.Calls("abort")); n != 1 {
 		t.Errorf("abort invoked %d times, want 1", n)
 	}
-	if n := len(e.fns.Calls("finalizer")); n != 0 {
-		t.Errorf("finalizer invoked %d times after a failed Map", n)
+	if calls := e.fns.Calls("finalizer"); len(calls) != 1 || calls[0].ErrorType != "SourceChangedError" {
+		t.Errorf("finalizer invocations %+v; want one, failing with the refused batch's SourceChangedError (not retried)", calls)
 	}
 	e.assertClean(t, "out/a.zip")
 }

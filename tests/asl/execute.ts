@@ -16,6 +16,8 @@
  *   ASL_LAMBDA_CONCURRENCY  throttle every invocation beyond this many at once with
  *                       Lambda.TooManyRequestsException, as a Lambda account does (default: none)
  *   ASL_FILE            template to run (default: statemachine/archive.asl.json)
+ *   ASL_REDRIVE_FILE    a failed execution's "redrive" record (its outcome's): redrive that
+ *                       execution instead of starting one; ASL_INPUT_FILE is then not read
  *
  * Output: {"status":"SUCCEEDED","output":...,"events":[...]} or
  *         {"status":"FAILED","error":"...","cause":"...","events":[...]}.
@@ -58,7 +60,8 @@ function taskError(name: string, cause: string): Error {
 
 async function main() {
   const base = env('ASL_INVOKE_URL').replace(/\/+$/, '');
-  const input = JSON.parse(fs.readFileSync(env('ASL_INPUT_FILE'), 'utf8')) as Json;
+  const redrive = process.env.ASL_REDRIVE_FILE ? (JSON.parse(fs.readFileSync(process.env.ASL_REDRIVE_FILE, 'utf8')) as Json) : undefined;
+  const input = redrive ? redrive.executionInput : (JSON.parse(fs.readFileSync(env('ASL_INPUT_FILE'), 'utf8')) as Json);
   const executionName = env('ASL_EXECUTION_NAME', 'local-execution');
   const retry = env('ASL_RETRY_MS', '50');
   const retryScale = process.env.ASL_RETRY_SCALE ? Number(process.env.ASL_RETRY_SCALE) : undefined;
@@ -102,6 +105,7 @@ async function main() {
     retryScale,
     lambdaConcurrency: concurrency,
     executionName,
+    redrive,
   };
   const adapted = adaptDefinition(definition, deps);
   const outcome = await adapted.run(input);

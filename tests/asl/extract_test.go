@@ -48,6 +48,13 @@ func (f *extractFunctions) setFault(fn string, fault func(attempt int, payload [
 	f.faults[fn] = fault
 }
 
+// calls is how many times fn was invoked.
+func (f *extractFunctions) calls(fn string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.count[fn]
+}
+
 func (f *extractFunctions) errorTypes(fn string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -262,6 +262,8 @@ type Outcome struct {
 	Error  string          `json:"error"`
 	Cause  string          `json:"cause"`
 	Events []Event         `json:"events"`
+	// Redrive is a failed execution's redrive record, for RunOptions.Redrive.
+	Redrive json.RawMessage `json:"redrive"`
 }
 
 // Event is one engine event (adapter.ts SimpleEvent).
@@ -315,6 +317,9 @@ type RunOptions struct {
 	LambdaConcurrency int
 	// Timeout bounds the execution (default 2 minutes).
 	Timeout time.Duration
+	// Redrive, a failed execution's Outcome.Redrive, redrives that
+	// execution (adapter.ts Redrive) instead of starting one with input.
+	Redrive json.RawMessage
 }
 
 // Execute runs statemachine/archive.asl.json once with input against the
@@ -352,6 +357,13 @@ func Execute(t *testing.T, url string, input any, o RunOptions) *Outcome {
 	}
 	if o.LambdaConcurrency > 0 {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("ASL_LAMBDA_CONCURRENCY=%d", o.LambdaConcurrency))
+	}
+	if o.Redrive != nil {
+		redriveFile := filepath.Join(t.TempDir(), "redrive.json")
+		if err := os.WriteFile(redriveFile, o.Redrive, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "ASL_REDRIVE_FILE="+redriveFile)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

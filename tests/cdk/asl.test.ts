@@ -168,9 +168,28 @@ describe('contract: flow', () => {
     assert.equal(states[states.FinalizeArchive.Next].Type, 'Succeed');
   });
 
-  test('every failure of a top-level task or the Map goes to Abort with the error at $.error', () => {
-    for (const name of ['PlanArchive', 'ReadEntries', 'PlanLayout', 'BuildParts', 'FinalizeArchive']) {
+  test('every failure of planning goes to Abort with the error at $.error', () => {
+    for (const name of ['PlanArchive', 'ReadEntries', 'PlanLayout']) {
       assert.deepEqual(states[name].Catch, [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abort' }], name);
+    }
+  });
+
+  test('building and finalizing the parts: what no retry mends goes to Abort, what may heal fails the execution for Redrive', () => {
+    const batch = buildParts.ItemProcessor.States.BuildBatch;
+    assert.equal(batch.Catch.length, 1);
+    assert.equal(buildParts.ItemProcessor.States[batch.Catch[0].Next].Type, 'Pass', 'a refused batch ends its child with the refusal');
+    assert.deepEqual(buildParts.ItemProcessor.States[batch.Catch[0].Next].Parameters, { refused: { 'Error.$': '$.Error', 'Cause.$': '$.Cause' } });
+    assert.deepEqual(buildParts.Catch, [{ ErrorEquals: ['States.ItemReaderFailed', 'States.ResultWriterFailed'], ResultPath: '$.error', Next: 'Abort' }]);
+    const finalize = states.FinalizeArchive;
+    assert.equal(finalize.Catch.length, 1);
+    assert.equal(finalize.Catch[0].Next, 'Abort');
+    assert.equal(finalize.Catch[0].ResultPath, '$.error');
+    for (const heals of ['States.ALL', 'TransientError', 'DeadlineError', 'States.Timeout', 'Sandbox.Timedout', 'Lambda.Unknown', 'States.ExceedToleratedFailureThreshold']) {
+      assert.ok(!finalize.Catch[0].ErrorEquals.includes(heals), `FinalizeArchive catches ${heals}: the run would be aborted instead of kept for Redrive`);
+      assert.ok(!batch.Catch[0].ErrorEquals.includes(heals), `BuildBatch catches ${heals}`);
+    }
+    for (const never of ['SourceChangedError', 'RequestError', 'RefusedError', 'ChecksumMismatchError', 'DestinationExistsError', 'LimitError', 'Error']) {
+      assert.ok(finalize.Catch[0].ErrorEquals.includes(never) && batch.Catch[0].ErrorEquals.includes(never), `${never} cannot heal: aborted`);
     }
   });
 

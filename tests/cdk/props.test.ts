@@ -29,6 +29,8 @@ describe('props checked at synth', () => {
     ['an empty work prefix', () => archive({ workPrefix: '' }), /ArchiveWorkflow: workPrefix must not be empty; leave it unset for 's3zip-work\/'/],
     ['partsPerBatch 0', () => archive({ partsPerBatch: 0 }), /ArchiveWorkflow: partsPerBatch must be a positive integer, got 0/],
     ['workExpirationDays 1.5', () => archive({ workExpirationDays: 1.5 }), /workExpirationDays must be a positive integer, got 1.5/],
+    ['keepFailedRunsDays over 14', () => archive({ keepFailedRunsDays: 15 }), /keepFailedRunsDays must be a whole number of days from 1 to 14 \(Step Functions redrives an execution for 14 days\), got 15/],
+    ['keepFailedRunsDays 0', () => archive({ keepFailedRunsDays: 0 }), /keepFailedRunsDays must be a whole number of days from 1 to 14/],
     ['maxPresignSeconds over 7 days', () => archive({ maxPresignSeconds: 604801 }), /maxPresignSeconds must be a whole number of seconds from 1 to 604800/],
     ['a worker of 64 MB', () => archive({ worker: { memorySize: 64 } }), /ArchiveWorkflow: worker\.memorySize must be a whole number of MB from 128 to 10240 \(Lambda's range\), got 64/],
     ['a planner timeout of 20 minutes', () => archive({ planner: { timeout: Duration.minutes(20) } }), /planner\.timeout must be from 1 second to 15 minutes \(Lambda's limit\), got 1200s/],
@@ -53,6 +55,24 @@ describe('props checked at synth', () => {
     new ArchiveWorkflow(stack, 'ArchiveWorkflow', { sourceBuckets: SOURCE_BUCKETS, destinationBucket: destination.bucketName, functionsDir: functionsDir() });
     extract({ destinationBucket: 's3zip-test-out', destinationPrefix: 'data/' });
   });
+});
+
+describe('keepFailedRunsDays', () => {
+  // What nobody redrives is removed by the work bucket's rules a day after the keep time.
+  const workRules = (props: Partial<ArchiveWorkflowProps>) => {
+    const stack = new Stack(new App(), 'KeepStack');
+    const w = new ArchiveWorkflow(stack, 'ArchiveWorkflow', { sourceBuckets: SOURCE_BUCKETS, destinationBucket: DESTINATION_BUCKET, functionsDir: functionsDir(), ...props });
+    const json = Template.fromStack(stack).toJSON();
+    return { w, rules: json.Resources[stack.getLogicalId(w.workBucket.node.defaultChild as s3.CfnBucket)].Properties.LifecycleConfiguration.Rules as any[] };
+  };
+  for (const [props, keep, expire] of [[{}, 7, 8], [{ keepFailedRunsDays: 3 }, 3, 4], [{ keepFailedRunsDays: 1, workExpirationDays: 5 }, 1, 5]] as const) {
+    test(`${JSON.stringify(props)}: kept ${keep} days, work expires after ${expire}, its uploads are aborted after ${keep + 1}`, () => {
+      const { w, rules } = workRules(props);
+      assert.equal(w.keepFailedRunsDays, keep);
+      assert.equal(rules.find((r) => r.Prefix === 's3zip-work/')?.ExpirationInDays, expire);
+      assert.equal(rules.find((r) => r.AbortIncompleteMultipartUpload)?.AbortIncompleteMultipartUpload.DaysAfterInitiation, keep + 1);
+    });
+  }
 });
 
 describe('two workflows in one stack', () => {

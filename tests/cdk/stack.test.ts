@@ -395,7 +395,7 @@ describe('IAM: least privilege', () => {
       `arn:<AWS::Partition>:states:eu-west-1:123456789012:stateMachine:${name}`,
     ]);
     const control = st.find((s) => list(s.Action).includes('states:DescribeExecution'))!;
-    assert.deepEqual(list(control.Action).sort(), ['states:DescribeExecution', 'states:StopExecution']);
+    assert.deepEqual(list(control.Action).sort(), ['states:DescribeExecution', 'states:RedriveExecution', 'states:StopExecution']);
     assert.deepEqual(list(control.Resource).map(render), [
       `arn:<AWS::Partition>:states:eu-west-1:123456789012:execution:${name}/*`,
       `arn:<AWS::Partition>:states:eu-west-1:123456789012:execution:${name}:*`,
@@ -496,14 +496,14 @@ describe('trigger', () => {
 describe('buckets', () => {
   const buckets = resourcesOfType(json, 'AWS::S3::Bucket');
 
-  test('work bucket: work objects expire after 1-2 days, incomplete uploads after 1 day', () => {
+  test('work bucket: work objects expire, and incomplete uploads are aborted, a day after a failed run is kept for Redrive (7 days)', () => {
     const rules = json.Resources[ids.workBucket].Properties!.LifecycleConfiguration.Rules as any[];
     const expire = rules.find((r) => r.Prefix === 's3zip-work/' && r.ExpirationInDays !== undefined);
     assert.ok(expire, 'expiration rule on the work prefix');
-    assert.ok(expire.ExpirationInDays >= 1 && expire.ExpirationInDays <= 2);
+    assert.equal(expire.ExpirationInDays, 8);
     assert.equal(expire.Status, 'Enabled');
     const abort = rules.find((r) => r.AbortIncompleteMultipartUpload);
-    assert.equal(abort?.AbortIncompleteMultipartUpload.DaysAfterInitiation, 1);
+    assert.equal(abort?.AbortIncompleteMultipartUpload.DaysAfterInitiation, 8);
     assert.equal(abort?.Status, 'Enabled');
   });
 

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -219,8 +221,9 @@ func TestDeployedAbortsOnPlannerError(t *testing.T) {
 }
 
 // A failed batch (the worker's source changed under it, SourceChangedError,
-// not retried) fails the Distributed Map; its Catch runs Abort, which aborts
-// the upload and deletes the work prefix, Map results included.
+// not retried) ends its child with the refusal; the finalizer fails with it
+// and its Catch runs Abort, which aborts the upload and deletes the work
+// prefix, Map results included.
 func TestDeployedAbortsWhenMapFails(t *testing.T) {
 	d := Deploy(t)
 	defer d.logsOnFailure()
@@ -404,5 +407,81 @@ func TestDeployedCompressedArchive(t *testing.T) {
 		}
 	}
 	zipcheck.Check(t, path, append(w, zipcheck.WantBytes("SHA256SUMS", sums)))
+	d.assertClean()
+}
+
+// A batch whose invocations Lambda's service keeps failing (500
+// ServiceException, past BuildBatch's six tries) fails the Map Run, which
+// nothing catches: the execution fails at BuildParts with its upload and
+// work kept (no Abort, no finalizer). Redriven as RedriveExecution does, only
+// the children that had not succeeded run, the archive is right and nothing
+// is left.
+func TestDeployedRedrive(t *testing.T) {
+	d := Deploy(t)
+	defer d.logsOnFailure()
+	want := sources(d)
+	for i := range 4 { // copy parts enough for several batches
+		key := fmt.Sprintf("in/more/%d.bin", i)
+		want[key] = s3test.Bytes(uint64(60+i), 5*mib+1+i)
+		d.S3.PutObject(t, sourceBucket, key, want[key])
+	}
+	worker := d.Functions["worker"]
+	// Every batch but the first fails, until the fault is lifted.
+	var failing atomic.Bool
+	failing.Store(true)
+	var first sync.Once
+	var firstBatch []byte
+	d.mu.Lock()
+	d.invokeFault = func(fn *LambdaFunction, payload []byte) string {
+		if fn != worker || !failing.Load() {
+			return ""
+		}
+		first.Do(func() { firstBatch = payload })
+		if !bytes.Equal(payload, firstBatch) {
+			return "ServiceException"
+		}
+		return ""
+	}
+	d.mu.Unlock()
+	req := request(destinationPrefix+"redriven.zip", "duo")
+	req["options"].(map[string]any)["maxConcurrency"] = 1
+	out := d.Execute("redrive-1", req)
+	if out.Status != "FAILED" || out.Error != "States.ExceedToleratedFailureThreshold" {
+		t.Fatalf("execution %s %s, want FAILED at BuildParts (cause %.500s)", out.Status, out.Error, out.Cause)
+	}
+	for _, fn := range []string{"abort", "finalizer"} {
+		if n, _, _ := d.Functions[fn].Stats(); n != 0 {
+			t.Fatalf("%s invoked %d times after a failure a retry may mend; want none (kept for Redrive)", fn, n)
+		}
+	}
+	ups, err := d.Admin.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String(destinationBucket)})
+	if err != nil || len(ups.Uploads) != 1 {
+		t.Fatalf("uploads of the archive after the failure: %d (%v), want its one upload kept", len(ups.Uploads), err)
+	}
+	before, _, _ := worker.Stats()
+	failing.Store(false)
+	again := d.Redrive("redrive-1", out)
+	if again.Status != "SUCCEEDED" {
+		t.Fatalf("redriven execution %s %s %.500s", again.Status, again.Error, again.Cause)
+	}
+	after, _, _ := worker.Stats()
+	var record struct {
+		MapRuns map[string]struct {
+			Children []*struct{ Status string } `json:"children"`
+		} `json:"mapRuns"`
+	}
+	_ = json.Unmarshal(out.Redrive, &record)
+	children := record.MapRuns["BuildParts"].Children
+	succeeded := 0
+	for _, c := range children {
+		if c != nil && c.Status == "SUCCEEDED" {
+			succeeded++
+		}
+	}
+	if succeeded == 0 || after-before != len(children)-succeeded {
+		t.Errorf("the redrive invoked the worker %d times; want the %d of %d children that had not succeeded", after-before, len(children)-succeeded, len(children))
+	}
+	t.Logf("children %d, succeeded before the failure %d, run by the redrive %d", len(children), succeeded, after-before)
+	d.checkArchive(destinationPrefix+"redriven.zip", want)
 	d.assertClean()
 }

@@ -51,7 +51,10 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
 async function main() {
   const base = env('DEPLOYED_URL').replace(/\/+$/, '');
   const definition = JSON.parse(fs.readFileSync(env('DEPLOYED_DEFINITION'), 'utf8')) as Json;
-  const input = JSON.parse(fs.readFileSync(env('DEPLOYED_INPUT_FILE'), 'utf8')) as Json;
+  // DEPLOYED_REDRIVE_FILE: a failed execution's redrive record (its outcome's "redrive"): redrive
+  // it (tests/asl/adapter.ts Redrive) instead of starting an execution.
+  const redrive = process.env.DEPLOYED_REDRIVE_FILE ? (JSON.parse(fs.readFileSync(process.env.DEPLOYED_REDRIVE_FILE, 'utf8')) as Json) : undefined;
+  const input = redrive ? redrive.executionInput : (JSON.parse(fs.readFileSync(env('DEPLOYED_INPUT_FILE'), 'utf8')) as Json);
   const retry = env('DEPLOYED_RETRY_MS', '50');
 
   const deps: AdapterDeps = {
@@ -84,6 +87,7 @@ async function main() {
     },
     retryMs: retry === 'asl' ? undefined : Number(retry),
     executionName: env('DEPLOYED_EXECUTION_NAME', 'deployed-execution'),
+    redrive,
   };
   const outcome = await adaptDefinition(definition, deps).run(input);
   process.stdout.write(JSON.stringify(outcome) + '\n');

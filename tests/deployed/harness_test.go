@@ -252,6 +252,7 @@ var keptGrants = []struct{ role, sid, action, why string }{
 	{"StateMachineRole", "MapResultWriter", "s3:AbortMultipartUpload", "AWS documents it for ResultWriter (large result files are written in parts)"},
 	{"StateMachineRole", "MapResultWriter", "s3:ListMultipartUploadParts", "same"},
 	{"StateMachineRole", "MapChildExecutionsControl", "states:StopExecution", "a failing Map Run stops the children still running"},
+	{"StateMachineRole", "MapChildExecutionsControl", "states:RedriveExecution", "a redriven execution redrives its failed Map Run's unsuccessful children (Step Functions guide, \"Redriving Map Runs\"); the local redrive runs them in process"},
 	{"ExtractWorker", "DestinationObjects", "s3:GetObject", "a batch run again finds the objects its last attempt wrote (HEAD for the execution metadata; retry path, tests/asl)"},
 	{"ExtractWorker", "DestinationObjects", "s3:AbortMultipartUpload", "a failing batch aborts the uploads it has open (fault path)"},
 	{"ExtractFinalizer", "DestinationObjects", "s3:GetObject", "a finalizer run again finds the report it wrote (retry path)"},
@@ -344,6 +345,10 @@ type Deployment struct {
 	executions map[string]*sfnExecution
 	// ExecutionTimeout bounds one execution (3 minutes when 0).
 	ExecutionTimeout time.Duration
+	// invokeFault, when set, answers an invocation of fn with payload as
+	// Lambda's service answers a failure of its own: 500 and
+	// X-Amzn-ErrorType the exception it returns ("": none, invoke fn).
+	invokeFault func(fn *LambdaFunction, payload []byte) string
 }
 
 type callerKey struct{}
@@ -642,6 +647,17 @@ func (d *Deployment) serveAPI(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"Message":"Function not found: %s"}`, name)
 			return
 		}
+		d.mu.Lock()
+		fault := d.invokeFault
+		d.mu.Unlock()
+		if exception := ""; fault != nil {
+			if exception = fault(f, body); exception != "" {
+				w.Header().Set("X-Amzn-ErrorType", exception)
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprintf(w, `{"Message":"injected: Lambda answered %s"}`, exception)
+				return
+			}
+		}
 		res, err := d.Lambdas.Invoke(r.Context(), f, body)
 		if err != nil {
 			w.Header().Set("X-Amzn-ErrorType", "ServiceException")
@@ -702,6 +718,8 @@ type Outcome struct {
 		Attempt                   int
 		ErrorEquals               []string
 	} `json:"events"`
+	// Redrive is a failed execution's redrive record (Deployment.Redrive).
+	Redrive json.RawMessage `json:"redrive"`
 }
 
 // Execute runs one execution of the deployed definition with input.
@@ -712,7 +730,22 @@ func (d *Deployment) Execute(name string, input any) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.run(t.Context(), name, in)
+	out, err := d.run(t.Context(), name, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Redrive redrives the failed execution name from its outcome failed, as
+// RedriveExecution does (tests/asl/adapter.ts Redrive).
+func (d *Deployment) Redrive(name string, failed *Outcome) *Outcome {
+	t := d.T
+	t.Helper()
+	if failed.Redrive == nil {
+		t.Fatalf("execution %s (%s) has no redrive record", name, failed.Status)
+	}
+	out, err := d.run(t.Context(), name, nil, failed.Redrive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +753,7 @@ func (d *Deployment) Execute(name string, input any) *Outcome {
 }
 
 // run runs one execution with execute.ts (safe from any goroutine).
-func (d *Deployment) run(ctx context.Context, name string, input []byte) (*Outcome, error) {
+func (d *Deployment) run(ctx context.Context, name string, input, redrive []byte) (*Outcome, error) {
 	timeout := d.ExecutionTimeout
 	if timeout == 0 {
 		timeout = 3 * time.Minute
@@ -743,6 +776,14 @@ func (d *Deployment) run(ctx context.Context, name string, input []byte) (*Outco
 		return nil, err
 	}
 	cmd.Env = append(os.Environ(), "DEPLOYED_URL="+d.api, "DEPLOYED_DEFINITION="+d.defFile, "DEPLOYED_INPUT_FILE="+inputFile.Name(), "DEPLOYED_EXECUTION_NAME="+name)
+	if redrive != nil {
+		redriveFile := inputFile.Name() + ".redrive"
+		if err := os.WriteFile(redriveFile, redrive, 0o600); err != nil {
+			return nil, err
+		}
+		defer os.Remove(redriveFile)
+		cmd.Env = append(cmd.Env, "DEPLOYED_REDRIVE_FILE="+redriveFile)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

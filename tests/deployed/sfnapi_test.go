@@ -57,7 +57,7 @@ func (d *Deployment) serveStepFunctions(w http.ResponseWriter, op string, body [
 		d.executions[arn] = e
 		d.mu.Unlock()
 		go func() {
-			e.out, e.err = d.run(context.Background(), in.Name, []byte(in.Input))
+			e.out, e.err = d.run(context.Background(), in.Name, []byte(in.Input), nil)
 			e.stop = time.Now()
 			close(e.done)
 		}()

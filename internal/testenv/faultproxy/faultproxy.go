@@ -205,6 +205,9 @@ type Rule struct {
 	// with Rate 1 and Limit n, the rule answers a burst of n requests in a
 	// row, from the (After+1)-th on.
 	After int
+	// Bucket, when set, limits the rule to requests for that bucket (a
+	// destination's writes failing while the work bucket's succeed).
+	Bucket string
 }
 
 // Config configures a proxy.
@@ -482,7 +485,7 @@ func (p *Proxy) decide(op Op, r *http.Request) Fault {
 	n := p.seen[id]
 	p.seen[id] = n + 1
 	for i, rule := range p.rules {
-		if len(rule.Faults) == 0 || rule.Rate <= 0 || (rule.Limit > 0 && p.fired[i] >= rule.Limit) || !matches(rule.Ops, op) {
+		if len(rule.Faults) == 0 || rule.Rate <= 0 || (rule.Limit > 0 && p.fired[i] >= rule.Limit) || !matches(rule.Ops, op) || !inBucket(rule.Bucket, r) {
 			continue
 		}
 		if onlyConflicts(rule.Faults) && (op != CompleteMultipartUpload || !conditional(r)) {
@@ -516,6 +519,13 @@ func onlyConflicts(faults []Fault) bool {
 // conditional says whether a request writes only if a condition holds.
 func conditional(r *http.Request) bool {
 	return r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != ""
+}
+
+// inBucket reports whether the path-style request r is for bucket ("":
+// any bucket).
+func inBucket(bucket string, r *http.Request) bool {
+	b, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	return bucket == "" || b == bucket
 }
 
 func matches(ops []Op, op Op) bool {
