@@ -141,7 +141,7 @@ func (r *planRun) advance(ctx context.Context, d *ReadsDone) (*Job, *ReadPlan, e
 	if err != nil || rp != nil {
 		return nil, rp, err
 	}
-	p, err := r.pl.layOut(ctx, r.cfg, r.req, entries, r.execution, r.stored)
+	p, err := r.layOut(ctx, entries)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,13 +12,14 @@ import (
 // deployment's size limit, priced knowing which sources S3 stores no
 // CRC-32 of (stored). The CRC-32s its workers need are learned after
 // (learnCRCs).
-func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, stored *storedCRCs) (*plan.Plan, error) {
-	opts := layoutOptions(cfg, req, stored)
+func (r *planRun) layOut(ctx context.Context, entries []plan.Entry) (*plan.Plan, error) {
+	pl, cfg, req := r.pl, r.cfg, r.req
+	opts := layoutOptions(cfg, req, r.stored)
 	var p *plan.Plan
 	var err error
 	switch l := req.Options.splitLimits(); {
 	case l.On() && req.Options.ChecksumsFile != "":
-		p, err = pl.listedArchives(ctx, cfg, req, entries, execution, stored)
+		p, err = r.listedArchives(ctx, entries)
 	case l.On():
 		p, err = plan.MakeSplit(entries, opts, l)
 	default:
@@ -27,7 +28,7 @@ func (pl *Planner) layOut(ctx context.Context, cfg Config, req *Request, entries
 	if err != nil {
 		return nil, planError(err)
 	}
-	warnWrongTool(pl.runLog(execution, req), p, entries, opts)
+	warnWrongTool(pl.runLog(r.execution, req), p, entries, opts)
 	if cfg.MaxArchiveBytes > 0 && p.Size > cfg.MaxArchiveBytes {
 		if p.Split() {
 			return nil, failure.Limit("the %d archives would be %d bytes together; this deployment allows a run at most %d (MAX_ARCHIVE_BYTES bounds what a run writes: all of a split run's archives together)",

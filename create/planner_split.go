@@ -38,7 +38,8 @@ func (o Options) checkSplit(add func(string)) {
 // `unzip name-0002.zip && sha256sum -c SHA256SUMS` checks that archive: the
 // cut leaves room for it in each (plan.Listing), then each archive's is
 // written to the work prefix and added as its last entry.
-func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request, entries []plan.Entry, execution string, stored *storedCRCs) (*plan.Plan, error) {
+func (r *planRun) listedArchives(ctx context.Context, entries []plan.Entry) (*plan.Plan, error) {
+	pl, cfg, req := r.pl, r.cfg, r.req
 	l := req.Options.splitLimits()
 	l.Listing = &plan.Listing{Name: req.Options.ChecksumsFile, Line: func(e *plan.Entry) int64 { return int64(len(checksumLine(e))) }}
 	if err := l.Check(); err != nil {
@@ -49,7 +50,7 @@ func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request,
 		return nil, err
 	}
 	listings := make([]plan.Entry, len(runs))
-	prefix := cfg.workPrefix(execution)
+	prefix := r.prefix
 	err := forEach(ctx, cfg.HeadConcurrency, len(runs), func(ctx context.Context, k int) error {
 		var err error
 		listings[k], err = pl.checksumsEntry(ctx, entries[runs[k][0]:runs[k][1]], l.Listing.Name, cfg.WorkBucket, fmt.Sprintf("%schecksums-%04d", prefix, k+1))
@@ -59,12 +60,12 @@ func (pl *Planner) listedArchives(ctx context.Context, cfg Config, req *Request,
 		return nil, err
 	}
 	listed := make([]plan.Entry, 0, len(entries)+len(runs))
-	for k, r := range runs {
+	for k, run := range runs {
 		start := len(listed)
-		listed = append(append(listed, entries[r[0]:r[1]]...), listings[k])
+		listed = append(append(listed, entries[run[0]:run[1]]...), listings[k])
 		runs[k] = [2]int{start, len(listed)}
 	}
-	return plan.MakeArchives(listed, runs, layoutOptions(cfg, req, stored), l)
+	return plan.MakeArchives(listed, runs, layoutOptions(cfg, req, r.stored), l)
 }
 
 // startArchiveUploads creates the upload of every archive of a split plan
