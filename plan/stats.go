@@ -161,102 +161,110 @@ func (p *Plan) carriesTail(i int) bool {
 // partStats is what building one part takes; tail says whether it carries
 // the copy of the rest of an entry whose start it streams (carriesTail).
 func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
-	var s Stats
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
 	case PartCopy:
-		s = copyStats(part, &entries[0])
+		return copyStats(part, &entries[0])
 	case PartChain:
-		rounds := ChainRounds(entries, part.Start, part.End)
-		c := CostOfChain(rounds)
-		early, _ := ChainChecksums(entries, rounds)
-		s.ChainParts++
-		s.ChainRounds += c.Rounds
-		s.LongestChain = c.Rounds
-		s.ChainSteps = ChainSteps(early)
-		// The CRC-32s it needs and the plan lacks, its worker asks for all
-		// at once before its first round: a round trip.
-		for _, i := range part.NeedCRC {
-			if !p.Entries[i].CRC32.Known {
-				s.ChainHeads++
-			}
+		return p.chainStats(part, entries)
+	}
+	return p.uploadStats(part, entries, tail, scratch)
+}
+
+// chainStats is what a chain part takes: its rounds, and the CRC-32s it
+// needs before them.
+func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
+	var s Stats
+	rounds := ChainRounds(entries, part.Start, part.End)
+	c := CostOfChain(rounds)
+	early, _ := ChainChecksums(entries, rounds)
+	s.ChainParts++
+	s.ChainRounds += c.Rounds
+	s.LongestChain = c.Rounds
+	s.ChainSteps = ChainSteps(early)
+	// The CRC-32s it needs and the plan lacks, its worker asks for all at
+	// once before its first round: a round trip. One S3 does not store is
+	// probed.
+	for _, i := range part.NeedCRC {
+		e := &p.Entries[i]
+		if e.CRC32.Known {
+			continue
 		}
-		if s.ChainHeads > 0 {
-			s.Requests.Head += s.ChainHeads
-			s.ChainSteps++
+		s.ChainHeads++
+		if p.storesNoCRC != nil && p.storesNoCRC(e.Source) {
+			s.Requests.UploadPartCopy++
+			s.ServerCopiedBytes += e.Size
+			s.ProbeUploads = 1
 		}
-		// Its entries read from the plan; the CRC-32s it learns put with
-		// its batch's; a needed CRC-32 S3 does not store, probed.
-		s.JobReads, s.CRCDocs = 1, 1
-		for _, i := range part.NeedCRC {
-			if e := &p.Entries[i]; !e.CRC32.Known && p.storesNoCRC != nil && p.storesNoCRC(e.Source) {
-				s.Requests.UploadPartCopy++
-				s.ServerCopiedBytes += e.Size
-				s.ProbeUploads = 1
-			}
+	}
+	if s.ChainHeads > 0 {
+		s.Requests.Head += s.ChainHeads
+		s.ChainSteps++
+	}
+	// Its entries read from the plan; the CRC-32s it learns put with its
+	// batch's.
+	s.JobReads, s.CRCDocs = 1, 1
+	s.LongestChainSteps = s.ChainSteps
+	s.StreamedBytes += c.Uploaded
+	s.CopiedBytes += part.Size() - c.Uploaded
+	s.ServerCopiedBytes += c.ServerCopied
+	s.Requests.Create += c.Requests.Create
+	s.Requests.Complete += c.Requests.Complete
+	s.Requests.UploadPart += c.Requests.UploadPart
+	s.Requests.UploadPartCopy += c.Requests.UploadPartCopy
+	s.Requests.Delete += c.Requests.Delete
+	return s
+}
+
+// uploadStats is what an upload part takes: its GETs, and the requests
+// that tell its CRC-32s when it is piped.
+func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch *partScratch) Stats {
+	var s Stats
+	s.UploadParts++
+	s.StreamedBytes += part.Size()
+	s.Requests.UploadPart++
+	if tail {
+		s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
+	}
+	scratch.segs = appendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
+	segs := scratch.segs
+	for _, seg := range segs {
+		if seg.Kind == SegmentData {
+			s.Requests.Get++
 		}
-		s.LongestChainSteps = s.ChainSteps
-		s.StreamedBytes += c.Uploaded
-		s.CopiedBytes += part.Size() - c.Uploaded
-		s.ServerCopiedBytes += c.ServerCopied
-		s.Requests.Create += c.Requests.Create
-		s.Requests.Complete += c.Requests.Complete
-		s.Requests.UploadPart += c.Requests.UploadPart
-		s.Requests.UploadPartCopy += c.Requests.UploadPartCopy
-		s.Requests.Delete += c.Requests.Delete
-	default:
-		s.UploadParts++
-		s.StreamedBytes += part.Size()
-		s.Requests.UploadPart++
-		if tail {
-			s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
+	}
+	if part.Final {
+		return s
+	}
+	// A worker's part reads its entries from the plan and puts the CRC-32s
+	// it computes with its batch's.
+	s.JobReads, s.CRCDocs = 1, 1
+	// It is piped when a few requests tell its CRC-32s: an entry's whole
+	// data by a HEAD of the CRC-32 S3 stores for it (a probe of the data
+	// when the listing said S3 stores none); the start of one whose rest
+	// the job copies by no more request (the HEAD above and S3's answer to
+	// the copy tell it); any other range by a probe, an UploadPartCopy of
+	// it into its batch's probe upload (small ranges are read ahead, by
+	// the GET counted above).
+	scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
+	scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
+	probes, reads := scratch.probe, scratch.read
+	if !Piped(segs, probes, reads) {
+		return s
+	}
+	s.PipedBytes += part.Size()
+	for _, i := range probes {
+		whole := WholeData(entries, segs[i])
+		if whole {
+			s.Requests.Head++
 		}
-		scratch.segs = appendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
-		segs := scratch.segs
-		for _, seg := range segs {
-			if seg.Kind == SegmentData {
-				s.Requests.Get++
-			}
+		if whole && (p.storesNoCRC == nil || !p.storesNoCRC(entries[segs[i].Entry].Source)) ||
+			!whole && tail && segs[i].From == 0 && i == len(segs)-1 {
+			continue
 		}
-		// A worker's part whose CRC-32s a few requests tell is piped: an
-		// entry's whole data by a HEAD of the CRC-32 S3 stores for it; the
-		// start of one whose rest the job copies by no more request (the
-		// HEAD above and S3's answer to the copy tell it); any
-		// other range by a probe, an UploadPartCopy of it into its batch's
-		// probe upload (small ranges are read ahead, by the GET counted
-		// above). As everywhere in the model, a HEAD finds the CRC-32 stored.
-		scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
-		scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
-		probes, reads := scratch.probe, scratch.read
-		if !part.Final {
-			s.JobReads++
-			s.CRCDocs++
-		}
-		if !part.Final && Piped(segs, probes, reads) {
-			s.PipedBytes += part.Size()
-			probed := false
-			for _, i := range probes {
-				if WholeData(entries, segs[i]) {
-					s.Requests.Head++
-					if p.storesNoCRC != nil && p.storesNoCRC(entries[segs[i].Entry].Source) {
-						// The HEAD finds none: the whole data is probed.
-						s.Requests.UploadPartCopy++
-						s.ServerCopiedBytes += segs[i].To - segs[i].From
-						probed = true
-					}
-					continue
-				}
-				if tail && segs[i].From == 0 && i == len(segs)-1 {
-					continue
-				}
-				s.Requests.UploadPartCopy++
-				s.ServerCopiedBytes += segs[i].To - segs[i].From
-				probed = true
-			}
-			if probed {
-				s.ProbeUploads++
-			}
-		}
+		s.Requests.UploadPartCopy++
+		s.ServerCopiedBytes += segs[i].To - segs[i].From
+		s.ProbeUploads = 1
 	}
 	return s
 }
