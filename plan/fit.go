@@ -119,7 +119,8 @@ func (p *Plan) Predict(m Model) Prediction {
 // S3Rates is what the plan asks of S3's per-prefix rates, run as its Fit
 // cuts it, priced with m.
 func (p *Plan) S3Rates(m Model) RateDemand {
-	return m.S3Rates(p.Stats().batched(p.Loads(max(p.Fit.PartsPerBatch, 1))))
+	parts := p.partsStats()
+	return m.S3Rates(p.statsOf(parts).batched(p.loadsOf(parts, p.jobBytes(), max(p.Fit.PartsPerBatch, 1))))
 }
 
 // fitted sets the plan's Fit for opts.

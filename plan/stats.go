@@ -111,13 +111,11 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	s.Requests.Create, s.Requests.Complete = p.uploads(), p.uploads()
 	need := p.CRCsNeeded()
 	s.Requests.Head = len(need)
-	if p.storesNoCRC != nil {
-		// The planner probes the data of a needed CRC-32 S3 does not store.
-		for _, i := range need {
-			if e := &p.Entries[i]; p.storesNoCRC(e.Source) {
-				s.Requests.UploadPartCopy++
-				s.ServerCopiedBytes += e.Size
-			}
+	// The planner probes the data of a needed CRC-32 S3 does not store.
+	for _, i := range need {
+		if e := &p.Entries[i]; p.noCRCStored(e.Source) {
+			s.Requests.UploadPartCopy++
+			s.ServerCopiedBytes += e.Size
 		}
 	}
 	for i := range parts {
@@ -191,7 +189,7 @@ func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
 			continue
 		}
 		s.ChainHeads++
-		if p.storesNoCRC != nil && p.storesNoCRC(e.Source) {
+		if p.noCRCStored(e.Source) {
 			s.Requests.UploadPartCopy++
 			s.ServerCopiedBytes += e.Size
 			s.ProbeUploads = 1
@@ -258,7 +256,7 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 		if whole {
 			s.Requests.Head++
 		}
-		if whole && (p.storesNoCRC == nil || !p.storesNoCRC(entries[segs[i].Entry].Source)) ||
+		if whole && !p.noCRCStored(entries[segs[i].Entry].Source) ||
 			!whole && tail && segs[i].From == 0 && i == len(segs)-1 {
 			continue
 		}
@@ -268,6 +266,10 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 	}
 	return s
 }
+
+// noCRCStored says whether S3 stores no CRC-32 of src, as the plan was
+// told (Options.StoresNoCRC).
+func (p *Plan) noCRCStored(src Source) bool { return p.storesNoCRC != nil && p.storesNoCRC(src) }
 
 // add sums the per-part counts of t into s.
 func (s *Stats) add(t Stats) {
