@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3rate"
+	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
 // A run the CLI starts keeps a marker, <work prefix><execution>/run.json
@@ -160,6 +162,18 @@ func (l *markerLease) keepUntil(t time.Time) {
 	if l != nil {
 		l.kept = t.UTC()
 	}
+}
+
+// end stops the lease of a run that ended with err. A run kept for a
+// resume (stepfn.KeptError) stays marked kept until then, and end returns
+// it; nil otherwise.
+func (l *markerLease) end(ctx context.Context, err error) *stepfn.KeptError {
+	var kept *stepfn.KeptError
+	if errors.As(err, &kept) {
+		l.keepUntil(kept.Until)
+	}
+	l.stop(ctx)
+	return kept
 }
 
 // workLeft says what a run left under its work prefix besides its marker:

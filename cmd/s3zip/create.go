@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/s3zip/s3zip/create"
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -152,12 +150,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 	lease := startRun(ctx, plain, workBucket, execution, req.Destination)
 	res, err := runner.Run(ctx, raw, execution)
 	progress.finishRun(ctx, err)
-	var kept *stepfn.KeptError
-	if errors.As(err, &kept) {
-		lease.keepUntil(kept.Until)
-	}
-	lease.stop(ctx)
-	if kept != nil {
+	if kept := lease.end(ctx, err); kept != nil {
 		return keptRun(kept, workBucket, clientEndpoint(plain))
 	}
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/s3zip/s3zip/extract"
 	"github.com/s3zip/s3zip/internal/objmeta"
 	"github.com/s3zip/s3zip/internal/s3metrics"
-	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/plan"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -51,12 +50,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	lease := startExtractRun(ctx, plain, req)
 	res, err := extract.Run(ctx, s3.New(client.Options(), counter.Option()), req, progress.updateExtract)
 	progress.finishRun(ctx, err)
-	var kept *stepfn.KeptError
-	if errors.As(err, &kept) {
-		lease.keepUntil(kept.Until)
-	}
-	lease.stop(ctx)
-	if kept != nil {
+	if kept := lease.end(ctx, err); kept != nil {
 		return keptRun(kept, req.WorkBucket, clientEndpoint(plain))
 	}
 	if _, ok := interrupted(ctx); ok && err != nil {

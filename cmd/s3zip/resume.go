@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,12 +102,7 @@ func runResume(ctx context.Context, args []string, stdout io.Writer) error {
 	lease := resumeRun(ctx, client, *workBucket, execution)
 	res, stats, err := runner.Resume(ctx, execution)
 	progress.finishRun(ctx, err)
-	var kept *stepfn.KeptError
-	if errors.As(err, &kept) {
-		lease.keepUntil(kept.Until)
-	}
-	lease.stop(ctx)
-	if kept != nil {
+	if kept := lease.end(ctx, err); kept != nil {
 		return keptRun(kept, *workBucket, clientEndpoint(client))
 	}
 	if err != nil {
@@ -190,12 +184,7 @@ func resumeExtract(ctx context.Context, client *s3.Client, m runMarker, o extrac
 	lease := leaseMarker(ctx, housekeeping(client), workBucket, withProcess(m))
 	res, stats, err := extract.Resume(ctx, s3.New(client.Options(), counter.Option()), extract.ResumeRequest{WorkBucket: workBucket, Execution: m.Execution, Keep: o.keep}, progress.updateExtract)
 	progress.finishRun(ctx, err)
-	var kept *stepfn.KeptError
-	if errors.As(err, &kept) {
-		lease.keepUntil(kept.Until)
-	}
-	lease.stop(ctx)
-	if kept != nil {
+	if kept := lease.end(ctx, err); kept != nil {
 		return keptRun(kept, workBucket, clientEndpoint(client))
 	}
 	if err != nil {
