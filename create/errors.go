@@ -61,7 +61,9 @@ func (e *DeadlineError) Error() string {
 // completion 409 ConditionalRequestConflict (another operation on the key
 // met it): the upload is over, and S3's word is to start it again and
 // upload every part anew. The same completion again cannot succeed, so no
-// Task retries it; the Runner starts the upload again (RestartUpload).
+// Task retries it: the state machine's RestartUpload state, and the
+// Runner, start the upload again (Planner.RestartUpload) and build the
+// parts anew, at most maxUploadRestarts times.
 type UploadRestartError struct {
 	Destination string
 	Err         error

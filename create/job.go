@@ -21,6 +21,9 @@ type Job struct {
 	// Archives is how many archives a split run writes (0: one, at
 	// Destination, with UploadID); each part job names its archive's upload.
 	Archives int `json:"archives,omitempty"`
+	// Restarts is how many times the archive's upload was started again
+	// after S3 ended it at its completion (RestartUpload).
+	Restarts int `json:"restarts,omitempty"`
 	// Overwrite allows replacing an existing archive; without it the upload
 	// completes only if the key is still free (If-None-Match).
 	Overwrite bool `json:"overwrite,omitempty"`

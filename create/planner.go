@@ -45,6 +45,10 @@ type PlanInput struct {
 	Reads *ReadsDone `json:"reads,omitempty"`
 	// Started is when the execution started ($$.Execution.StartTime).
 	Started time.Time `json:"started,omitzero"`
+	// Restart is the job whose upload S3 ended at its completion
+	// (UploadRestartError, the RestartUpload state): the planner starts
+	// the upload again and returns the job with it.
+	Restart *Job `json:"restart,omitempty"`
 }
 
 // maxManifestBytes bounds a manifest object.
@@ -89,6 +93,9 @@ func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, er
 // Handle is Start with one result, as the Lambda returns it: the Job or the
 // ReadPlan.
 func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
+	if in.Restart != nil {
+		return pl.RestartUpload(ctx, in, in.Restart)
+	}
 	job, rp, err := pl.Start(ctx, in)
 	switch {
 	case err != nil:

@@ -165,11 +165,16 @@ func defaultSSE(cfg Config, req *Request) {
 // (UploadRestartError): the request is checked again (its key still free,
 // unless it overwrites), the ended upload aborted (S3 may have dropped it
 // already), and a new one created and recorded, so that Abort finds it.
-// The job comes back with the new upload, its plan unchanged: every part
-// is built anew into it. A split run's archives are not started again.
+// The job comes back with the new upload and one more restart, its plan
+// unchanged: every part is built anew into it. Past maxUploadRestarts it
+// fails with UploadRestartError, for Abort. A split run's archives are not
+// started again.
 func (pl *Planner) RestartUpload(ctx context.Context, in PlanInput, job *Job) (*Job, error) {
+	if job.Restarts >= maxUploadRestarts {
+		return nil, &UploadRestartError{Destination: job.Destination.URI(), Err: fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion", job.Restarts)}
+	}
 	if job.Archives > 0 {
-		return nil, fmt.Errorf("a split run's upload is not started again: run it again")
+		return nil, &UploadRestartError{Destination: job.Destination.URI(), Err: fmt.Errorf("a split run's archives are not started again one by one: run the request again")}
 	}
 	cfg := pl.Config.Defaults()
 	req, err := pl.begin(ctx, cfg, in)
@@ -181,6 +186,7 @@ func (pl *Planner) RestartUpload(ctx context.Context, in PlanInput, job *Job) (*
 		return nil, s3Error("AbortMultipartUpload", d.Bucket, d.Key, false, err)
 	}
 	next := *job
+	next.Restarts++
 	defaultSSE(cfg, req)
 	if err := pl.startUpload(ctx, req, &next); err != nil {
 		return nil, err

@@ -118,17 +118,13 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	}
 	out, failure := r.build(ctx, cfg, log, job, nil)
 	var restart *UploadRestartError
-	for restarts := 1; failure != nil && errors.As(failure.err, &restart) && job.Archives == 0; restarts++ {
-		if restarts > maxUploadRestarts {
-			failure.err = fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion: %w", maxUploadRestarts, failure.err)
-			break
-		}
-		log.Warn("S3 ended the archive's upload at its completion; starting it again", "execution", execution, "error", failure.err.Error())
+	for failure != nil && errors.As(failure.err, &restart) {
 		next, err := planner.RestartUpload(ctx, in, job)
 		if err != nil {
 			failure.err = err
 			break
 		}
+		log.Warn("S3 ended the archive's upload at its completion; started it again", "execution", execution, "restarts", next.Restarts, "error", failure.err.Error())
 		job = next
 		out, failure = r.build(ctx, cfg, log, job, nil)
 	}
@@ -144,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 
 // maxUploadRestarts is how many times a run starts its archive's upload
 // again after S3 ended it at its completion (UploadRestartError): each
-// time builds every part anew.
+// time builds every part anew. Job.Restarts counts them.
 const maxUploadRestarts = 3
 
 func (r *Runner) logger() *slog.Logger {

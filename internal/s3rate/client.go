@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/s3zip/s3zip/internal/s3err"
 )
 
 // Config is how a client's requests are held. The zero value is the
@@ -147,6 +149,7 @@ func addLimiter(stack *middleware.Stack, limits *Limits, r aws.Retryer, out *out
 				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
 			}
 			res, md, err := next.HandleFinalize(ctx, in)
+			err = conflictToRetry(awsmiddleware.GetOperationName(ctx), err)
 			switch {
 			case err == nil:
 				l.Succeeded()
@@ -222,7 +225,8 @@ func newRetryer(cfg Config, out *outage) aws.RetryerV2 {
 		o.Backoff = retry.NewExponentialJitterBackoff(cfg.MaxBackoff)
 		o.RateLimiter = ratelimit.None
 		o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-			if isStall(err) {
+			var c *retriedConflict
+			if isStall(err) || errors.As(err, &c) {
 				return aws.TrueTernary
 			}
 			return aws.UnknownTernary
@@ -274,4 +278,20 @@ func isStall(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// retriedConflict is a conditional PutObject or CopyObject that met 409
+// ConditionalRequestConflict: it wrote nothing, and S3's documentation
+// says to send it again. (A completion so answered ended its upload: the
+// caller starts the upload again, so it is not retried here.)
+type retriedConflict struct{ error }
+
+func (e *retriedConflict) Unwrap() error { return e.error }
+
+// conflictToRetry marks err retryable when it is such a conflict.
+func conflictToRetry(op string, err error) error {
+	if err != nil && (op == "PutObject" || op == "CopyObject") && s3err.IsCode(err, "ConditionalRequestConflict") {
+		return &retriedConflict{err}
+	}
+	return err
 }

@@ -208,6 +208,32 @@ func TestRetryerTriesThrottlesLonger(t *testing.T) {
 	}
 }
 
+// A conditional PUT answered 409 ConditionalRequestConflict wrote nothing
+// and is sent again; a completion so answered ended its upload, so it is
+// not (the caller starts the upload again).
+func TestConflictRetriedForPutOnly(t *testing.T) {
+	var calls atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 || r.URL.Query().Has("uploadId") {
+			w.WriteHeader(http.StatusConflict)
+			io.WriteString(w, `<Error><Code>ConditionalRequestConflict</Code><Message>A conflicting operation occurred.</Message></Error>`)
+			return
+		}
+		w.Header().Set("ETag", `"e"`)
+	}))
+	defer ts.Close()
+	c := testClient(ts.URL, Config{Limits: &Limits{}, Attempts: 3, MaxBackoff: time.Millisecond})
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("k"), Body: strings.NewReader("x"), IfNoneMatch: aws.String("*")})
+	if err != nil || calls.Load() != 2 {
+		t.Fatalf("put: %d calls, error %v; want 2 calls, the second written", calls.Load(), err)
+	}
+	calls.Store(1)
+	_, err = c.CompleteMultipartUpload(context.Background(), &s3.CompleteMultipartUploadInput{Bucket: aws.String("b"), Key: aws.String("k"), UploadId: aws.String("u"), IfNoneMatch: aws.String("*")})
+	if err == nil || calls.Load() != 2 || !strings.Contains(err.Error(), "ConditionalRequestConflict") {
+		t.Fatalf("completion: %d calls, error %v; want 1 call and its 409", calls.Load()-1, err)
+	}
+}
+
 // A body that sends its first bytes and then nothing fails with
 // ErrStalled after the idle timeout, not when the server gives up.
 func TestStalledBodyIsAbandoned(t *testing.T) {

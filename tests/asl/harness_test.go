@@ -40,6 +40,7 @@ type Invocation struct {
 	Attempt   int
 	Err       error  // nil when it succeeded
 	ErrorType string // what the function reported (Lambda semantics)
+	Output    any    // what it returned, when it succeeded
 }
 
 // Functions serves the five handlers over HTTP the way Lambda would run them.
@@ -210,7 +211,7 @@ func (f *Functions) invoke(w http.ResponseWriter, ctx context.Context, name stri
 	if err == nil && change != nil {
 		out = change(out)
 	}
-	inv := Invocation{Function: name, Attempt: attempt, Err: err}
+	inv := Invocation{Function: name, Attempt: attempt, Err: err, Output: out}
 	if err != nil {
 		errorType := f.ErrorType
 		if errorType == nil {

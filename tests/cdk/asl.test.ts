@@ -181,16 +181,35 @@ describe('contract: flow', () => {
     assert.deepEqual(buildParts.ItemProcessor.States[batch.Catch[0].Next].Parameters, { refused: { 'Error.$': '$.Error', 'Cause.$': '$.Cause' } });
     assert.deepEqual(buildParts.Catch, [{ ErrorEquals: ['States.ItemReaderFailed', 'States.ResultWriterFailed'], ResultPath: '$.error', Next: 'Abort' }]);
     const finalize = states.FinalizeArchive;
-    assert.equal(finalize.Catch.length, 1);
-    assert.equal(finalize.Catch[0].Next, 'Abort');
-    assert.equal(finalize.Catch[0].ResultPath, '$.error');
+    assert.equal(finalize.Catch.length, 2);
+    const [restart, aborts] = finalize.Catch;
+    assert.deepEqual(restart, { ErrorEquals: ['UploadRestartError'], ResultPath: '$.error', Next: 'RestartUpload' });
+    assert.equal(aborts.Next, 'Abort');
+    assert.equal(aborts.ResultPath, '$.error');
+    assert.ok(!aborts.ErrorEquals.includes('UploadRestartError'));
     for (const heals of ['States.ALL', 'TransientError', 'DeadlineError', 'States.Timeout', 'Sandbox.Timedout', 'Lambda.Unknown', 'States.ExceedToleratedFailureThreshold']) {
-      assert.ok(!finalize.Catch[0].ErrorEquals.includes(heals), `FinalizeArchive catches ${heals}: the run would be aborted instead of kept for Redrive`);
+      assert.ok(!aborts.ErrorEquals.includes(heals), `FinalizeArchive catches ${heals}: the run would be aborted instead of kept for Redrive`);
       assert.ok(!batch.Catch[0].ErrorEquals.includes(heals), `BuildBatch catches ${heals}`);
     }
     for (const never of ['SourceChangedError', 'RequestError', 'RefusedError', 'ChecksumMismatchError', 'DestinationExistsError', 'LimitError', 'Error']) {
-      assert.ok(finalize.Catch[0].ErrorEquals.includes(never) && batch.Catch[0].ErrorEquals.includes(never), `${never} cannot heal: aborted`);
+      assert.ok(aborts.ErrorEquals.includes(never) && batch.Catch[0].ErrorEquals.includes(never), `${never} cannot heal: aborted`);
     }
+  });
+
+  test('an upload S3 ended at its completion is started again by the planner, then every part built anew', () => {
+    const s = states.RestartUpload;
+    assert.equal(s.Type, 'Task');
+    assert.equal(s.Parameters.FunctionName, states.PlanArchive.Parameters.FunctionName);
+    assert.deepEqual(s.Parameters.Payload, {
+      'request.$': '$$.Execution.Input',
+      'execution.$': '$$.Execution.Name',
+      'started.$': '$$.Execution.StartTime',
+      'restart.$': '$',
+    });
+    assert.equal(s.OutputPath, '$.Payload');
+    assert.equal(s.Next, 'BuildParts');
+    assert.deepEqual(s.Catch, [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'Abort' }]);
+    assert.ok(retrierFor(s, 'Lambda.TooManyRequestsException'), 'throttled invokes retried');
   });
 
   test('Abort then fails the execution with the original error', () => {

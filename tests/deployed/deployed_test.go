@@ -290,6 +290,10 @@ func TestDeployedUnderS3Faults(t *testing.T) {
 		// The planner's create succeeds but its answer is lost: it lists the
 		// destination's uploads and aborts the one it began.
 		{"lost create answer", []faultproxy.Fault{faultproxy.ResetAfter}, 1, []faultproxy.Op{faultproxy.CreateMultipartUpload}, 1},
+		// S3 ends the upload at its conditional completion (409
+		// ConditionalRequestConflict): RestartUpload starts it again and
+		// every part is built anew.
+		{"409 at the completion", []faultproxy.Fault{faultproxy.ConditionalConflict}, 1, []faultproxy.Op{faultproxy.CompleteMultipartUpload}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Deploy(t)
@@ -308,6 +312,9 @@ func TestDeployedUnderS3Faults(t *testing.T) {
 			}
 			if f, _ := d.Faults.Injected(); f == 0 {
 				t.Errorf("no fault was injected: the case proves nothing")
+			}
+			if restarted := strings.Contains(topLevelStates(out), "RestartUpload"); restarted != (tc.faults[0] == faultproxy.ConditionalConflict) {
+				t.Errorf("states %s: RestartUpload entered %v", topLevelStates(out), restarted)
 			}
 			d.checkArchive(destinationPrefix+"faults.zip", want)
 			d.assertClean()

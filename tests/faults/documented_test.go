@@ -6,7 +6,7 @@ package faults_test
 // ServiceUnavailable, and a connection reset half-way through an answer's
 // body (the effect happened, the answer is cut); 409
 // ConditionalRequestConflict from a conditional completion (start the
-// upload again). Each is crossed with
+// upload again) and from a conditional PUT (send it again). Each is crossed with
 // every layout and with extract, through the workflow's client as the CLI
 // and the Lambdas build it (internal/s3rate: its attempts and budget, a
 // shorter backoff): every run must end in the archive, or the objects,
@@ -57,6 +57,10 @@ var documentedRows = []struct {
 	// meet 409 ConditionalRequestConflict, and their uploads are gone: S3
 	// says to start the upload again and upload every part anew.
 	{"409-conflict/complete", []fp.Rule{{Ops: []fp.Op{fp.CompleteMultipartUpload}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1, Limit: 2}}},
+	// Conditional PUTs (the report, extract's objects and its report) meet
+	// 409 ConditionalRequestConflict, which wrote nothing: S3 says a
+	// PutObject may be sent again.
+	{"409-conflict/put", []fp.Rule{{Ops: []fp.Op{fp.PutObject}, Faults: []fp.Fault{fp.ConditionalConflict}, Rate: 1, Limit: 4}}},
 }
 
 // documentedLayouts are the layouts each row is crossed with: all four
@@ -97,6 +101,9 @@ func TestDocumentedErrors(t *testing.T) {
 				dest := "out/" + strings.ReplaceAll(t.Name(), "/", "-") + ".zip"
 				_, err = w.runner(w.documentedClient(t, p)).Run(context.Background(), request(layout, "d/", dest, false), fmt.Sprintf("documented-%d-%s", i, layout))
 				p.SetRules(nil)
+				if n, _ := p.Injected(); n == 0 {
+					t.Errorf("the row injected no fault: it proves nothing")
+				}
 				w.judge(t, started, p, wantArchive, outcome{err: err, dest: dest, want: w.wants("d/")})
 			})
 		}
@@ -118,6 +125,9 @@ func TestExtractDocumentedErrors(t *testing.T) {
 			prefix := "out/documented-" + strings.ReplaceAll(row.name, "/", "-") + "/"
 			_, err = extract.Run(context.Background(), w.documentedClient(t, p), extractRequest(prefix), nil)
 			p.SetRules(nil)
+			if n, _ := p.Injected(); n == 0 {
+				t.Errorf("the row injected no fault: it proves nothing")
+			}
 			w.judgeExtract(t, started, p, "objects", prefix, err)
 		})
 	}

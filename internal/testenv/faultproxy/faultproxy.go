@@ -173,14 +173,15 @@ const (
 	// stays open until the client gives up (or Config.Hold passes). Not in
 	// AllFaults: a client without an idle timeout waits out the Hold.
 	Stall Fault = "stall"
-	// ConditionalConflict answers a conditional CompleteMultipartUpload
-	// (If-None-Match or If-Match) 409 ConditionalRequestConflict, as S3
-	// answers one that met a conflicting operation, and takes S3 at its
-	// word, "re-initiate the multipart upload and re-upload each part":
-	// from then on the upload answers 404 NoSuchUpload to all but its
-	// abort, which is forwarded so that nothing is left on the server. The
-	// server never sees the completion. A rule with only this fault
-	// matches conditional completions only.
+	// ConditionalConflict answers a conditional write (If-None-Match or
+	// If-Match) 409 ConditionalRequestConflict, as S3 answers one that met
+	// a conflicting operation; the server never sees it. A PutObject so
+	// answered wrote nothing and may be sent again. A completion is taken
+	// at S3's word, "re-initiate the multipart upload and re-upload each
+	// part": from then on its upload answers 404 NoSuchUpload to all but
+	// its abort, which is forwarded so that nothing is left on the server.
+	// A rule with only this fault matches conditional PutObject and
+	// CompleteMultipartUpload requests only.
 	ConditionalConflict Fault = "409-conflict"
 )
 
@@ -438,7 +439,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusOK, "InternalError", "We encountered an internal error. Please try again.")
 	case ConditionalConflict:
 		p.mu.Lock()
-		p.conflicted[r.URL.Query().Get("uploadId")] = true
+		if id := r.URL.Query().Get("uploadId"); id != "" {
+			p.conflicted[id] = true
+		}
 		p.mu.Unlock()
 		writeError(w, r, http.StatusConflict, "ConditionalRequestConflict", "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.")
 	case ResetMidBody:
@@ -488,7 +491,7 @@ func (p *Proxy) decide(op Op, r *http.Request) Fault {
 		if len(rule.Faults) == 0 || rule.Rate <= 0 || (rule.Limit > 0 && p.fired[i] >= rule.Limit) || !matches(rule.Ops, op) || !inBucket(rule.Bucket, r) {
 			continue
 		}
-		if onlyConflicts(rule.Faults) && (op != CompleteMultipartUpload || !conditional(r)) {
+		if onlyConflicts(rule.Faults) && ((op != CompleteMultipartUpload && op != PutObject) || !conditional(r)) {
 			continue
 		}
 		if p.match[i]++; p.match[i] <= rule.After {

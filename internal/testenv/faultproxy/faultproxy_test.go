@@ -306,7 +306,23 @@ func TestConditionalConflict(t *testing.T) {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
 		t.Errorf("an unconditional completion: %v, want it forwarded", err)
 	}
-	if n, _ := p.Injected(); n != 1 {
-		t.Errorf("%d faults injected, want 1: %s", n, p.Summary())
+	// A conditional PutObject is answered 409 and writes nothing; sent
+	// again (the rule's limit reached), it is forwarded.
+	p.SetRules([]Rule{{Faults: []Fault{ConditionalConflict}, Rate: 1, Limit: 1}})
+	put := func() error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("p"), Body: bytes.NewReader([]byte("xyz")), IfNoneMatch: aws.String("*")})
+		return err
+	}
+	if err := put(); !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusConflict || !strings.Contains(err.Error(), "ConditionalRequestConflict") {
+		t.Fatalf("conditional put: %v, want 409 ConditionalRequestConflict", err)
+	}
+	if _, err := srv.Client(t).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("bkt"), Key: aws.String("p")}); err == nil {
+		t.Errorf("the put answered 409 wrote its object")
+	}
+	if err := put(); err != nil {
+		t.Errorf("the put again: %v, want it forwarded", err)
+	}
+	if n, _ := p.Injected(); n != 2 {
+		t.Errorf("%d faults injected, want 2: %s", n, p.Summary())
 	}
 }
