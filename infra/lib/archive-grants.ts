@@ -7,7 +7,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
-import { grant, kmsUse, s3Arn, workPrefixList } from './map-workflow';
+import { grant, isBucketName, kmsUse, s3Arn, workPrefixList } from './map-workflow';
 
 /** The five Go Lambda functions, by the directory name of their bootstrap binary. */
 export const FUNCTION_NAMES = ['planner', 'reader', 'worker', 'finalizer', 'abort'] as const;
@@ -36,7 +36,7 @@ export function inventoryObjectArns(locations: string[] = [], partition?: string
     const slash = l.indexOf('/');
     const bucket = slash < 0 ? l : l.slice(0, slash);
     const prefix = slash < 0 ? '' : l.slice(slash + 1).replace(/^\/+/, '');
-    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) || prefix.includes('*')) {
+    if (!isBucketName(bucket) || prefix.includes('*')) {
       throw new Error(`ArchiveWorkflow: inventoryBuckets entry "${l}" is not "bucket" or "bucket/prefix" (a bucket name, then an optional key prefix without '*')`);
     }
     return partition === undefined ? s3Arn(bucket, `/${prefix}*`) : `arn:${partition}:s3:::${bucket}/${prefix}*`;

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Size, Stack, Token } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Size, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as kms from 'aws-cdk-lib/aws-kms';
@@ -13,6 +13,7 @@ import type { Placeholder } from './asl';
 import { goFunction } from './go-function';
 import { type MonitoringProps, WorkflowMonitoring } from './monitoring';
 import {
+  checkBucketName,
   checkMapChildTimeouts,
   checkPositiveInteger,
   checkSizing,
@@ -26,11 +27,6 @@ import {
   suppressMapStateMachineFindings,
 } from './map-workflow';
 import { ARCHIVE_ASL_PATH, DEFAULT_FUNCTIONS_DIR } from './paths';
-
-export { FUNCTION_NAMES, type FunctionName } from './archive-grants';
-export { checkMapChildTimeouts, type FunctionSizing, normalizePrefix } from './map-workflow';
-export { goFunction, type GoFunctionProps } from './go-function';
-export { DEFAULT_FUNCTIONS_DIR } from './paths';
 
 /** The statuses of an execution that has ended, as its status change events name them. */
 export const ENDED_STATUSES = ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED'];
@@ -179,7 +175,9 @@ function checkArchiveProps(props: ArchiveWorkflowProps): void {
   if (!Array.isArray(props.sourceBuckets) || props.sourceBuckets.length === 0) {
     throw new Error(`${OWNER}: sourceBuckets must name at least one bucket`);
   }
-  for (const b of [...props.sourceBuckets, props.destinationBucket]) checkBucketName(b);
+  for (const b of [...props.sourceBuckets, props.destinationBucket]) {
+    checkBucketName(OWNER, b, 'give sourceBuckets and destinationBucket as bare names (3 to 63 of a-z 0-9 . -), and key prefixes in sourcePrefix / destinationPrefix');
+  }
   checkPositiveInteger(OWNER, 'partsPerBatch', props.partsPerBatch);
   checkPositiveInteger(OWNER, 'maxReadsPerBatch', props.maxReadsPerBatch);
   checkPositiveInteger(OWNER, 'pieceSize', props.pieceSize);
@@ -191,14 +189,6 @@ function checkArchiveProps(props: ArchiveWorkflowProps): void {
   const presign = props.maxPresignSeconds;
   if (presign !== undefined && (!Number.isInteger(presign) || presign < 1 || presign > 604800)) {
     throw new Error(`${OWNER}: maxPresignSeconds must be a whole number of seconds from 1 to 604800 (7 days, SigV4's limit), got ${presign}`);
-  }
-}
-
-/** Refuses what cannot be an S3 bucket name: a missing value, an ARN, an s3:// URL, a name with a key. */
-function checkBucketName(name: string): void {
-  if (Token.isUnresolved(name)) return; // a bucket of the app, named at deploy time
-  if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name)) {
-    throw new Error(`${OWNER}: ${JSON.stringify(name)} is not a bucket name; give sourceBuckets and destinationBucket as bare names (3 to 63 of a-z 0-9 . -), and key prefixes in sourcePrefix / destinationPrefix`);
   }
 }
 

@@ -12,8 +12,6 @@
 import * as fs from 'node:fs';
 import { ARCHIVE_ASL_PATH } from './paths';
 
-export { ARCHIVE_ASL_PATH };
-
 /** Placeholders whose values are Lambda function ARNs (JSON strings in the file). */
 export const FUNCTION_ARN_PLACEHOLDERS = [
   'PlannerFunctionArn',

@@ -1,34 +1,29 @@
-import { CfnOutput, Duration, Size, Stack, Token } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Size, Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { EXTRACT_FUNCTION_NAMES, type ExtractFunctionName, grantExtractFunctions } from './extract-grants';
 import { goFunction } from './go-function';
 import { type MonitoringProps, WorkflowMonitoring } from './monitoring';
 import {
+  checkBucketName,
   checkMapChildTimeouts,
   checkPositiveInteger,
   checkSizing,
   type FunctionSizing,
-  grant,
-  kmsUse,
   mapStateMachine,
   mapWorkflowSettings,
   type MapWorkflowProps,
   type MapWorkflowSettings,
   normalizePrefix,
-  s3Arn,
   sizingOf,
   suppressMapStateMachineFindings,
-  workPrefixList,
 } from './map-workflow';
 import { DEFAULT_FUNCTIONS_DIR, EXTRACT_ASL_PATH } from './paths';
-
-export { EXTRACT_ASL_PATH } from './paths';
 
 /**
  * The extract planner's memory: it holds the central directory's entries and the jobs made of them, ~565 MiB a
@@ -42,10 +37,6 @@ export const EXTRACT_PLANNER_MEMORY = 6144;
  * as JSON: 2.6 GB at 10 M; extract/planner.go putJobs) — Lambda's default 512 MiB holds ~1.9 M entries.
  */
 export const EXTRACT_PLANNER_TMP = Size.mebibytes(4096);
-
-/** The extract workflow's functions, by the directory name of their bootstrap binary. */
-export const EXTRACT_FUNCTION_NAMES = ['extract-planner', 'extract-worker', 'extract-finalizer', 'extract-abort'] as const;
-export type ExtractFunctionName = (typeof EXTRACT_FUNCTION_NAMES)[number];
 
 export interface ExtractWorkflowProps extends MapWorkflowProps {
   /** Bucket the archives are read from (imported by name; turn on its EventBridge notifications for the rule). */
@@ -133,14 +124,6 @@ function extractSettings(scope: Construct, props: ExtractWorkflowProps): Extract
   return { ...shared, archivePrefix, archiveSuffix: props.archiveSuffix ?? '.zip', destinationBucket, destinationPrefix, batchSize, sizing };
 }
 
-/** Refuses what cannot be an S3 bucket name. */
-function checkBucketName(prop: string, name: string | undefined): void {
-  if (name === undefined || Token.isUnresolved(name)) return;
-  if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name)) {
-    throw new Error(`${OWNER}: ${prop} ${JSON.stringify(name)} is not a bucket name; give a bare name (3 to 63 of a-z 0-9 . -) and key prefixes in archivePrefix / destinationPrefix`);
-  }
-}
-
 /**
  * The extract workflow: a ZIP in S3 unpacked into objects under a prefix. Planner -> Distributed
  * Map of workers -> finalizer, abort on any failure; four functions of its own (not the archive
@@ -158,14 +141,26 @@ export class ExtractWorkflow extends Construct {
 
   constructor(scope: Construct, id: string, props: ExtractWorkflowProps) {
     super(scope, id);
-    checkBucketName('archiveBucket', props.archiveBucket);
-    checkBucketName('destinationBucket', props.destinationBucket);
+    for (const prop of ['archiveBucket', 'destinationBucket'] as const) {
+      if (props[prop] !== undefined) checkBucketName(OWNER, props[prop], 'give a bare name (3 to 63 of a-z 0-9 . -) and key prefixes in archivePrefix / destinationPrefix', prop);
+    }
     if (!props.workBucket) throw new Error(`${OWNER}: workBucket is required (an s3.IBucket; ArchiveWorkflow's workBucket serves)`);
     const settings = extractSettings(this, props);
     const functions = this.createFunctions(settings, props);
     this.functions = functions;
-    const workObjects = props.workBucket.arnForObjects(`${settings.workPrefix}extract/*`);
-    grantExtractFunctions(functions, settings, props, workObjects);
+    const extractWorkPrefix = `${settings.workPrefix}extract/`;
+    const workObjects = props.workBucket.arnForObjects(`${extractWorkPrefix}*`);
+    grantExtractFunctions({
+      functions,
+      workBucket: props.workBucket,
+      extractWorkPrefix,
+      archiveBucket: props.archiveBucket,
+      archivePrefix: settings.archivePrefix,
+      destinationBucket: settings.destinationBucket,
+      destinationPrefix: settings.destinationPrefix,
+      archiveKmsKeyArns: props.archiveKmsKeyArns,
+      destinationKmsKeyArn: props.destinationKmsKeyArn,
+    });
     this.stateMachineName = settings.stateMachineName;
     // The same placeholder names as archive.asl.json, each a quoted string in the file.
     this.definitionSubstitutions = {
@@ -298,56 +293,6 @@ export class ExtractWorkflow extends Construct {
       workFinding,
       workReason: 'The Map ItemReader and ResultWriter use the per-execution work prefix.',
     });
-  }
-}
-
-/** Each function's S3 and KMS statements: what it calls, on the prefixes it works in. */
-function grantExtractFunctions(fns: Record<ExtractFunctionName, lambda.Function>, settings: ExtractSettings, props: ExtractWorkflowProps, workObjects: string): void {
-  const workList = workPrefixList(props.workBucket.bucketArn, `${settings.workPrefix}extract/*`);
-  const work = (actions: string[]) => new iam.PolicyStatement({ sid: 'WorkPrefixObjects', actions, resources: [workObjects] });
-  // GetObject on the archive also covers UploadPartCopy's read of it.
-  const archiveRead = new iam.PolicyStatement({ sid: 'ArchiveRead', actions: ['s3:GetObject'], resources: [s3Arn(props.archiveBucket, `/${settings.archivePrefix}*`)] });
-  const destinationObjects = s3Arn(settings.destinationBucket, `/${settings.destinationPrefix}*`);
-  const destination = (actions: string[]) => new iam.PolicyStatement({ sid: 'DestinationObjects', actions, resources: [destinationObjects] });
-  const destinationList = new iam.PolicyStatement({
-    sid: 'DestinationPrefixList',
-    actions: ['s3:ListBucket'],
-    resources: [s3Arn(settings.destinationBucket)],
-    conditions: { StringLike: { 's3:prefix': [`${settings.destinationPrefix}*`] } },
-  });
-  // ListMultipartUploads takes no s3:prefix condition; the handlers list only the destination prefix.
-  const destinationUploads = new iam.PolicyStatement({ sid: 'DestinationUploadsList', actions: ['s3:ListBucketMultipartUploads'], resources: [s3Arn(settings.destinationBucket)] });
-  // planner: the archive's end records and directory; existing objects; the jobs.
-  grant(fns['extract-planner'], [archiveRead, destinationList, work(['s3:PutObject']), workList]);
-  // worker: reads and copies of the archive; writes (PutObject covers create/part/copy/complete),
-  // HEAD of an object a retried batch wrote before, abort of its own open uploads.
-  grant(fns['extract-worker'], [archiveRead, destination(['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload'])]);
-  // finalizer: the jobs and Map results; the report; uploads left by retried batches; cleanup.
-  grant(fns['extract-finalizer'], [work(['s3:GetObject', 's3:DeleteObject']), workList, destination(['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload']), destinationUploads]);
-  // abort: this execution's uploads and objects (HEAD for the execution metadata, delete If-Match).
-  grant(fns['extract-abort'], [work(['s3:GetObject', 's3:DeleteObject']), workList, destination(['s3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload']), destinationList, destinationUploads]);
-  grantExtractKms(fns, props);
-}
-
-/**
- * KMS only where a key is configured, and only on that key: S3 asks KMS for a data key to
- * write an object or start an upload (GenerateDataKey) and to decrypt one it reads, copies
- * from, adds a part to or completes (Decrypt).
- */
-function grantExtractKms(fns: Record<ExtractFunctionName, lambda.Function>, props: ExtractWorkflowProps): void {
-  const workKey = props.workBucket.encryptionKey?.keyArn;
-  if (workKey) {
-    fns['extract-planner'].addToRolePolicy(kmsUse('WorkKey', ['kms:GenerateDataKey'], [workKey]));
-    for (const fn of [fns['extract-finalizer'], fns['extract-abort']]) fn.addToRolePolicy(kmsUse('WorkKey', ['kms:Decrypt'], [workKey]));
-  }
-  if (props.archiveKmsKeyArns && props.archiveKmsKeyArns.length > 0) {
-    const s = kmsUse('ArchiveKeysDecrypt', ['kms:Decrypt'], props.archiveKmsKeyArns);
-    for (const fn of [fns['extract-planner'], fns['extract-worker']]) fn.addToRolePolicy(s);
-  }
-  if (props.destinationKmsKeyArn) {
-    // worker: creates, puts and completes objects; finalizer: puts the report.
-    fns['extract-worker'].addToRolePolicy(kmsUse('DestinationKey', ['kms:Decrypt', 'kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
-    fns['extract-finalizer'].addToRolePolicy(kmsUse('DestinationKey', ['kms:GenerateDataKey'], [props.destinationKmsKeyArn]));
   }
 }
 

@@ -9,6 +9,7 @@
  */
 export { ArchiveWorkflow, type ArchiveWorkflowProps, addArchiveWorkflowOutputs, ENDED_STATUSES, REQUESTS_PREFIX } from './archive-workflow';
 export { FUNCTION_NAMES, type FunctionName } from './archive-grants';
-export { ExtractWorkflow, type ExtractWorkflowProps, addExtractWorkflowOutputs, EXTRACT_FUNCTION_NAMES, type ExtractFunctionName } from './extract-workflow';
+export { ExtractWorkflow, type ExtractWorkflowProps, addExtractWorkflowOutputs } from './extract-workflow';
+export { EXTRACT_FUNCTION_NAMES, type ExtractFunctionName } from './extract-grants';
 export type { FunctionSizing, MapWorkflowProps } from './map-workflow';
 export { type LoggedMetric, type MonitoredWorkflow, type MonitoringChart, type MonitoringProps, WorkflowMonitoring } from './monitoring';

@@ -164,6 +164,23 @@ export function checkPositiveInteger(owner: string, name: string, value: number 
   }
 }
 
+/** Whether name can be an S3 bucket name: 3 to 63 of a-z 0-9 . -, a letter or digit at each end. */
+export function isBucketName(name: string): boolean {
+  return /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name);
+}
+
+/**
+ * Refuses what cannot be an S3 bucket name (a missing value, an ARN, an s3:// URL, a name with a
+ * key), naming the prop when given and saying what to give instead (fix). A token passes: a
+ * bucket of the app, named at deploy time.
+ */
+export function checkBucketName(owner: string, name: string | undefined, fix: string, prop?: string): void {
+  if (Token.isUnresolved(name)) return;
+  if (typeof name !== 'string' || !isBucketName(name)) {
+    throw new Error(`${owner}: ${prop === undefined ? '' : `${prop} `}${JSON.stringify(name)} is not a bucket name; ${fix}`);
+  }
+}
+
 /** A key prefix without leading slashes and with a trailing one ('' stays ''); `fallback` when unset. */
 export function normalizePrefix(prefix: string | undefined, fallback = ''): string {
   const p = (prefix ?? fallback).replace(/^\/+/, '');

@@ -10,8 +10,10 @@ import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { Duration, type Stack } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type { ArchiveWorkflow } from '../../infra/lib/archive-workflow';
-import { EXTRACT_ASL_PATH, EXTRACT_FUNCTION_NAMES, ExtractWorkflow } from '../../infra/lib/extract-workflow';
 import { placeholdersIn, renderDefinition } from '../../infra/lib/asl';
+import { EXTRACT_FUNCTION_NAMES } from '../../infra/lib/extract-grants';
+import { ExtractWorkflow } from '../../infra/lib/extract-workflow';
+import { EXTRACT_ASL_PATH } from '../../infra/lib/paths';
 import { build, list, render, statementsOfRole, tempDir } from './helpers';
 
 /** Asset folders for the four extract functions (placeholders: Code.fromAsset only copies them). */

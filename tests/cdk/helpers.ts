@@ -8,14 +8,10 @@ import * as path from 'node:path';
 import { App, Aspects, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import {
-  ArchiveWorkflow,
-  DEFAULT_FUNCTIONS_DIR,
-  FUNCTION_NAMES,
-  addArchiveWorkflowOutputs,
-  type ArchiveWorkflowProps,
-} from '../../infra/lib/archive-workflow';
-import { EXTRACT_FUNCTION_NAMES } from '../../infra/lib/extract-workflow';
+import { FUNCTION_NAMES } from '../../infra/lib/archive-grants';
+import { ArchiveWorkflow, addArchiveWorkflowOutputs, type ArchiveWorkflowProps } from '../../infra/lib/archive-workflow';
+import { EXTRACT_FUNCTION_NAMES } from '../../infra/lib/extract-grants';
+import { DEFAULT_FUNCTIONS_DIR } from '../../infra/lib/paths';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 

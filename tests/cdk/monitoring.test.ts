@@ -13,7 +13,8 @@ import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { ArchiveWorkflow } from '../../infra/lib/archive-workflow';
-import { EXTRACT_FUNCTION_NAMES, ExtractWorkflow, type ExtractWorkflowProps } from '../../infra/lib/extract-workflow';
+import { EXTRACT_FUNCTION_NAMES } from '../../infra/lib/extract-grants';
+import { ExtractWorkflow, type ExtractWorkflowProps } from '../../infra/lib/extract-workflow';
 import { build, type Built, logicalId, render, resourcesOfType, tempDir } from './helpers';
 
 const EXTRACT_FUNCTIONS = (() => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FUNCTION_NAMES } from '../../infra/lib/archive-workflow';
+import { FUNCTION_NAMES } from '../../infra/lib/archive-grants';
 import { build, list, logicalId, render, statementsOfRole, type Built } from './helpers';
 
 const envOf = (b: Built, name: (typeof FUNCTION_NAMES)[number]) =>

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import { FUNCTION_NAMES } from '../../infra/lib/archive-workflow';
+import { FUNCTION_NAMES } from '../../infra/lib/archive-grants';
 import {
   DESTINATION_BUCKET,
   SOURCE_BUCKETS,

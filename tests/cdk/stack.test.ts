@@ -10,8 +10,9 @@ import { Duration } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { ARCHIVE_ASL_PATH, placeholdersIn, readArchiveTemplate, renderDefinition } from '../../infra/lib/asl';
-import { FUNCTION_NAMES } from '../../infra/lib/archive-workflow';
+import { FUNCTION_NAMES } from '../../infra/lib/archive-grants';
+import { placeholdersIn, readArchiveTemplate, renderDefinition } from '../../infra/lib/asl';
+import { ARCHIVE_ASL_PATH } from '../../infra/lib/paths';
 import {
   DESTINATION_BUCKET,
   SOURCE_BUCKETS,

@@ -3,7 +3,8 @@
  * CloudFormation would) and checks it with asl-validator. Exit 1 when invalid.
  */
 import aslValidator from 'asl-validator';
-import { ARCHIVE_ASL_PATH, renderDefinition } from '../../infra/lib/asl';
+import { renderDefinition } from '../../infra/lib/asl';
+import { ARCHIVE_ASL_PATH } from '../../infra/lib/paths';
 import { REALISTIC_SUBSTITUTIONS } from './fixtures';
 
 let exitCode = 0;
