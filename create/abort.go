@@ -16,18 +16,10 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// AborterS3 is what the abort handler needs of S3.
-type AborterS3 interface {
-	uploadAborter
-	uploadLister
-	objectDeleter
-	archiveDiscarder // a failed split run's archives completed
-}
-
 // Aborter cleans up after a failed execution: the multipart upload (aborted
 // until no part is left) and the work prefix.
 type Aborter struct {
-	S3     AborterS3
+	S3     S3
 	Config Config
 	Log    *slog.Logger
 	// Sleep waits between abort attempts (tests shorten it).
@@ -164,7 +156,7 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err er
 // Only archives whose upload was gone when Abort came (gone, by index) are
 // looked for: one whose upload Abort aborted was never completed, and a HEAD
 // of a missing key needs s3:ListBucket.
-func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord, gone map[int]bool) (int, error) {
+func discardArchives(ctx context.Context, c S3, rec *uploadRecord, gone map[int]bool) (int, error) {
 	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
 	deleted := 0
 	archives := len(rec.Archives)
@@ -199,11 +191,4 @@ func discardArchives(ctx context.Context, c archiveDiscarder, rec *uploadRecord,
 		deleted++
 	}
 	return deleted, nil
-}
-
-// archiveDiscarder is what discarding a failed split run's archives needs.
-type archiveDiscarder interface {
-	objectGetter
-	objectHeader
-	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }

@@ -23,23 +23,11 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// FinalizerS3 is what the finalizer needs of S3.
-type FinalizerS3 interface {
-	uploadLister
-	objectGetter
-	objectHeader
-	objectPutter
-	objectDeleter
-	partUploader
-	uploadCompleter
-	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-}
-
 // Finalizer writes the central directory as the last parts, completes the
 // upload with the whole archive's CRC-32 (so S3 checks every byte), checks
 // the result, writes a report and deletes the work prefix.
 type Finalizer struct {
-	S3     FinalizerS3
+	S3     S3
 	Config Config
 	Log    *slog.Logger
 	// Links signs the download links a request asks for (options.presign);
@@ -510,7 +498,7 @@ func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *r
 // readReportHead reads a report up to its entries (its last field): what a
 // run again needs to know whose it is and what it describes. The entries of
 // ten million are gigabytes, more than the finalizer's memory.
-func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*Report, error) {
+func readReportHead(ctx context.Context, c S3, bucket, key string) (*Report, error) {
 	body, err := openObject(ctx, c, bucket, key)
 	if err != nil {
 		return nil, err
@@ -549,14 +537,9 @@ func readReportHead(ctx context.Context, c objectGetter, bucket, key string) (*R
 // seconds.
 var reportRetry = s3err.Retry{Attempts: 5, Backoff: s3err.Linear(200 * time.Millisecond)}
 
-type workCleaner interface {
-	uploadLister
-	objectDeleter
-}
-
 // cleanWork aborts the chain rounds a failed worker may have left and
 // deletes every work object of the job.
-func cleanWork(ctx context.Context, c workCleaner, job *Job) error {
+func cleanWork(ctx context.Context, c S3, job *Job) error {
 	if _, err := abortUploadsUnder(ctx, c, job.WorkBucket, job.WorkPrefix); err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ type archiveRun struct {
 // line to the report (lines; a final part's entries' lines once their
 // CRC-32s are known: finalLines). It returns the directory and where the
 // next archive's entries start.
-func (fr *finalRun) streamEntries(ctx context.Context, c objectGetter, run archiveRun) (*directorySpool, int64, error) {
+func (fr *finalRun) streamEntries(ctx context.Context, c S3, run archiveRun) (*directorySpool, int64, error) {
 	job := fr.job
 	body, err := openObjectFrom(ctx, c, job.WorkBucket, job.EntriesKey, run.from)
 	if err != nil {

@@ -73,7 +73,7 @@ func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
 // recordCompleting records archive k (0 for a run of one archive) before
 // its upload is completed: its key (the job's destination), size and
 // CRC-32 (rec's).
-func recordCompleting(ctx context.Context, c objectPutter, job *Job, k int, rec completedArchive) error {
+func recordCompleting(ctx context.Context, c S3, job *Job, k int, rec completedArchive) error {
 	rec.Key = job.Destination.Key
 	if err := writeJSON(ctx, c, job.WorkBucket, doneKey(job.WorkPrefix, k), rec); err != nil {
 		return fmt.Errorf("recording the archive before completing it: %w", err)

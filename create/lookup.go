@@ -32,10 +32,6 @@ const (
 	// LookupCRC learns the CRC-32 of a pinned source: the one S3 stores,
 	// else one S3 computes for a copy into a probe upload, else by reading it.
 	LookupCRC = "crc"
-	// LookupStoredCRC asks only for the CRC-32 S3 stores. The planner asks
-	// it of no copied tail any more (their workers do: plan.CarriedTail);
-	// a reader still answers it.
-	LookupStoredCRC = "stored-crc"
 )
 
 // DefaultLookupsPerBatch is the most lookups one reader invocation answers:
@@ -165,15 +161,6 @@ func (s *storedCRCs) of(src plan.Source) string {
 	return ""
 }
 
-// readS3 is what a reader needs of S3: pieces read and written, lookups
-// (HeadObject, a probe upload in the work prefix).
-type readS3 interface {
-	objectGetter
-	objectPutter
-	objectHeader
-	probeS3
-}
-
 // lookUpBatch answers a batch of lookups, r.Lookups at once; the first
 // failure fails the batch (a retry asks again: lookups write nothing but a
 // probe upload, which is aborted). CRC lookups share one probe upload.
@@ -214,12 +201,6 @@ func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looke
 	switch j.Lookup {
 	case LookupPin:
 		return pinObject(ctx, r.S3, j.Source, j.KeepMetadata)
-	case LookupStoredCRC:
-		crc, ok, err := storedCRC(ctx, r.S3, j.Source, j.Length)
-		if err != nil || !ok {
-			return &Looked{}, err
-		}
-		return &Looked{CRC32: plan.KnownCRC(crc)}, nil
 	case LookupCRC:
 		crc, err := sourceCRC(ctx, r.S3, probe, crcAsked{src: j.Source, size: j.Length, stored: j.Stored})
 		if err != nil {
@@ -227,13 +208,13 @@ func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looke
 		}
 		return &Looked{CRC32: plan.KnownCRC(crc)}, nil
 	}
-	return nil, fmt.Errorf("unknown lookup %q (this reader knows %q, %q and %q)", j.Lookup, LookupPin, LookupCRC, LookupStoredCRC)
+	return nil, fmt.Errorf("unknown lookup %q (this reader knows %q and %q)", j.Lookup, LookupPin, LookupCRC)
 }
 
 // pinObject is an object as HeadObject describes it, its metadata kept when
 // keep is set; a missing one is an answer (the planner lists every missing
 // line), not an error.
-func pinObject(ctx context.Context, c objectHeader, src plan.Source, keep bool) (*Looked, error) {
+func pinObject(ctx context.Context, c S3, src plan.Source, keep bool) (*Looked, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		if s3err.NotFound(err) {

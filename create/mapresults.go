@@ -28,7 +28,7 @@ type MapResults = stepfn.MapResults
 // plan.ResultReadsInFlight at a time (one after another, a run of hundreds
 // of batches waited seconds for their first bytes) and decoded one at a
 // time into crcs.
-func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.ResultWriterDetails, crcs *plan.CRCs) ([]PartResult, error) {
+func readMapResults(ctx context.Context, c S3, job *Job, d *stepfn.ResultWriterDetails, crcs *plan.CRCs) ([]PartResult, error) {
 	var outs []BatchResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out BatchResult
@@ -64,7 +64,7 @@ func readMapResults(ctx context.Context, c objectGetter, job *Job, d *stepfn.Res
 // was most of the finalizer's memory. Only an object of this execution's
 // work prefix is read. Objects are opened side by side, and decoded into
 // the sink one at a time.
-func readBatchCRCs(ctx context.Context, c objectGetter, job *Job, out *BatchResult, into *crcSink) error {
+func readBatchCRCs(ctx context.Context, c S3, job *Job, out *BatchResult, into *crcSink) error {
 	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
 		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
 	}
@@ -128,19 +128,19 @@ func eachMember(dec *json.Decoder, fn func(name string) error) error {
 }
 
 // eachMapOutput calls fn with every child execution's output of a Map run.
-func eachMapOutput(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails, fn func(output []byte) error) error {
+func eachMapOutput(ctx context.Context, c S3, d *stepfn.ResultWriterDetails, fn func(output []byte) error) error {
 	return stepfn.EachOutput(ctx, getter(c), d, fn)
 }
 
 // getter and putter read and write whole objects for internal/stepfn, which
 // leaves naming S3's failures to the workflow (s3Error).
-func getter(c objectGetter) stepfn.GetFunc {
+func getter(c S3) stepfn.GetFunc {
 	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
 		return getBytes(ctx, c, bucket, key, limit)
 	}
 }
 
-func putter(c objectPutter) stepfn.PutFunc {
+func putter(c S3) stepfn.PutFunc {
 	return func(ctx context.Context, bucket, key string, doc []byte) error {
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
 		return s3Error("PutObject", bucket, key, false, err)

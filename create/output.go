@@ -158,7 +158,7 @@ func ReportKey(d Destination) string { return d.Key + ".report.json" }
 
 // checkReportFree says whether the report's key is free; without overwrite
 // a run never replaces an object there.
-func checkReportFree(ctx context.Context, c objectHeader, d Destination) error {
+func checkReportFree(ctx context.Context, c S3, d Destination) error {
 	key := ReportKey(d)
 	_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})
 	switch {

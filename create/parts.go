@@ -45,16 +45,11 @@ func (r *PartResult) addCRCs(crcs map[plan.EntryIndex]uint32) {
 	}
 }
 
-type uploadS3 interface {
-	objectGetter
-	partUploader
-}
-
 // archiveUpload is the archive's multipart upload as the worker and the
 // finalizer send parts to it: the client, the settings that bound the reads,
 // the job that names the upload.
 type archiveUpload struct {
-	c   uploadS3
+	c   S3
 	cfg Config
 	job *Job
 }
@@ -86,7 +81,7 @@ func (u archiveUpload) uploadPart(ctx context.Context, part *plan.Part, entries 
 
 // sendPart uploads buf as part number n with its CRC-32, and checks the
 // CRC-32 S3 answers.
-func sendPart(ctx context.Context, c uploadS3, job *Job, n int, buf []byte) (*PartResult, error) {
+func sendPart(ctx context.Context, c S3, job *Job, n int, buf []byte) (*PartResult, error) {
 	crc := crc32.ChecksumIEEE(buf)
 	out, err := c.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &job.Destination.Bucket, Key: &job.Destination.Key, UploadId: &job.UploadID,

@@ -11,7 +11,7 @@ import (
 
 // readLayout reads a job's plan without its entries (the finalizer's:
 // streamEntries reads them an entry at a time).
-func readLayout(ctx context.Context, c objectGetter, job *Job) (*plan.Layout, error) {
+func readLayout(ctx context.Context, c S3, job *Job) (*plan.Layout, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

@@ -13,25 +13,11 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// PlannerS3 is everything the planner does with S3; a client without one of
-// these does not compile as a planner's.
-type PlannerS3 interface {
-	objectGetter  // request objects, manifests, sources without a stored CRC
-	objectHeader  // the destination's and the sources' checks, stored CRCs
-	objectPutter  // plan, entries, parts, pad, upload record
-	objectDeleter // listing sources; the read pass drops its pieces
-	uploadCreator // the archive's upload, the CRC probe's
-	partCopier    // the CRC probe; the read pass joins compressed pieces
-	partUploader  // the read pass joins compressed pieces
-	uploadCompleter
-	uploadLister // aborts an earlier attempt's upload and stray creates
-}
-
 // Planner validates a request, lists or reads its sources, plans the
 // archive, writes the plan to the execution's work prefix and creates the
 // multipart upload.
 type Planner struct {
-	S3     PlannerS3
+	S3     S3
 	Config Config
 	Log    *slog.Logger
 }

@@ -100,7 +100,7 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 
 // inventoryOpener reads a report's objects from the bucket its manifest.json
 // is in (the inventory's destination bucket), a missing one as fs.ErrNotExist.
-func inventoryOpener(c objectGetter, bucket string) inventory.Opener {
+func inventoryOpener(c S3, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
 		in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
 		out, err := c.GetObject(ctx, in)

@@ -17,22 +17,10 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// mergeS3 is what joining an entry's pieces needs of S3.
-type mergeS3 interface {
-	objectGetter
-	objectHeader
-	uploadCreator
-	partUploader
-	partCopier
-	uploadCompleter
-	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
-}
-
-// dropPieces deletes pieces no entry reads any more (joined, or of an entry
+// dropPieces deletes the pieces no entry reads (joined, or of an entry
 // left STORED) as soon as that is known. It is best effort: whatever it
 // misses is under the work prefix, which the finalizer or Abort deletes.
-func dropPieces(ctx context.Context, c mergeS3, bucket string, keys []string) {
+func dropPieces(ctx context.Context, c S3, bucket string, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
@@ -109,7 +97,7 @@ func matchReads(entries []plan.Entry, jobs []ReadJob, results []ReadResult) (map
 // intermediate object, its pieces joined when there are more than one; an
 // entry that grew, or whose piece was stored, stays as it is. Either way the
 // pieces no entry reads are dropped.
-func deflated(ctx context.Context, c mergeS3, e *plan.Entry, pieces []readPiece) error {
+func deflated(ctx context.Context, c S3, e *plan.Entry, pieces []readPiece) error {
 	var written []string // pieces with an object
 	for _, p := range pieces {
 		if !p.res.Stored {
@@ -160,7 +148,7 @@ func deflated(ctx context.Context, c mergeS3, e *plan.Entry, pieces []readPiece)
 // joinPieces joins pieces into dst by a multipart upload: a piece of at
 // least the minimum part size is copied server side, smaller ones are read
 // and sent together (at most a part's minimum plus one piece in memory).
-func joinPieces(ctx context.Context, c mergeS3, dst plan.Source, bucket string, pieces func(func(string, int64) bool)) error {
+func joinPieces(ctx context.Context, c S3, dst plan.Source, bucket string, pieces func(func(string, int64) bool)) error {
 	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &dst.Bucket, Key: &dst.Key}, plain)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3doc"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3prefix"
 
@@ -152,10 +153,10 @@ func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
 // refError makes a missing or oversized request object or manifest a
 // request error: the request names something it cannot be read from.
 func refError(what, bucket, key string, err error) error {
-	var tooBig *objectTooLargeError
+	var tooBig *s3doc.TooLargeError
 	switch {
 	case errors.As(err, &tooBig):
-		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.limit)
+		return requestError("%s s3://%s/%s is over %d bytes", what, bucket, key, tooBig.Limit)
 	case s3err.NotFound(err):
 		return requestError("%s s3://%s/%s does not exist", what, bucket, key)
 	}

@@ -21,7 +21,7 @@ const (
 	// pass proper: ReadJob pieces).
 	StageRead = "read"
 	// StageCRC learns the CRC-32s the layout needs before its workers run
-	// (LookupCRC, LookupStoredCRC): the plan is written before it and
+	// (LookupCRC): the plan is written before it and
 	// completed after it.
 	StageCRC = "crc"
 )
@@ -193,7 +193,7 @@ func (r *planRun) roundAnswers(ctx context.Context, d *ReadsDone, jobs int) (ans
 
 // eachReadResult calls fn with every result of every ReadEntries batch,
 // from the Map's ResultWriter layout, a batch's output at a time.
-func eachReadResult(ctx context.Context, c objectGetter, d *stepfn.ResultWriterDetails, fn func(ReadResult) error) error {
+func eachReadResult(ctx context.Context, c S3, d *stepfn.ResultWriterDetails, fn func(ReadResult) error) error {
 	return eachMapOutput(ctx, c, d, func(output []byte) error {
 		var out ReadBatchResult
 		if err := json.Unmarshal(output, &out); err != nil {

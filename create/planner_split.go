@@ -102,7 +102,7 @@ func (pl *Planner) startArchiveUploads(ctx context.Context, cfg Config, req *Req
 
 // abortArchives aborts the archives' uploads that were created, and says
 // which it could not.
-func abortArchives(ctx context.Context, c uploadLister, bucket string, uploads []plan.Upload) error {
+func abortArchives(ctx context.Context, c S3, bucket string, uploads []plan.Upload) error {
 	var failed []string
 	for _, u := range uploads {
 		if u.UploadID == "" {

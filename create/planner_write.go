@@ -68,7 +68,7 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 // entries file is decoded as it arrives, not held whole first: at ten
 // million entries it is gigabytes. (The finalizer holds no plan: readLayout,
 // streamEntries.)
-func readPlan(ctx context.Context, c objectGetter, job *Job) (*plan.Plan, error) {
+func readPlan(ctx context.Context, c S3, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
@@ -282,7 +282,7 @@ const createSkew = 5 * time.Second
 
 // abortStrays aborts the uploads of exactly d's key initiated since t,
 // except keep.
-func abortStrays(ctx context.Context, c uploadLister, d Destination, since time.Time, keep string) error {
+func abortStrays(ctx context.Context, c S3, d Destination, since time.Time, keep string) error {
 	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &d.Bucket, Prefix: &d.Key})
 	if err != nil {
 		return s3Error("ListMultipartUploads", d.Bucket, d.Key, false, err)

@@ -57,7 +57,7 @@ func compressedMagicBytes(b []byte) bool {
 
 // Reader runs read jobs.
 type Reader struct {
-	S3 readS3
+	S3 S3
 	// Lookups is how many lookups a batch has in flight (0: the default
 	// HeadConcurrency, HEAD_CONCURRENCY).
 	Lookups int

@@ -11,7 +11,7 @@ type ReadJob struct {
 	Pieces int         `json:"pieces,omitempty"`
 	Source plan.Source `json:"source"`
 	Offset int64       `json:"offset,omitempty"`
-	Length int64       `json:"length,omitempty"` // a lookup's: the planned size (LookupCRC, LookupStoredCRC)
+	Length int64       `json:"length,omitempty"` // a lookup's: the planned size (LookupCRC)
 	Level  int         `json:"level,omitempty"`
 	Auto   bool        `json:"auto,omitempty"`
 	// SHA256 asks for the piece's SHA-256 (a whole object's: SHA-256 does
@@ -24,8 +24,8 @@ type ReadJob struct {
 	// to; a LookupCRC's, the key its batch's probe upload is named after.
 	Bucket string `json:"bucket,omitempty"`
 	Key    string `json:"key,omitempty"`
-	// Lookup makes the job a lookup of Source (LookupPin, LookupCRC,
-	// LookupStoredCRC): nothing is read into the work prefix.
+	// Lookup makes the job a lookup of Source (LookupPin, LookupCRC):
+	// nothing is read into the work prefix.
 	Lookup string `json:"lookup,omitempty"`
 	// Line is a manifest object's line (LookupPin), for the problems the
 	// planner lists.

@@ -14,14 +14,6 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// S3 is everything the workflow needs of S3; *s3.Client has it all.
-type S3 interface {
-	PlannerS3
-	WorkerS3
-	FinalizerS3
-	AborterS3
-}
-
 // BatchFunc builds one Distributed Map batch: in process (Worker.Handle) or
 // elsewhere (another process, a Lambda).
 type BatchFunc func(ctx context.Context, in BatchInput) (*BatchResult, error)

@@ -1,11 +1,9 @@
 package create
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3zip/s3zip/internal/s3doc"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/s3prefix"
@@ -23,46 +22,24 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// Narrow views of the S3 client, one per capability; each handler declares
-// the union it uses.
-type (
-	objectGetter interface {
-		GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	}
-	objectHeader interface {
-		HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	}
-	objectPutter interface {
-		PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-	}
-	objectLister interface {
-		ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	}
-	objectDeleter interface {
-		objectLister
-		DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
-	}
-	partUploader interface {
-		UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
-	}
-	partCopier interface {
-		UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
-	}
-	uploadCreator interface {
-		CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
-	}
-	uploadCompleter interface {
-		CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
-	}
-	uploadLister interface {
-		ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
-		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-	}
-	uploadAborter interface {
-		AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-		ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
-	}
-)
+// S3 is what the workflow's handlers ask of S3; *s3.Client has it all.
+// Which handler may call what is the IAM policies' to enforce
+// (infra/lib/archive-grants.ts), not this interface's.
+type S3 interface {
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	UploadPart(context.Context, *s3.UploadPartInput, ...func(*s3.Options)) (*s3.UploadPartOutput, error)
+	UploadPartCopy(context.Context, *s3.UploadPartCopyInput, ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error)
+	CompleteMultipartUpload(context.Context, *s3.CompleteMultipartUploadInput, ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+	ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
+}
 
 // copied is S3's answer to an UploadPartCopy from bucket/key: the part's ETag
 // and CRC-32 ("" when S3 gave none). An answer without a CopyPartResult says
@@ -83,49 +60,39 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	return s3part.DecodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
-// getBytes reads a whole (small) object, refusing more than limit bytes.
-func getBytes(ctx context.Context, c objectGetter, bucket, key string, limit int64) ([]byte, error) {
+// getBytes reads a whole (small) object, refusing more than limit bytes
+// (*s3doc.TooLargeError).
+func getBytes(ctx context.Context, c S3, bucket, key string, limit int64) ([]byte, error) {
 	body, err := openObject(ctx, c, bucket, key)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, &objectTooLargeError{bucket: bucket, key: key, limit: limit}
-	}
-	return b, nil
+	return s3doc.ReadAll(body, bucket, key, limit)
 }
 
 // openObject opens an object to be read as it arrives (an entries file of
 // millions of lines is decoded so, not held whole first). A body cut short
-// resumes (s3rate.Resume); a read that still fails is a
+// resumes (s3doc.Open); a read that still fails is a
 // stepfn.TransientError.
-func openObject(ctx context.Context, c objectGetter, bucket, key string) (io.ReadCloser, error) {
+func openObject(ctx context.Context, c S3, bucket, key string) (io.ReadCloser, error) {
 	return openObjectFrom(ctx, c, bucket, key, 0)
 }
 
 // openObjectFrom is openObject from byte from on.
-func openObjectFrom(ctx context.Context, c objectGetter, bucket, key string, from int64) (io.ReadCloser, error) {
-	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
-	if from > 0 {
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-", from))
-	}
-	out, err := c.GetObject(ctx, in)
+func openObjectFrom(ctx context.Context, c S3, bucket, key string, from int64) (io.ReadCloser, error) {
+	body, err := s3doc.Open(ctx, c, bucket, key, from)
 	if err != nil {
 		return nil, s3Error("GetObject", bucket, key, false, err)
 	}
-	return resumed(ctx, c, in, out, false), nil
+	return &objectBody{ReadCloser: body, bucket: bucket, key: key}, nil
 }
 
 // resumed is out's body, the answer to in, resuming from the byte it
 // reached when it stalls or is cut (s3rate.Resume), its failed reads named
 // and typed; source says the object is a planned source, whose resume
 // refused (If-Match) is a changed source.
-func resumed(ctx context.Context, c objectGetter, in *s3.GetObjectInput, out *s3.GetObjectOutput, source bool) io.ReadCloser {
+func resumed(ctx context.Context, c S3, in *s3.GetObjectInput, out *s3.GetObjectOutput, source bool) io.ReadCloser {
 	var from int64 // where in's range starts: "bytes=from-" or "bytes=from-to"
 	_, _ = fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
 	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), source: source}
@@ -164,7 +131,7 @@ func pin(etag, versionID string) (ifMatch, version *string) {
 
 // getRange reads bytes [from, from+len(dst)) of an object into dst, pinned
 // by ETag.
-func getRange(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) error {
+func getRange(ctx context.Context, c S3, src *sourceRef, from int64, dst []byte) error {
 	read := 0
 	for attempt := 1; ; attempt++ {
 		n, err := getRangeOnce(ctx, c, src, from+int64(read), dst[read:])
@@ -190,7 +157,7 @@ func (e *bodyLost) Unwrap() error { return &e.TransientError }
 
 // getRangeOnce is one GET of the range into dst; it returns how many bytes
 // of dst it filled.
-func getRangeOnce(ctx context.Context, c objectGetter, src *sourceRef, from int64, dst []byte) (int, error) {
+func getRangeOnce(ctx context.Context, c S3, src *sourceRef, from int64, dst []byte) (int, error) {
 	to := from + int64(len(dst))
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
 	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
@@ -222,13 +189,13 @@ type sourceRef struct {
 func s3Named(op, bucket, key string, err error) error { return s3Error(op, bucket, key, false, err) }
 
 // deletePrefix deletes every object under prefix.
-func deletePrefix(ctx context.Context, c objectDeleter, bucket, prefix string) (int, error) {
+func deletePrefix(ctx context.Context, c S3, bucket, prefix string) (int, error) {
 	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
 }
 
 // abortUploadsUnder aborts every multipart upload under prefix (chain
 // rounds a failed worker left behind).
-func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix string) (int, error) {
+func abortUploadsUnder(ctx context.Context, c S3, bucket, prefix string) (int, error) {
 	n := 0
 	err := s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
 		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !s3err.NotFound(err) {
@@ -238,16 +205,6 @@ func abortUploadsUnder(ctx context.Context, c uploadLister, bucket, prefix strin
 		return nil
 	})
 	return n, err
-}
-
-// objectTooLargeError says an object read whole is over its limit.
-type objectTooLargeError struct {
-	bucket, key string
-	limit       int64
-}
-
-func (e *objectTooLargeError) Error() string {
-	return fmt.Sprintf("s3://%s/%s is over %d bytes", e.bucket, e.key, e.limit)
 }
 
 // destPart is part n of job's upload: the archive's.
@@ -261,13 +218,8 @@ func pinned(src plan.Source, size int64) s3part.Pinned {
 }
 
 // writeJSON writes v as a work object.
-func writeJSON(ctx context.Context, c objectPutter, bucket, key string, v any) error {
-	doc, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))})
-	return s3Error("PutObject", bucket, key, false, err)
+func writeJSON(ctx context.Context, c S3, bucket, key string, v any) error {
+	return s3Error("PutObject", bucket, key, false, s3doc.PutJSON(ctx, c, bucket, key, v))
 }
 
 // forEach runs fn for 0..n-1 with at most limit at once; the first error

@@ -20,24 +20,16 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// crcSource is what learning a source object's CRC-32 takes: the reader's
-// CRC lookups (the layout's needs) and the worker (copies whose answer
-// carries none) both do.
-type crcSource interface {
-	objectHeader
-	objectGetter
-}
-
 // storedCRC asks S3 for the CRC-32 it stores for the whole object (ok=false
 // when it stores none, another algorithm, or a composite of parts).
-func storedCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (uint32, bool, error) {
+func storedCRC(ctx context.Context, c S3, src plan.Source, size int64) (uint32, bool, error) {
 	crc, ok, _, err := headCRC(ctx, c, src, size)
 	return crc, ok, err
 }
 
 // headCRC is storedCRC that also says whether S3 stores a CRC-32 of the
 // object's parts (a composite), which some servers answer a copy with.
-func headCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (crc uint32, ok, composite bool, err error) {
+func headCRC(ctx context.Context, c S3, src plan.Source, size int64) (crc uint32, ok, composite bool, err error) {
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
 	h, err := c.HeadObject(ctx, in)
@@ -53,7 +45,7 @@ func headCRC(ctx context.Context, c objectHeader, src plan.Source, size int64) (
 
 // objectCRC returns a source object's CRC-32: the one S3 stores for the
 // whole object, else one S3 computes (probe, when given), else read.
-func objectCRC(ctx context.Context, c crcSource, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
+func objectCRC(ctx context.Context, c S3, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
 	return sourceCRC(ctx, c, probe, crcAsked{src: e.Source, size: e.Size})
 }
 
@@ -67,7 +59,7 @@ type crcAsked struct {
 }
 
 // sourceCRC is objectCRC of the source a asks about.
-func sourceCRC(ctx context.Context, c crcSource, probe *crcProbe, a crcAsked) (uint32, error) {
+func sourceCRC(ctx context.Context, c S3, probe *crcProbe, a crcAsked) (uint32, error) {
 	src, size := a.src, a.size
 	composite := a.stored == StoredComposite
 	if a.stored == "" {
@@ -96,7 +88,7 @@ func sourceCRC(ctx context.Context, c crcSource, probe *crcProbe, a crcAsked) (u
 }
 
 // readWholeCRC reads a source whole, pinned, for its CRC-32.
-func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int64) (uint32, error) {
+func readWholeCRC(ctx context.Context, c S3, src plan.Source, size int64) (uint32, error) {
 	gin := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key}
 	gin.IfMatch, gin.VersionId = pin(src.ETag, src.VersionID)
 	out, err := c.GetObject(ctx, gin)
@@ -116,18 +108,12 @@ func readWholeCRC(ctx context.Context, c objectGetter, src plan.Source, size int
 	return h32.Sum32(), nil
 }
 
-type probeS3 interface {
-	uploadCreator
-	partCopier
-	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-}
-
 // crcProbe has S3 compute objects' CRC-32s without downloading them: a copy
 // of an object into a multipart upload created with CRC-32 answers with the
 // copied bytes' CRC. The upload is never completed (so parts of any size
 // will do) and is aborted when planning, or the worker's batch, ends.
 type crcProbe struct {
-	c           probeS3
+	c           S3
 	bucket, key string
 	once        sync.Once
 	uploadID    string

@@ -64,7 +64,7 @@ func partKey(archive, part int) string {
 }
 
 // readUploadRecord reads what the planner recorded; nil when it recorded nothing.
-func readUploadRecord(ctx context.Context, c objectGetter, bucket, prefix string) (*uploadRecord, error) {
+func readUploadRecord(ctx context.Context, c S3, bucket, prefix string) (*uploadRecord, error) {
 	doc, err := getBytes(ctx, c, bucket, prefix+"upload.json", 4<<20)
 	if err != nil {
 		if s3err.NotFound(err) {

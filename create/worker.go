@@ -19,17 +19,10 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// WorkerS3 is what a worker needs of S3.
-type WorkerS3 interface {
-	ChainS3
-	objectHeader
-	objectPutter
-}
-
 // Worker builds a batch of parts: upload parts from generated headers and
 // ranged reads of sources, copy parts with ranged UploadPartCopy.
 type Worker struct {
-	S3     WorkerS3
+	S3     S3
 	Config Config
 	Log    *slog.Logger
 	// Now is the clock (tests set it); nil means time.Now.
@@ -67,7 +60,7 @@ func crcsKey(job *Job, first *plan.PartJob) string {
 
 // putCRCs writes the CRC-32s the batch's parts computed to the work prefix
 // and names the object in out.
-func putCRCs(ctx context.Context, c objectPutter, job *Job, first *plan.PartJob, out *BatchResult) error {
+func putCRCs(ctx context.Context, c S3, job *Job, first *plan.PartJob, out *BatchResult) error {
 	doc := batchCRCs{Parts: map[string]map[string]string{}}
 	for _, r := range out.Parts {
 		if len(r.CRCs) > 0 {
@@ -126,7 +119,7 @@ func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error
 // upload, the work bucket), the batch's CRC probe, the log and the clock; a
 // part's own inputs are its methods' arguments.
 type partBuilder struct {
-	s3  WorkerS3
+	s3  S3
 	cfg Config
 	job *Job
 	// probe is the upload the batch's CRC probes copy into: one of its own,
@@ -314,7 +307,7 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 			}
 		default:
-			return nil, fmt.Errorf("carried part %d: the plan says not what it copies (carriedAs %q; planner too old?)", c.Number, c.CarriedAs)
+			return nil, fmt.Errorf("carried part %d: the plan says not what it copies (carriedAs %q)", c.Number, c.CarriedAs)
 		}
 		out = append(out, *r)
 	}
@@ -384,7 +377,7 @@ func learn(entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) {
 }
 
 // readEntries reads the part's entries from the plan with one ranged GET.
-func readEntries(ctx context.Context, c objectGetter, job *Job, item *plan.PartJob) ([]plan.PlacedEntry, error) {
+func readEntries(ctx context.Context, c S3, job *Job, item *plan.PartJob) ([]plan.PlacedEntry, error) {
 	if item.Count == 0 {
 		return nil, nil
 	}

@@ -27,22 +27,6 @@ import (
 // uploads, [what is built so far][next pieces], then copied into the
 // archive's upload (see plan/chain.go). The worker sends only local headers.
 
-// ChainS3 is what building chains needs of S3.
-type ChainS3 interface {
-	objectGetter
-	objectHeader
-	partUploader
-	partCopier
-	uploadCreator
-	uploadCompleter
-	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-	objectRemover
-}
-
-type objectRemover interface {
-	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-}
-
 // chainKey spreads round objects over many key prefixes (S3's request rate
 // limits apply per prefix). attempt tells apart two builds of the same part
 // (a batch retried while its first run still works): each deletes only its
@@ -76,7 +60,7 @@ type chainBuild struct {
 func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
 	job := b.job
 	if job.PadKey == "" {
-		return nil, fmt.Errorf("chain part but the job has no pad object (planner too old?)")
+		return nil, fmt.Errorf("chain part %d: the job names no pad object to start its chain from", item.Number)
 	}
 	entries, err := readEntries(ctx, b.s3, job, item)
 	if err != nil {
@@ -303,7 +287,7 @@ func (ch *chainBuild) prepare(ctx context.Context, r int) error {
 // roundUpload is a chain round's two-or-more-part upload in the work
 // bucket: [what is built so far][the round's pieces].
 type roundUpload struct {
-	c                      ChainS3
+	c                      S3
 	bucket, key, id        string
 	checksum               bool // created with CRC-32: every part's CRC-32 is listed at completion
 	pieces                 []plan.ChainPiece
@@ -511,7 +495,7 @@ func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry
 // sentBytes are the bytes of a piece the worker sends: local headers (or
 // parts of them), each with its entry's CRC-32, which the plan made sure is
 // known, and ranges of sources S3 cannot copy (plan.CopyRange), read.
-func sentBytes(ctx context.Context, c objectGetter, entries []plan.PlacedEntry, pc plan.ChainPiece) ([]byte, error) {
+func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc plan.ChainPiece) ([]byte, error) {
 	out := make([]byte, 0, pc.Size)
 	var hdr []byte
 	for _, s := range pc.Segments {
@@ -571,7 +555,7 @@ type roundBin struct {
 	done chan struct{}
 }
 
-func newRoundBin(ctx context.Context, c objectRemover, bucket string, log *slog.Logger) *roundBin {
+func newRoundBin(ctx context.Context, c S3, bucket string, log *slog.Logger) *roundBin {
 	b := &roundBin{keys: make(chan string, binDepth), done: make(chan struct{})}
 	// A chain that failed or was cancelled removes what it built all the same.
 	ctx = context.WithoutCancel(ctx)

@@ -195,7 +195,7 @@ func (pp *pipedPart) entryCRCs(tails map[plan.EntryIndex]plan.Tail) map[plan.Ent
 }
 
 // body is the part's body, piece by piece, and its CRC-32 from its pieces'.
-func (pp *pipedPart) body(ctx context.Context, c objectGetter, computed map[plan.EntryIndex]uint32) (*concatReader, uint32, error) {
+func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryIndex]uint32) (*concatReader, uint32, error) {
 	var pieces []io.ReadSeeker
 	var lens []int64
 	var partCRC uint32

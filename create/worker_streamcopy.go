@@ -71,7 +71,7 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 // (a tail after a streamed start) reads only the start:
 // crc(whole) = crc(start) shifted by the rest's length, xor crc(rest).
 // Anything else reads the range.
-func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.PartJob) (uint32, int64, error) {
+func rangeCRC(ctx context.Context, c S3, src *sourceRef, item *plan.PartJob) (uint32, int64, error) {
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	if item.CRC32.Known && to == item.SourceSize {
 		if from == 0 {
@@ -90,7 +90,7 @@ func rangeCRC(ctx context.Context, c objectGetter, src *sourceRef, item *plan.Pa
 }
 
 // readCRC streams bytes [from, to) of a source through CRC-32.
-func readCRC(ctx context.Context, c objectGetter, src *sourceRef, from, to int64) (uint32, error) {
+func readCRC(ctx context.Context, c S3, src *sourceRef, from, to int64) (uint32, error) {
 	r := newRangeReader(ctx, c, src, from, to)
 	defer r.Close()
 	h := crc32.NewIEEE()
@@ -109,7 +109,7 @@ func readCRC(ctx context.Context, c objectGetter, src *sourceRef, from, to int64
 // one idle timeout, not the whole part sent again.
 type rangeReader struct {
 	ctx      context.Context
-	c        objectGetter
+	c        S3
 	src      *sourceRef
 	from, to int64
 	pos      int64 // absolute offset of the next byte
@@ -118,7 +118,7 @@ type rangeReader struct {
 	err      error // the source-side failure of this attempt, for the caller's message
 }
 
-func newRangeReader(ctx context.Context, c objectGetter, src *sourceRef, from, to int64) *rangeReader {
+func newRangeReader(ctx context.Context, c S3, src *sourceRef, from, to int64) *rangeReader {
 	return &rangeReader{ctx: ctx, c: c, src: src, from: from, to: to, pos: from}
 }
 

@@ -8,18 +8,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/s3doc"
 	"github.com/s3zip/s3zip/internal/s3err"
-	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/s3prefix"
-	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/internal/stepfn"
 	"github.com/s3zip/s3zip/zipread"
 )
@@ -57,10 +54,9 @@ func under(bucket, prefix string) s3prefix.Under {
 	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: named}
 }
 
+// putWork writes a work object, with its CRC-32 (s3doc.Put).
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
-	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc))),
-		ChecksumCRC32: aws.String(s3part.CRCBase64(crc32.ChecksumIEEE(doc)))})
-	if err != nil {
+	if err := s3doc.Put(ctx, c, bucket, key, doc); err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
 	}
 	return nil
@@ -77,15 +73,14 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 // body cut short resumes (s3rate.Resume), a read that still fails is
 // classified as S3's failures are.
 func openWork(ctx context.Context, c Client, bucket, key string) (io.ReadCloser, error) {
-	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
-	out, err := c.GetObject(ctx, in)
+	body, err := s3doc.Open(ctx, c, bucket, key, 0)
 	if err != nil {
 		if s3err.NotFound(err) {
 			return nil, fmt.Errorf("work object s3://%s/%s: %w", bucket, key, err)
 		}
 		return nil, classifyS3(fmt.Errorf("get work object s3://%s/%s: %w", bucket, key, err))
 	}
-	return &workBody{ReadCloser: s3rate.Resume(ctx, c, in, out, 0), where: "s3://" + bucket + "/" + key}, nil
+	return &workBody{ReadCloser: body, where: "s3://" + bucket + "/" + key}, nil
 }
 
 // workBody is a work object's body whose failed reads are named and typed.
@@ -109,14 +104,7 @@ func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64)
 		return nil, err
 	}
 	defer body.Close()
-	doc, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, err // named and classified by openWork's body
-	}
-	if int64(len(doc)) > limit {
-		return nil, fmt.Errorf("work object s3://%s/%s is over %d bytes", bucket, key, limit)
-	}
-	return doc, nil
+	return s3doc.ReadAll(body, bucket, key, limit) // a read's error named and classified by openWork's body
 }
 
 // workGetter and workPutter read and write work objects for internal/stepfn,

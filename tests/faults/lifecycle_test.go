@@ -24,14 +24,14 @@ import (
 // uploads (UploadPart or UploadPartCopy), then cancels the batch: the parts
 // in flight die half-way, like a worker whose Lambda was killed.
 type killAfter struct {
-	create.WorkerS3
+	create.S3
 	n      int32
 	seen   atomic.Int32
 	cancel context.CancelFunc
 }
 
 func (k *killAfter) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	out, err := k.WorkerS3.UploadPart(ctx, in, o...)
+	out, err := k.S3.UploadPart(ctx, in, o...)
 	if k.seen.Add(1) == k.n {
 		k.cancel()
 	}
@@ -39,7 +39,7 @@ func (k *killAfter) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ..
 }
 
 func (k *killAfter) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput, o ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
-	out, err := k.WorkerS3.UploadPartCopy(ctx, in, o...)
+	out, err := k.S3.UploadPartCopy(ctx, in, o...)
 	if k.seen.Add(1) == k.n {
 		k.cancel()
 	}
@@ -71,7 +71,7 @@ func TestWorkerKilled(t *testing.T) {
 				}
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				k := &killAfter{WorkerS3: w.direct, n: 1, cancel: cancel}
+				k := &killAfter{S3: w.direct, n: 1, cancel: cancel}
 				_, _ = (&create.Worker{S3: k, Config: cfg, Log: quiet}).Handle(ctx, in)
 				mu.Lock()
 				killed++
@@ -121,7 +121,7 @@ func buildMap(t *testing.T, c create.S3, job *create.Job) *stepfn.MapResults {
 
 // crashAt makes the finalizer die right after one S3 call succeeded.
 type crashAt struct {
-	create.FinalizerS3
+	create.S3
 	op string
 }
 
@@ -145,7 +145,7 @@ func finalizeUntilCrash(ctx context.Context, f *create.Finalizer, in create.Fina
 }
 
 func (c *crashAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	out, err := c.FinalizerS3.CompleteMultipartUpload(ctx, in, o...)
+	out, err := c.S3.CompleteMultipartUpload(ctx, in, o...)
 	if err == nil && c.op == "CompleteMultipartUpload" {
 		panic(errCrashed)
 	}
@@ -153,7 +153,7 @@ func (c *crashAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMu
 }
 
 func (c *crashAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	out, err := c.FinalizerS3.PutObject(ctx, in, o...)
+	out, err := c.S3.PutObject(ctx, in, o...)
 	if err == nil && c.op == "PutObject" {
 		panic(errCrashed)
 	}
@@ -161,7 +161,7 @@ func (c *crashAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 }
 
 func (c *crashAt) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, o ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
-	out, err := c.FinalizerS3.DeleteObjects(ctx, in, o...)
+	out, err := c.S3.DeleteObjects(ctx, in, o...)
 	if err == nil && c.op == "DeleteObjects" {
 		panic(errCrashed)
 	}
@@ -184,7 +184,7 @@ func TestFinalizerRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := create.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
-			err = finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in)
+			err = finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashAt{S3: w.direct, op: op}, Config: config(), Log: quiet}, in)
 			if !errors.Is(err, errCrashed) {
 				record(t, started, wantArchive, fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err), false)
 				w.scrub(t)

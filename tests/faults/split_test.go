@@ -119,13 +119,13 @@ func TestSplitRunFailsWhole(t *testing.T) {
 // crashSplitAt is a finalizer whose Lambda dies right after S3 completed
 // the second archive, or took the run's report.
 type crashSplitAt struct {
-	create.FinalizerS3
+	create.S3
 	op        string // "complete-2" or "report"
 	completes int
 }
 
 func (c *crashSplitAt) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	out, err := c.FinalizerS3.CompleteMultipartUpload(ctx, in, o...)
+	out, err := c.S3.CompleteMultipartUpload(ctx, in, o...)
 	if err == nil {
 		if c.completes++; c.op == "complete-2" && c.completes == 2 {
 			panic(errCrashed)
@@ -135,7 +135,7 @@ func (c *crashSplitAt) CompleteMultipartUpload(ctx context.Context, in *s3.Compl
 }
 
 func (c *crashSplitAt) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	out, err := c.FinalizerS3.PutObject(ctx, in, o...)
+	out, err := c.S3.PutObject(ctx, in, o...)
 	if err == nil && c.op == "report" && strings.HasSuffix(aws.ToString(in.Key), ".report.json") {
 		panic(errCrashed)
 	}
@@ -159,7 +159,7 @@ func TestSplitFinalizerRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := create.FinalizeInput{Job: *job, Results: buildMap(t, w.direct, job)}
-			if err := finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashSplitAt{FinalizerS3: w.direct, op: op}, Config: config(), Log: quiet}, in); !errors.Is(err, errCrashed) {
+			if err := finalizeUntilCrash(ctx, &create.Finalizer{S3: &crashSplitAt{S3: w.direct, op: op}, Config: config(), Log: quiet}, in); !errors.Is(err, errCrashed) {
 				w.conclude(t, started, nil, wantArchive, []string{fmt.Sprintf("BAD: first finalizer run: %v, want the injected crash", err)}, false)
 				return
 			}
