@@ -3,33 +3,9 @@ package plan
 import (
 	"slices"
 	"testing"
-)
 
-// ChainSteps counts the round trips create/worker_chain.go waits for one after
-// another: the GET of the part's entries and the copy of the product into
-// the archive; the first round's Create (skipped when it is opened early);
-// two per round (the copy of what is built, beside the first round's own
-// copies and header uploads; Complete), the next round's Create, copies and
-// header uploads made meanwhile; all early rounds open side by side first
-// (Create, copies).
-func TestChainSteps(t *testing.T) {
-	cases := []struct {
-		name  string
-		early []bool
-		want  int
-	}{
-		{"one plain round", []bool{false}, 2 + 1 + 2},
-		{"three plain rounds", []bool{false, false, false}, 2 + 1 + 3*2},
-		{"one early round of three", []bool{true, false, false}, 2 + 2 + 3*2},
-		{"every other round early", []bool{true, false, true, false, false}, 2 + 2 + 5*2},
-		{"the second round early", []bool{false, true}, 2 + 2 + 1 + 2*2},
-	}
-	for _, c := range cases {
-		if got := ChainSteps(c.early); got != c.want {
-			t.Errorf("%s: ChainSteps(%v) = %d, want %d", c.name, c.early, got, c.want)
-		}
-	}
-}
+	"github.com/s3zip/s3zip/internal/partwork"
+)
 
 // A plan's stats carry the steps of its chains: the sum, and the longest
 // chain's, which bounds the run however many workers build the others.
@@ -43,9 +19,9 @@ func TestStatsCountChainSteps(t *testing.T) {
 			continue
 		}
 		ents := p.Entries[part.First : part.First+EntryIndex(part.Count)]
-		rounds := ChainRounds(ents, part.Start, part.End)
-		early, _ := ChainChecksums(ents, rounds)
-		n := ChainSteps(early)
+		rounds := partwork.ChainRounds(ents, part.Start, part.End)
+		early, _ := partwork.ChainChecksums(ents, rounds)
+		n := partwork.ChainSteps(early)
 		if slices.ContainsFunc(part.NeedCRC, func(i EntryIndex) bool { return !p.Entries[i].CRC32.Known }) {
 			n++ // its worker asks for them before its first round
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/flate"
 
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -188,7 +189,7 @@ func TestCompressedLayoutsKeepPartSizes(t *testing.T) {
 				}
 				if part.Kind == PartCopy {
 					e := &p.Entries[part.First]
-					if _, ok := CopyRange(part.Start-e.DataOffset(), part.End-e.DataOffset(), e.Size); !ok {
+					if _, ok := partwork.CopyRange(part.Start-e.DataOffset(), part.End-e.DataOffset(), e.Size); !ok {
 						t.Errorf("seed %d %s: part %d copies a range of %q, a source of %d bytes", seed, s, part.Number, e.Name, e.Size)
 					}
 				}

@@ -30,7 +30,7 @@ func identityInputs() map[string][]Entry {
 			e.Source.VersionID = fmt.Sprintf("v%d", i)
 		}
 	}
-	small := Small(70_000, 3)
+	small := small(70_000, 3)
 	for i := 0; i < len(small); i += 3 {
 		small[i].CRC32 = KnownCRC(uint32(i) ^ 0x5a5a5a5a)
 	}

@@ -30,7 +30,7 @@ func totalAllocated() uint64 {
 // million entries each byte here is 10 MB of the planner Lambda's 2,048.
 func TestPlanMemoryPerEntry(t *testing.T) {
 	const n = 200_000
-	entries := Small(n, 5)
+	entries := small(n, 5)
 	base := heapAfterGC()
 	before := totalAllocated()
 	if err := checkEntries(entries); err != nil {
@@ -89,7 +89,7 @@ func TestSyntheticKeysInArena(t *testing.T) {
 			t.Errorf("%s: %d entries made %.0f allocations, want the entries' slice and a block of keys every MiB", set, n, allocs)
 		}
 	}
-	for i, e := range Small(2001, 1)[1998:] {
+	for i, e := range small(2001, 1)[1998:] {
 		i += 1998
 		day := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 		want := fmt.Sprintf("logs/host-%03d/%04d/%02d/%02d/%08d.log", i%1000, day.Year(), day.Month(), day.Day(), i/1000)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/partwork"
 )
 
 var strategies = []Strategy{StrategyStream, StrategyDuo, StrategyChain, StrategyAuto}
@@ -116,7 +117,7 @@ func TestCRCsNeeded(t *testing.T) {
 func TestBuildPartRefusesUnknownCRC(t *testing.T) {
 	p := mustPlan(t, sized("b", 6*MiB, 7*MiB), Options{Strategy: StrategyDuo})
 	part := &p.Parts[0]
-	_, _, err := BuildPart(part, p.Entries[part.First:part.First+EntryIndex(part.Count)], p.DirectoryOffset, nil, func(r []DataRead) error { return nil })
+	_, _, err := BuildPart(part, p.Entries[part.First:part.First+EntryIndex(part.Count)], Directory{Offset: p.DirectoryOffset}, func(r []DataRead) error { return nil }, nil)
 	var unknown *UnknownCRCError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("BuildPart without the CRC of a copied entry: err = %v, want UnknownCRCError", err)
@@ -133,7 +134,7 @@ func TestBuildPartDetectsChangedSource(t *testing.T) {
 		}
 		return nil
 	}
-	_, _, err := BuildPart(p.FinalPart(), p.Entries, p.DirectoryOffset, func(map[EntryIndex]uint32) ([]byte, error) { return p.Directory() }, fill)
+	_, _, err := BuildPart(p.FinalPart(), p.Entries, Directory{Offset: p.DirectoryOffset, Read: func(map[EntryIndex]uint32) ([]byte, error) { return p.Directory() }}, fill, nil)
 	var mismatch *failure.ChecksumMismatchError
 	if !errors.As(err, &mismatch) {
 		t.Fatalf("err = %v, want CRCMismatchError", err)
@@ -282,9 +283,9 @@ func TestPipedPartsArePricedWithoutProbes(t *testing.T) {
 			continue
 		}
 		entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
-		segs := Segments(entries, p.DirectoryOffset, part.Start, part.End)
+		segs := partwork.Segments(entries, p.DirectoryOffset, part.Start, part.End)
 		for _, s := range segs {
-			if WholeData(entries, s) && !entries[s.Entry].CRC32.Known && s.To-s.From >= MinCRCProbe {
+			if partwork.WholeData(entries, s) && !entries[s.Entry].CRC32.Known && s.To-s.From >= partwork.MinCRCProbe {
 				whole++
 			}
 		}
@@ -312,5 +313,25 @@ func TestChainCRCsAreTheWorkers(t *testing.T) {
 	}
 	if n := len(p.CRCsNeeded()); n != 0 || heads < needed {
 		t.Errorf("the planner asks for %d CRC-32s, the chain workers %d HEADs for %d needed: want 0 and at least one each", n, heads, needed)
+	}
+}
+
+// internal/partwork, below plan, keeps its own copy of S3's part sizes: the
+// two must agree. Its pad is a smallest part, it copies ranges only of
+// sources over MinPartSize, and it copies a range over MaxPartSize in two.
+func TestPartworkPartSizesArePlans(t *testing.T) {
+	if partwork.PadSize != MinPartSize {
+		t.Errorf("partwork.PadSize = %d, want MinPartSize %d", partwork.PadSize, int64(MinPartSize))
+	}
+	if _, ok := partwork.CopyRange(0, 1, MinPartSize); ok {
+		t.Errorf("partwork copies a range of a source of MinPartSize bytes")
+	}
+	if _, ok := partwork.CopyRange(0, 1, MinPartSize+1); !ok {
+		t.Errorf("partwork copies no range of a source over MinPartSize bytes")
+	}
+	e := []PlacedEntry{{Entry: &Entry{Name: "a", Size: MaxPartSize + 1}, HeaderLen: 31}}
+	rounds := partwork.ChainRounds(e, e[0].DataOffset(), e[0].End())
+	if n := len(rounds[0].Middle) + 1; len(rounds) != 1 || n != 2 {
+		t.Errorf("a range of MaxPartSize+1 bytes chained in %d rounds, %d pieces in the first; want 1 round of 2", len(rounds), n)
 	}
 }

@@ -121,7 +121,7 @@ func TestAutoWeighsChainsWhereTheyCanWin(t *testing.T) {
 		// At 100 workers its 4,499 rounds write the run's work area 22,876
 		// times: 5.5 s at S3's 3,500 a second, where duo takes 4.2 s.
 		{"challenge-100-workers", Challenge(3000, 1), 100, false},
-		{"small-objects-10-workers", Small(200000, 1), 10, false},
+		{"small-objects-10-workers", small(200000, 1), 10, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := Options{Strategy: StrategyAuto, Workers: c.workers, PartSize: DefaultPartSize, DirectoryPartSize: DefaultDirectoryPartSize}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/partwork"
 )
 
 // Two-level assembly lifts the 10,000-part limit: chain (and auto) plan
@@ -50,7 +52,7 @@ func TestChainWithoutBigObjectsAndWithHugeOnes(t *testing.T) {
 		}
 		for _, part := range p.Parts {
 			if part.Kind == PartChain {
-				for _, r := range ChainRounds(p.Entries[part.First:part.First+EntryIndex(part.Count)], part.Start, part.End) {
+				for _, r := range partwork.ChainRounds(p.Entries[part.First:part.First+EntryIndex(part.Count)], part.Start, part.End) {
 					for _, pc := range append(r.Middle, r.Last) {
 						if pc.Size > MaxPartSize {
 							t.Errorf("%s: a chain piece of %d bytes", name, pc.Size)
