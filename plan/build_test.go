@@ -202,19 +202,6 @@ func checkZip(t testing.TB, archive []byte, want []Entry) {
 	}
 }
 
-// mustPlan makes and validates a plan.
-func mustPlan(t testing.TB, entries []Entry, opts Options) *Plan {
-	t.Helper()
-	p, err := Make(entries, opts)
-	if err != nil {
-		t.Fatalf("Make: %v", err)
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	return p
-}
-
 // buildChain assembles a chain part the way the rounds do server-side:
 // generated headers need their CRCs known up front.
 func buildChain(t testing.TB, part *Part, ents []PlacedEntry) []byte {
