@@ -62,7 +62,7 @@ func (u archiveUpload) uploadPart(ctx context.Context, part *plan.Part, entries 
 	if dir != nil {
 		d = plan.Directory{Offset: dir.offset, Read: dir.read}
 	}
-	buf, computed, err := plan.BuildPartWithTails(part, entries, d, func(reads []plan.DataRead) error {
+	buf, computed, err := plan.BuildPart(part, entries, d, func(reads []plan.DataRead) error {
 		return forEach(ctx, u.cfg.GetConcurrency, len(reads), func(ctx context.Context, k int) error {
 			r := reads[k]
 			return getRange(ctx, u.c, sourceOf(r.Entry.Source), r.From, r.Dst)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -44,7 +45,7 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 	objects := map[string]io.ReadSeeker{job.PlanKey: bytes.NewReader(files.header), job.EntriesKey: files.entries, job.PartsKey: files.parts}
 	if p.Stats().ChainParts > 0 {
 		job.PadKey = job.WorkPrefix + "pad"
-		objects[job.PadKey] = bytes.NewReader(make([]byte, plan.PadSize))
+		objects[job.PadKey] = bytes.NewReader(make([]byte, partwork.PadSize))
 	}
 	for key, body := range objects {
 		size, err := body.Seek(0, io.SeekEnd)
@@ -55,7 +56,7 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 			return fmt.Errorf("plan file for %s: %w", key, err)
 		}
 		// No stored checksum, whatever the client's default: chains copy
-		// ranges of the pad (see plan.ChainChecksums).
+		// ranges of the pad (see partwork.ChainChecksums).
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: body, ContentLength: aws.Int64(size)}, plain); err != nil {
 			return s3Error("PutObject", job.WorkBucket, key, false, err)

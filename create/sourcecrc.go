@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/internal/stepfn"
 
@@ -137,10 +138,10 @@ func (p *crcProbe) start(ctx context.Context) error {
 // crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
 // report a usable one (then the caller reads the object). The first range
 // copied is first bytes long when first > 0, else up to 5 GiB like the rest;
-// a source S3 copies no range of (plan.CopyRange) is then not copied at all:
+// a source S3 copies no range of (partwork.CopyRange) is then not copied at all:
 // its whole copy could only be answered as uselessly.
 func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
-	if _, ok := plan.CopyRange(0, min(first, size), size); first > 0 && !ok {
+	if _, ok := partwork.CopyRange(0, min(first, size), size); first > 0 && !ok {
 		return 0, false, nil
 	}
 	var crc uint32
@@ -160,9 +161,9 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 
 // rangeCRC returns the CRC-32 S3 computes of the bytes [from, to) of a
 // source of size bytes, copied into the probe's upload; ok=false when its
-// answer carries none, or when S3 copies no such range (plan.CopyRange).
+// answer carries none, or when S3 copies no such range (partwork.CopyRange).
 func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to int64) (uint32, bool, error) {
-	if _, copyable := plan.CopyRange(from, to, size); !copyable {
+	if _, copyable := partwork.CopyRange(from, to, size); !copyable {
 		return 0, false, nil
 	}
 	if err := p.start(ctx); err != nil {

@@ -116,7 +116,8 @@ func liveHeap() uint64 {
 // nothing of it (it used to read it whole first, 2 GB at ten million
 // entries, beside the plan it decodes).
 func TestReadPlanStreamsEntries(t *testing.T) {
-	p, err := plan.Make(plan.Small(200_000, 3), plan.Options{Strategy: plan.StrategyStream, Workers: 100})
+	entries, _ := plan.Synthetic("small", 200_000, 3)
+	p, err := plan.Make(entries, plan.Options{Strategy: plan.StrategyStream, Workers: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

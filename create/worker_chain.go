@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
 
@@ -52,7 +53,7 @@ type chainBuild struct {
 	*partBuilder
 	item    *plan.PartJob
 	entries []plan.PlacedEntry
-	rounds  []plan.ChainRound
+	rounds  []partwork.ChainRound
 	ups     []*roundUpload
 	attempt string
 }
@@ -70,11 +71,11 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 	if err := b.learnNeededCRCs(ctx, item, entries, learned); err != nil {
 		return nil, err
 	}
-	rounds := plan.ChainRounds(entries, item.Start, item.End)
+	rounds := partwork.ChainRounds(entries, item.Start, item.End)
 	ch := &chainBuild{partBuilder: b, item: item, entries: entries, rounds: rounds, ups: make([]*roundUpload, len(rounds)), attempt: newAttempt()}
 	ups := ch.ups
 	bin := newRoundBin(ctx, b.s3, job.WorkBucket, b.log.With("execution", job.Execution, "part", item.Number))
-	x := built{key: job.PadKey, lead: plan.PadSize}
+	x := built{key: job.PadKey, lead: partwork.PadSize}
 	// Whatever fails, no round's upload is left behind, nor the last round
 	// object: the work bucket holds a few round objects per chain at most.
 	defer func() {
@@ -102,7 +103,7 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 		// The next round's upload and its pieces need nothing this round
 		// builds: they are sent while it is built, so that every round
 		// after the first waits only for its copy of what is built and its
-		// completion (plan.ChainSteps).
+		// completion (partwork.ChainSteps).
 		ahead, aheadCtx := errgroup.WithContext(ctx)
 		if r+1 < len(rounds) {
 			ahead.Go(func() error { return ch.prepare(aheadCtx, r+1) })
@@ -196,7 +197,7 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 	return r, nil
 }
 
-// startChecksummedRounds opens the rounds plan.ChainChecksums gives a
+// startChecksummedRounds opens the rounds partwork.ChainChecksums gives a
 // checksum and copies their pieces before any header is written: S3's
 // answers to the whole-object copies are the CRC-32s those headers need. It
 // sets them in entries and returns them by entry index. A round whose answer
@@ -204,7 +205,7 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 // object's CRC is asked for or read instead.
 func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.EntryIndex]uint32, error) {
 	job, item, entries, ups := ch.job, ch.item, ch.entries, ch.ups
-	sums, _ := plan.ChainChecksums(entries, ch.rounds)
+	sums, _ := partwork.ChainChecksums(entries, ch.rounds)
 	var which []int
 	for r, ok := range sums {
 		if ok {
@@ -227,7 +228,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 		}
 		usable := true
 		for i, pc := range u.pieces {
-			k, whole := plan.WholeCopy(entries, pc)
+			k, whole := partwork.WholeCopy(entries, pc)
 			if !whole {
 				continue
 			}
@@ -290,7 +291,7 @@ type roundUpload struct {
 	c                      S3
 	bucket, key, id        string
 	checksum               bool // created with CRC-32: every part's CRC-32 is listed at completion
-	pieces                 []plan.ChainPiece
+	pieces                 []partwork.ChainPiece
 	etags, sums            []string // by part number - 1
 	copied, sent, finished bool
 	uploaded               int64 // bytes sent (sendPieces)
@@ -317,7 +318,7 @@ func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*rou
 	if err != nil {
 		return nil, s3Error("CreateMultipartUpload", bucket, key, false, err)
 	}
-	pieces := append(append([]plan.ChainPiece{}, round.Middle...), round.Last)
+	pieces := append(append([]partwork.ChainPiece{}, round.Middle...), round.Last)
 	return &roundUpload{c: c, bucket: bucket, key: key, id: aws.ToString(up.UploadId), checksum: checksum, pieces: pieces,
 		etags: make([]string, len(pieces)+1), sums: make([]string, len(pieces)+1)}, nil
 }
@@ -494,13 +495,13 @@ func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry
 
 // sentBytes are the bytes of a piece the worker sends: local headers (or
 // parts of them), each with its entry's CRC-32, which the plan made sure is
-// known, and ranges of sources S3 cannot copy (plan.CopyRange), read.
-func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc plan.ChainPiece) ([]byte, error) {
+// known, and ranges of sources S3 cannot copy (partwork.CopyRange), read.
+func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc partwork.ChainPiece) ([]byte, error) {
 	out := make([]byte, 0, pc.Size)
 	var hdr []byte
 	for _, s := range pc.Segments {
 		e := &entries[s.Entry]
-		if s.Kind == plan.SegmentData {
+		if s.Kind == partwork.SegmentData {
 			n := len(out)
 			out = out[:n+int(s.To-s.From)]
 			if err := getRange(ctx, c, sourceOf(e.Source), s.From, out[n:]); err != nil {
@@ -522,16 +523,16 @@ func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc plan.Ch
 func chainCRC(entries []plan.PlacedEntry, item *plan.PartJob) (uint32, bool) {
 	var crc uint32
 	var hdr []byte
-	for _, s := range plan.Segments(entries, item.End, item.Start, item.End) {
+	for _, s := range partwork.Segments(entries, item.End, item.Start, item.End) {
 		e := &entries[s.Entry]
 		if !e.CRC32.Known {
 			return 0, false
 		}
 		switch s.Kind {
-		case plan.SegmentHeader:
+		case partwork.SegmentHeader:
 			hdr = plan.AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
 			crc = crc32.Update(crc, crc32.IEEETable, hdr[s.From:s.To])
-		case plan.SegmentData:
+		case partwork.SegmentData:
 			if s.From != 0 || s.To != e.Size {
 				return 0, false
 			}

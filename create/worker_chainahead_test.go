@@ -70,7 +70,7 @@ func (h *roundsAhead) CompleteMultipartUpload(ctx context.Context, in *s3.Comple
 
 // A chain's next round is opened, and its pieces sent, while a round is
 // built: every round but the last completes with the next one's upload
-// already open (plan.ChainSteps prices two round trips a round, not three).
+// already open (partwork.ChainSteps prices two round trips a round, not three).
 // The archive is whole all the same.
 func TestChainOpensTheNextRoundWhileARoundIsBuilt(t *testing.T) {
 	e := newEnv(t, mixedObjects("m/", s3test.ChecksumNone))

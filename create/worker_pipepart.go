@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3part"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,7 +33,7 @@ var errNotPiped = errors.New("part not piped")
 // before the entry's data. Both come without reading: from the plan, from
 // the copies this job made (learned, tails), and for data whose CRC-32 no
 // one knows, from S3 itself: the range is copied with UploadPartCopy into
-// the batch's probe upload in the work bucket (plan.CRCProbes), and S3's
+// the batch's probe upload in the work bucket (partwork.CRCProbes), and S3's
 // answer is the range's CRC-32; before it probes an entry's whole data it
 // asks S3 for the CRC-32 it stores of the object (a HEAD, priced as a GET
 // where a copy is priced as a PUT), and an entry's start whose rest the job
@@ -47,15 +48,15 @@ var errNotPiped = errors.New("part not piped")
 // answers a ranged copy with the whole object's CRC) fails the upload with
 // BadDigest instead of writing a wrong header: the caller then assembles
 // the part the slow way, which finds out which. A range under
-// plan.MinCRCProbe is read ahead instead of probed: its CRC-32 computed, its
-// bytes sent from memory (at most plan.MaxReadAhead per part). errNotPiped
-// means the part needs more probes than plan.MaxCRCProbes or more read
+// partwork.MinCRCProbe is read ahead instead of probed: its CRC-32 computed, its
+// bytes sent from memory (at most partwork.MaxReadAhead per part). errNotPiped
+// means the part needs more probes than partwork.MaxCRCProbes or more read
 // ahead than that, or a probe failed or its answer carried no CRC-32 of the
 // range.
 func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
-	segs := plan.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
-	probes, reads := plan.SplitCRCProbes(entries, segs, plan.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, ok := tails[e.Index]; return ok }))
-	if !plan.Piped(segs, probes, reads) {
+	segs := partwork.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
+	probes, reads := partwork.SplitCRCProbes(entries, segs, partwork.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, tail := tails[e.Index]; return !e.CRC32.Known || tail }))
+	if !partwork.Piped(segs, probes, reads) {
 		return nil, errNotPiped
 	}
 	pp := &pipedPart{part: part, entries: entries, segs: segs,
@@ -99,7 +100,7 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 type pipedPart struct {
 	part    *plan.Part
 	entries []plan.PlacedEntry
-	segs    []plan.Segment
+	segs    []partwork.Segment
 	segCRC  []uint32
 	probed  []bool
 	ahead   [][]byte
@@ -145,7 +146,7 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 		return err
 	}
 	for i, s := range segs {
-		if s.Kind == plan.SegmentData && !probed[i] {
+		if s.Kind == partwork.SegmentData && !probed[i] {
 			segCRC[i] = entries[s.Entry].CRC32.Sum // CRCProbes left only segments whose CRC-32 the plan knows
 		}
 	}
@@ -159,9 +160,9 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 // that answers a ranged copy of a checksummed object with its checksum:
 // versitygw). ok=false leaves it to the probe; so does a HEAD that failed,
 // the probe or the assembled part then saying what is wrong.
-func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s plan.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
+func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s partwork.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
 	e := &entries[s.Entry]
-	if plan.WholeData(entries, s) {
+	if partwork.WholeData(entries, s) {
 		crc, ok, err := storedCRC(ctx, b.s3, e.Source, e.Size)
 		if err != nil && ctx.Err() == nil {
 			return 0, false, nil
@@ -180,7 +181,7 @@ func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, 
 func (pp *pipedPart) entryCRCs(tails map[plan.EntryIndex]plan.Tail) map[plan.EntryIndex]uint32 {
 	computed := map[plan.EntryIndex]uint32{}
 	for i, s := range pp.segs {
-		if s.Kind != plan.SegmentData || s.From != 0 {
+		if s.Kind != partwork.SegmentData || s.From != 0 {
 			continue
 		}
 		e := &pp.entries[s.Entry]
@@ -203,7 +204,7 @@ func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryInde
 		n := s.To - s.From
 		e := &pp.entries[s.Entry]
 		switch s.Kind {
-		case plan.SegmentHeader:
+		case partwork.SegmentHeader:
 			crc, ok := e.CRC32.Sum, e.CRC32.Known
 			if v, got := computed[e.Index]; got {
 				crc, ok = v, true
@@ -214,7 +215,7 @@ func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryInde
 			hdr := plan.AppendLocalHeader(nil, e, crc)[s.From:s.To]
 			partCRC = crc32.Update(partCRC, crc32.IEEETable, hdr)
 			pieces = append(pieces, bytes.NewReader(hdr))
-		case plan.SegmentData:
+		case partwork.SegmentData:
 			partCRC = zipformat.CombineCRC(partCRC, pp.segCRC[i], n)
 			if pp.ahead[i] != nil {
 				pieces = append(pieces, bytes.NewReader(pp.ahead[i]))

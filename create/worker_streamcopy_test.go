@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3zip/s3zip/internal/s3rate"
 
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
@@ -180,9 +181,9 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 	item := in.Items[0]
 	checkAssembled(t, f, &item, entries)
 	var data int64
-	segs := plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
+	segs := partwork.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
 	for _, s := range segs {
-		if s.Kind == plan.SegmentData {
+		if s.Kind == partwork.SegmentData {
 			data += s.To - s.From
 		}
 	}
@@ -191,9 +192,9 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 		t.Fatal(err)
 	}
 	mine := planned[item.First : item.First+plan.EntryIndex(item.Count)]
-	probes, reads := plan.SplitCRCProbes(mine, segs, plan.CRCProbes(mine, segs, func(*plan.PlacedEntry) bool { return false }))
+	probes, reads := partwork.SplitCRCProbes(mine, segs, partwork.CRCProbes(mine, segs, func(e *plan.PlacedEntry) bool { return !e.CRC32.Known }))
 	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
-	if small := sizes[1] < plan.MinCRCProbe; small && len(reads) == 0 {
+	if small := sizes[1] < partwork.MinCRCProbe; small && len(reads) == 0 {
 		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
 	}
 	var served int64
@@ -221,7 +222,7 @@ func testWorkerPipes(t *testing.T, sizes []int64) {
 // byte, the part assembled from the sources (entries with their CRC-32s).
 func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.PlacedEntry) {
 	t.Helper()
-	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
+	want, _, err := plan.BuildPart(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
 		for _, r := range reads {
 			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
 		}

@@ -53,7 +53,7 @@ func (c *wholeProbes) HeadObject(ctx context.Context, in *s3.HeadObjectInput, op
 // A worker piping a part of whole small objects whose CRC-32s the plan
 // lacks asks S3 for the CRC-32 it stores of each (a HEAD, priced as a GET)
 // instead of copying each into its probe upload (an UploadPartCopy, priced
-// as a PUT: 12.5 times as much), as the model prices it (plan.WholeData);
+// as a PUT: 12.5 times as much), as the model prices it (partwork.WholeData);
 // objects stored without one are still probed, and every archive is whole.
 func TestWorkerAsksStoredCRCsBeforeProbing(t *testing.T) {
 	for _, c := range []struct {

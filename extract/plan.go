@@ -434,7 +434,7 @@ func Copies(a *zipread.Archive, keep []int, opts Options) []int {
 }
 
 // copied says whether an entry is copied server-side: STORED, not small,
-// and in an archive S3 copies ranges of (plan.CopyRange: over 5 MiB; the
+// and in an archive S3 copies ranges of (partwork.CopyRange: over 5 MiB; the
 // entries of a smaller one are read).
 func copied(a *zipread.Archive, e *zipread.Entry, small int64) bool {
 	return e.Method == zipread.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3part.MinPartSize

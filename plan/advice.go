@@ -1,6 +1,10 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/s3zip/s3zip/internal/partwork"
+)
 
 // ChainAdvice says that chain is the wrong tool for a set of entries: auto's
 // plan is predicted to be much faster. Chains build each part one round
@@ -42,7 +46,7 @@ func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, erro
 	for i := range chain.Parts {
 		p := &chain.Parts[i]
 		if p.Kind == PartChain {
-			a.LongestChain = max(a.LongestChain, len(ChainRounds(chain.Entries[p.First:p.First+EntryIndex(p.Count)], p.Start, p.End)))
+			a.LongestChain = max(a.LongestChain, len(partwork.ChainRounds(chain.Entries[p.First:p.First+EntryIndex(p.Count)], p.Start, p.End)))
 		}
 	}
 	r := run

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// tinyEntries are n objects of 0-2 KiB, issue 10's kind of set.
+// tinyEntries are n objects of 0-2 KiB: the set chain is the wrong tool for.
 func tinyEntries(n int) []Entry {
 	rng := rand.New(rand.NewPCG(1, 1))
 	out := make([]Entry, n)

@@ -5,7 +5,7 @@ import (
 	"hash/crc32"
 
 	"github.com/s3zip/s3zip/internal/failure"
-
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -16,24 +16,8 @@ type DataRead struct {
 	Dst      []byte
 }
 
-// BuildPart assembles the bytes of an upload part. entries are the part's
-// entries (First..First+Count-1) with every CRC-32 known so far. directory
-// returns the central directory and end records from the first of their
-// bytes in the part on, at least to the part's end (for the first final
-// part, the directory from its start); it is called only for final parts,
-// after the CRCs computed from the part's own data are known (it receives
-// them). readAll fills every DataRead, in any order or concurrently.
-//
-// It computes the CRC-32 of every entry whose data lies wholly in the part,
-// checks it against a known one, and returns those it computed by entry
-// index. A header whose CRC is neither known nor computable is an error:
-// it never writes a guess.
-func BuildPart(part *Part, entries []PlacedEntry, directoryOffset int64, directory func(computed map[EntryIndex]uint32) ([]byte, error), readAll func([]DataRead) error) ([]byte, map[EntryIndex]uint32, error) {
-	return BuildPartWithTails(part, entries, Directory{Offset: directoryOffset, Read: directory}, readAll, nil)
-}
-
 // Directory is where the central directory starts and, for a final part,
-// how its bytes are read (BuildPart's directory).
+// how its bytes are read.
 type Directory struct {
 	Offset int64
 	Read   func(computed map[EntryIndex]uint32) ([]byte, error)
@@ -46,17 +30,29 @@ type Tail struct {
 	Len int64
 }
 
-// BuildPartWithTails is BuildPart for a part that streams the start of an
-// entry whose rest is copied after it: tails (by entry index) give the rest's
-// CRC-32, so the entry's is computed from the bytes read and the tail's.
-func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
+// BuildPart assembles the bytes of an upload part. entries are the part's
+// entries (First..First+Count-1) with every CRC-32 known so far. dir.Read
+// returns the central directory and end records from the first of their
+// bytes in the part on, at least to the part's end (for the first final
+// part, the directory from its start); it is called only for final parts,
+// after the CRCs computed from the part's own data are known (it receives
+// them). readAll fills every DataRead, in any order or concurrently. tails
+// (by entry index) give the CRC-32 of the rest of an entry whose start the
+// part holds and whose rest a copy after it holds, so the entry's CRC-32 is
+// computed from the bytes read and the tail's; nil when there are none.
+//
+// It computes the CRC-32 of every entry whose data lies wholly in the part,
+// checks it against a known one, and returns those it computed by entry
+// index. A header whose CRC is neither known nor computable is an error:
+// it never writes a guess.
+func BuildPart(part *Part, entries []PlacedEntry, dir Directory, readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
 	buf := make([]byte, part.Size())
-	segs := Segments(entries, dir.Offset, part.Start, part.End)
+	segs := partwork.Segments(entries, dir.Offset, part.Start, part.End)
 	var reads []DataRead
 	pos := int64(0)
 	for _, s := range segs {
 		n := s.To - s.From
-		if s.Kind == SegmentData {
+		if s.Kind == partwork.SegmentData {
 			reads = append(reads, DataRead{Entry: &entries[s.Entry], From: s.From, To: s.To, Dst: buf[pos : pos+n]})
 		}
 		pos += n
@@ -72,7 +68,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAl
 	for _, s := range segs {
 		n := s.To - s.From
 		switch s.Kind {
-		case SegmentData:
+		case partwork.SegmentData:
 			e := &entries[s.Entry]
 			tail, hasTail := tails[e.Index]
 			if s.From == 0 && (s.To == e.Size || hasTail && s.To+tail.Len == e.Size) {
@@ -86,7 +82,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAl
 				}
 				computed[e.Index] = got
 			}
-		case SegmentDirectory:
+		case partwork.SegmentDirectory:
 			if dir.Read == nil {
 				return nil, nil, fmt.Errorf("part %d: holds the central directory, which only the finalizer builds", part.Number)
 			}
@@ -105,7 +101,7 @@ func BuildPartWithTails(part *Part, entries []PlacedEntry, dir Directory, readAl
 	pos = 0
 	for _, s := range segs {
 		n := s.To - s.From
-		if s.Kind == SegmentHeader {
+		if s.Kind == partwork.SegmentHeader {
 			e := &entries[s.Entry]
 			crc, ok := e.CRC32.Sum, e.CRC32.Known
 			if c, got := computed[e.Index]; got {

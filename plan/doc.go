@@ -7,7 +7,9 @@
 // central directory, whether ZIP64 records are needed, and the ordered list of
 // parts a multipart upload is assembled from. Workers turn each part into bytes
 // (upload) or into a server-side ranged copy (copy); the finalizer builds the
-// last part, which carries the central directory.
+// last part, which carries the central directory. The arithmetic of a part's
+// bytes (segments, CRC-32 probes, chain rounds) is internal/partwork's: plan
+// prices parts with it, and workers build them with it.
 //
 // The archive format follows PKWARE's APPNOTE.TXT 6.3.10:
 //   - entries are STORED (method 0), names are UTF-8 with general purpose bit 11,

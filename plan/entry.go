@@ -185,3 +185,9 @@ func (e *PlacedEntry) DataOffset() int64 { return e.Offset + e.HeaderLen }
 
 // End is the offset just past the entry's data.
 func (e *PlacedEntry) End() int64 { return e.DataOffset() + e.Size }
+
+// Span is where the entry lies in the archive: its local header from
+// offset, its data from dataOffset to end.
+func (e *PlacedEntry) Span() (offset, dataOffset, end int64) {
+	return e.Offset, e.DataOffset(), e.End()
+}

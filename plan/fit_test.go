@@ -9,11 +9,11 @@ import (
 
 // On the challenge set, priced as s3zip plan prices it (AWS profile, batch
 // by batch as each plan's Fit cuts it), a plan cut for its workers meets
-// issue 24's targets: chain at 1 worker no slower than the one-Lambda
+// the performance targets: chain at 1 worker no slower than the one-Lambda
 // chain design (11 s), duo at 1 worker no slower than the one-Lambda duo
 // (106 s), auto at 1 worker no slower than the faster of them, and auto
 // never slower with more workers. The tables are what was checked; a
-// target not met fails. Two of issue 24's targets are not met: auto at
+// target not met fails. Two of the targets are not met: auto at
 // 100 workers within 3.0 s (3.38 s: start, launch, listing, finalizer and
 // the final Complete of its ~2,250 parts are 2.6 s before a worker moves
 // a byte; docs/strategies.md, "On AWS") and within $0.030 (the chains that make it

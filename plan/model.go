@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/s3zip/s3zip/internal/partwork"
 )
 
 // Model predicts the wall time and the dollar cost of building a plan with a
@@ -367,7 +369,7 @@ func (m Model) overheadSeconds(s Stats, r Run, w, children, conc float64) float6
 		overhead += (math.Ceil(children/ResultReadsInFlight) - 1) * m.RequestLatency
 	}
 	if s.ChainParts > 0 {
-		overhead += PadSize / m.WorkerBandwidth // the planner uploads the chains' pad
+		overhead += partwork.PadSize / m.WorkerBandwidth // the planner uploads the chains' pad
 	}
 	return overhead
 }
@@ -399,7 +401,7 @@ func (m Model) batchSeconds(l Load) float64 {
 
 // loadSeconds is how long one worker takes to stream a load's bytes, and to
 // make its requests: Concurrency round trips at a time, a chain's steps
-// (ChainSteps) one after the other, copies at CopyRate.
+// (partwork.ChainSteps) one after the other, copies at CopyRate.
 func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	conc := float64(m.Concurrency)
 	stream = m.streamSeconds(l.StreamedBytes, l.PipedBytes, l.UploadParts+l.ChainParts, passes)

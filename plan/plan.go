@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/partwork"
 
 	"github.com/s3zip/s3zip/internal/nameset"
 	"github.com/s3zip/s3zip/internal/zipformat"
@@ -70,7 +71,7 @@ const (
 	// the work bucket, each round appends header bytes and ranged copies of
 	// sources with a two-part upload, and the finished object is copied into
 	// the archive as one part. Only local headers pass through the worker,
-	// small objects included (chain.go: ChainRounds; docs/DESIGN.md, "A ZIP as parts").
+	// small objects included (partwork.ChainRounds; docs/DESIGN.md, "A ZIP as parts").
 	PartChain PartKind = "chain"
 )
 
@@ -453,7 +454,7 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 
 // alignChainCuts moves each cut between two chain parts that falls inside
 // the data of an object of 5 MiB or less to that object's start or end: S3
-// copies no range of such an object (CopyRange), so its chain would have to
+// copies no range of such an object (partwork.CopyRange), so its chain would have to
 // read the piece and send it. A cut stays where it is when neither place
 // leaves both parts between MinPartSize and MaxPartSize.
 func (p *Plan) alignChainCuts(parts []Part) {
@@ -629,8 +630,8 @@ func (p *Plan) describe(part *Part) {
 	var learned []bool
 	if part.Kind == PartChain {
 		// A chain part reads no data: it learns the CRCs of the objects its
-		// rounds copy whole (ChainChecksums) and needs every other one it writes.
-		_, learned = ChainChecksums(p.Entries[first:last], ChainRounds(p.Entries[first:last], part.Start, part.End))
+		// rounds copy whole (partwork.ChainChecksums) and needs every other one it writes.
+		_, learned = partwork.ChainChecksums(p.Entries[first:last], partwork.ChainRounds(p.Entries[first:last], part.Start, part.End))
 	}
 	for i := first; i < last; i++ {
 		e := &p.Entries[i]
@@ -808,7 +809,7 @@ func (r *directoryReader) make() error {
 		if !e.CRC32.Known {
 			return &UnknownCRCError{e.Name}
 		}
-		r.made = AppendCentralHeader(r.made[:0], e, e.CRC32.Sum)
+		r.made = appendCentralHeader(r.made[:0], e, e.CRC32.Sum)
 		r.next++
 	case !r.ended:
 		r.made = zipformat.AppendEndRecords(r.made[:0], len(p.Entries), p.DirectoryOffset, p.DirectorySize)

@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/s3zip/s3zip/internal/partwork"
+
 // Requests counts S3 requests by API.
 type Requests struct {
 	Get            int `json:"get"`
@@ -27,7 +29,7 @@ type Stats struct {
 	StreamedBytes int64 `json:"streamedBytes"`
 	// PipedBytes are the streamed bytes a worker pipes from its GETs into
 	// UploadPart in one pass (the parts whose CRC-32s it learns without
-	// reading them: Piped); the rest it assembles, then sends.
+	// reading them: partwork.Piped); the rest it assembles, then sends.
 	PipedBytes  int64 `json:"pipedBytes,omitempty"`
 	CopiedBytes int64 `json:"copiedBytes"`
 	Parts       int   `json:"parts"`
@@ -39,7 +41,7 @@ type Stats struct {
 	// another, they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
 	// ChainSteps are the round trips the chain parts wait for one after
-	// another (the function ChainSteps), summed; LongestChainSteps the longest
+	// another (partwork.ChainSteps), summed; LongestChainSteps the longest
 	// chain's.
 	ChainSteps        int `json:"chainSteps,omitempty"`
 	LongestChainSteps int `json:"longestChainSteps,omitempty"`
@@ -101,7 +103,7 @@ func (p *Plan) partsStats() []Stats {
 // part: at ten million entries, listed afresh for every part of every
 // candidate auto prices, it was gigabytes of garbage.
 type partScratch struct {
-	segs              []Segment
+	segs              []partwork.Segment
 	need, probe, read []int
 }
 
@@ -173,13 +175,13 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 // needs before them.
 func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
 	var s Stats
-	rounds := ChainRounds(entries, part.Start, part.End)
-	c := CostOfChain(rounds)
-	early, _ := ChainChecksums(entries, rounds)
+	rounds := partwork.ChainRounds(entries, part.Start, part.End)
+	c := costOfChain(rounds)
+	early, _ := partwork.ChainChecksums(entries, rounds)
 	s.ChainParts++
 	s.ChainRounds += c.Rounds
 	s.LongestChain = c.Rounds
-	s.ChainSteps = ChainSteps(early)
+	s.ChainSteps = partwork.ChainSteps(early)
 	// The CRC-32s it needs and the plan lacks, its worker asks for all at
 	// once before its first round: a round trip. One S3 does not store is
 	// probed.
@@ -224,10 +226,10 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 	if tail {
 		s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
 	}
-	scratch.segs = appendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
+	scratch.segs = partwork.AppendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
 	segs := scratch.segs
 	for _, seg := range segs {
-		if seg.Kind == SegmentData {
+		if seg.Kind == partwork.SegmentData {
 			s.Requests.Get++
 		}
 	}
@@ -244,15 +246,15 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 	// the copy tell it); any other range by a probe, an UploadPartCopy of
 	// it into its batch's probe upload (small ranges are read ahead, by
 	// the GET counted above).
-	scratch.need = appendCRCProbes(scratch.need[:0], entries, segs, func(*PlacedEntry) bool { return false })
-	scratch.probe, scratch.read = splitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
+	scratch.need = partwork.AppendCRCProbes(scratch.need[:0], entries, segs, func(e *PlacedEntry) bool { return !e.CRC32.Known })
+	scratch.probe, scratch.read = partwork.AppendSplitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
 	probes, reads := scratch.probe, scratch.read
-	if !Piped(segs, probes, reads) {
+	if !partwork.Piped(segs, probes, reads) {
 		return s
 	}
 	s.PipedBytes += part.Size()
 	for _, i := range probes {
-		whole := WholeData(entries, segs[i])
+		whole := partwork.WholeData(entries, segs[i])
 		if whole {
 			s.Requests.Head++
 		}

@@ -204,7 +204,7 @@ func (d *DirectoryWriter) Add(e *PlacedEntry) error {
 	}
 	d.data, d.made = advanceDataCRC(d.data, e, d.made)
 	d.next, d.offset = d.next+1, e.End()
-	return d.write(AppendCentralHeader(d.made[:0], e, e.CRC32.Sum))
+	return d.write(appendCentralHeader(d.made[:0], e, e.CRC32.Sum))
 }
 
 // End writes the end records after the last entry's header, and checks

@@ -56,12 +56,12 @@ func Synthetic(name string, count int, seed uint64) ([]Entry, bool) {
 	case "challenge":
 		return Challenge(count, seed), true
 	case "small":
-		return Small(count, seed), true
+		return small(count, seed), true
 	}
 	return nil, false
 }
 
-// Small returns the data set of the millions-of-objects case: count log
+// small returns the data set of the millions-of-objects case: count log
 // files whose sizes are drawn from a log-normal distribution with a median of
 // 4 KiB (σ = 1, so a tenth are under 1.1 KiB and a tenth over 14.7 KiB),
 // clamped to 1 B–64 MiB, under keys shaped like a log bucket's
@@ -69,7 +69,7 @@ func Synthetic(name string, count int, seed uint64) ([]Entry, bool) {
 // objects a host). Every third object has no stored CRC-32; the others'
 // CRC-32s are unknown too, as listing returns no checksum values. The same
 // seed gives the same set.
-func Small(count int, seed uint64) []Entry {
+func small(count int, seed uint64) []Entry {
 	rng := rand.New(rand.NewPCG(seed, 0x736d616c6c))
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	out := make([]Entry, count)

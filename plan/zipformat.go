@@ -37,7 +37,7 @@ func AppendLocalHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	return zipformat.AppendLocalHeader(dst, e.header(crc))
 }
 
-// AppendCentralHeader appends entry e's central directory header to dst.
-func AppendCentralHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
+// appendCentralHeader appends entry e's central directory header to dst.
+func appendCentralHeader(dst []byte, e *PlacedEntry, crc uint32) []byte {
 	return zipformat.AppendCentralHeader(dst, e.header(crc))
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// TestVerifyEntryOver4GiB checks an archive in s3zip's own layout (headers
-// from package plan) with a STORED entry of 4 GiB + 5 bytes of zeros, followed
+// TestVerifyEntryOver4GiB checks an archive in s3zip's own layout (local
+// headers from package plan, central headers from internal/zipformat, which
+// plan writes them with) with a STORED entry of 4 GiB + 5 bytes of zeros, followed
 // by an entry whose local header offset needs ZIP64 too. The archive is
 // written as a sparse file straight into versitygw's POSIX backend, so it
 // costs no disk and no upload; Verify reads all of it over HTTP.
@@ -44,8 +45,8 @@ func TestVerifyEntryOver4GiB(t *testing.T) {
 	lh2 := plan.AppendLocalHeader(nil, small, smallCRC)
 	small.HeaderLen = int64(len(lh2))
 	cdStart := small.End()
-	cd := plan.AppendCentralHeader(nil, big, bigCRC)
-	cd = plan.AppendCentralHeader(cd, small, smallCRC)
+	cd := appendCentralHeader(nil, big, bigCRC)
+	cd = appendCentralHeader(cd, small, smallCRC)
 	end := zipformat.AppendEndRecords(cd, 2, cdStart, int64(len(cd)))
 	for _, w := range []struct {
 		off int64
@@ -78,6 +79,13 @@ func TestVerifyEntryOver4GiB(t *testing.T) {
 		t.Errorf("report: %d bytes checked, %d ZIP64 entries; want %d, 2", r.BytesChecked, r.Zip64Entries, int64(bigSize+5))
 	}
 	t.Logf("verified %d bytes in %v", r.BytesChecked, time.Since(start))
+}
+
+// appendCentralHeader appends the central directory header of e, a STORED
+// entry whose data has CRC-32 crc, to dst.
+func appendCentralHeader(dst []byte, e *plan.PlacedEntry, crc uint32) []byte {
+	return zipformat.AppendCentralHeader(dst, &zipformat.Header{Name: e.Name, ModTime: e.ModTime, CRC32: crc,
+		CompressedSize: e.Size, UncompressedSize: e.Size, Offset: e.Offset})
 }
 
 // TestVerifyGoDataDescriptorOver4GiB: Go's archive/zip streams an entry of

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -61,7 +62,7 @@ type Part struct {
 }
 
 // CopyPart is the UploadPartCopy of src's bytes [from, to) into part dst:
-// no range header when that is the whole object (plan.CopyRange says when
+// no range header when that is the whole object (partwork.CopyRange says when
 // a range may be sent at all).
 func CopyPart(dst Part, src Pinned, from, to int64) *s3.UploadPartCopyInput {
 	in := &s3.UploadPartCopyInput{
@@ -69,7 +70,7 @@ func CopyPart(dst Part, src Pinned, from, to int64) *s3.UploadPartCopyInput {
 		PartNumber: aws.Int32(dst.Number),
 		CopySource: aws.String(CopySource(src.Bucket, src.Key, src.VersionID)),
 	}
-	if rng, _ := plan.CopyRange(from, to, src.Size); rng != "" {
+	if rng, _ := partwork.CopyRange(from, to, src.Size); rng != "" {
 		in.CopySourceRange = aws.String(rng)
 	}
 	if src.ETag != "" {

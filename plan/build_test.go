@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3zip/s3zip/internal/partwork"
 )
 
 // content is a cheap deterministic stand-in for an object's bytes.
@@ -89,7 +91,7 @@ func execute(t testing.TB, p *Plan) []byte {
 			content(e.Source.Key, part.Start-e.DataOffset(), part.End-e.DataOffset(), buf)
 			parts[i] = buf
 		case PartChain:
-			_, learned := ChainChecksums(ents, ChainRounds(ents, part.Start, part.End))
+			_, learned := partwork.ChainChecksums(ents, partwork.ChainRounds(ents, part.Start, part.End))
 			for k, ok := range learned {
 				if ok {
 					learn(ents, k)
@@ -103,7 +105,7 @@ func execute(t testing.TB, p *Plan) []byte {
 			}
 			parts[i] = buildChain(t, part, ents)
 		case PartUpload:
-			buf, crcs, err := BuildPartWithTails(part, ents, Directory{Offset: p.DirectoryOffset}, readAll, tail)
+			buf, crcs, err := BuildPart(part, ents, Directory{Offset: p.DirectoryOffset}, readAll, tail)
 			if err != nil {
 				t.Fatalf("part %d: %v", part.Number, err)
 			}
@@ -134,7 +136,7 @@ func execute(t testing.TB, p *Plan) []byte {
 			dir = append(dir, b...)
 			return b, err
 		}
-		buf, _, err := BuildPart(&final, p.Entries[final.First:final.First+EntryIndex(final.Count)], p.DirectoryOffset, directory, readAll)
+		buf, _, err := BuildPart(&final, p.Entries[final.First:final.First+EntryIndex(final.Count)], Directory{Offset: p.DirectoryOffset, Read: directory}, readAll, nil)
 		if err != nil {
 			t.Fatalf("final part %d: %v", final.Number, err)
 		}
@@ -200,35 +202,22 @@ func checkZip(t testing.TB, archive []byte, want []Entry) {
 	}
 }
 
-// mustPlan makes and validates a plan.
-func mustPlan(t testing.TB, entries []Entry, opts Options) *Plan {
-	t.Helper()
-	p, err := Make(entries, opts)
-	if err != nil {
-		t.Fatalf("Make: %v", err)
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	return p
-}
-
 // buildChain assembles a chain part the way the rounds do server-side:
 // generated headers need their CRCs known up front.
 func buildChain(t testing.TB, part *Part, ents []PlacedEntry) []byte {
 	t.Helper()
 	var out []byte
-	for _, r := range ChainRounds(ents, part.Start, part.End) {
+	for _, r := range partwork.ChainRounds(ents, part.Start, part.End) {
 		for _, pc := range append(r.Middle, r.Last) {
 			for _, seg := range pc.Segments {
 				e := &ents[seg.Entry]
 				switch seg.Kind {
-				case SegmentHeader:
+				case partwork.SegmentHeader:
 					if !e.CRC32.Known {
 						t.Fatalf("chain part %d writes the header of %q without its CRC", part.Number, e.Name)
 					}
 					out = append(out, AppendLocalHeader(nil, e, e.CRC32.Sum)[seg.From:seg.To]...)
-				case SegmentData:
+				case partwork.SegmentData:
 					buf := make([]byte, seg.To-seg.From)
 					content(e.Source.Key, seg.From, seg.To, buf)
 					out = append(out, buf...)

@@ -26,7 +26,7 @@ func (h *heapSampler) Write(b []byte) (int, error) {
 // at ten million entries is gigabytes.
 func TestEncodeToHoldsNoEntriesFile(t *testing.T) {
 	const n = 200_000
-	p, err := Make(Small(n, 3), Options{Strategy: StrategyStream, Workers: 100})
+	p, err := Make(small(n, 3), Options{Strategy: StrategyStream, Workers: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
@@ -36,16 +37,16 @@ func (v *virtualArchive) ReadAt(b []byte, off int64) (int, error) {
 	end := min(off+int64(len(b)), v.p.Size)
 	n := 0
 	var hdr []byte
-	for _, s := range Segments(v.p.Entries, v.p.DirectoryOffset, off, end) {
+	for _, s := range partwork.Segments(v.p.Entries, v.p.DirectoryOffset, off, end) {
 		k := int(s.To - s.From)
 		switch s.Kind {
-		case SegmentHeader:
+		case partwork.SegmentHeader:
 			e := &v.p.Entries[s.Entry]
 			hdr = AppendLocalHeader(hdr[:0], e, e.CRC32.Sum)
 			copy(b[n:n+k], hdr[s.From:s.To])
-		case SegmentData:
+		case partwork.SegmentData:
 			clear(b[n : n+k])
-		case SegmentDirectory:
+		case partwork.SegmentDirectory:
 			copy(b[n:n+k], v.dir[s.From:s.To])
 		}
 		n += k
