@@ -32,8 +32,10 @@
 //     (uploading a part, which the worker and the finalizer both do);
 //     planfiles.go (the plan the planner spools and the finalizer reads);
 //     split.go (the keys of split archives' uploads and parts); lookup.go
-//     (HEAD lookups the planner and reader make); sourcecrc.go (a source's
-//     CRC-32); objectmeta.go; mapresults.go (a Distributed Map's results);
+//     (HEAD lookups the planner and reader make); crc.go (what the CRC-32
+//     of some bytes of a source is, and how it is known: the plan, a
+//     copy's answer, S3's stored checksum, a probe, pieces combined, a
+//     read); objectmeta.go; mapresults.go (a Distributed Map's results);
 //     s3util.go.
 //
 // tools/roomstats measures how the groups hold: each file's handler by the

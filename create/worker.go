@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/failure"
 	"github.com/s3zip/s3zip/internal/s3err"
 	"github.com/s3zip/s3zip/internal/s3part"
 
@@ -253,65 +252,23 @@ func (w *Worker) logger() *slog.Logger {
 }
 
 // buildJob builds a part job: first the copies it carries, whose CRC-32s
-// S3's answers give, then the part itself, whose headers need them.
+// S3's answers teach (copyCRCs), then the part itself, whose headers need
+// them.
 func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartResult, error) {
 	var out []PartResult
-	learned := map[plan.EntryIndex]uint32{}
-	tails := map[plan.EntryIndex]plan.Tail{}
-	rests := map[plan.EntryIndex]plan.Tail{}
+	known := newCopyCRCs()
 	for k := range item.Carried {
 		c := &item.Carried[k]
 		if c.Kind != plan.PartCopy || c.Source == nil {
 			return nil, fmt.Errorf("carried part %d is a %s part; only copies are carried", c.Number, c.Kind)
 		}
-		if c.CarriedAs == plan.CarriedTail && !c.CRC32.Known {
-			// Asked before the copy, so that copyPart can tell an answer
-			// that is the stored checksum, not the range's.
-			crc, ok, err := storedCRC(ctx, b.s3, *c.Source, c.SourceSize)
-			if err != nil {
-				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
-			}
-			if ok {
-				c.CRC32, learned[c.First] = plan.KnownCRC(crc), crc
-			}
-		}
-		r, err := b.copyPart(ctx, c)
+		r, err := b.carry(ctx, c, known)
 		if err != nil {
 			return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
 		}
-		switch c.CarriedAs {
-		case plan.CarriedWhole:
-			crc, err := b.copiedCRC(ctx, c.Source, c.SourceSize, r.ChecksumCRC32)
-			if err != nil {
-				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
-			}
-			if c.CRC32.Known && c.CRC32.Sum != crc {
-				return nil, failure.Checksum("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", c.Source.Bucket, c.Source.Key, crc, c.CRC32.Sum)
-			}
-			learned[c.First] = crc
-		case plan.CarriedTail:
-			if c.CRC32.Known {
-				// S3 stores it (asked above, or by the planner); its answer
-				// for the rest then tells the streamed start's CRC-32
-				// (rests), which piping the part needs, without a probe.
-				if crc, ok := s3part.DecodeCRC(r.ChecksumCRC32); ok {
-					rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
-				}
-				break
-			}
-			// S3 stores no CRC-32 of the object, so its answer is the
-			// copied range's own; without one, the whole object's is asked.
-			if crc, ok := s3part.DecodeCRC(r.ChecksumCRC32); ok {
-				tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
-			} else if learned[c.First], err = b.copiedCRC(ctx, c.Source, c.SourceSize, ""); err != nil {
-				return nil, fmt.Errorf("carried part %d: %w", c.Number, err)
-			}
-		default:
-			return nil, fmt.Errorf("carried part %d: the plan says not what it copies (carriedAs %q)", c.Number, c.CarriedAs)
-		}
 		out = append(out, *r)
 	}
-	r, err := b.buildPart(ctx, item, learned, tails, rests)
+	r, err := b.buildPart(ctx, item, known)
 	if err != nil {
 		return nil, err
 	}
@@ -322,58 +279,49 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 	return out, nil
 }
 
-// copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
-// answer to the copy; when the answer has none (or a composite of the
-// source's parts), it asks or reads the object as the planner would.
-func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
-	if crc, ok := s3part.DecodeCRC(answer); ok {
-		return crc, nil
+// carry copies a carried part and records what S3's answer teaches of its
+// entry's CRC-32 in known.
+func (b *partBuilder) carry(ctx context.Context, c *plan.PartJob, known *copyCRCs) (*PartResult, error) {
+	if err := b.askBeforeCopy(ctx, c, known); err != nil {
+		return nil, err
 	}
-	e := plan.PlacedEntry{Entry: &plan.Entry{Name: src.Key, Source: *src, Size: size}}
-	return objectCRC(ctx, b.s3, nil, &e)
+	r, err := b.copyPart(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return r, b.learnFromCopy(ctx, c, r.ChecksumCRC32, known)
 }
 
-// buildPart builds the part itself, given the CRC-32s its copies taught
-// (learned, tails, and rests: S3's answers for the copied rest of entries
-// whose CRC-32 the plan knows).
-func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+// buildPart builds the part itself, given what its job's copies taught.
+func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, known *copyCRCs) (*PartResult, error) {
 	switch item.Kind {
 	case plan.PartCopy:
 		return b.copyPart(ctx, item)
 	case plan.PartChain:
-		return b.chainPart(ctx, item, learned)
+		return b.chainPart(ctx, item, known)
 	case plan.PartUpload:
 		entries, err := readEntries(ctx, b.s3, b.job, item)
 		if err != nil {
 			return nil, err
 		}
-		learn(entries, learned)
+		known.apply(entries)
 		// One pass where the CRC-32s can be had without reading (pipePart);
 		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
-		r, err := b.pipePart(ctx, &item.Part, entries, tails, rests)
+		r, err := b.pipePart(ctx, &item.Part, entries, known)
 		if err != nil && !errors.Is(err, errNotPiped) && !s3err.IsCode(err, "BadDigest") {
 			return nil, err
 		}
 		if err != nil {
 			b.log.Debug("part assembled, not piped", "execution", b.job.Execution, "part", item.Number, "reason", err.Error())
-			r, err = b.upload().uploadPart(ctx, &item.Part, entries, tails, nil) // worker parts end before the directory
+			r, err = b.upload().uploadPart(ctx, &item.Part, entries, known.tails, nil) // worker parts end before the directory
 			if err != nil {
 				return nil, err
 			}
 		}
-		r.addCRCs(learned)
+		r.addCRCs(known.whole)
 		return r, nil
 	}
 	return nil, fmt.Errorf("part kind %q is not built by this worker", item.Kind)
-}
-
-// learn sets the CRC-32s learned from copies (by entry index) in entries.
-func learn(entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) {
-	for i := range entries {
-		if crc, ok := learned[entries[i].Index]; ok {
-			entries[i].CRC32 = plan.KnownCRC(crc)
-		}
-	}
 }
 
 // readEntries reads the part's entries from the plan with one ranged GET.
@@ -423,7 +371,7 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 	if err != nil {
 		return nil, err
 	}
-	if reason := implausiblePartCRC(item, stored, got); reason != "" {
+	if reason := implausibleCopyCRC(stored, wholeCopy(item), got); reason != "" {
 		// The part's bytes are right (If-Match pinned them), but a part
 		// checksum that is not theirs would fail the completion, or worse,
 		// be stored as the archive's. Some servers (versitygw 1.8) report the
@@ -443,49 +391,4 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		return r, nil
 	}
 	return &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got, CopiedBytes: item.Size()}, nil
-}
-
-// storedForRange is the CRC-32 S3 stores of the source a copy part copies
-// a range of, which tells a server's answer of that checksum from the
-// range's own (implausiblePartCRC): the plan's when it has it, else asked
-// (HEAD). A copy of a whole source needs none: its answer is the CRC-32
-// itself. Unknown when S3 stores none (or a composite, which the answer
-// shows as one).
-func (b *partBuilder) storedForRange(ctx context.Context, item *plan.PartJob) (plan.CRC, error) {
-	if item.CRC32.Known || wholeCopy(item) {
-		return item.CRC32, nil
-	}
-	crc, ok, err := storedCRC(ctx, b.s3, *item.Source, item.SourceSize)
-	if err != nil || !ok {
-		return plan.CRC{}, err
-	}
-	return plan.KnownCRC(crc), nil
-}
-
-// wholeCopy says whether a copy part copies its whole source.
-func wholeCopy(item *plan.PartJob) bool {
-	return item.SourceRange[0] == 0 && item.SourceRange[1] == item.SourceSize
-}
-
-// implausiblePartCRC says why the CRC-32 S3 reported for a copied part
-// cannot be the CRC of the bytes copied, or "" when it can be. stored is
-// the source's whole CRC-32 when it is known (the plan's, or what S3
-// stores): a copy of the whole source must be answered with it, and a copy
-// of a range must not (some servers, versitygw 1.8, answer a ranged copy of
-// a source stored with a CRC-32 with that CRC-32; S3 answers the range's).
-func implausiblePartCRC(item *plan.PartJob, stored plan.CRC, got string) string {
-	whole := wholeCopy(item)
-	switch {
-	case got == "":
-		return ""
-	case strings.Contains(got, "-"):
-		return "a composite checksum of the source's parts"
-	case !stored.Known:
-		return ""
-	case whole && got != s3part.CRCBase64(stored.Sum):
-		return "not the source's CRC-32 for a copy of the whole source"
-	case !whole && got == s3part.CRCBase64(stored.Sum):
-		return "the whole source's CRC-32 for a copy of a range"
-	}
-	return ""
 }

@@ -58,7 +58,7 @@ type chainBuild struct {
 	attempt string
 }
 
-func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned map[plan.EntryIndex]uint32) (*PartResult, error) {
+func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, known *copyCRCs) (*PartResult, error) {
 	job := b.job
 	if job.PadKey == "" {
 		return nil, fmt.Errorf("chain part %d: the job names no pad object to start its chain from", item.Number)
@@ -67,8 +67,8 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 	if err != nil {
 		return nil, err
 	}
-	learn(entries, learned)
-	if err := b.learnNeededCRCs(ctx, item, entries, learned); err != nil {
+	known.apply(entries)
+	if err := b.learnNeededCRCs(ctx, item, entries, known); err != nil {
 		return nil, err
 	}
 	rounds := partwork.ChainRounds(entries, item.Start, item.End)
@@ -89,8 +89,7 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 		}
 		bin.close()
 	}()
-	crcs, err := ch.startChecksummedRounds(ctx)
-	if err != nil {
+	if err := ch.startChecksummedRounds(ctx, known); err != nil {
 		return nil, err
 	}
 	var uploaded int64
@@ -130,36 +129,8 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, learned
 		return nil, err
 	}
 	r.StreamedBytes, r.CopiedBytes = uploaded, item.Size()-uploaded
-	r.addCRCs(learned)
-	r.addCRCs(crcs)
+	r.addCRCs(known.whole)
 	return r, nil
-}
-
-// learnNeededCRCs learns the CRC-32s of the entries whose headers a chain
-// part writes and whose CRC-32 neither the plan nor this job's copies gave
-// (the planner leaves them to the worker: plan.Plan.CRCsNeeded): all at
-// once, each from S3's store, else a probe, else a read. It sets them in
-// entries and in learned, which the part reports to the finalizer.
-func (b *partBuilder) learnNeededCRCs(ctx context.Context, item *plan.PartJob, entries []plan.PlacedEntry, learned map[plan.EntryIndex]uint32) error {
-	var need []int // positions in entries
-	for _, i := range item.NeedCRC {
-		if k := int(i - item.First); k >= 0 && k < len(entries) && !entries[k].CRC32.Known {
-			need = append(need, k)
-		}
-	}
-	crcs := make([]uint32, len(need))
-	err := forEach(ctx, b.cfg.GetConcurrency, len(need), func(ctx context.Context, j int) error {
-		crc, err := objectCRC(ctx, b.s3, b.probe, &entries[need[j]])
-		crcs[j] = crc
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for j, k := range need {
-		entries[k].CRC32, learned[entries[k].Index] = plan.KnownCRC(crcs[j]), crcs[j]
-	}
-	return nil
 }
 
 // copyProduct copies the chain's last round object, the part's bytes after
@@ -200,10 +171,10 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 // startChecksummedRounds opens the rounds partwork.ChainChecksums gives a
 // checksum and copies their pieces before any header is written: S3's
 // answers to the whole-object copies are the CRC-32s those headers need. It
-// sets them in entries and returns them by entry index. A round whose answer
+// sets them in entries and in known's whole CRC-32s. A round whose answer
 // is not a usable CRC-32 is given up (it is built later, plain) and the
 // object's CRC is asked for or read instead.
-func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.EntryIndex]uint32, error) {
+func (ch *chainBuild) startChecksummedRounds(ctx context.Context, known *copyCRCs) error {
 	job, item, entries, ups := ch.job, ch.item, ch.entries, ch.ups
 	sums, _ := partwork.ChainChecksums(entries, ch.rounds)
 	var which []int
@@ -213,7 +184,6 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 		}
 	}
 	var mu sync.Mutex
-	crcs := map[plan.EntryIndex]uint32{}
 	err := forEach(ctx, ch.cfg.GetConcurrency, len(which), func(ctx context.Context, k int) error {
 		r := which[k]
 		u, err := ch.openRound(ctx, r, true)
@@ -244,7 +214,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 				return failure.Checksum("s3://%s/%s: S3 reports CRC-32 %08x for a copy of the whole object, the plan has %08x", e.Source.Bucket, e.Source.Key, crc, e.CRC32.Sum)
 			}
 			mu.Lock()
-			crcs[e.Index] = crc
+			known.whole[e.Index] = crc
 			mu.Unlock()
 		}
 		if !usable {
@@ -260,10 +230,10 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context) (map[plan.Entr
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	learn(entries, crcs)
-	return crcs, nil
+	known.apply(entries)
+	return nil
 }
 
 // prepare opens round r's upload, unless it is open, and sends its pieces:

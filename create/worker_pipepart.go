@@ -24,47 +24,29 @@ import (
 var errNotPiped = errors.New("part not piped")
 
 // pipePart builds an upload part in one pass: its bytes go from the GETs
-// straight into UploadPart, never held, so each byte crosses the worker's
-// link once each way at the same time instead of being read whole and then
-// sent (uploadPart).
-//
-// UploadPart needs the part's CRC-32 up front (over plain HTTP the SDK sends
-// no trailing checksum), and each local header needs its entry's CRC-32
-// before the entry's data. Both come without reading: from the plan, from
-// the copies this job made (learned, tails), and for data whose CRC-32 no
-// one knows, from S3 itself: the range is copied with UploadPartCopy into
-// the batch's probe upload in the work bucket (partwork.CRCProbes), and S3's
-// answer is the range's CRC-32; before it probes an entry's whole data it
-// asks S3 for the CRC-32 it stores of the object (a HEAD, priced as a GET
-// where a copy is priced as a PUT), and an entry's start whose rest the job
-// copied, and whose CRC-32 the plan knows, is told by S3's answer for the
-// rest (rests). Never into this part's own number: a probe
-// the worker gave up on (another probe failed, the batch was cancelled)
-// can still land on the server after the part's UploadPart, and would
-// replace the part with its few bytes (EntityTooSmall at Complete, or a
-// wrong part). The part's CRC-32 is
-// then the CRCs of its pieces combined. S3 checks the streamed bytes
-// against it, so a wrong CRC anywhere (a source changed, a server that
-// answers a ranged copy with the whole object's CRC) fails the upload with
-// BadDigest instead of writing a wrong header: the caller then assembles
-// the part the slow way, which finds out which. A range under
-// partwork.MinCRCProbe is read ahead instead of probed: its CRC-32 computed, its
-// bytes sent from memory (at most partwork.MaxReadAhead per part). errNotPiped
-// means the part needs more probes than partwork.MaxCRCProbes or more read
-// ahead than that, or a probe failed or its answer carried no CRC-32 of the
-// range.
-func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails, rests map[plan.EntryIndex]plan.Tail) (*PartResult, error) {
+// straight into UploadPart, never held, with the part's CRC-32 up front
+// (over plain HTTP the SDK sends no trailing checksum) and each local
+// header's CRC-32 before its entry's data. The data segments' CRC-32s come
+// without reading where they can (crc.go: the plan, the job's copies, S3's
+// stored checksums, probes into the batch's own upload, never the part's
+// number); a segment under partwork.MinCRCProbe is read ahead instead. S3
+// checks the streamed bytes against the part's CRC-32, so a wrong CRC
+// anywhere fails with BadDigest, and the caller assembles the part instead
+// (uploadPart). errNotPiped: more probes or read-ahead than partwork
+// allows, or a probe that failed or gave no CRC-32 of its range.
+// docs/DESIGN.md ("Piped parts") says why it is built so.
+func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, known *copyCRCs) (*PartResult, error) {
 	segs := partwork.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
-	probes, reads := partwork.SplitCRCProbes(entries, segs, partwork.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { _, tail := tails[e.Index]; return !e.CRC32.Known || tail }))
+	probes, reads := partwork.SplitCRCProbes(entries, segs, partwork.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { return !e.CRC32.Known || known.hasTail(e.Index) }))
 	if !partwork.Piped(segs, probes, reads) {
 		return nil, errNotPiped
 	}
 	pp := &pipedPart{part: part, entries: entries, segs: segs,
 		segCRC: make([]uint32, len(segs)), probed: make([]bool, len(segs)), ahead: make([][]byte, len(segs))}
-	if err := b.learnSegmentCRCs(ctx, pp, probes, reads, rests); err != nil {
+	if err := b.learnSegmentCRCs(ctx, pp, probes, reads, known); err != nil {
 		return nil, err
 	}
-	computed := pp.entryCRCs(tails)
+	computed := pp.entryCRCs(known)
 	body, partCRC, err := pp.body(ctx, b.s3, computed)
 	if err != nil {
 		return nil, err
@@ -108,7 +90,7 @@ type pipedPart struct {
 
 // learnSegmentCRCs sets the CRC-32 of every data segment of pp: the probes'
 // from S3 (unprobed), the reads' from their bytes, the rest from the plan.
-func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int, rests map[plan.EntryIndex]plan.Tail) error {
+func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int, known *copyCRCs) error {
 	segs, entries, segCRC, probed, ahead := pp.segs, pp.entries, pp.segCRC, pp.probed, pp.ahead
 	err := forEach(ctx, b.cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
 		if k >= len(probes) {
@@ -123,7 +105,7 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 		}
 		i := probes[k]
 		s, e := segs[i], &entries[segs[i].Entry]
-		crc, ok, err := b.unprobed(ctx, entries, s, rests)
+		crc, ok, err := b.unprobed(ctx, entries, s, known)
 		if ok {
 			segCRC[i], probed[i] = crc, true
 			return nil
@@ -153,43 +135,17 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 	return nil
 }
 
-// unprobed is a data segment's CRC-32 when S3 tells it without a probe's
-// copy: an entry's whole data by the CRC-32 S3 stores of the object; the
-// start of an entry whose CRC-32 the plan knows by S3's answer for the rest
-// the job copied (rest), unless that answer is the whole object's (a server
-// that answers a ranged copy of a checksummed object with its checksum:
-// versitygw). ok=false leaves it to the probe; so does a HEAD that failed,
-// the probe or the assembled part then saying what is wrong.
-func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s partwork.Segment, rests map[plan.EntryIndex]plan.Tail) (uint32, bool, error) {
-	e := &entries[s.Entry]
-	if partwork.WholeData(entries, s) {
-		crc, ok, err := storedCRC(ctx, b.s3, e.Source, e.Size)
-		if err != nil && ctx.Err() == nil {
-			return 0, false, nil
-		}
-		return crc, ok, err
-	}
-	rest, copied := rests[e.Index]
-	if s.From == 0 && copied && e.CRC32.Known && s.To+rest.Len == e.Size && rest.CRC != e.CRC32.Sum {
-		return zipformat.SplitCRC(e.CRC32.Sum, rest.CRC, rest.Len), true, nil
-	}
-	return 0, false, nil
-}
-
-// entryCRCs are the entries' CRC-32s the headers carry: whole in this part,
-// or a start here and a tail copied.
-func (pp *pipedPart) entryCRCs(tails map[plan.EntryIndex]plan.Tail) map[plan.EntryIndex]uint32 {
+// entryCRCs are the CRC-32s of the entries whose data starts in this part
+// and which the part or a copied tail completes, for their headers.
+func (pp *pipedPart) entryCRCs(known *copyCRCs) map[plan.EntryIndex]uint32 {
 	computed := map[plan.EntryIndex]uint32{}
 	for i, s := range pp.segs {
 		if s.Kind != partwork.SegmentData || s.From != 0 {
 			continue
 		}
 		e := &pp.entries[s.Entry]
-		switch tail, hasTail := tails[e.Index]; {
-		case s.To == e.Size:
-			computed[e.Index] = pp.segCRC[i]
-		case hasTail && s.To+tail.Len == e.Size:
-			computed[e.Index] = zipformat.CombineCRC(pp.segCRC[i], tail.CRC, tail.Len)
+		if crc, ok := known.entryCRC(e, s, pp.segCRC[i]); ok {
+			computed[e.Index] = crc
 		}
 	}
 	return computed
@@ -228,24 +184,6 @@ func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryInde
 		lens = append(lens, n)
 	}
 	return &concatReader{pieces: pieces, lens: lens}, partCRC, nil
-}
-
-// probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from
-// S3's answer to a copy of them into the probe upload. An answer without a
-// plain CRC-32 of the range is errNotPiped.
-func probeCRC(ctx context.Context, probe *crcProbe, e *plan.PlacedEntry, from, to int64) (uint32, error) {
-	crc, ok, err := probe.rangeCRC(ctx, e.Source, e.Size, from, to)
-	switch {
-	case err != nil:
-		return 0, err
-	case !ok:
-		return 0, errNotPiped
-	case e.CRC32.Known && (from != 0 || to != e.Size) && crc == e.CRC32.Sum:
-		// The whole object's CRC-32 for a range: a server that reports the
-		// source's stored checksum for any copy (versitygw 1.8).
-		return 0, errNotPiped
-	}
-	return crc, nil
 }
 
 // concatReader is pieces of known lengths read one after another, as one

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/s3zip/s3zip/internal/failure"
@@ -15,7 +14,6 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/zipformat"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -63,41 +61,6 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 			got, item.Number, src.Bucket, src.Key, from, to-1, s3part.CRCBase64(crc))
 	}
 	return &PartResult{Part: item.Number, ETag: aws.ToString(out.ETag), ChecksumCRC32: s3part.CRCBase64(crc), StreamedBytes: to - from}, nil
-}
-
-// rangeCRC is the CRC-32 of the copy part's source range, and how many
-// bytes it read to learn it. A copy of the whole object whose CRC-32 the plan
-// knows reads nothing; the rest of an object whose CRC-32 the plan knows
-// (a tail after a streamed start) reads only the start:
-// crc(whole) = crc(start) shifted by the rest's length, xor crc(rest).
-// Anything else reads the range.
-func rangeCRC(ctx context.Context, c S3, src *sourceRef, item *plan.PartJob) (uint32, int64, error) {
-	from, to := item.SourceRange[0], item.SourceRange[1]
-	if item.CRC32.Known && to == item.SourceSize {
-		if from == 0 {
-			return item.CRC32.Sum, 0, nil
-		}
-		if from < to-from {
-			start, err := readCRC(ctx, c, src, 0, from)
-			if err != nil {
-				return 0, 0, err
-			}
-			return item.CRC32.Sum ^ zipformat.CombineCRC(start, 0, to-from), from, nil
-		}
-	}
-	crc, err := readCRC(ctx, c, src, from, to)
-	return crc, to - from, err
-}
-
-// readCRC streams bytes [from, to) of a source through CRC-32.
-func readCRC(ctx context.Context, c S3, src *sourceRef, from, to int64) (uint32, error) {
-	r := newRangeReader(ctx, c, src, from, to)
-	defer r.Close()
-	h := crc32.NewIEEE()
-	if _, err := io.Copy(h, r); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
 }
 
 // rangeReader reads bytes [from, to) of a source with ranged GETs pinned by
