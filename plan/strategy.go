@@ -16,47 +16,12 @@ func streamLayout(entries []Entry) layout {
 	return layout{order: order}
 }
 
-// duoLayout pairs streamed parts with server-side copies ("Duo", after the
-// reference article, improved).
-//
-// Every copied object needs a streamed run of at least MinPartSize (M) right
-// in front of it, because its local header must precede its data and a
-// header alone is far too small to be a part. Fill objects (everything not
-// copied) are streamed whole, so with k copies the streamed bytes are
-// S = k·M + overshoot + leftover: each run streams M, or more when the fill
-// objects in it already exceed M, and fill objects in no run are streamed
-// after the last copy. A run whose fill falls short of M is topped up with a
-// prefix of its copied object, at most size − M of it (the object's slack).
-//
-// For a given k the k largest objects are copied, and the fill is split into
-//   - groups: the smallest fill objects, bin-covered into runs of at least M
-//     each (largest first, then smallest until M is reached), as many groups
-//     as the fill can make while leaving one object for every other run;
-//   - singles: the largest fill objects, one per remaining run, each topped
-//     up by a prefix of its copy;
-//
-// and runs, sorted by the prefix they need, are matched with copies sorted by
-// slack (largest need with largest slack), which is feasible exactly when
-// every need fits its slack. Every fill object beyond one per run thus lands
-// in a group (costing only its group's overshoot) rather than after the last
-// copy, and the singles are the objects needing the shortest prefixes.
-// S(k) = fill + Σ prefixes is computed in O(n + k·log²n) per k (prefix sums,
-// a binary search for the number of groups); bestK searches k on a grid of
-// 16 points refined around the best one down to single steps, and the
-// layout is built for the best k. The runs, each with its copy, are laid
-// out evenly (evenly: the heavy ones spread among the light): the Map cuts
-// batches of equal part counts in archive order, and in order of need the
-// last batches would stream up to a third more than the first. Fill objects
-// in no run follow the last copy in input order.
-//
-// No layout does much better: with k runs, m fill objects and e = m − k,
-// the fill objects not alone in a run (at least e of them) cost at least
-// their size minus M per run they share, so
-// S ≥ k·M + min over s ≥ e of (Σ s smallest sizes − M·min(s/2, s−e)),
-// minimised over k (duoLowerBound in the tests). On Challenge(3000) that is
-// 48.85–49.01% for seeds 1–3, and duoLayout streams within 0.04% of it;
-// the simpler bound max(k·M, total − Σ top k) says 46% because it ignores
-// that objects of about 4 MiB cannot share a 5 MiB run without overshooting.
+// duoLayout pairs streamed parts with server-side copies: the k largest
+// objects are copied, each behind a streamed run of at least MinPartSize
+// made of whole fill objects (bin-covered groups of the smallest, or one
+// larger object topped up by a prefix of its copy), k chosen where the
+// streamed bytes are least (bestK). docs/strategies.md ("How duo lays out
+// an archive") gives the construction, its cost and its lower bound.
 func duoLayout(entries []Entry) layout {
 	if !slices.ContainsFunc(entries, copyable) {
 		return streamLayout(entries)
