@@ -51,7 +51,7 @@ type caught struct {
 // Handle cleans up. It is safe to run more than once.
 func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
-	log := a.logger().With("execution", in.Execution)
+	log := logger(a.Log).With("execution", in.Execution)
 	var cause caught
 	_ = json.Unmarshal(in.Error, &cause)
 	out := &AbortOutput{Error: cause.Error, Cause: cause.Cause}
@@ -109,13 +109,6 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 	}
 	log.Info("aborted", "uploadAborted", out.UploadAborted, "workObjectsDeleted", out.WorkDeleted, "error", out.Error, "cause", out.Cause)
 	return out, nil
-}
-
-func (a *Aborter) logger() *slog.Logger {
-	if a.Log != nil {
-		return a.Log
-	}
-	return slog.Default()
 }
 
 // abortUpload aborts until S3 no longer knows the upload: parts still being

@@ -2,6 +2,7 @@ package create
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -178,4 +179,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func (c Config) workPrefix(execution string) string {
 	clean := s3prefix.KeySegment(execution)
 	return c.WorkPrefix + clean + "/"
+}
+
+// logger is l, or slog's default when l is nil: a handler's Log.
+func logger(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.Default()
 }

@@ -123,7 +123,7 @@ func (f *Finalizer) Handle(ctx context.Context, in FinalizeInput) (*FinalizeOutp
 	started := time.Now()
 	cfg := f.Config.Defaults()
 	job := in.Job
-	log := f.logger().With("execution", job.Execution, "destination", job.Destination.URI())
+	log := logger(f.Log).With("execution", job.Execution, "destination", job.Destination.URI())
 	l, err := readLayout(ctx, f.S3, &job)
 	if err != nil {
 		if s3err.NotFound(err) {
@@ -234,7 +234,7 @@ func (f *Finalizer) report(ctx context.Context, run *finalRun, r *Report, out *F
 	r.Execution, r.Strategy, r.Stats = job.Execution, run.l.Strategy, out.Stats
 	out.Report = "s3://" + job.Destination.Bucket + "/" + ReportKey(job.Destination)
 	if err := f.putReport(ctx, job, r, run.lines); err != nil {
-		f.logger().Warn("report not written", "execution", job.Execution, "report", out.Report, "error", err.Error())
+		logger(f.Log).Warn("report not written", "execution", job.Execution, "report", out.Report, "error", err.Error())
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s %s was not written: %v", what, out.Report, err))
 		out.Report = ""
 	}
@@ -336,13 +336,6 @@ func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutp
 	out := &FinalizeOutput{Archive: r.Archive, Archives: r.Archives, Report: "s3://" + d.Bucket + "/" + reportKey, Stats: r.Stats}
 	f.describe(ctx, job, out, r.Strategy)
 	return out, true
-}
-
-func (f *Finalizer) logger() *slog.Logger {
-	if f.Log != nil {
-		return f.Log
-	}
-	return slog.Default()
 }
 
 // mergeResults checks that every worker part was built exactly as planned

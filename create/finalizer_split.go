@@ -58,7 +58,7 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []
 		return nil, fmt.Errorf("delete work prefix: %w", err)
 	}
 	f.describe(ctx, job, out, l.Strategy)
-	f.logger().Info("archives complete", "execution", job.Execution, "archives", len(archives), "size", l.Size, "entries", l.Entries, "millis", stats.FinalizeMillis)
+	logger(f.Log).Info("archives complete", "execution", job.Execution, "archives", len(archives), "size", l.Size, "entries", l.Entries, "millis", stats.FinalizeMillis)
 	return out, nil
 }
 

@@ -194,16 +194,9 @@ func (r *planRun) finish(ctx context.Context, p *plan.Plan) (*Job, *ReadPlan, er
 	return job, nil, nil
 }
 
-func (pl *Planner) logger() *slog.Logger {
-	if pl.Log != nil {
-		return pl.Log
-	}
-	return slog.Default()
-}
-
 // runLog is the log of one execution's planning.
 func (pl *Planner) runLog(execution string, req *Request) *slog.Logger {
-	return pl.logger().With("execution", execution, "destination", req.Destination.URI())
+	return logger(pl.Log).With("execution", execution, "destination", req.Destination.URI())
 }
 
 // maxConcurrency is the Maps' concurrency: the request's, else the

@@ -93,7 +93,7 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 		return nil, &failure.RequestError{Problems: bad}
 	}
 	if skipped > 0 {
-		pl.logger().Warn("skipped work objects listed in the inventory", "inventory", "s3://"+ref.Bucket+"/"+ref.Key, "workPrefix", cfg.WorkPrefix, "objects", skipped)
+		logger(pl.Log).Warn("skipped work objects listed in the inventory", "inventory", "s3://"+ref.Bucket+"/"+ref.Key, "workPrefix", cfg.WorkPrefix, "objects", skipped)
 	}
 	return entries, nil
 }

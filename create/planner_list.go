@@ -124,7 +124,7 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	skipped := 0
 	defer func() {
 		if skipped > 0 {
-			pl.logger().Warn("skipped work objects under the source prefix", "source", "s3://"+b+"/"+prefix, "workPrefix", cfg.WorkPrefix, "objects", skipped)
+			logger(pl.Log).Warn("skipped work objects under the source prefix", "source", "s3://"+b+"/"+prefix, "workPrefix", cfg.WorkPrefix, "objects", skipped)
 		}
 	}()
 	// Pages listed ahead of their turn wait as entries, which the plan

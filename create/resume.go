@@ -78,7 +78,7 @@ type buildFailure struct {
 // may mend keeps the run again (for Keep from now); any other aborts it.
 func (r *Runner) Resume(ctx context.Context, execution string) (*RunResult, *ResumeStats, error) {
 	cfg := r.Config.Defaults()
-	log := r.logger()
+	log := logger(r.Log)
 	prefix := cfg.workPrefix(execution)
 	k, err := stepfn.ReadKept(ctx, func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
 		return getBytes(ctx, r.S3, bucket, key, limit)

@@ -71,10 +71,7 @@ type RunResult struct {
 // Run builds the archive the request asks for.
 func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution string) (*RunResult, error) {
 	cfg := r.Config.Defaults()
-	log := r.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	log := logger(r.Log)
 	planner := &Planner{S3: r.S3, Config: cfg, Log: log}
 	r.report(Progress{Phase: PhasePlanning})
 	if len(request) > stepfn.MaxPayloadBytes {
@@ -134,13 +131,6 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 // again after S3 ended it at its completion (UploadRestartError): each
 // time builds every part anew. Job.Restarts counts them.
 const maxUploadRestarts = 3
-
-func (r *Runner) logger() *slog.Logger {
-	if r.Log != nil {
-		return r.Log
-	}
-	return slog.Default()
-}
 
 // planState runs a planner state (PlanArchive, PlanLayout) with Step Functions'
 // payload quota on its input and output.
@@ -286,7 +276,7 @@ func (r *Runner) taskRetry(log *slog.Logger, execution string) stepfn.Retry {
 // children with a failure too (stepfn.RunMap), for a resume; redrive holds
 // a failed run's, whose succeeded batches are not run again.
 func (r *Runner) buildParts(ctx context.Context, cfg Config, job *Job, total Progress, redrive []stepfn.ChildResult) (*stepfn.MapResults, []stepfn.ChildResult, error) {
-	log := r.logger()
+	log := logger(r.Log)
 	_, batches, err := r.partBatches(ctx, job)
 	if err != nil {
 		return nil, nil, err

@@ -86,7 +86,7 @@ func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error
 	if job.UploadID == "" && job.Archives == 0 || job.WorkBucket == "" || job.EntriesKey == "" {
 		return nil, fmt.Errorf("batch input has no job (uploadId, workBucket, entriesKey): the Map's BatchInput must carry the planner's output")
 	}
-	log := w.logger().With("execution", job.Execution)
+	log := logger(w.Log).With("execution", job.Execution)
 	b := w.partBuilder(&job)
 	defer b.probe.close(ctx)
 	results, started, err := b.buildAll(ctx, in.Items)
@@ -133,7 +133,7 @@ func (w *Worker) partBuilder(job *Job) *partBuilder {
 	if now == nil {
 		now = time.Now
 	}
-	return &partBuilder{s3: w.S3, cfg: w.Config.Defaults(), job: job, log: w.logger(), now: now,
+	return &partBuilder{s3: w.S3, cfg: w.Config.Defaults(), job: job, log: logger(w.Log), now: now,
 		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
 }
 
@@ -242,13 +242,6 @@ func archiveOf(item *plan.PartJob) string {
 		return ""
 	}
 	return item.Upload.Key + " "
-}
-
-func (w *Worker) logger() *slog.Logger {
-	if w.Log != nil {
-		return w.Log
-	}
-	return slog.Default()
 }
 
 // buildJob builds a part job: first the copies it carries, whose CRC-32s
