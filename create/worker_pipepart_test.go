@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -92,7 +94,7 @@ func TestWorkerAsksStoredCRCsBeforeProbing(t *testing.T) {
 // A part that streams the start of an object whose rest the job copies
 // learns the object's CRC-32 itself: the plan has it (a manifest, a read
 // pass) or the worker asks S3 for the one it stores before the copy (the
-// planner no longer does: plan.CarriedTail). With it, S3's answer for the
+// planner does not: plan.CarriedTail). With it, S3's answer for the
 // rest tells the start's CRC-32 (zipformat.SplitCRC), and the part is piped
 // with no probe, as the model prices it. The fake answers as S3 does (the
 // copied range's CRC-32), or as versitygw 1.8 does (the whole object's
@@ -141,26 +143,158 @@ func TestWorkerLearnsAStreamedStartFromTheCopiedRest(t *testing.T) {
 	}
 }
 
-// A chain part's worker learns the CRC-32s its headers need and the plan
-// lacks (the planner asks for none of them: plan.Plan.CRCsNeeded), from
-// S3's store, else a probe, else a read, before its first round; the
-// archive is whole, whether the sources store a CRC-32 or not.
-func TestChainWorkerLearnsItsCRCs(t *testing.T) {
-	for _, checksum := range []s3test.Checksum{s3test.ChecksumCRC32, s3test.ChecksumNone} {
-		t.Run("checksum-"+string(checksum), func(t *testing.T) {
-			e := newEnv(t, []object{
-				{"in/a.bin", 1 * mib, checksum}, {"in/b.txt", 2000, checksum}, {"in/c.bin", 3 * mib, checksum},
-				{"in/d.bin", 6 * mib, checksum}, {"in/e.bin", 300 << 10, checksum},
-			})
-			res, err := e.runner().Run(context.Background(), request("chain", "in/", "out/a.zip", ""), "exec-chain-crcs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Output.Stats.ChainParts == 0 {
-				t.Fatalf("stats %+v: no chain part: the case tests nothing", res.Output.Stats)
-			}
-			e.checkArchive(t, "out/a.zip", "in/")
-			e.assertClean(t)
-		})
+// lateCopies is S3 as a worker that gives up on a copy sees it: the server
+// had the request and carries it out anyway, after the worker moved on.
+// Copies of sources whose key ends in slow take delay; a caller whose
+// context ends first gets its error while the copy still happens.
+// Completions wait for such copies, as they would have landed by then.
+type lateCopies struct {
+	*s3test.PartSizes
+	slow  string
+	delay time.Duration
+	late  sync.WaitGroup
+}
+
+func (c *lateCopies) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput, optFns ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
+	if !strings.HasSuffix(*in.CopySource, c.slow) {
+		return c.Client.UploadPartCopy(ctx, in, optFns...)
+	}
+	type result struct {
+		out *s3.UploadPartCopyOutput
+		err error
+	}
+	done := make(chan result, 1)
+	c.late.Add(1)
+	go func() {
+		defer c.late.Done()
+		time.Sleep(c.delay)
+		out, err := c.Client.UploadPartCopy(context.WithoutCancel(ctx), in, optFns...)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *lateCopies) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	c.late.Wait()
+	return c.PartSizes.CompleteMultipartUpload(ctx, in, optFns...)
+}
+
+// A part whose CRC-32s two probes tell, one of which fails at once (a
+// server that answers a range of an object stored with a CRC-32 with the
+// whole object's) while the other is still being copied: the worker gives
+// up on the slow one and assembles the part, and the server finishes that
+// copy afterwards. The probe must not have been a copy into the part's own
+// number, which it would replace with its 2 MiB (EntityTooSmall at
+// Complete).
+func TestLateProbeCannotReplaceAPart(t *testing.T) {
+	e := newEnv(t, []object{
+		{"in/a.bin", 2 * mib, s3test.ChecksumNone},   // its CRC-32 probed whole, slowly
+		{"in/b.bin", 12 * mib, s3test.ChecksumCRC32}, // its start streamed with a's, the rest copied
+	})
+	c := &lateCopies{PartSizes: &s3test.PartSizes{Client: e.s3, Bucket: "dst"}, slow: "in/a.bin", delay: 1500 * time.Millisecond}
+	r := e.runner()
+	r.S3 = c
+	res, err := r.Run(context.Background(), request("duo", "in/", "out/a.zip", ""), "exec-late-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Problems(); len(p) > 0 || c.Uploads() == 0 {
+		t.Errorf("%d completions checked; parts as uploaded: %v", c.Uploads(), p)
+	}
+	if res.Output.Stats.CopyParts == 0 {
+		t.Errorf("stats %+v: nothing copied, so no part streamed b.bin's start: the case tests nothing", res.Output.Stats)
+	}
+	e.checkArchive(t, "out/a.zip", "in/")
+	e.assertClean(t)
+}
+
+// A part whose CRC-32s nobody knows is still piped in one pass when S3's
+// answers to copies of its ranges tell them (pipePart): the bytes uploaded
+// are the assembled part's, byte for byte, each source byte is read once,
+// and the probes are copies into the part's own number. Ranges too small
+// to probe are read ahead and sent from memory, still read once.
+func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
+	for _, sizes := range [][]int64{
+		{3 * plan.MiB, 1 * plan.MiB, 7 * plan.MiB, 1000},
+		{3 * plan.MiB, 3000, 2 * plan.MiB, 200 << 10, 6 * plan.MiB},
+	} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) { testWorkerPipes(t, sizes) })
+	}
+}
+
+func testWorkerPipes(t *testing.T, sizes []int64) {
+	f, in := batchCRC(t, false, sizes...)
+	f.copyCRC = true
+	out, err := (&Worker{S3: f}).Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range entries {
+		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
+	}
+	item := in.Items[0]
+	checkAssembled(t, f, &item, entries)
+	var data int64
+	segs := plan.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
+	for _, s := range segs {
+		if s.Kind == plan.SegmentData {
+			data += s.To - s.From
+		}
+	}
+	planned, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"])) // CRC-32s unknown, as the worker has them
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := planned[item.First : item.First+plan.EntryIndex(item.Count)]
+	probes, reads := plan.SplitCRCProbes(mine, segs, plan.CRCProbes(mine, segs, func(*plan.PlacedEntry) bool { return false }))
+	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
+	if small := sizes[1] < plan.MinCRCProbe; small && len(reads) == 0 {
+		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
+	}
+	var served int64
+	for _, n := range f.served {
+		served += n
+	}
+	if entriesFile := f.served["work/w/entries.jsonl"]; served-entriesFile != data {
+		t.Errorf("read %d source bytes for a part with %d bytes of data, want each once", served-entriesFile, data)
+	}
+	if f.calls["UploadPartCopy"] < len(item.Carried)+len(probes) || len(probes) == 0 {
+		t.Errorf("%d UploadPartCopy calls for %d carried copies and %d probes: the part was not piped", f.calls["UploadPartCopy"], len(item.Carried), len(probes))
+	}
+	if f.probed != len(probes) {
+		t.Errorf("%d copies into the probe upload for %d probes: a probe copied into the archive's upload, where a late one replaces a part", f.probed, len(probes))
+	}
+	// Every entry whose header the part carries has its CRC-32 reported.
+	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {
+		if got := out.Parts[0].CRCs[strconv.Itoa(int(e.Index))]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
+			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
+		}
+	}
+}
+
+// checkAssembled says whether the part the fake holds for item is, byte for
+// byte, the part assembled from the sources (entries with their CRC-32s).
+func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.PlacedEntry) {
+	t.Helper()
+	want, _, err := plan.BuildPartWithTails(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
+		for _, r := range reads {
+			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
+		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
 	}
 }
