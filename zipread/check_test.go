@@ -1,13 +1,13 @@
 package zipread
 
 import (
-	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/s3zip/s3zip/internal/testenv/zipcheck"
+	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
 // bsdtarArchive reads testdata/bsdtar/name (see gen.sh there).
@@ -19,61 +19,6 @@ func bsdtarArchive(t *testing.T, name string) (path string, b []byte) {
 		t.Fatalf("%v; run sh gen.sh in testdata/bsdtar", err)
 	}
 	return path, b
-}
-
-// extractsAsRead asserts that Extract with opts writes under a new
-// directory the files and directories the readers read (want), each under
-// its name, or under rename[name] when get normalises it.
-func extractsAsRead(t *testing.T, a *Archive, opts ExtractOptions, want []zipcheck.Entry, rename map[string]string) {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := a.Extract(t.Context(), dir, opts); err != nil {
-		t.Fatalf("Extract %+v: %v", opts, err)
-	}
-	for _, e := range want {
-		name := e.Name
-		if r, ok := rename[name]; ok {
-			name = r
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if e.Dir {
-			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-				t.Errorf("Extract %+v: directory %q: %v", opts, name, err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || sha256.Sum256(got) != e.SHA256 {
-			t.Errorf("Extract %+v: %q holds %d bytes (%v), not the %d the readers read", opts, name, len(got), err, e.Size)
-		}
-	}
-}
-
-// TestTrailingBytesAfterEndRecord: bsdtar writing to a pipe pads the archive
-// with zeros after the end of central directory record; 7-Zip (with a
-// warning), Info-ZIP and Go read it correctly, so Open finds the record
-// before them, Verify lists them as a warning and no problem, and Extract
-// writes what the readers read.
-func TestTrailingBytesAfterEndRecord(t *testing.T) {
-	env := newEnv(t)
-	path, b := bsdtarArchive(t, "pipe-padded.zip")
-	want := readersAgree(t, path)
-	a := env.open(t, "pipe-padded.zip", b)
-	if a.Trailing != 9735 || !a.TrailingZeros || len(a.Entries) != 3 {
-		t.Fatalf("Open: %d trailing bytes (zeros: %v), %d entries; want 9735 zeros after the end record, 3 entries", a.Trailing, a.TrailingZeros, len(a.Entries))
-	}
-	r, err := a.Verify(t.Context(), VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range r.Problems {
-		t.Errorf("problem: %v", p)
-	}
-	const warning = `9735 bytes after the end of central directory record belong to no record (all zeros, as bsdtar pads an archive it writes to a pipe; Info-ZIP and Go's archive/zip ignore them, 7-Zip warns of a "Tail Size")`
-	if len(r.Warnings) != 1 || r.Warnings[0] != (Problem{Offset: 505, What: warning}) {
-		t.Errorf("warnings %+v, want one at offset 505: %s", r.Warnings, warning)
-	}
-	extractsAsRead(t, a, ExtractOptions{}, want, nil)
 }
 
 // TestDotComponents: bsdtar -cf x.zip . names its entries "./", "./a",
@@ -153,5 +98,92 @@ func TestEntryPath(t *testing.T) {
 		if p != tc.path || why != tc.why {
 			t.Errorf("EntryPath(%q) = %q, %q; want %q, %q", tc.name, p, why, tc.path, tc.why)
 		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a.txt", true}, {"a/b/c", true}, {"dir/", true}, {"ünï/日本", true}, {"a..b", true},
+		{"", false}, {"../x", false}, {"a/..", false}, {"/x", false}, {`a\b`, false},
+		{"c:x", false}, {"a//b", false}, {"a/./b", false}, {"a\x00b", false},
+	} {
+		if err := CheckName(tc.name); (err == nil) != tc.ok {
+			t.Errorf("CheckName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestCheckDescriptor: each form of data descriptor is found where its writer
+// put it, ambiguous bytes are read as the form that ends where the next
+// record starts, and what is not a matching descriptor says what it holds.
+func TestCheckDescriptor(t *testing.T) {
+	const crc = 0x1cb81d66
+	entry := &Entry{CRC32: crc, CompressedSize: 70, UncompressedSize: 3840}
+	huge := &Entry{CRC32: crc, CompressedSize: 1<<32 + 5, UncompressedSize: 1<<32 + 5}
+	empty := &Entry{}
+	sigCRC := &Entry{CRC32: zipformat.DataDescriptorSignature, CompressedSize: 5, UncompressedSize: 5}
+	le := binary.LittleEndian
+	desc := func(signature bool, crc uint32, sizeLen int, csize, usize uint64) []byte {
+		var b []byte
+		if signature {
+			b = le.AppendUint32(b, zipformat.DataDescriptorSignature)
+		}
+		b = le.AppendUint32(b, crc)
+		if sizeLen == 8 {
+			return le.AppendUint64(le.AppendUint64(b, csize), usize)
+		}
+		return le.AppendUint32(le.AppendUint32(b, uint32(csize)), uint32(usize))
+	}
+	// then is what follows a descriptor: the next local header.
+	then := func(b []byte) []byte {
+		b = le.AppendUint32(b, zipformat.LocalHeaderSignature)
+		b = append(b, make([]byte, 20)...)
+		return b[:min(len(b), zipformat.DataDescriptorMaxLen)]
+	}
+	for _, tc := range []struct {
+		name       string
+		e          *Entry
+		b          []byte
+		room       int64
+		localZip64 bool
+		want       int
+		warning    string
+		problem    string
+	}{
+		{"signature-4-byte-sizes", entry, then(desc(true, crc, 4, 70, 3840)), 16, false, 16, "", ""},
+		{"no-signature-4-byte-sizes", entry, then(desc(false, crc, 4, 70, 3840)), 12, false, 12, "", ""},
+		{"signature-zip64-local-extra", entry, then(desc(true, crc, 8, 70, 3840)), 24, true, 24, "", ""},
+		{"no-signature-zip64-local-extra", entry, then(desc(false, crc, 8, 70, 3840)), 20, true, 20, "", ""},
+		{"go-size-over-4g-no-local-extra", huge, desc(true, crc, 8, 1<<32+5, 1<<32+5), 24, false, 24, "", ""},
+		{"8-byte-sizes-for-a-small-entry", entry, desc(true, crc, 8, 70, 3840), 24, false, 24, "", ""},
+		{"4-byte-sizes-despite-local-extra", entry, then(desc(true, crc, 4, 70, 3840)), 16, true, 16, "", ""},
+		{"empty-entry-reads-as-both-16", empty, desc(true, 0, 8, 0, 0), 16, false, 16, "", ""},
+		{"empty-entry-reads-as-both-24", empty, desc(true, 0, 8, 0, 0), 24, false, 24, "", ""},
+		{"crc-equals-the-signature", sigCRC, then(desc(false, zipformat.DataDescriptorSignature, 4, 5, 5)), 12, false, 12, "", ""},
+		{"before-a-gap-takes-the-likeliest", entry, desc(true, crc, 4, 70, 3840), 17, false, 16, "", ""},
+		{"wrong-crc", entry, then(desc(true, crc^1, 4, 70, 3840)), 16, false, 0, "",
+			"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says CRC-32 1cb81d67, compressed size 70, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
+		// The right CRC-32 with other sizes: 7-Zip, Info-ZIP and Go read the
+		// entry with the central directory's sizes, Java's ZipInputStream
+		// rejects it.
+		{"wrong-sizes-zip64-warns", entry, then(desc(false, crc, 8, 71, 3840)), 20, true, 20,
+			"data descriptor (20 bytes: no signature, CRC-32, 8-byte sizes) says compressed size 71, uncompressed size 3840; the central directory says 70, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)", ""},
+		{"wrong-sizes-signature-warns", entry, desc(true, crc, 4, 70, 3841), 17, false, 16,
+			"data descriptor (16 bytes: signature, CRC-32, 4-byte sizes) says compressed size 70, uncompressed size 3841; the central directory says 70, 3840 (7-Zip, Info-ZIP and Go's archive/zip read the central directory's; Java's ZipInputStream and other streaming readers reject the entry)", ""},
+		{"wrong-sizes-no-signature-before-a-gap", entry, desc(false, crc, 4, 71, 3840), 17, false, 0, "",
+			"data descriptor (12 bytes: no signature, CRC-32, 4-byte sizes) says CRC-32 1cb81d66, compressed size 71, uncompressed size 3840; the central directory says 1cb81d66, 70, 3840"},
+		{"missing", entry, then(nil), 0, false, 0, "", "flag bit 3 promises a data descriptor after the data, but the next local header starts there"},
+		{"cut-by-the-central-directory", entry, desc(true, crc, 4, 70, 3840)[:8], 8, false, 0, "",
+			"flag bit 3 promises a data descriptor after the data, but only 8 bytes are left before the central directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, warning, problem := checkDescriptor(tc.e, tc.b, tc.room, tc.localZip64)
+			if n != tc.want || warning != tc.warning || problem != tc.problem {
+				t.Errorf("checkDescriptor = %d, %q, %q; want %d, %q, %q", n, warning, problem, tc.want, tc.warning, tc.problem)
+			}
+		})
 	}
 }
