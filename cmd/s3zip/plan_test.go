@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // plan names the layout auto chose and counts in words that agree with
-// their numbers (issue 35, rough edge 10).
+// their numbers.
 func TestPlanSaysWhatAutoChose(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -67,4 +69,70 @@ func planSays(t *testing.T, args, want []string) string {
 		}
 	}
 	return out.String()
+}
+
+// plan says how many of the workers it was given the plan uses and why: a
+// field of its JSON and a line of its summary. More workers than have a
+// batch are not used, so 1,000 are no slower than 100.
+func TestPlanSaysWhichWorkersItUses(t *testing.T) {
+	args := func(workers string, extra ...string) []string {
+		return append([]string{"plan", "--synthetic", "challenge", "--count", "3000", "--strategy", "chain", "--workers", workers}, extra...)
+	}
+	var at100, at1000 planSummary
+	for _, c := range []struct {
+		workers string
+		sum     *planSummary
+	}{{"100", &at100}, {"1000", &at1000}} {
+		r := s3zip(t, nil, args(c.workers, "--json")...)
+		if r.code != 0 {
+			t.Fatalf("plan --workers %s: exit %d: %s", c.workers, r.code, r.stderr)
+		}
+		if err := json.Unmarshal([]byte(r.stdout), c.sum); err != nil {
+			t.Fatalf("plan --workers %s --json: %v", c.workers, err)
+		}
+	}
+	f := at1000.Fit
+	if f.Workers < 1 || f.Workers >= 1000 || f.Workers > f.Batches || f.Why == "" {
+		t.Errorf("fit at 1,000 workers: %+v: want fewer than 1,000 used, no more than the batches, and why", f)
+	}
+	if at1000.PredictedSeconds > at100.PredictedSeconds*1.0001 {
+		t.Errorf("1,000 workers predicted %.2f s, 100 workers %.2f s: more workers must not be slower", at1000.PredictedSeconds, at100.PredictedSeconds)
+	}
+	r := s3zip(t, nil, args("1000")...)
+	if want := fmt.Sprintf("workers used    %d of 1000: %s\n", f.Workers, f.Why); !strings.Contains(r.stdout, want) {
+		t.Errorf("summary:\n%s\nwant the line %q", r.stdout, want)
+	}
+}
+
+// TestPlanPreferShowsTheOtherChoice: at 50 workers auto's time choice
+// (chains, 3.4 s, $0.105) and its cost choice (duo with a share of its runs
+// chained, 5.0 s, $0.068) differ; each summary prices the other exactly as
+// the other run prices itself.
+func TestPlanPreferShowsTheOtherChoice(t *testing.T) {
+	run := func(prefer string) planSummary {
+		var out bytes.Buffer
+		args := []string{"--synthetic", "challenge", "--count", "3000", "--workers", "50", "--json", "--prefer", prefer}
+		if err := runPlan(context.Background(), args, &out); err != nil {
+			t.Fatalf("plan --prefer %s: %v", prefer, err)
+		}
+		var sum planSummary
+		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	byTime, byCost := run("time"), run("cost")
+	if byTime.Alternative == nil || byCost.Alternative == nil {
+		t.Fatalf("alternatives: time %+v, cost %+v; want both named at 50 workers", byTime.Alternative, byCost.Alternative)
+	}
+	if a := byTime.Alternative; a.Prefer != "cost" || a.Seconds != byCost.PredictedSeconds || a.Dollars != byCost.PredictedDollars {
+		t.Errorf("prefer time names %+v; prefer cost predicts %.3f s, $%.4f", *a, byCost.PredictedSeconds, byCost.PredictedDollars)
+	}
+	if a := byCost.Alternative; a.Prefer != "time" || a.Seconds != byTime.PredictedSeconds || a.Dollars != byTime.PredictedDollars {
+		t.Errorf("prefer cost names %+v; prefer time predicts %.3f s, $%.4f", *a, byTime.PredictedSeconds, byTime.PredictedDollars)
+	}
+	if byCost.PredictedDollars >= byTime.PredictedDollars {
+		t.Errorf("prefer cost: $%.4f, not cheaper than prefer time's $%.4f", byCost.PredictedDollars, byTime.PredictedDollars)
+	}
+	t.Logf("prefer time %.1f s $%.4f; prefer cost %.1f s $%.4f", byTime.PredictedSeconds, byTime.PredictedDollars, byCost.PredictedSeconds, byCost.PredictedDollars)
 }
