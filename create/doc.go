@@ -12,8 +12,11 @@
 //     (planner_request), sources listed (planner_list, planner_inventory,
 //     planner_preview), pinned (planner_pin), their CRC-32s learned
 //     (planner_crcs, planner_round), the read rounds of compression and
-//     digests (planner_reads, planner_pieces: DEFLATE pieces joined), the
-//     layout cut (planner_cut, planner_split) and written (planner_write).
+//     digests (planner_reads: ReadPlan, the state a read round runs on, and
+//     ReadsDone, the round as PlanLayout gets it; planner_pieces: DEFLATE
+//     pieces joined), the layout cut (planner_cut, planner_split) and
+//     written (planner_write), a warning when the strategy is the wrong
+//     tool (planner_advice).
 //   - reader.go: the reader Lambda (Reader.Handle): a read round's jobs, each
 //     one piece of one object read, compressed and put.
 //   - worker*.go: the worker Lambda (Worker.Handle), its build path top to
@@ -25,11 +28,12 @@
 //     directory and report (finalizer_entries), split archives
 //     (finalizer_split).
 //   - abort.go: the abort Lambda (Aborter.Handle).
-//   - run.go: Runner, the whole state machine in process for the CLI.
+//   - run.go: Runner, the whole state machine in process for the CLI;
+//     resume.go: a kept run continued from its parts Map or its finalizer.
 //   - shared by several handlers: the contract — request.go, job.go (the
-//     job every state passes on), reads.go (a read round's jobs and
-//     results), output.go; config.go, errors.go and refused.go; parts.go
-//     (uploading a part, which the worker and the finalizer both do);
+//     job every state passes on), reads.go (a read job and its result:
+//     ReadJob, ReadResult), output.go; config.go, errors.go and refused.go;
+//     parts.go (uploading a part, which the worker and the finalizer both do);
 //     planfiles.go (the plan the planner spools and the finalizer reads);
 //     split.go (the keys of split archives' uploads and parts); lookup.go
 //     (HEAD lookups the planner and reader make); crc.go (what the CRC-32
@@ -37,6 +41,9 @@
 //     copy's answer, S3's stored checksum, a probe, pieces combined, a
 //     read); objectmeta.go; mapresults.go (a Distributed Map's results);
 //     s3util.go.
+//
+// The tests of X.go are in X_test.go; doc_test.go holds the shape of the
+// package's functions (parameters, length).
 //
 // tools/roomstats measures how the groups hold: each file's handler by the
 // calls that reach it, and the references from one handler's files to

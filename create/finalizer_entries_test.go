@@ -110,10 +110,13 @@ func TestFinalizerDirectoryNeedsTMPDIR(t *testing.T) {
 }
 
 // docGetter serves whole objects from memory by key.
-type docGetter map[string]string
+type docGetter struct {
+	S3   // what the test does not call: nil
+	docs map[string]string
+}
 
 func (g docGetter) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	doc, ok := g[aws.ToString(in.Key)]
+	doc, ok := g.docs[aws.ToString(in.Key)]
 	if !ok {
 		return nil, &types.NoSuchKey{}
 	}
@@ -141,7 +144,7 @@ func TestBatchCRCsReadAsTheyCome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			crcs := plan.NewCRCs(3)
 			out := &BatchResult{Parts: []PartResult{{Part: 1}}, CRCsKey: "w/crcs/1.json"}
-			err := readBatchCRCs(t.Context(), docGetter{"w/crcs/1.json": tc.doc}, job, out, &crcSink{crcs: crcs})
+			err := readBatchCRCs(t.Context(), docGetter{docs: map[string]string{"w/crcs/1.json": tc.doc}}, job, out, &crcSink{crcs: crcs})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one saying %q", err, tc.err)
@@ -179,5 +182,57 @@ func TestTakeCRCRefusesAnotherThanThePlans(t *testing.T) {
 	}
 	if err := takeCRC(known, plan.CRC{}); err != nil || known.CRC32 != plan.KnownCRC(7) {
 		t.Errorf("an entry of CRC-32 7 given none: %v, %v", err, known.CRC32)
+	}
+}
+
+// The report is written to $TMPDIR an entry at a time and put from there:
+// built in memory (a ReportEntry an entry, then the whole document twice,
+// marshalled and indented) it would be most of the finalizer's memory,
+// gigabytes at ten million entries. The document is the one json.MarshalIndent makes
+// of the Report, byte for byte, for one archive and for a split run, and
+// nothing is left in $TMPDIR.
+func TestReportSpooled(t *testing.T) {
+	objects := []object{
+		{"in/a<b>&c.txt", 1000, s3test.ChecksumCRC32},
+		{"in/ünïcode/名前.txt", 2000, s3test.ChecksumNone},
+		{"in/empty", 0, s3test.ChecksumCRC32},
+		{"in/z.bin", 3000, s3test.ChecksumCRC32},
+	}
+	for _, tc := range []struct{ name, extra string }{{"one-archive", ""}, {"split", `,"splitEntries":2`}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, objects)
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			c := &putWatcher{Client: e.s3, files: map[string]string{}}
+			r := e.runner()
+			r.S3 = c
+			res, err := r.Run(t.Context(), request("stream", "in/", "out/r.zip", tc.extra), "exec-report-"+tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := ReportKey(Destination{Bucket: "dst", Key: "out/r.zip"})
+			if f := c.files[key]; filepath.Dir(f) != tmp {
+				t.Errorf("the report was put from %q, want a file in $TMPDIR %s", f, tmp)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("the finalizer left %d files in $TMPDIR, first %s", len(left), left[0].Name())
+			}
+			doc := e.srv.GetObject(t, "dst", key)
+			var rep Report
+			if err := json.Unmarshal(doc, &rep); err != nil {
+				t.Fatalf("report: %v\n%s", err, doc)
+			}
+			if want, _ := json.MarshalIndent(rep, "", "  "); !bytes.Equal(doc, want) {
+				t.Errorf("report is not as json.MarshalIndent writes it:\n%s\nwant\n%s", doc, want)
+			}
+			if len(rep.Entries) != len(objects) || rep.Execution != "exec-report-"+tc.name || res.Output.Report == "" {
+				t.Errorf("report has %d entries for execution %q (want %d, exec-report-%s); output's report %q", len(rep.Entries), rep.Execution, len(objects), tc.name, res.Output.Report)
+			}
+			for _, re := range rep.Entries {
+				if (tc.extra == "") != (re.Archive == 0) || re.CRC32 == "" || !strings.HasPrefix(re.Source, "s3://src/in/") {
+					t.Errorf("report entry %+v", re)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 // slowStore is objects in memory whose batches' CRC-32 objects answer
 // after a round trip, counting how many are read at once.
 type slowStore struct {
+	S3            // what the test does not call: nil
 	mu            sync.Mutex
 	objects       map[string][]byte
 	inFlight, max int

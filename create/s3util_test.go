@@ -19,6 +19,7 @@ import (
 // cutGetter serves one object whose first cuts bodies end, after half of
 // what they were asked for, in a connection reset.
 type cutGetter struct {
+	S3     // what the test does not call: nil
 	data   []byte
 	cuts   int
 	ranges []string

@@ -15,10 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3zip/s3zip/internal/s3rate"
-
-	"github.com/s3zip/s3zip/internal/partwork"
 	"github.com/s3zip/s3zip/internal/s3part"
+	"github.com/s3zip/s3zip/internal/s3rate"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -147,92 +145,6 @@ func TestRangeReaderRewindsAndChecksLength(t *testing.T) {
 	r = newRangeReader(context.Background(), f, &sourceRef{Bucket: "src", Key: "k"}, 1000, 900_000)
 	if _, err := io.Copy(io.Discard, r); err == nil || !strings.Contains(err.Error(), "bytes came back") {
 		t.Errorf("short source: err %v, want one saying how many bytes came back", err)
-	}
-}
-
-// A part whose CRC-32s nobody knows is still piped in one pass when S3's
-// answers to copies of its ranges tell them (pipePart): the bytes uploaded
-// are the assembled part's, byte for byte, each source byte is read once,
-// and the probes are copies into the part's own number. Ranges too small
-// to probe are read ahead and sent from memory, still read once.
-func TestWorkerPipesAPartWhoseCRCsCopiesTell(t *testing.T) {
-	for _, sizes := range [][]int64{
-		{3 * plan.MiB, 1 * plan.MiB, 7 * plan.MiB, 1000},
-		{3 * plan.MiB, 3000, 2 * plan.MiB, 200 << 10, 6 * plan.MiB},
-	} {
-		t.Run(fmt.Sprint(sizes), func(t *testing.T) { testWorkerPipes(t, sizes) })
-	}
-}
-
-func testWorkerPipes(t *testing.T, sizes []int64) {
-	f, in := batchCRC(t, false, sizes...)
-	f.copyCRC = true
-	out, err := (&Worker{S3: f}).Handle(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range entries {
-		entries[i].CRC32 = plan.KnownCRC(crcOf(f.objects["src/"+entries[i].Source.Key]))
-	}
-	item := in.Items[0]
-	checkAssembled(t, f, &item, entries)
-	var data int64
-	segs := partwork.Segments(entries[item.First:item.First+plan.EntryIndex(item.Count)], item.End, item.Start, item.End)
-	for _, s := range segs {
-		if s.Kind == partwork.SegmentData {
-			data += s.To - s.From
-		}
-	}
-	planned, err := plan.DecodeEntries(bytes.NewReader(f.objects["work/w/entries.jsonl"])) // CRC-32s unknown, as the worker has them
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine := planned[item.First : item.First+plan.EntryIndex(item.Count)]
-	probes, reads := partwork.SplitCRCProbes(mine, segs, partwork.CRCProbes(mine, segs, func(e *plan.PlacedEntry) bool { return !e.CRC32.Known }))
-	t.Logf("part %d: %d segments, %d probed, %d read ahead", item.Number, len(segs), len(probes), len(reads))
-	if small := sizes[1] < partwork.MinCRCProbe; small && len(reads) == 0 {
-		t.Fatalf("part %d holds no range small enough to be read ahead: the case tests nothing", item.Number)
-	}
-	var served int64
-	for _, n := range f.served {
-		served += n
-	}
-	if entriesFile := f.served["work/w/entries.jsonl"]; served-entriesFile != data {
-		t.Errorf("read %d source bytes for a part with %d bytes of data, want each once", served-entriesFile, data)
-	}
-	if f.calls["UploadPartCopy"] < len(item.Carried)+len(probes) || len(probes) == 0 {
-		t.Errorf("%d UploadPartCopy calls for %d carried copies and %d probes: the part was not piped", f.calls["UploadPartCopy"], len(item.Carried), len(probes))
-	}
-	if f.probed != len(probes) {
-		t.Errorf("%d copies into the probe upload for %d probes: a probe copied into the archive's upload, where a late one replaces a part", f.probed, len(probes))
-	}
-	// Every entry whose header the part carries has its CRC-32 reported.
-	for _, e := range entries[item.First : item.First+plan.EntryIndex(item.Count)] {
-		if got := out.Parts[0].CRCs[strconv.Itoa(int(e.Index))]; got != fmt.Sprintf("%08x", e.CRC32.Sum) {
-			t.Errorf("entry %d: CRC %q reported, want %08x", e.Index, got, e.CRC32.Sum)
-		}
-	}
-}
-
-// checkAssembled says whether the part the fake holds for item is, byte for
-// byte, the part assembled from the sources (entries with their CRC-32s).
-func checkAssembled(t *testing.T, f *fakeS3, item *plan.PartJob, entries []plan.PlacedEntry) {
-	t.Helper()
-	want, _, err := plan.BuildPart(&item.Part, entries[item.First:item.First+plan.EntryIndex(item.Count)], plan.Directory{Offset: item.End}, func(reads []plan.DataRead) error {
-		for _, r := range reads {
-			copy(r.Dst, f.objects["src/"+r.Entry.Source.Key][r.From:r.To])
-		}
-		return nil
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := f.parts[int32(item.Number)]; !bytes.Equal(got, want) {
-		t.Fatalf("part %d: %d bytes uploaded differ from the %d assembled", item.Number, len(got), len(want))
 	}
 }
 

@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3zip/s3zip/internal/failure"
-	"github.com/s3zip/s3zip/internal/s3part"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3zip/s3zip/internal/failure"
+	"github.com/s3zip/s3zip/internal/s3part"
 	"github.com/s3zip/s3zip/plan"
 )
 
@@ -29,6 +28,7 @@ import (
 // in memory (ranged, If-Match), uploads recorded, failures injected per
 // operation.
 type fakeS3 struct {
+	S3      // what the tests do not call: nil
 	mu      sync.Mutex
 	objects map[string][]byte // bucket/key → bytes
 	etags   map[string]string
@@ -412,5 +412,93 @@ func TestCopyAnswerWithoutResult(t *testing.T) {
 	_, err = (&Worker{S3: f}).Handle(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "no CopyPartResult") {
 		t.Fatalf("worker over a copy answered without a result: %v, want an error saying so", err)
+	}
+}
+
+// inFlight counts the requests of one operation (UploadPartCopy or
+// UploadPart) in flight at once. Each waits, up to hold, for want of them to
+// be in flight, so that a worker keeping fewer shows it by its most, not by
+// luck of timing.
+type inFlight struct {
+	*fakeS3
+	op   string
+	want int
+	hold time.Duration
+
+	mu      sync.Mutex
+	now     int
+	most    int
+	reached chan struct{}
+	closed  bool
+}
+
+func (c *inFlight) enter(op string) func() {
+	if op != c.op {
+		return func() {}
+	}
+	c.mu.Lock()
+	c.now++
+	c.most = max(c.most, c.now)
+	if c.now == c.want && !c.closed {
+		close(c.reached)
+		c.closed = true
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.reached:
+	case <-time.After(c.hold):
+	}
+	return func() { c.mu.Lock(); c.now--; c.mu.Unlock() }
+}
+
+func (c *inFlight) UploadPartCopy(ctx context.Context, in *s3.UploadPartCopyInput, opts ...func(*s3.Options)) (*s3.UploadPartCopyOutput, error) {
+	defer c.enter("UploadPartCopy")()
+	return c.fakeS3.UploadPartCopy(ctx, in, opts...)
+}
+
+func (c *inFlight) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	defer c.enter("UploadPart")()
+	return c.fakeS3.UploadPart(ctx, in, opts...)
+}
+
+// The worker builds as many parts at once as the job says (the plan's
+// Fit.InFlight, which its prediction assumed), not the deployment's
+// PART_CONCURRENCY, which bounds only the upload parts among them (each
+// holds its bytes and a fan-out of GETs).
+func TestWorkerKeepsTheJobsPartsInFlight(t *testing.T) {
+	sizes := make([]int64, 16)
+	for i := range sizes {
+		sizes[i] = 11 * plan.MiB // a streamed prefix and a carried copy each
+	}
+	f, in := batch(t, sizes...)
+	var copies, uploads []plan.PartJob
+	for _, it := range in.Items {
+		copies = append(copies, it.Carried...)
+		it.Carried, it.Carry = nil, 0
+		uploads = append(uploads, it)
+	}
+	if len(copies) < 12 {
+		t.Fatalf("the batch carries %d copies; the test needs at least 12", len(copies))
+	}
+	for _, c := range []struct {
+		name, op string
+		items    []plan.PartJob
+		want     int
+	}{
+		{"copy-parts", "UploadPartCopy", copies, 12},
+		{"upload-parts", "UploadPart", uploads, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in.Items = c.items
+			in.BatchInput.Job.PartsInFlight = 12
+			counter := &inFlight{fakeS3: f, op: c.op, want: c.want, hold: 300 * time.Millisecond, reached: make(chan struct{})}
+			w := &Worker{S3: counter, Config: Config{PartConcurrency: 2}}
+			if _, err := w.Handle(context.Background(), in); err != nil {
+				t.Fatal(err)
+			}
+			if counter.most != c.want {
+				t.Errorf("at most %d %s parts in flight at once, want %d: the job says 12 parts, PART_CONCURRENCY 2 upload parts", counter.most, c.name, c.want)
+			}
+		})
 	}
 }

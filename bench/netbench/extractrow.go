@@ -17,7 +17,7 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// extractRun is one `s3zip extract` of the bench's archive (issue 14's row):
+// extractRun is one `s3zip extract` of the bench's archive (the extract row):
 // the CLI in the planner's namespace, so its requests pay S3's latency and
 // every byte it moves crosses one shaped link. Its workers are goroutines of
 // that one process, not separate Lambdas: for a STORED archive only local
@@ -197,7 +197,7 @@ func extractTable(rows []extractRun, link string) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nExtract (issue 14): the same data set archived by `s3zip create --strategy duo` (STORED; its bytes stored again without a checksum, as versitygw 1.8 misreports ranged copies of checksummed objects and S3 does not), then `s3zip extract --workers N` run in the planner's namespace (one %s link, S3's latency; its workers are goroutines of that process; STORED entries under %d bytes read and put, the rest copied, as the local profile chose):\n\n", link, rows[0].ReadBelow)
+	fmt.Fprintf(&b, "\nExtract: the same data set archived by `s3zip create --strategy duo` (STORED; its bytes stored again without a checksum, as versitygw 1.8 misreports ranged copies of checksummed objects and S3 does not), then `s3zip extract --workers N` run in the planner's namespace (one %s link, S3's latency; its workers are goroutines of that process; STORED entries under %d bytes read and put, the rest copied, as the local profile chose):\n\n", link, rows[0].ReadBelow)
 	b.WriteString("| run | workers | objects | copied server-side | through workers | read to check copies | over the link | wall s | requests by API |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, r := range rows {

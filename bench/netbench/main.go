@@ -156,7 +156,7 @@ func main() {
 	flag.StringVar(&o.sh.Latency, "latency", "50ms", "tc tbf latency")
 	flag.StringVar(&o.dataParent, "data-dir", "", "directory for the server's data (default: $TMPDIR)")
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "S3's time to first byte: the server answers no request sooner")
-	flag.IntVar(&o.extractWorkers, "extract-workers", 0, "after the runs, extract the data set's archive with s3zip extract with 1 and this many workers (issue 14's row); 0 skips it")
+	flag.IntVar(&o.extractWorkers, "extract-workers", 0, "after the runs, extract the data set's archive with s3zip extract with 1 and this many workers (the extract row); 0 skips it")
 	flag.Float64Var(&o.rateFactor, "s3-rates", 0, "F: the server answers 503 SlowDown past S3's per-prefix request rates divided by F (5,500/F GET/HEAD and 3,500/F others a second for each of src/, out/ and the work prefix, a second's burst), the model prices the same rates, and the runs are stream, duo, chain and auto at each N of -scale (make bench-rates); 0: S3 never refuses a rate")
 	only := flag.String("only", "", "only these runs, comma-separated names (e.g. duo-1,auto-32), for profiling one of them")
 	skip := flag.String("skip", "", "leave out these runs, comma-separated names (bench-quick leaves out stream-1, its longest)")

@@ -94,7 +94,7 @@ func TestExtractCommand(t *testing.T) {
 		}
 		want := "STORED entries under " + humanBytes(tc.want) + " read"
 		if tc.want == 0 {
-			want = "every STORED entry copied" // not "under 0 B read" (issue 35, rough edge 7)
+			want = "every STORED entry copied" // not "under 0 B read"
 		}
 		if !strings.Contains(out, want) {
 			t.Errorf("%v: summary does not say %q:\n%s", tc.args, want, out)

@@ -16,7 +16,7 @@ import (
 // profile, measured once and kept: over the challenge's sizes at one
 // worker, AWS's profile chains runs (S3 completes a round without reading
 // it again), and versitygw's, which reads every byte it completes, copies
-// them instead (issue 32, item 5).
+// them instead.
 func TestCreatePricesWithTheServersProfile(t *testing.T) {
 	srv, ep, cache := challengeSample(t)
 	chains := regexp.MustCompile(`(\d+) chain in (\d+) rounds`)

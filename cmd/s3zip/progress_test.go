@@ -167,8 +167,7 @@ func TestExtractSaysWhatS3sRateAllows(t *testing.T) {
 }
 
 // The summary says which entries were read rather than copied, truthfully
-// for an archive too small to copy ranges of and for --small-stored 0
-// (issue 35, rough edge 7).
+// for an archive too small to copy ranges of and for --small-stored 0.
 func TestExtractSummarySaysWhatWasRead(t *testing.T) {
 	for _, c := range []struct {
 		plan extract.Plan
@@ -188,7 +187,7 @@ func TestExtractSummarySaysWhatWasRead(t *testing.T) {
 // A compressed run plans, reads, plans again: its progress says planning
 // once as the first planning and then as what the later ones do, counts
 // the read pass's jobs as jobs and says no bytes when the pass reads none
-// (only CRC-32 lookups) (issue 35, rough edge 10).
+// (only CRC-32 lookups).
 func TestProgressOfAReadPass(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgress(&buf, false)

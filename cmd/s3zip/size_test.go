@@ -32,7 +32,7 @@ func TestParseSize(t *testing.T) {
 }
 
 // Every size flag takes units: the plan with --split-size 1MiB is the plan
-// with --split-size 1048576 (issue 35, rough edge 11).
+// with --split-size 1048576.
 func TestSizeFlagsTakeUnits(t *testing.T) {
 	plan := func(size string) string {
 		var out bytes.Buffer

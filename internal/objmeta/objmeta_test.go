@@ -94,7 +94,7 @@ func TestContentTypes(t *testing.T) {
 		{"doc.json", "application/json", "application/ld+json"},
 		{"app.js.gz", "", "text/javascript"},
 		// S3's and the SDKs' defaults for an object uploaded untyped give way
-		// to the extension's (issue 35, rough edge 8); kept when it has none.
+		// to the extension's; kept when it has none.
 		{"site/style.css", "binary/octet-stream", "text/css; charset=utf-8"},
 		{"site/app.js", "application/octet-stream", "text/javascript; charset=utf-8"},
 		{"blob.unknownext", "binary/octet-stream", "binary/octet-stream"},

@@ -16,7 +16,7 @@
 //
 // Options installs it on an S3 client with a retryer that has no retry
 // quota (the standard retryer's 500-token quota answers "retry quota
-// exceeded" under sustained throttling, aws-sdk-go-v2 issue 3413) and that
+// exceeded" under sustained throttling, aws/aws-sdk-go-v2#3413) and that
 // retries throttling far longer than other errors, with full-jitter
 // backoff; and an HTTP client with connect, response-header and idle-body
 // timeouts (stall.go).

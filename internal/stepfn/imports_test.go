@@ -7,10 +7,10 @@ import (
 )
 
 // The house's floors: internal/ serves the workflows and never reaches back
-// up into them, and extract stands beside create, not on it (issue 22).
+// up into them, and extract stands beside create, not on it.
 // go list sees every import, including tests' and through other packages.
 // The upper floors must exist: a package renamed away would leave a check
-// that checks nothing (it named workflow, renamed create, for a while).
+// that checks nothing.
 func TestNoImportRunsUpTheHouse(t *testing.T) {
 	const mod = "github.com/s3zip/s3zip/"
 	out, err := exec.Command("go", "list", "-deps", "-test", "-f", `{{.ImportPath}}|{{join .Deps " "}}`, "../../internal/...", "../../extract/...").CombinedOutput()

@@ -33,8 +33,9 @@ const (
 	throttleRetryScale    = 0.01 // the ASL's intervals: 1 s → 10 ms
 	slotHold              = time.Second
 	throttled             = "Lambda.TooManyRequestsException"
-	// maxAttemptsBefore is what the ASL allowed a throttled invocation
-	// before issue 21: a child waiting longer for a free slot failed the run.
+	// maxAttemptsBefore is the attempts a retry policy too short for a new
+	// account allows a throttled invocation: a child waiting longer for a
+	// free slot would fail the run.
 	maxAttemptsBefore = 6
 )
 

@@ -1,8 +1,8 @@
 package deployed_test
 
 // make test-scale-extract: an archive of a million small entries, written
-// by Python's zipfile, extracted as deployed (issue 33). Not part of make
-// test: it takes tens of minutes and some GB of disk (docs/performance.md, "A
+// by Python's zipfile, extracted as deployed. Not part of make test: it
+// takes tens of minutes and some GB of disk (docs/performance.md, "A
 // million entries extracted as deployed").
 
 import (

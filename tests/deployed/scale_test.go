@@ -1,8 +1,8 @@
 package deployed_test
 
-// make test-scale: a million small objects archived as deployed (issue 23,
-// "How it shows"). Not part of make test: it takes tens of minutes and tens
-// of GB of disk (docs/performance.md, "A million objects as deployed").
+// make test-scale: a million small objects archived as deployed. Not part
+// of make test: it takes tens of minutes and tens of GB of disk
+// (docs/performance.md, "A million objects as deployed").
 
 import (
 	"archive/zip"

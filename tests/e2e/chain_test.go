@@ -84,8 +84,9 @@ func TestChainDeletesConsumedRounds(t *testing.T) {
 	w.chainPeak(t, "r/", "out/rounds.zip", objs, roundBound(1))
 }
 
-// Issue 10: chain over 70,000 objects of 0-2 KiB filled the server's disk
-// (InsufficientStorage after 631 s): every round object was kept. 2,000
+// A chain keeps a few round objects at a time: kept every one, a chain over
+// 70,000 objects of 0-2 KiB fills the server's disk (InsufficientStorage
+// after 631 s). 2,000
 // objects of 0-2 KiB before a big one make one chain part of about 4,000
 // rounds (a part of tiny objects alone needs 5,000 of them and 10,000 rounds,
 // ten minutes here); the work bucket must stay within a few round objects.

@@ -1,13 +1,13 @@
 package e2e_test
 
-// The compressed duo run of issue 21 item 2, seeded: 200 objects of mixed
-// sizes, contents and checksum kinds, archived with --strategy duo
-// --compress auto, every part as the workers uploaded it checked at
-// Complete, every archive read by the seven readers. It failed at random
-// with EntityTooSmall: a CRC probe the worker had given up on landed in a
-// part's number after the part's upload (create.TestLateProbeCannotReplaceAPart
-// holds that case exactly). The normal suite runs 2 seeds;
-// S3ZIP_COMPRESSED_RUNS=30 runs 30 in a row (a few minutes):
+// A compressed duo run, seeded: 200 objects of mixed sizes, contents and
+// checksum kinds, archived with --strategy duo --compress auto, every part
+// as the workers uploaded it checked at Complete, every archive read by the
+// seven readers. A CRC probe the worker had given up on that landed in a
+// part's number after the part's upload would fail it at random with
+// EntityTooSmall (create.TestLateProbeCannotReplaceAPart holds that case
+// exactly). The normal suite runs 2 seeds; S3ZIP_COMPRESSED_RUNS=30 runs 30
+// in a row (a few minutes):
 //
 //	S3ZIP_COMPRESSED_RUNS=30 go test -count=1 -timeout 30m -v -run TestCompressedDuoSeededRuns ./tests/e2e/
 

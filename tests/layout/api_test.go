@@ -15,8 +15,7 @@ import (
 // internal/ by Go's own rule, and programs, tests, benchmarks and examples.
 var notImportable = []string{"internal/", "cmd/", "functions/", "tests/", "bench/", "tools/", "examples/"}
 
-// TestWhatIsAPI holds issue 34's line between API and the workflows' own
-// code: a package outside internal/ that another module could import is
+// TestWhatIsAPI holds the line between API and the workflows' own code: a package outside internal/ that another module could import is
 // either API (its row in docs/repository.md starts "API:", and it has a
 // runnable Example) or the handlers a Lambda of one's own would run (its
 // row starts "handlers:"). A package added outside internal/ without

@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// conditionFamilies are the conditions the packages used to name several
-// ways (issue 34): each is defined once, in internal/failure, under the
-// name the state machines' ErrorEquals gives it. An error type elsewhere
+// conditionFamilies are the conditions both workflows name: each is
+// defined once, in internal/failure, under the name the state machines'
+// ErrorEquals gives it. An error type elsewhere
 // whose name speaks of one of them is a second name for it.
 var conditionFamilies = map[string]*regexp.Regexp{
 	"a checksum that does not match":   regexp.MustCompile(`Checksum|Mismatch|MD5|Digest`),

@@ -9,7 +9,7 @@ import (
 )
 
 // Every Lambda's main hands the runtime its handler's Handle method: one
-// verb for the nine entry points (issue 34), so a reader going from
+// verb for the nine entry points, so a reader going from
 // functions/x/main.go to its code looks for one name.
 func TestEveryLambdaStartsHandle(t *testing.T) {
 	mains, err := filepath.Glob("../../functions/*/main.go")

@@ -1,11 +1,10 @@
 // Package layout_test holds the documents to the tree: the repository's
-// table (docs/repository.md; the README's until issue 35 moved it) names
-// every Go package, Lambda and TypeScript folder (issue 22: it once said
-// five Lambdas when there were nine), every document a Go comment or a
-// Markdown file (README.md first) refers to exists (plan/plan.go cited a
-// design document the repository did not have), every link of the README
-// and docs/ resolves (links_test.go), and the README's code is the files
-// the tests build and run (snippets_test.go).
+// table (docs/repository.md) names every Go package, Lambda and TypeScript
+// folder (a table that says five Lambdas when there are nine fails it),
+// every document a Go comment or a Markdown file (README.md first) refers
+// to exists, every link of the README and docs/ resolves (links_test.go),
+// and the README's code is the files the tests build and run
+// (snippets_test.go).
 package layout_test
 
 import (

@@ -11,9 +11,8 @@ import (
 )
 
 // The README and the reference pages in docs/ link to each other, to the
-// tree and to sections (issue 35 moved most of the README into docs/): a
-// relative link must name a file or folder that is there, and a #fragment
-// a heading of the page it points into.
+// tree and to sections: a relative link must name a file or folder that is
+// there, and a #fragment a heading of the page it points into.
 
 // linkedPages are the Markdown files whose links are held true.
 func linkedPages(t *testing.T) []string {

@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// The shape issue 22 asks of every production function in the tree, as
-// create/ and extract/ hold it already: a reader takes a function in on
-// one screen, and a list of parameters that is really one thing is a type.
+// The shape of every production function in the tree: a reader takes a
+// function in on one screen, and a list of parameters that is really one
+// thing is a type.
 
 // The limits, in one place.
 const (
@@ -36,7 +36,7 @@ const (
 )
 
 // pending are the functions allowed over a limit for now, each with why
-// (none now: plan/'s three were split once issue 24's work had landed).
+// (none at present).
 // An entry whose function is no longer over its limit (or is gone) fails
 // the test, so the table cannot go stale: remove the entry then.
 var pending = []struct {

@@ -1,6 +1,6 @@
 package load_test
 
-// Extract at millions (issue 33): each extract handler's memory and time per
+// Extract at millions: each extract handler's memory and time per
 // million entries, against an archive written by Go's archive/zip and served
 // from a file by the in-memory S3.
 

@@ -1,7 +1,6 @@
-// Command roomstats measures how a Go package's files hang together (issue
-// 34's before-and-after): files and lines per package, references between
-// its files that run against the file order, and the path a handler's calls
-// take through the files.
+// Command roomstats measures how a Go package's files hang together: files
+// and lines per package, references between its files that run against
+// the file order, and the path a handler's calls take through the files.
 //
 //	go run ./tools/roomstats [-entry pkg.Type.Method] ./create/... ./extract
 //

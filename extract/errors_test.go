@@ -16,9 +16,9 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// ErrorType calls a failure transient only when a retry can help: the
-// cases where extract's and workflow's classifiers used to disagree, and
-// the typed errors recognised by s3err.Transient.
+// ErrorType calls a failure transient only when a retry can help, as
+// create's classifier does, and the typed errors are recognised by
+// s3err.Transient.
 func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 	sdk := func(cause error) error {
 		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: cause}
@@ -39,14 +39,14 @@ func TestErrorTypeTransientOnlyWhenRetryCanHelp(t *testing.T) {
 		{"response-timeout", sdk(context.DeadlineExceeded), stepfn.TypeTransientError},
 		{"cancelled", sdk(context.Canceled), stepfn.TypeUntyped},
 		{"not-an-s3-failure", errors.New("entry 3 has no data"), stepfn.TypeUntyped},
-		// Used to be Error: a body read that fails is no SDK error, yet a retry helps.
+		// A body read that fails is no SDK error, yet a retry helps.
 		{"body-cut-off", fmt.Errorf("read archive bytes: %w", io.ErrUnexpectedEOF), stepfn.TypeTransientError},
 		{"body-read-reset", fmt.Errorf("read archive bytes: %w", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reset")}), stepfn.TypeTransientError},
-		// Used to be stepfn.TransientError: a server out of space or without the
-		// feature stays so (workflow calls these RefusedError).
+		// A server out of space or without the feature stays so (create
+		// calls these RefusedError).
 		{"out-of-space", answered(507, "InsufficientStorage"), stepfn.TypeUntyped},
 		{"not-implemented", answered(501, ""), stepfn.TypeUntyped},
-		// Used to be stepfn.TransientError: the SDK refusing its own parameters never heals.
+		// The SDK refusing its own parameters never heals.
 		{"invalid-params", sdk(smithy.InvalidParamsError{Context: "GetObjectInput"}), stepfn.TypeUntyped},
 	} {
 		t.Run(c.name, func(t *testing.T) {

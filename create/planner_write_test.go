@@ -38,7 +38,7 @@ func (c *putWatcher) PutObject(ctx context.Context, in *s3.PutObjectInput, opts 
 
 // The planner writes the entries and part-job files to $TMPDIR (the
 // Lambda's /tmp, sized by infra) as the plan is encoded and puts them from
-// there: held in memory they were most of its memory at ten million
+// there: held in memory they would be most of its memory at ten million
 // entries. It leaves nothing behind there; a $TMPDIR it cannot write is an
 // error that says where the files go.
 func TestPlannerSpoolsPlanFiles(t *testing.T) {
@@ -75,6 +75,7 @@ func TestPlannerSpoolsPlanFiles(t *testing.T) {
 // jobs notes the live heap then, which readPlan reads after opening the
 // entries file.
 type planFilesGetter struct {
+	S3    // what the test does not call: nil
 	files map[string][]byte
 	parts string
 	heap  uint64 // live heap when the part jobs were first read
@@ -113,7 +114,7 @@ func liveHeap() uint64 {
 
 // readPlan (the finalizer's, and the planner's after a CRC round) decodes
 // the entries file as it arrives: before it decodes anything it holds
-// nothing of it (it used to read it whole first, 2 GB at ten million
+// nothing of it (read whole first, it would be 2 GB at ten million
 // entries, beside the plan it decodes).
 func TestReadPlanStreamsEntries(t *testing.T) {
 	entries, _ := plan.Synthetic("small", 200_000, 3)
@@ -139,5 +140,49 @@ func TestReadPlanStreamsEntries(t *testing.T) {
 	}
 	if held := int64(g.heap) - int64(base); held > int64(entriesSize)/8 {
 		t.Errorf("readPlan held %d bytes before decoding an entries file of %d: it reads the file whole first", held, entriesSize)
+	}
+}
+
+// The planner writes the plan's Fit into the job: the Map runs the batches
+// the plan was priced with, on no more workers than have a batch, and each
+// worker keeps the parts in flight the prediction assumed. Streamed from
+// sources that store no CRC-32, the plan is written, its CRC-32s learned
+// in a round of reads and the plan read back before the job is made: the
+// fit goes with it.
+func TestJobCarriesThePlansFit(t *testing.T) {
+	e := newEnv(t, mixedObjects("m/", s3test.ChecksumNone))
+	for _, c := range []struct {
+		strategy string
+		workers  int
+	}{{"duo", 1}, {"duo", 1000}, {"stream", 1}, {"stream", 1000}} {
+		strategy, workers := c.strategy, c.workers
+		t.Run(fmt.Sprintf("%s-workers-%d", strategy, workers), func(t *testing.T) {
+			r := &Runner{S3: e.s3, Config: Config{WorkBucket: "work", DefaultMaxConcurrency: workers}}
+			w := &Worker{S3: e.s3, Config: r.Config}
+			var batches []BatchInput
+			var mu sync.Mutex
+			r.Batch = func(ctx context.Context, in BatchInput) (*BatchResult, error) {
+				mu.Lock()
+				batches = append(batches, in)
+				mu.Unlock()
+				return w.Handle(ctx, in)
+			}
+			dest := fmt.Sprintf("fit-%s-%d.zip", strategy, workers)
+			res, err := r.Run(context.Background(), request(strategy, "m/", dest, `,"partSize":5242880`), fmt.Sprintf("fit-%s-%d", strategy, workers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkArchive(t, dest, "m/")
+			job := res.Job
+			if job.MaxConcurrency < 1 || job.MaxConcurrency > min(workers, len(batches)) {
+				t.Errorf("job's maxConcurrency %d for %d workers and %d batches: want at most both", job.MaxConcurrency, workers, len(batches))
+			}
+			if job.PartsInFlight != plan.DefaultModel.Concurrency {
+				t.Errorf("job's partsInFlight %d, want the model's %d, which the plan was priced with", job.PartsInFlight, plan.DefaultModel.Concurrency)
+			}
+			if workers == 1 && (len(batches) != 1 || job.PartsPerBatch < job.WorkerParts) {
+				t.Errorf("one worker: %d batches of at most %d of the %d part jobs; want them all in one invocation", len(batches), job.PartsPerBatch, job.WorkerParts)
+			}
+		})
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// The package's shape, as issue 22 asks for it: a reader takes in each
-// function on one screen, and extract stands on internal/* and the core,
-// never on the create workflow's package above it.
+// The package's shape: a reader takes in each function on one screen, and
+// extract stands on internal/* and the core, never on the create workflow's
+// package above it.
 
 // maxFuncLines is the longest a production function may be, from its
 // signature to its closing brace.
