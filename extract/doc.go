@@ -12,5 +12,9 @@
 // with the executor (executor.go; copyjob.go and readjob.go, one job kind
 // each), the Finalizer (finalizer.go) checks what was written against the
 // plan and writes the report (report.go), the Aborter (abort.go) undoes a
-// failed run. Run (local.go) runs the same handlers in process for the CLI.
+// failed run. Run (local.go) runs the same handlers in process for the CLI,
+// and Resume (resume.go) continues a run kept after a failure. Shared by
+// them: the deployment's settings (config.go), the error types the state
+// machine retries or catches (errors.go), the objects' PUTs and their
+// metadata (puts.go), and the S3 helpers (s3util.go).
 package extract

@@ -35,16 +35,6 @@ const (
 	overParams limit = "parameters"
 )
 
-// pending are the functions allowed over a limit for now, each with why
-// (none at present).
-// An entry whose function is no longer over its limit (or is gone) fails
-// the test, so the table cannot go stale: remove the entry then.
-var pending = []struct {
-	file, function string
-	over           limit
-	why            string
-}{}
-
 // notProduction are the directories, below the root, whose code is tests,
 // test servers or benchmarks rather than the product.
 var notProduction = []string{"tests/", "internal/testenv/", "bench/"}
@@ -67,18 +57,8 @@ func (o oversize) String() string {
 
 func TestNoFunctionOverTheShapeLimits(t *testing.T) {
 	found := oversizeFunctions(t)
-	allowed := map[string]bool{}
-	for _, p := range pending {
-		key := p.file + " " + p.function + " " + string(p.over)
-		allowed[key] = true
-		if _, still := found[key]; !still {
-			t.Errorf("pending (%s): %s in %s is no longer over %d %s (or is gone): remove its entry", p.why, p.function, p.file, limitOf(p.over), p.over)
-		}
-	}
 	for _, key := range slices.Sorted(maps.Keys(found)) {
-		if !allowed[key] {
-			t.Error(found[key])
-		}
+		t.Error(found[key])
 	}
 }
 
