@@ -43,6 +43,7 @@ type pkg struct {
 func main() {
 	entry := flag.String("entry", "", "a handler to walk from: importpath-suffix.Type.Method, e.g. create.Worker.Handle")
 	owners := flag.String("owners", "", "comma-separated handlers: for each declaration, which of them reach it")
+	showPath := flag.Bool("path", false, "with -entry: print each stop of the walk, a climb marked ^")
 	groups := flag.String("groups", "", "comma-separated handlers: group the files by the handler that reaches them and count references across groups")
 	flag.Parse()
 	fset := token.NewFileSet()
@@ -57,7 +58,7 @@ func main() {
 		fmt.Printf("%-40s %6d %7d %6d %8d\n", p.path, len(p.files), p.lines, refs, back)
 	}
 	if *entry != "" {
-		walk(fset, pkgs, *entry)
+		walk(fset, pkgs, *entry, *showPath)
 	}
 	if *owners != "" {
 		reachedBy(fset, pkgs, strings.Split(*owners, ","))
@@ -275,7 +276,7 @@ func fileRefs(fset *token.FileSet, p *pkg) (refs, back int) {
 }
 
 // walk prints the depth-first path of calls from entry through the module.
-func walk(fset *token.FileSet, pkgs []*pkg, entry string) {
+func walk(fset *token.FileSet, pkgs []*pkg, entry string, showPath bool) {
 	g := callGraph(pkgs)
 	bodies, owner := g.bodies, g.owner
 	start := g.find(entry)
@@ -297,8 +298,16 @@ func walk(fset *token.FileSet, pkgs []*pkg, entry string) {
 		file := fset.Position(fd.Pos()).Filename
 		stops++
 		files[file] = true
-		if last != "" && filepath.Dir(last) == filepath.Dir(file) && filepath.Base(file) < filepath.Base(last) {
+		climb := last != "" && filepath.Dir(last) == filepath.Dir(file) && filepath.Base(file) < filepath.Base(last)
+		if climb {
 			climbs++
+		}
+		if showPath {
+			mark := " "
+			if climb {
+				mark = "^"
+			}
+			fmt.Printf("%s %s %s\n", mark, filepath.Base(file), fd.Name.Name)
 		}
 		last = file
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
