@@ -415,6 +415,9 @@ func (s *fakePlannerS3) CreateMultipartUpload(_ context.Context, in *s3.CreateMu
 	return &s3.CreateMultipartUploadOutput{UploadId: aws.String("u1")}, nil
 }
 
+// The rest of the fake: a planner over it never needs them (every source
+// has a stored CRC-32, nothing is compressed, no create fails), so each is
+// an error, or a recorded write.
 var errFakeUnused = errors.New("fakePlannerS3: not expected in this test")
 
 func (s *fakePlannerS3) DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {

@@ -71,7 +71,3 @@ func assertRequestError(t *testing.T, where string, err error) {
 		}
 	}
 }
-
-// The rest of PlannerS3: a planner over this fake never needs them (every
-// source has a stored CRC-32, nothing is compressed, no create fails), so
-// each is an error, or a recorded write.
