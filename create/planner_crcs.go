@@ -9,7 +9,7 @@ import (
 
 // learnCRCs learns every CRC-32 the workers need before they run and the
 // plan does not know, in process for Plan or by a CRC round of the
-// ReadEntries Map for Start. For the round, the plan is written now and
+// ReadEntries Map for Start. For the round, the plan is written first and
 // PlanLayout completes it with crcsLearned. It is not planned again from its
 // entries, because auto prices the lookups and, with some CRC-32s known,
 // could choose another layout.
