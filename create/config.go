@@ -20,41 +20,42 @@ type Config struct {
 	AllowedSources        []string // "bucket" or "bucket/prefix"; empty allows any
 	AllowedDestinations   []string // "bucket" or "bucket/prefix"; empty allows any
 	ControlBucket         string   // where request objects and manifests may also be read
-	DestinationKMSKeyID   string   // default SSE-KMS key of archives (a request's options.sse wins)
+	DestinationKMSKeyID   string   // default SSE-KMS key of archives, unless a request sets options.sse
 	HeadConcurrency       int      // HEADs in flight while planning
-	ListConcurrency       int      // ListObjectsV2 requests in flight listing a source prefix (s3prefix.DefaultListConcurrency)
+	ListConcurrency       int      // ListObjectsV2 requests in flight listing a source prefix, by default s3prefix.DefaultListConcurrency
 	GetConcurrency        int      // ranged GETs in flight per part being assembled
 	PartConcurrency       int      // parts in flight per worker
 	MemoryBudget          int64    // bytes of part buffers in flight per worker
 	DeadlineMargin        time.Duration
-	MaxEntries            int   // 0: no limit
-	MaxArchiveBytes       int64 // what one run writes, 0: no limit (a split run's archives together: each alone is bounded by the request's splitSize)
+	MaxEntries            int   // 0 for no limit
+	MaxArchiveBytes       int64 // bytes one run writes, all of a split run's archives together, or 0 for no limit; the request's splitSize bounds each alone
 	// KMSKeyGranted says DestinationKMSKeyID is the only customer-managed
-	// key the roles may encrypt archives with (a deployment: the CDK grants
-	// exactly that key), so a request naming another is refused before any
-	// write instead of failing at the first. A local run leaves it false:
-	// the caller's own rights apply, which only S3 can judge.
+	// key the roles may encrypt archives with, as in a deployment, where the
+	// CDK grants exactly that key. A request naming another is then refused
+	// before any write instead of failing at the first. A local run leaves it
+	// false, because the caller's own rights apply, which only S3 can judge.
 	KMSKeyGranted bool
-	// PieceSize is how much of an object one read job reads and compresses
-	// (its compressed copy is held in memory): at most half MemoryBudget.
+	// PieceSize is how much of an object one read job reads and compresses.
+	// It is at most half MemoryBudget, since the compressed copy is held in
+	// memory.
 	PieceSize int64
-	// PartsPerBatch fixes how many part jobs one worker invocation builds
-	// (the BuildParts Map's ItemBatcher, through Job.PartsPerBatch); 0, the
-	// default, lets each plan cut its batches for its workers (plan.Fit).
+	// PartsPerBatch fixes how many part jobs one worker invocation builds,
+	// through Job.PartsPerBatch and the BuildParts Map's ItemBatcher. The
+	// default, 0, lets each plan cut its batches for its workers with plan.Fit.
 	PartsPerBatch int
-	// MaxReadsPerBatch bounds how many read jobs one reader invocation runs
-	// (the ReadEntries Map's ItemBatcher, through ReadPlan.ReadsPerBatch).
+	// MaxReadsPerBatch bounds how many read jobs one reader invocation runs,
+	// through ReadPlan.ReadsPerBatch and the ReadEntries Map's ItemBatcher.
 	MaxReadsPerBatch int
 	// DirectoryPartSize is the most central directory the finalizer writes
-	// in one part (plan.Options.DirectoryPartSize; 0: the plan's default):
-	// its memory holds about two such parts.
+	// in one part, and its memory holds about two such parts. It sets
+	// plan.Options.DirectoryPartSize, and 0 leaves the plan's default.
 	DirectoryPartSize int64
 	// MaxPresignSeconds is the longest download link the finalizer signs
-	// when a request asks (options.presign); 0 signs none.
+	// when a request asks with options.presign. 0 signs none.
 	MaxPresignSeconds int
-	// Model is the profile of where the run happens, for auto's choices:
-	// nil is AWS (plan.DefaultModel); a local run against one machine's
-	// server passes that server's calibrated profile.
+	// Model is the profile of where the run happens, for auto's choices. nil
+	// means AWS, as plan.DefaultModel describes it. A local run against one
+	// machine's server passes that server's calibrated profile.
 	Model *plan.Model
 }
 
@@ -97,22 +98,21 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// Batch sizes of the two Distributed Maps. They are the one source of these
-// numbers: the planner writes them into the state (Job.PartsPerBatch,
-// ReadPlan.ReadsPerBatch), the ASL reads them from there
-// (MaxItemsPerBatchPath), the local runner batches by the same fields, and a
+// These are the batch sizes of the two Distributed Maps, and the one source
+// of these numbers. The planner writes them into the state as
+// Job.PartsPerBatch and ReadPlan.ReadsPerBatch, the ASL reads them from there
+// by MaxItemsPerBatchPath, the local runner batches by the same fields, and a
 // deployment changes them through PARTS_PER_BATCH and MAX_READS_PER_BATCH.
 const (
-	// DefaultPartsPerBatch part jobs per worker invocation is the batch a
-	// caller that fixes one usually takes (PARTS_PER_BATCH): a part is 5 MiB
-	// to 5 GiB, so 8 keep an invocation well inside its timeout while
-	// sparing 7 of 8 child executions. Unfixed, each plan cuts its own
-	// (plan.Fit), its batches' predicted time bounded by
-	// plan.MaxBatchSeconds.
+	// DefaultPartsPerBatch is the batch of part jobs per worker invocation a
+	// caller that fixes one with PARTS_PER_BATCH usually takes. A part is
+	// 5 MiB to 5 GiB, so 8 keep an invocation well inside its timeout while
+	// sparing 7 of 8 child executions. Unfixed, each plan cuts its own with
+	// plan.Fit, its batches' predicted time bounded by plan.MaxBatchSeconds.
 	DefaultPartsPerBatch = 8
-	// DefaultMaxReadsPerBatch read jobs (pieces of at most PieceSize) per
-	// reader invocation at most; fewer when there are few jobs for the
-	// concurrency, so that every reader gets some.
+	// DefaultMaxReadsPerBatch is the most read jobs, pieces of at most
+	// PieceSize, per reader invocation. There are fewer when there are few
+	// jobs for the concurrency, so that every reader gets some.
 	DefaultMaxReadsPerBatch = 8
 )
 
@@ -181,7 +181,7 @@ func (c Config) workPrefix(execution string) string {
 	return c.WorkPrefix + clean + "/"
 }
 
-// logger is l, or slog's default when l is nil: a handler's Log.
+// logger returns l, a handler's Log, or slog's default when l is nil.
 func logger(l *slog.Logger) *slog.Logger {
 	if l != nil {
 		return l

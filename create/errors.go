@@ -14,10 +14,10 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// Each condition the state machine tells apart has a Go type of its own;
-// internal/stepfn names the rule and the names ErrorEquals spells
-// (stepfn.Type*). errorTypes are the kinds ErrorType looks for, in order:
-// the first one in err's chain names it.
+// Each condition the state machine tells apart has a Go type of its own,
+// and internal/stepfn names the rule and the stepfn.Type* names ErrorEquals
+// spells. errorTypes lists in order the kinds ErrorType looks for, and the
+// first one in err's chain names it.
 var errorTypes = []stepfn.ErrorKind{
 	{Name: stepfn.TypeRequestError, Is: stepfn.IsA[*failure.RequestError]},
 	{Name: stepfn.TypeSourceChangedError, Is: stepfn.IsA[*failure.SourceChangedError]},
@@ -32,7 +32,7 @@ var errorTypes = []stepfn.ErrorKind{
 	{Name: stepfn.TypeTransientError, Is: stepfn.IsA[*stepfn.TransientError]},
 }
 
-// ErrorTypes are the names ErrorType can report besides TypeUntyped.
+// ErrorTypes returns the names ErrorType can report besides TypeUntyped.
 func ErrorTypes() []string {
 	names := make([]string, len(errorTypes))
 	for i, t := range errorTypes {
@@ -41,8 +41,9 @@ func ErrorTypes() []string {
 	return names
 }
 
-// ErrorType is the error type the state machine sees for err: the first of
-// ErrorTypes() (in that order) found anywhere in its chain, or TypeUntyped.
+// ErrorType returns the error type the state machine sees for err. It is the
+// first of ErrorTypes, in that order, found anywhere in its chain, or
+// TypeUntyped.
 func ErrorType(err error) string { return stepfn.NameOf(err, errorTypes) }
 
 func requestError(format string, a ...any) *failure.RequestError {
@@ -50,20 +51,19 @@ func requestError(format string, a ...any) *failure.RequestError {
 }
 
 // DeadlineError says a worker stopped before its Lambda deadline with parts
-// left; a retry builds the batch again (parts are idempotent).
+// left. A retry builds the batch again, since parts are idempotent.
 type DeadlineError struct{ Done, Left int }
 
 func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("stopped before the deadline with %d of %d parts built; retry the batch", e.Done, e.Done+e.Left)
 }
 
-// UploadRestartError says S3 answered the archive's conditional
-// completion 409 ConditionalRequestConflict (another operation on the key
-// met it): the upload is over, and S3's word is to start it again and
-// upload every part anew. The same completion again cannot succeed, so no
-// Task retries it: the state machine's RestartUpload state, and the
-// Runner, start the upload again (Planner.RestartUpload) and build the
-// parts anew, at most maxUploadRestarts times.
+// UploadRestartError says S3 answered the archive's conditional completion
+// 409 ConditionalRequestConflict because another operation on the key met
+// it. The upload is over, and S3 says to start it again and upload every
+// part anew. The same completion cannot succeed, so no Task retries it. The
+// RestartUpload state and the Runner call Planner.RestartUpload and build
+// the parts anew, at most maxUploadRestarts times.
 type UploadRestartError struct {
 	Destination string
 	Err         error
@@ -75,24 +75,25 @@ func (e *UploadRestartError) Error() string {
 
 func (e *UploadRestartError) Unwrap() error { return e.Err }
 
-// Retryable reports whether err may heal on retry: whether the state
-// machine retries its ErrorType.
+// Retryable reports whether err may heal on retry, which is whether the
+// state machine retries its ErrorType.
 func Retryable(err error) bool {
 	return slices.Contains(stepfn.RetryableTypes, ErrorType(err))
 }
 
-// s3Error classifies an S3 error from op on bucket/key: a failed If-Match or a
-// vanished source becomes failure.SourceChangedError (when source is true), a
-// permanent refusal (out of space, not implemented, denied) RefusedError,
-// what s3err.Transient calls transient stepfn.TransientError, the rest keep their
-// message with context.
+// s3Error classifies an S3 error from op on bucket/key. When source is true,
+// a failed If-Match or a vanished source becomes failure.SourceChangedError.
+// A permanent refusal such as out of space, not implemented or denied becomes
+// RefusedError, and what s3err.Transient calls transient becomes
+// stepfn.TransientError. The rest keep their message, with context.
 func s3Error(op, bucket, key string, source bool, err error) error {
 	if err == nil {
 		return nil
 	}
-	// Cancelled by the caller: not S3's doing. A deadline is different: an
-	// HTTP client's response timeout also matches context.DeadlineExceeded,
-	// and a request that timed out may well succeed when tried again.
+	// A cancellation by the caller is not S3's doing. A deadline is
+	// different, because an HTTP client's response timeout also matches
+	// context.DeadlineExceeded, and a request that timed out may well
+	// succeed when tried again.
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err)
 	}

@@ -15,38 +15,38 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// MaxKeptMetadataBytes bounds an object's metadata extra field
-// (objmeta.MaxFieldBytes): it sizes the pin round's batches when metadata
-// is kept (KeptLookupsPerBatch). An object over it (a server more generous
-// than S3) fails the run, naming it.
+// MaxKeptMetadataBytes bounds an object's metadata extra field and equals
+// objmeta.MaxFieldBytes. It sizes KeptLookupsPerBatch, the pin round's
+// batches when metadata is kept. An object over it, which only a server more
+// generous than S3 can hold, fails the run, naming it.
 const MaxKeptMetadataBytes = objmeta.MaxFieldBytes
 
 // MaxKeptMetadataTotal bounds the metadata a run keeps, all objects
-// together: the planner holds every entry's field until the plan is
-// written, beside the entries themselves (docs/performance.md, "Planning at scale": some
-// 1.2 GiB at a million entries of its 2,048 MB), so a run past it is
+// together. The planner holds every entry's field beside the entries until
+// the plan is written, some 1.2 GiB of its 2,048 MB at a million entries, as
+// docs/performance.md, "Planning at scale", says. So a run past it is
 // refused rather than run out of memory.
 const MaxKeptMetadataTotal = 256 << 20
 
-// KeptLookupsPerBatch is the most pin lookups one reader invocation
-// answers when the request keeps metadata: each answer carries its field in
-// base64 (at most MaxKeptMetadataBytes·4/3, about 10.7 KiB, and some 300
-// bytes more), and a batch's result must stay under Step Functions' 256 KiB
-// (20 × 11 KiB = 220 KiB).
+// KeptLookupsPerBatch is the most pin lookups one reader invocation answers
+// when the request keeps metadata. Each answer carries its field in base64,
+// at most MaxKeptMetadataBytes·4/3, about 10.7 KiB, and some 300 bytes more.
+// A batch's result must stay under Step Functions' 256 KiB, and 20 × 11 KiB
+// is 220 KiB.
 const KeptLookupsPerBatch = 20
 
 // headMeta is what an entry records of its object beyond the bytes, from
-// the HeadObject that looked it up: the Unix mode and modification time
-// rclone and s3fs keep in user metadata (objmeta), and, when the request
-// keeps metadata, the metadata extra field (zipformat.Metadata).
+// the HeadObject that looked it up. It holds the Unix mode and modification
+// time rclone and s3fs keep in user metadata, read by objmeta, and, when the
+// request keeps metadata, the zipformat.Metadata extra field.
 type headMeta struct {
 	Mode    uint32
-	ModTime time.Time // zero: the metadata gives none (Last-Modified stands)
+	ModTime time.Time // zero when the metadata gives none and Last-Modified stands
 	Field   plan.MetaField
 }
 
-// metaOf reads what h says of src's metadata. An object whose metadata
-// does not fit an extra field is an error naming it: it cannot be kept.
+// metaOf reads what h says of src's metadata. An object whose metadata does
+// not fit an extra field cannot be kept, and is an error naming it.
 func metaOf(h *s3.HeadObjectOutput, src plan.Source, keep bool) (headMeta, error) {
 	var m headMeta
 	m.Mode, _ = objmeta.Mode(h.Metadata)

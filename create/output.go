@@ -1,7 +1,7 @@
 package create
 
-// The execution's output: a documented, versioned contract
-// (docs/output.md, docs/output.schema.json) that EventBridge consumers of
+// The execution's output is a documented, versioned contract, described in
+// docs/output.md and docs/output.schema.json, that EventBridge consumers of
 // "Step Functions Execution Status Change" events read from detail.output.
 
 import (
@@ -19,25 +19,25 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// OutputVersion is the version of the output's shape. Fields are only
-// ever added within a version; a field removed or changed in meaning makes
+// OutputVersion is the version of the output's shape. Fields are only ever
+// added within a version, and a field removed or changed in meaning makes
 // the next one.
 const OutputVersion = 1
 
-// maxRequestIDChars bounds a request's id (it is echoed in every output).
+// maxRequestIDChars bounds a request's id, which every output echoes.
 const maxRequestIDChars = 128
 
 // OutputSpec is what the output carries that only the request and the
-// execution know: the planner takes it from them into the job, and the
+// execution know. The planner takes it from them into the job, and the
 // finalizer puts it into the output.
 type OutputSpec struct {
 	// RequestID is the request's id, or the execution's name without one.
 	RequestID string `json:"requestId"`
-	// Presign is options.presign: the links' lifetime, as the request wrote it.
+	// Presign is options.presign, the links' lifetime as the request wrote it.
 	Presign string `json:"presign,omitempty"`
 	// ChecksumsFile is options.checksumsFile, the entry listing the SHA-256s.
 	ChecksumsFile string `json:"checksumsFile,omitempty"`
-	// Started is when the execution started ($$.Execution.StartTime).
+	// Started is the execution's start time, from $$.Execution.StartTime.
 	Started time.Time `json:"started,omitzero"`
 }
 
@@ -60,7 +60,7 @@ func checkRequestID(id string) string {
 	return ""
 }
 
-// checkPresign is Validate's check of options.presign: a lifetime SigV4
+// checkPresign is Validate's check that options.presign is a lifetime SigV4
 // allows.
 func checkPresign(s string) string {
 	if s == "" {
@@ -72,10 +72,10 @@ func checkPresign(s string) string {
 	return ""
 }
 
-// checkPresignAllowed refuses links a deployment does not sign: the
+// checkPresignAllowed refuses links a deployment does not sign. The
 // finalizer's role can read every archive it writes, so a link hands that
-// right to whoever started the execution. The deployment decides
-// (MAX_PRESIGN_SECONDS, the CDK prop maxPresignSeconds).
+// right to whoever started the execution. The deployment decides with
+// MAX_PRESIGN_SECONDS, set by the CDK prop maxPresignSeconds.
 func checkPresignAllowed(cfg Config, s string) string {
 	if s == "" {
 		return ""
@@ -92,15 +92,15 @@ func checkPresignAllowed(cfg Config, s string) string {
 	return ""
 }
 
-// LinkSigner signs download links; presign.Signer, with an *s3.Client's
+// LinkSigner signs download links. presign.Signer, with an *s3.Client's
 // credentials, is one.
 type LinkSigner interface {
 	SignLinks(ctx context.Context, archive presign.Object, report *presign.Object, d time.Duration) (*presign.Links, string, error)
 }
 
-// describe fills in what the output says beyond the archive and its report:
-// the contract's version, the request's id, the plan's figures, the time
-// since the execution started, and the links when the request asked.
+// describe fills in what the output says beyond the archive and its report.
+// That is the contract's version, the request's id, the plan's figures, the
+// time since the execution started, and the links when the request asked.
 func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput, strategy plan.Strategy) {
 	spec := job.Output
 	out.Version = OutputVersion
@@ -114,8 +114,8 @@ func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput,
 	if spec.Presign == "" {
 		return
 	}
-	// The archive is complete and checked: a link that cannot be signed is
-	// a warning, never a reason to discard it.
+	// The archive is complete and checked, so a link that cannot be signed
+	// is a warning, never a reason to discard it.
 	d, err := presign.ParseLifetime(spec.Presign)
 	if err == nil && f.Links == nil {
 		err = fmt.Errorf("this finalizer has no signer")
@@ -135,7 +135,7 @@ func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput,
 		return
 	}
 	for _, a := range out.Archives {
-		// A split run's: each archive's link, signed alike.
+		// A split run gets each archive's link, signed alike.
 		l, _, err := f.Links.SignLinks(ctx, presign.Object{Bucket: dst.Bucket, Key: strings.TrimPrefix(a.URI, "s3://"+dst.Bucket+"/")}, nil, d)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("no links: %v", err))
@@ -152,12 +152,12 @@ func (f *Finalizer) describe(ctx context.Context, job *Job, out *FinalizeOutput,
 	}
 }
 
-// ReportKey is the key of the JSON report written beside an archive, in
-// the archive's bucket: the archive's key plus ".report.json".
+// ReportKey returns the key of the JSON report written beside an archive in
+// the archive's bucket, which is the archive's key plus ".report.json".
 func ReportKey(d Destination) string { return d.Key + ".report.json" }
 
-// checkReportFree says whether the report's key is free; without overwrite
-// a run never replaces an object there.
+// checkReportFree says whether the report's key is free. Without overwrite a
+// run never replaces an object there.
 func checkReportFree(ctx context.Context, c S3, d Destination) error {
 	key := ReportKey(d)
 	_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &key})

@@ -9,8 +9,8 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// readLayout reads a job's plan without its entries (the finalizer's:
-// streamEntries reads them an entry at a time).
+// readLayout reads a job's plan without its entries, for the finalizer,
+// whose streamEntries reads them an entry at a time.
 func readLayout(ctx context.Context, c S3, job *Job) (*plan.Layout, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
@@ -23,8 +23,8 @@ func readLayout(ctx context.Context, c S3, job *Job) (*plan.Layout, error) {
 	return plan.DecodeLayout(header, bytes.NewReader(parts))
 }
 
-// discardSpool closes and deletes a file spooled to $TMPDIR (nil: none): a
-// warm Lambda's /tmp outlives the invocation.
+// discardSpool closes and deletes a file spooled to $TMPDIR, if file is not
+// nil, because a warm Lambda's /tmp outlives the invocation.
 func discardSpool(file *os.File) {
 	if file != nil {
 		file.Close()

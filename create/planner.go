@@ -26,24 +26,24 @@ type Planner struct {
 type PlanInput struct {
 	Request   json.RawMessage `json:"request"`
 	Execution string          `json:"execution"`
-	// Reads is the read pass's outcome, when the request needed one
-	// (Start): the layout is planned from its entries.
+	// Reads is the outcome of the read pass that Start runs for a request
+	// that needs one. The layout is planned from its entries.
 	Reads *ReadsDone `json:"reads,omitempty"`
-	// Started is when the execution started ($$.Execution.StartTime).
+	// Started is the execution's start time, from $$.Execution.StartTime.
 	Started time.Time `json:"started,omitzero"`
-	// Restart is the job whose upload S3 ended at its completion
-	// (UploadRestartError, the RestartUpload state): the planner starts
-	// the upload again and returns the job with it.
+	// Restart is a job whose upload S3 ended while completing it, caught as
+	// UploadRestartError by the RestartUpload state. The planner starts the
+	// upload again and returns the job with the new one.
 	Restart *Job `json:"restart,omitempty"`
 }
 
 // maxManifestBytes bounds a manifest object.
 const maxManifestBytes = 1 << 30
 
-// Plan runs the planner in one call, with no Map: what Start hands to the
-// ReadEntries Map as lookups (a manifest's objects pinned, the CRC-32s the
-// layout needs) is looked up here, in process, by a Reader. A request that
-// needs its entries read (compression, digests) needs the read pass: Start.
+// Plan runs the planner in one call, with no Map. The lookups Start hands to
+// the ReadEntries Map, pinning a manifest's objects and learning the CRC-32s
+// the layout needs, are made here in process by a Reader. A request whose
+// entries must be read for compression or digests needs Start's read pass.
 func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	run, err := pl.newRun(ctx, in, true)
 	if err != nil {
@@ -60,14 +60,14 @@ func (pl *Planner) Plan(ctx context.Context, in PlanInput) (*Job, error) {
 	return job, err
 }
 
-// Start is the planner Lambda's handler, for PlanArchive and PlanLayout
-// alike: it takes the planning from where the last read round left it (none:
-// the start) to the next round the ReadEntries Map must run, returned as a
-// ReadPlan, or to the Job. The rounds, each only when it has work: a
-// manifest's objects pinned (StagePin), the entries read (StageRead:
-// compression, digests), the CRC-32s the layout needs (StageCRC). A request
-// with none of these costs nothing more than it did before the read pass
-// existed; the planner itself never makes a request per object.
+// Start is the planner Lambda's handler for both PlanArchive and PlanLayout.
+// It takes the planning from where the last read round left it, or from the
+// beginning, to the next round the ReadEntries Map must run, returned as a
+// ReadPlan, or to the Job. A round runs only when it has work. StagePin pins
+// a manifest's objects, StageRead reads the entries for compression or
+// digests, and StageCRC learns the CRC-32s the layout needs. A request that
+// needs none of them runs no round, and the planner itself never makes a
+// request per object.
 func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, error) {
 	run, err := pl.newRun(ctx, in, false)
 	if err != nil {
@@ -76,8 +76,8 @@ func (pl *Planner) Start(ctx context.Context, in PlanInput) (*Job, *ReadPlan, er
 	return run.advance(ctx, in.Reads)
 }
 
-// Handle is Start with one result, as the Lambda returns it: the Job or the
-// ReadPlan.
+// Handle returns Start's Job or ReadPlan as the one result the Lambda
+// returns, or restarts the upload of in.Restart.
 func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
 	if in.Restart != nil {
 		return pl.RestartUpload(ctx, in, in.Restart)
@@ -92,9 +92,9 @@ func (pl *Planner) Handle(ctx context.Context, in PlanInput) (any, error) {
 	return job, nil
 }
 
-// planRun is one planner invocation: its checked request, where its work
-// objects go, and whether its lookups run here (Plan, `s3zip plan`) or in
-// the ReadEntries Map (Start).
+// planRun holds one planner invocation's checked request, the prefix its
+// work objects go under, and whether its lookups run in process, as for Plan
+// and `s3zip plan`, or in the ReadEntries Map, as for Start.
 type planRun struct {
 	pl        *Planner
 	cfg       Config
@@ -121,7 +121,8 @@ func (pl *Planner) newRun(ctx context.Context, in PlanInput, here bool) (*planRu
 	return &planRun{pl: pl, cfg: cfg, req: req, execution: in.Execution, prefix: cfg.workPrefix(in.Execution), here: here, started: started, stored: &storedCRCs{}, output: newOutputSpec(req, in)}, nil
 }
 
-// advance plans from where the read round d left off (nil: the start).
+// advance plans from where the read round d left off, or from the start
+// when d is nil.
 func (r *planRun) advance(ctx context.Context, d *ReadsDone) (*Job, *ReadPlan, error) {
 	if d.passed() == passedCRC {
 		p, err := r.crcsLearned(ctx, d)
@@ -181,7 +182,8 @@ func (r *planRun) finish(ctx context.Context, p *plan.Plan) (*Job, *ReadPlan, er
 	if err := r.pl.abortEarlierAttempt(ctx, job); err != nil {
 		return nil, nil, err
 	}
-	// The uploads first: a split plan's part jobs name their archive's.
+	// The uploads start first because a split plan's part jobs name their
+	// archive's upload.
 	if err := r.pl.startUploads(ctx, r.cfg, r.req, job, p); err != nil {
 		return nil, nil, err
 	}
@@ -199,8 +201,8 @@ func (pl *Planner) runLog(execution string, req *Request) *slog.Logger {
 	return logger(pl.Log).With("execution", execution, "destination", req.Destination.URI())
 }
 
-// maxConcurrency is the Maps' concurrency: the request's, else the
-// deployment's default.
+// maxConcurrency returns the Maps' concurrency, the request's if it sets one
+// and the deployment's default otherwise.
 func maxConcurrency(cfg Config, req *Request) int {
 	if req.Options.MaxConcurrency != 0 {
 		return req.Options.MaxConcurrency

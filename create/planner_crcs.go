@@ -8,10 +8,11 @@ import (
 )
 
 // learnCRCs learns every CRC-32 the workers need before they run and the
-// plan does not know: here (Plan), or by a CRC round of the ReadEntries Map
-// (Start). For the round, the plan is written now and completed by
-// PlanLayout (crcsLearned): planned again from its entries with some CRC-32s
-// known, auto could choose another layout (it prices the lookups).
+// plan does not know, in process for Plan or by a CRC round of the
+// ReadEntries Map for Start. For the round, the plan is written first and
+// PlanLayout completes it with crcsLearned. It is not planned again from its
+// entries, because auto prices the lookups and, with some CRC-32s known,
+// could choose another layout.
 func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error) {
 	jobs := r.crcJobs(p)
 	if jobs.n == 0 {
@@ -36,9 +37,10 @@ func (r *planRun) learnCRCs(ctx context.Context, p *plan.Plan) (*ReadPlan, error
 	return rp, nil
 }
 
-// crcJobs are the lookups of the CRC-32s the plan needs, learned, never
-// guessed. A copied tail's is not among them: the worker that streams the
-// tail's start learns it (plan.CarriedTail), beside its other work.
+// crcJobs returns the lookups of the CRC-32s the plan needs, which are
+// learned, never guessed. A copied tail's CRC-32 is not among them, because
+// the worker that streams the tail's start learns it beside its other work,
+// as plan.CarriedTail describes.
 func (r *planRun) crcJobs(p *plan.Plan) roundJobs {
 	need := p.CRCsNeeded()
 	if len(need) == 0 {
@@ -51,8 +53,8 @@ func (r *planRun) crcJobs(p *plan.Plan) roundJobs {
 	}}
 }
 
-// crcsLearned is the plan the CRC round was for, read back, with the
-// CRC-32s the round learned.
+// crcsLearned reads back the plan the CRC round was for and sets the CRC-32s
+// the round learned.
 func (r *planRun) crcsLearned(ctx context.Context, d *ReadsDone) (*plan.Plan, error) {
 	var jobs []lookupRef
 	if err := r.roundFile(ctx, d, d.JobsKey, &jobs); err != nil {
@@ -73,8 +75,8 @@ func (r *planRun) crcsLearned(ctx context.Context, d *ReadsDone) (*plan.Plan, er
 	return p, applyCRCs(p, jobs, got)
 }
 
-// applyCRCs sets the CRC-32s the lookups learned (a copied tail's may stay
-// unknown: Validate refuses any other that does).
+// applyCRCs sets the CRC-32s the lookups learned. A copied tail's may stay
+// unknown, and Validate refuses any other unknown one.
 func applyCRCs(p *plan.Plan, jobs []lookupRef, got answers) error {
 	err := eachLooked(len(p.Entries), jobs, got, func(i int, l *Looked) error {
 		if l.CRC32.Known {

@@ -9,9 +9,9 @@ import (
 )
 
 // layOut plans the archive from its entries and checks it against the
-// deployment's size limit, priced knowing which sources S3 stores no
-// CRC-32 of (stored). The CRC-32s its workers need are learned after
-// (learnCRCs).
+// deployment's size limit. The plan is priced knowing which sources S3
+// stores no CRC-32 of, as r.stored records. learnCRCs learns the CRC-32s its
+// workers need afterwards.
 func (r *planRun) layOut(ctx context.Context, entries []plan.Entry) (*plan.Plan, error) {
 	pl, cfg, req := r.pl, r.cfg, r.req
 	opts := layoutOptions(cfg, req, r.stored)
@@ -39,9 +39,10 @@ func (r *planRun) layOut(ctx context.Context, entries []plan.Entry) (*plan.Plan,
 	return p, nil
 }
 
-// layoutOptions are what the layout is planned with: the request's
-// strategy, preference and part size, for its workers, priced with the
-// deployment's model and what S3 stores of the sources' CRC-32s.
+// layoutOptions returns the options the layout is planned with. They carry
+// the request's strategy, preference and part size for its workers, and
+// price the plan with the deployment's model and what S3 stores of the
+// sources' CRC-32s.
 func layoutOptions(cfg Config, req *Request, stored *storedCRCs) plan.Options {
 	strategy, _ := plan.ParseStrategy(req.Options.Strategy)
 	prefer, _ := plan.ParsePreference(req.Options.Prefer)

@@ -21,20 +21,20 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// maxProblemsListed bounds the problems one refusal lists: an inventory of
+// maxProblemsListed bounds the problems one refusal lists. An inventory of
 // millions of keys outside the allowed sources needs a few examples, not
 // millions of lines.
 const maxProblemsListed = 20
 
-// inventoryEntries reads the S3 Inventory report the request names: its
-// records are the entries, as a listing's objects would be (size, ETag to pin,
-// last-modified), with no request per object. The planner's requests are the
+// inventoryEntries reads the S3 Inventory report the request names and makes
+// its records the entries, with the size, ETag and last-modified time a
+// listing would give, and no request per object. The planner reads only the
 // manifest, its checksum and the data files, whatever the number of objects.
 //
-// The report is a day or a week old: an object changed since is caught by the
-// workers' If-Match on the ETag it gives (failure.SourceChangedError), as a listing's
-// would be. No version is pinned, for the same reason: an object overwritten
-// since the report is refused, not archived as it was.
+// The report is a day or a week old. The workers' If-Match on the ETag it
+// gives catches an object changed since, as failure.SourceChangedError, as a
+// listing's would be caught. No version is pinned, for the same reason, so an
+// object overwritten since the report is refused, not archived as it was.
 func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy, stored *storedCRCs) ([]plan.Entry, error) {
 	ref, prefix := req.Source.Inventory, req.Source.Prefix
 	if strings.HasPrefix(prefix, cfg.WorkPrefix) {
@@ -99,7 +99,8 @@ func (pl *Planner) inventoryEntries(ctx context.Context, cfg Config, req *Reques
 }
 
 // inventoryOpener reads a report's objects from the bucket its manifest.json
-// is in (the inventory's destination bucket), a missing one as fs.ErrNotExist.
+// is in, the inventory's destination bucket. A missing object reads as
+// fs.ErrNotExist.
 func inventoryOpener(c S3, bucket string) inventory.Opener {
 	return inventory.OpenFunc(func(ctx context.Context, key string) (io.ReadCloser, error) {
 		in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
@@ -114,9 +115,9 @@ func inventoryOpener(c S3, bucket string) inventory.Opener {
 	})
 }
 
-// inventoryError makes what is wrong with the report itself (missing, corrupt,
-// malformed) a request error naming the report; S3's failures stay as they
-// are, transient ones retryable.
+// inventoryError turns a report that is missing, corrupt or malformed into a
+// request error naming the report. S3's failures stay as they are, so
+// transient ones stay retryable.
 func inventoryError(ctx context.Context, ref *ObjectRef, err error) error {
 	var s3Failure *smithyhttp.ResponseError
 	switch {
@@ -125,7 +126,7 @@ func inventoryError(ctx context.Context, ref *ObjectRef, err error) error {
 	case ctx.Err() != nil, errors.As(err, &s3Failure), stepfn.IsA[*stepfn.TransientError](err), stepfn.IsA[*RefusedError](err):
 		return err
 	}
-	// The package's own errors: a ChecksumError, a RowError, a format it
-	// cannot read.
+	// What is left are the inventory package's own errors, such as a
+	// ChecksumError, a RowError or a format it cannot read.
 	return requestError("inventory s3://%s/%s: %v", ref.Bucket, ref.Key, err)
 }

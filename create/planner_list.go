@@ -18,8 +18,9 @@ import (
 )
 
 // sources lists the source prefix, reads the inventory, or reads the
-// manifest and has its objects looked up (the pin round: handed to the
-// ReadEntries Map, or here), and names the entries.
+// manifest and has its objects looked up, and names the entries. The
+// manifest's lookups are the pin round, run in process or handed to the
+// ReadEntries Map.
 func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) {
 	found, lines, err := r.pl.found(ctx, r.cfg, r.req, r.stored)
 	if err != nil {
@@ -28,7 +29,7 @@ func (r *planRun) sources(ctx context.Context) ([]plan.Entry, *ReadPlan, error) 
 	if err := entryLimit(r.cfg, len(found)); err != nil {
 		return nil, nil, err
 	}
-	// A manifest's objects are looked up once their entries are named: a
+	// A manifest's objects are looked up once their entries are named, so a
 	// name the archive cannot take is refused before anything is written.
 	entries, err := r.pl.named(r.cfg, r.req, found)
 	keep := r.req.Options.KeepMetadata
@@ -56,9 +57,9 @@ func entryLimit(cfg Config, n int) error {
 }
 
 // found lists the source prefix, reads the inventory, or reads the manifest
-// (with each entry's line; its objects are not looked up yet), and refuses
-// a source with nothing in it. stored notes what listing and inventory say
-// S3 stores of the objects' CRC-32s.
+// with each entry's line, and refuses a source with nothing in it. A
+// manifest's objects are not looked up yet. stored notes what the listing
+// and the inventory say S3 stores of the objects' CRC-32s.
 func (pl *Planner) found(ctx context.Context, cfg Config, req *Request, stored *storedCRCs) ([]plan.Entry, []manifest.Line, error) {
 	names, _ := plan.ParseNamePolicy(req.Options.Names)
 	var entries []plan.Entry
@@ -88,8 +89,9 @@ func (pl *Planner) found(ctx context.Context, cfg Config, req *Request, stored *
 	return entries, lines, nil
 }
 
-// named names the entries: folders added when asked, names checked,
-// duplicates resolved, file/folder clashes refused, the entry limit.
+// named names the entries. It adds folders when asked, checks the names,
+// resolves duplicates, refuses file and folder clashes and applies the entry
+// limit.
 func (pl *Planner) named(cfg Config, req *Request, entries []plan.Entry) ([]plan.Entry, error) {
 	dups, _ := plan.ParseDuplicatePolicy(req.Options.Duplicates)
 	if req.Options.Directories {
@@ -110,10 +112,10 @@ func (pl *Planner) named(cfg Config, req *Request, entries []plan.Entry) ([]plan
 	return entries, nil
 }
 
-// listEntries lists the source prefix, cfg.ListConcurrency requests in
-// flight (s3prefix.Under.List: the entries come in key order, as one paginator
-// gives them). Work objects (a killed run's plans, pads and chain rounds,
-// in whatever bucket it used) are never sources: a prefix inside the work
+// listEntries lists the source prefix with cfg.ListConcurrency requests in
+// flight, and the entries come in key order, as one paginator gives them.
+// Work objects, such as a killed run's plans, pads and chain rounds in
+// whatever bucket it used, are never sources. A prefix inside the work
 // prefix is refused, and work objects under a prefix that contains it are
 // skipped.
 func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy, stored *storedCRCs) ([]plan.Entry, error) {
@@ -131,8 +133,8 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	// holds anyway, not as S3's objects.
 	page := func(objs []types.Object) []plan.Entry {
 		entries := make([]plan.Entry, 0, len(objs))
-		// A page's keys and ETags in one block, not two strings an object
-		// held from S3's answer (internal/arena).
+		// A page's keys and ETags go in one arena.Strings block instead of
+		// two strings per object held from S3's answer.
 		var text arena.Strings
 		n := 0
 		for _, o := range objs {
@@ -173,12 +175,11 @@ func (pl *Planner) listEntries(ctx context.Context, cfg Config, req *Request, na
 	return joinPages(pages), nil
 }
 
-// joinPages joins listed pages into one slice of the right size (growing
-// one page by page would hold its last two sizes at once), letting each
-// page go once it is copied: the collector, kept under the function's
-// memory by its limit (lambdaenv.MemoryShare), takes them back as the
-// copy grows, so the entries are not held twice (at ten million, 1.6 GB
-// each).
+// joinPages joins listed pages into one slice of the right size and lets
+// each page go once it is copied. Growing a slice page by page would hold
+// its last two sizes at once. The collector, whose limit lambdaenv.MemoryShare
+// keeps under the function's memory, takes the pages back as the copy grows,
+// so ten million entries, 1.6 GB, are not held twice.
 func joinPages(pages [][]plan.Entry) []plan.Entry {
 	n := 0
 	for _, p := range pages {
@@ -192,8 +193,8 @@ func joinPages(pages [][]plan.Entry) []plan.Entry {
 	return entries
 }
 
-// manifestEntries reads the manifest: an entry per line (its object not
-// looked up yet: pinJobs), and the lines.
+// manifestEntries reads the manifest and returns its lines and an entry per
+// line. The entries' objects are looked up later, by pinJobs.
 func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request, names plan.NamePolicy) ([]plan.Entry, []manifest.Line, error) {
 	m := req.Source.Manifest
 	doc, err := getBytes(ctx, pl.S3, m.Bucket, m.Key, maxManifestBytes)
@@ -231,8 +232,8 @@ func (pl *Planner) manifestEntries(ctx context.Context, cfg Config, req *Request
 		if name == "" {
 			name = plan.NameFor(l.Key, "", names)
 		}
-		// A folder until its object is looked up says otherwise (applyPins):
-		// its name ends in "/" and the manifest gives no size, or 0.
+		// An entry whose name ends in "/" and whose manifest size is absent
+		// or 0 is a folder until applyPins finds its object says otherwise.
 		entries[i] = plan.Entry{Name: name, Source: plan.Source{Bucket: bucket, Key: l.Key, ETag: l.ETag}, Size: l.Size, CRC32: l.CRC32,
 			Dir: strings.HasSuffix(name, "/") && l.Size <= 0}
 	}

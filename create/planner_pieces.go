@@ -17,9 +17,10 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// dropPieces deletes the pieces no entry reads (joined, or of an entry
-// left STORED) as soon as that is known. It is best effort: whatever it
-// misses is under the work prefix, which the finalizer or Abort deletes.
+// dropPieces deletes the pieces no entry reads, because they were joined or
+// their entry was left STORED, as soon as that is known. It is best effort,
+// since whatever it misses is under the work prefix, which the finalizer or
+// Abort deletes.
 func dropPieces(ctx context.Context, c S3, bucket string, keys []string) {
 	if len(keys) == 0 {
 		return
@@ -32,8 +33,8 @@ func dropPieces(ctx context.Context, c S3, bucket string, keys []string) {
 }
 
 // applyReads turns the read results into the entries the layout is planned
-// from: an entry that shrank becomes a DEFLATE entry whose source is its
-// intermediate object (its pieces joined by a multipart upload); the others
+// from. An entry that shrank becomes a DEFLATE entry whose source is its
+// intermediate object, its pieces joined by a multipart upload. The others
 // stay STORED from their sources.
 func (pl *Planner) applyReads(ctx context.Context, cfg Config, entries []plan.Entry, jobs []ReadJob, results []ReadResult) error {
 	byEntry, err := matchReads(entries, jobs, results)
@@ -61,8 +62,8 @@ func matchReads(entries []plan.Entry, jobs []ReadJob, results []ReadResult) (map
 	if len(jobs) != len(results) {
 		return nil, fmt.Errorf("read pass: %d results for %d jobs", len(results), len(jobs))
 	}
-	// Results are matched to jobs by entry and piece, not by position: a
-	// map's result files need not keep the jobs' order.
+	// Results are matched to jobs by entry and piece, not by position,
+	// because a map's result files need not keep the jobs' order.
 	type jobKey struct{ entry, piece int }
 	got := make(map[jobKey]ReadResult, len(results))
 	for _, r := range results {
@@ -85,7 +86,7 @@ func matchReads(entries []plan.Entry, jobs []ReadJob, results []ReadResult) (map
 			if e.CRC32.Known && e.CRC32.Sum != r.RawCRC32.Sum {
 				return nil, failure.Checksum("s3://%s/%s: read CRC-32 %08x, S3 says %08x", e.Source.Bucket, e.Source.Key, r.RawCRC32.Sum, e.CRC32.Sum)
 			}
-			e.CRC32 = r.RawCRC32 // read whole: its CRC is known now
+			e.CRC32 = r.RawCRC32 // the entry was read whole, so its CRC is known
 			continue
 		}
 		byEntry[j.Entry] = append(byEntry[j.Entry], readPiece{j, r})
@@ -108,7 +109,7 @@ func deflated(ctx context.Context, c S3, e *plan.Entry, pieces []readPiece) erro
 	var size int64
 	for _, p := range pieces {
 		if p.res.Stored {
-			// A piece not worth compressing: the whole entry is stored.
+			// A piece not worth compressing leaves the whole entry stored.
 			dropPieces(ctx, c, p.job.Bucket, written)
 			return nil
 		}
@@ -125,8 +126,8 @@ func deflated(ctx context.Context, c S3, e *plan.Entry, pieces []readPiece) erro
 	}
 	src := plan.Source{Bucket: pieces[0].job.Bucket, Key: pieces[0].job.Key}
 	if len(pieces) > 1 {
-		// (A key beside the pieces, not above them: a POSIX-backed
-		// server cannot hold both k and k/….)
+		// The key goes beside the pieces, not above them, because a
+		// POSIX-backed server cannot hold both k and k/….
 		src.Key = strings.TrimSuffix(src.Key, ".0")
 		if err := joinPieces(ctx, c, src, pieces[0].job.Bucket, func(yield func(string, int64) bool) {
 			for _, p := range pieces {
@@ -145,9 +146,10 @@ func deflated(ctx context.Context, c S3, e *plan.Entry, pieces []readPiece) erro
 	return nil
 }
 
-// joinPieces joins pieces into dst by a multipart upload: a piece of at
-// least the minimum part size is copied server side, smaller ones are read
-// and sent together (at most a part's minimum plus one piece in memory).
+// joinPieces joins pieces into dst by a multipart upload. A piece of at
+// least the minimum part size is copied server side. Smaller ones are read
+// and sent together, holding at most a part's minimum plus one piece in
+// memory.
 func joinPieces(ctx context.Context, c S3, dst plan.Source, bucket string, pieces func(func(string, int64) bool)) error {
 	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &dst.Bucket, Key: &dst.Key}, plain)

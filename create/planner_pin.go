@@ -12,15 +12,14 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// pinJobs are the lookups of a manifest's objects, in line order: a
-// HeadObject each, by the read pass's Map, to pin (ETag, version), date and
-// size each object, check what the manifest says of it, and learn the
-// CRC-32 S3 stores. The manifest's ETag is compared with the answer rather
-// than sent as If-Match, whose failure would read as the source changing
-// mid-run. entries are named (folders added): the k-th with a source is
-// the k-th line's. A listing's or an inventory's objects (lines nil) are
-// looked up the same way when the request keeps their metadata (keep),
-// which only a HeadObject gives.
+// pinJobs returns the lookups of a manifest's objects in line order, a
+// HeadObject each by the read pass's Map. Each pins its object's ETag and
+// version, dates and sizes it, checks what the manifest says of it and learns
+// the CRC-32 S3 stores. The manifest's ETag is compared with the answer, not
+// sent as If-Match, whose failure would read as the source changing mid-run.
+// The entries are named, so the k-th one with a source is the k-th line's.
+// With lines nil, a listing's or an inventory's objects are looked up the
+// same way when keep asks for their metadata, which only HeadObject gives.
 func pinJobs(entries []plan.Entry, lines []manifest.Line, keep bool) (roundJobs, error) {
 	at := make([]int, 0, len(entries)) // the entry of each line
 	for i := range entries {
@@ -41,8 +40,8 @@ func pinJobs(entries []plan.Entry, lines []manifest.Line, keep bool) (roundJobs,
 	}}, nil
 }
 
-// pinHere looks a manifest's objects up in process and pins them (Plan,
-// `s3zip plan`).
+// pinHere looks a manifest's objects up in process and pins them, for Plan
+// and `s3zip plan`.
 func (r *planRun) pinHere(ctx context.Context, entries []plan.Entry, jobs roundJobs) ([]plan.Entry, error) {
 	got, err := r.lookUpHere(ctx, jobs)
 	if err != nil {
@@ -51,8 +50,8 @@ func (r *planRun) pinHere(ctx context.Context, entries []plan.Entry, jobs roundJ
 	return r.applyPins(entries, jobs.refs(), got)
 }
 
-// pinned is the manifest's entries once the pin round looked their objects
-// up.
+// pinned returns the manifest's entries once the pin round has looked their
+// objects up.
 func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error) {
 	entries, jobs, got, err := roundBack[lookupRef](ctx, r, d)
 	if err != nil {
@@ -64,8 +63,9 @@ func (r *planRun) pinned(ctx context.Context, d *ReadsDone) ([]plan.Entry, error
 // applyPins sets what the pin round learned of each manifest object in its
 // entry and notes what S3 stores of its CRC-32. A line's problem is
 // recorded, not returned, so that one run lists every missing object and
-// wrong size, in line order. An entry that is no folder after all (a name
-// ending in "/", a size) is refused as naming would have.
+// wrong size, in line order. An entry whose name ends in "/" but whose
+// object has a size is no folder after all, and is refused as naming would
+// have refused it.
 func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers) ([]plan.Entry, error) {
 	type problem struct {
 		line int
@@ -76,7 +76,7 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 	var kept int64   // metadata bytes the entries hold
 	by := "the manifest"
 	if r.req.Source.Manifest == nil {
-		by = "the listing" // or the inventory: pinned to keep metadata
+		by = "the listing" // or the inventory, pinned to keep metadata
 	}
 	err := eachLooked(len(entries), jobs, got, func(i int, l *Looked) error {
 		e := &entries[i]
@@ -120,7 +120,8 @@ func (r *planRun) applyPins(entries []plan.Entry, jobs []lookupRef, got answers)
 	return entries, nil
 }
 
-// lineOf is the manifest line of entry i (jobs are in entry order).
+// lineOf returns the manifest line of entry i, searching jobs, which are in
+// entry order.
 func lineOf(jobs []lookupRef, i int) int {
 	k := sort.Search(len(jobs), func(k int) bool { return jobs[k].Entry >= i })
 	if k < len(jobs) && jobs[k].Entry == i {
@@ -129,9 +130,9 @@ func lineOf(jobs []lookupRef, i int) int {
 	return 0
 }
 
-// pinEntry sets what HeadObject said of a manifest's (or a listed) object
-// in its entry, or says what is wrong with it; by is what described the
-// object first ("the manifest", "the listing").
+// pinEntry sets what HeadObject said of a manifest's or a listed object in
+// its entry, or says what is wrong with it. by names what described the
+// object first, "the manifest" or "the listing".
 func pinEntry(e *plan.Entry, l *Looked, by string) string {
 	said := by + " says"
 	switch {
@@ -153,10 +154,11 @@ func pinEntry(e *plan.Entry, l *Looked, by string) string {
 	return ""
 }
 
-// dateAddedFolders gives each folder options.directories added (a folder
-// with no source) the modification time of the entry it was added for, the
-// next one (plan.AddDirectories puts a folder right before it): the
-// manifest's objects were dated only once looked up, after naming.
+// dateAddedFolders gives each folder that options.directories added, one
+// with no source, the modification time of the entry it was added for.
+// plan.AddDirectories puts that entry right after it. The folders are dated
+// here because a manifest's objects get their dates only when looked up,
+// after naming.
 func dateAddedFolders(entries []plan.Entry) {
 	for i := len(entries) - 2; i >= 0; i-- {
 		if e := &entries[i]; e.Dir && e.Source.Key == "" {

@@ -10,9 +10,9 @@ import (
 )
 
 // Entries validates a request and returns the entries the planner would
-// archive for it: the listed prefix or the manifest's objects (looked up),
-// named, with directories and duplicates resolved. Nothing is written: it
-// is what `s3zip plan` shows a plan of.
+// archive for it. They are the listed prefix or the manifest's looked-up
+// objects, named, with directories and duplicates resolved. Nothing is
+// written, and `s3zip plan` shows a plan of these entries.
 func (pl *Planner) Entries(ctx context.Context, request json.RawMessage) ([]plan.Entry, *Request, error) {
 	cfg := pl.Config.Defaults()
 	req, err := pl.readRequest(ctx, cfg, request)
@@ -25,24 +25,25 @@ func (pl *Planner) Entries(ctx context.Context, request json.RawMessage) ([]plan
 	if err := checkAllowed(cfg, req); err != nil {
 		return nil, nil, err
 	}
-	// The manifest's objects are looked up here, as Plan does: nothing runs
-	// a Map for a preview.
+	// The manifest's objects are looked up here, as Plan does, because
+	// nothing runs a Map for a preview.
 	run := &planRun{pl: pl, cfg: cfg, req: req, here: true, stored: &storedCRCs{}}
 	entries, _, err := run.sources(ctx)
 	return entries, req, err
 }
 
-// prefixNotFolder explains, in one problem, the names a relative name policy
-// gives when the source prefix does not end in "/": "/a.txt" for every key
-// under the folder the user meant, "" for the one object the prefix names.
-// nil when the names are not of that kind (they are then checked one by one).
+// prefixNotFolder explains in one problem the names a relative name policy
+// gives when the source prefix does not end in "/". Every key under the
+// folder the user meant gets a name like "/a.txt", and the one object the
+// prefix names gets "". It returns nil for other names, which are then
+// checked one by one.
 func prefixNotFolder(req *Request, names plan.NamePolicy, entries []plan.Entry) error {
 	prefix := req.Source.Prefix
 	if req.Source.Manifest != nil || names != plan.NamesRelative || prefix == "" || strings.HasSuffix(prefix, "/") {
 		return nil
 	}
-	// The entry's bucket, not the request's: an inventory's request may
-	// leave source.bucket out.
+	// The entry's bucket is named, not the request's, because an inventory's
+	// request may leave source.bucket out.
 	for _, e := range entries {
 		if e.Name == "" {
 			folder := "s3://" + e.Source.Bucket + "/"
@@ -64,8 +65,9 @@ func prefixNotFolder(req *Request, names plan.NamePolicy, entries []plan.Entry) 
 	return nil
 }
 
-// checkSourceNames rejects names that cannot go into an archive: the
-// prefix's mistake in one problem when that is the cause, else every name.
+// checkSourceNames rejects names that cannot go into an archive. When the
+// prefix's mistake is the cause it reports that in one problem, and
+// otherwise every bad name.
 func checkSourceNames(req *Request, entries []plan.Entry) error {
 	names, _ := plan.ParseNamePolicy(req.Options.Names)
 	if err := prefixNotFolder(req, names, entries); err != nil {
@@ -77,6 +79,6 @@ func checkSourceNames(req *Request, entries []plan.Entry) error {
 	return nil
 }
 
-// sameETag compares ETags as S3 does for If-Match: the quotes are not part
-// of the value.
+// sameETag compares ETags as S3 does for If-Match, where the quotes are not
+// part of the value.
 func sameETag(a, b string) bool { return strings.Trim(a, `"`) == strings.Trim(b, `"`) }

@@ -63,35 +63,37 @@ func readJobs(entries []plan.Entry, o Options, pieceSize int64, bucket, prefix s
 	return jobs
 }
 
-// ReadsDone is a read round as PlanLayout gets it: what it did, where its
-// entries and jobs are, and where the ReadEntries Map wrote its results.
+// ReadsDone describes a finished read round as PlanLayout gets it. It says
+// what the round did, where its entries and jobs are, and where the
+// ReadEntries Map wrote its results.
 type ReadsDone struct {
-	// Stage is the round's step of planning: StagePin, StageRead, StageCRC
-	// ("" is StageRead).
+	// Stage is the round's step of planning, StagePin, StageRead or
+	// StageCRC. An empty Stage means StageRead.
 	Stage      string `json:"stage,omitempty"`
 	EntriesKey string `json:"entriesKey,omitempty"`
 	JobsKey    string `json:"jobsKey"`
-	// Results is the ReadEntries Map's output (its ResultWriter manifest);
+	// Results is the ResultWriter manifest the ReadEntries Map wrote, or
 	// nil when there was nothing to read.
 	Results *MapResults `json:"results,omitempty"`
 }
 
-// ReadPlan is what the planner returns instead of a Job when a read round
-// must run first: the state the ReadEntries Map runs on. Its "reads" field
-// is what routes the execution there (a Job has none).
+// ReadPlan is the state the ReadEntries Map runs on, which the planner
+// returns instead of a Job when a read round must run first. Its "reads"
+// field routes the execution to the Map, and a Job has no such field.
 type ReadPlan struct {
 	Execution      string    `json:"execution"`
 	WorkBucket     string    `json:"workBucket"`
 	WorkPrefix     string    `json:"workPrefix"`
-	Jobs           int       `json:"jobs"`           // read jobs: items of Reads.JobsKey
+	Jobs           int       `json:"jobs"`           // the read jobs, items of Reads.JobsKey
 	MaxConcurrency int       `json:"maxConcurrency"` // ReadEntries' MaxConcurrencyPath
 	ReadsPerBatch  int       `json:"readsPerBatch"`  // ReadEntries' MaxItemsPerBatchPath
 	Reads          ReadsDone `json:"reads"`
 }
 
-// ReadsPerBatch is the read plan's batch size: jobs spread over the
-// concurrency, at most most per batch (Config.MaxReadsPerBatch for read
-// jobs, DefaultLookupsPerBatch for lookups).
+// ReadsPerBatch returns the read plan's batch size, which spreads jobs over
+// the concurrency with at most most per batch. Callers pass
+// Config.MaxReadsPerBatch as most for read jobs and DefaultLookupsPerBatch
+// for lookups.
 func ReadsPerBatch(jobs, concurrency, most int) int {
 	if concurrency < 1 {
 		concurrency = 1
@@ -99,9 +101,9 @@ func ReadsPerBatch(jobs, concurrency, most int) int {
 	return min(most, max(1, (jobs+concurrency-1)/concurrency))
 }
 
-// readRound is the read pass's round: the read jobs the entries need,
-// handed to the ReadEntries Map; with none (e.g. only empty objects), the
-// entries as the read pass leaves them.
+// readRound hands the read jobs the entries need to the ReadEntries Map.
+// When there are none, as with only empty objects, it returns the entries as
+// the read pass leaves them.
 func (r *planRun) readRound(ctx context.Context, entries []plan.Entry) ([]plan.Entry, *ReadPlan, error) {
 	// Refused now, before anything is read or written.
 	if err := checksumsFileFree(entries, r.req.Options.ChecksumsFile); err != nil {
@@ -126,8 +128,9 @@ func (r *planRun) readDone(ctx context.Context, d *ReadsDone) ([]plan.Entry, err
 	if err := got(func(res ReadResult) error { results = append(results, res); return nil }); err != nil {
 		return nil, err
 	}
-	// Before the read results replace compressed entries' sources with
-	// their work objects: a clash names the user's object.
+	// The check runs before the read results replace compressed entries'
+	// sources with their work objects, so that a clash names the user's
+	// object.
 	if err := checksumsFileFree(entries, r.req.Options.ChecksumsFile); err != nil {
 		return nil, err
 	}
@@ -137,28 +140,29 @@ func (r *planRun) readDone(ctx context.Context, d *ReadsDone) ([]plan.Entry, err
 	return r.readsFinished(ctx, entries)
 }
 
-// readsFinished completes what the read pass leaves: the digests of the
-// entries with nothing to read, the checksums file.
+// readsFinished completes what the read pass leaves, the digests of the
+// entries with nothing to read and the checksums file.
 func (r *planRun) readsFinished(ctx context.Context, entries []plan.Entry) ([]plan.Entry, error) {
 	if r.req.Options.sha256() {
 		for i := range entries {
 			if e := &entries[i]; !e.Dir && e.UncompressedSize() == 0 {
-				e.SHA256 = emptySHA256 // not read: there is nothing to read
+				e.SHA256 = emptySHA256 // not read, as there is nothing to read
 			}
 		}
 	}
 	if name := r.req.Options.ChecksumsFile; name != "" && !r.req.Options.splitLimits().On() {
-		// A split run's archives each get their own (listedArchives).
+		// A split run's archives each get their own, from listedArchives.
 		return r.pl.addChecksumsFile(ctx, entries, name, r.cfg.WorkBucket, r.prefix)
 	}
 	return entries, nil
 }
 
-// emptySHA256 is the SHA-256 of no bytes (entries without data are not read).
+// emptySHA256 is the SHA-256 of no bytes, for entries without data, which are
+// not read.
 var emptySHA256 = hex.EncodeToString(func() []byte { s := sha256.Sum256(nil); return s[:] }())
 
-// checksumsFile is the `sha256sum -c` listing of the entries' digests, in
-// archive order (checksumLine).
+// checksumsFile returns the `sha256sum -c` listing of the entries' digests in
+// archive order, a checksumLine each.
 func checksumsFile(entries []plan.Entry) ([]byte, error) {
 	var b bytes.Buffer
 	for i := range entries {
@@ -170,9 +174,9 @@ func checksumsFile(entries []plan.Entry) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// checksumLine is an entry's line of the checksums file: "<hex>  <name>\n"
-// (a name with a newline or carriage return is escaped the way sha256sum
-// does, with a leading backslash); none for a folder.
+// checksumLine returns an entry's line of the checksums file, "<hex>  <name>\n",
+// or "" for a folder. A name with a newline or carriage return is escaped the
+// way sha256sum does, with a leading backslash.
 func checksumLine(e *plan.Entry) string {
 	if e.Dir {
 		return ""
@@ -183,8 +187,8 @@ func checksumLine(e *plan.Entry) string {
 	return e.SHA256 + "  " + e.Name + "\n"
 }
 
-// checksumsFileFree refuses a checksums file named like an entry ("": none
-// asked for).
+// checksumsFileFree refuses a checksums file named like an entry. An empty
+// name asks for no checksums file.
 func checksumsFileFree(entries []plan.Entry, name string) error {
 	if name == "" {
 		return nil
@@ -197,8 +201,8 @@ func checksumsFileFree(entries []plan.Entry, name string) error {
 	return nil
 }
 
-// addChecksumsFile writes the checksums file to the work prefix and adds it
-// as the last entry (checksumsEntry). Its name is free (checksumsFileFree).
+// addChecksumsFile writes the checksums file to the work prefix and adds its
+// checksumsEntry as the last entry. checksumsFileFree has checked its name.
 func (pl *Planner) addChecksumsFile(ctx context.Context, entries []plan.Entry, name, bucket, prefix string) ([]plan.Entry, error) {
 	e, err := pl.checksumsEntry(ctx, entries, name, bucket, prefix+"checksums")
 	if err != nil {
@@ -208,7 +212,7 @@ func (pl *Planner) addChecksumsFile(ctx context.Context, entries []plan.Entry, n
 }
 
 // checksumsEntry writes the checksums file of entries to bucket/key and
-// is its entry (STORED; its CRC-32 is known from its bytes).
+// returns its STORED entry, whose CRC-32 is known from its bytes.
 func (pl *Planner) checksumsEntry(ctx context.Context, entries []plan.Entry, name, bucket, key string) (plan.Entry, error) {
 	body, err := checksumsFile(entries)
 	if err != nil {

@@ -85,9 +85,9 @@ func checkAllowed(cfg Config, req *Request) error {
 			bad = append(bad, fmt.Sprintf("manifest s3://%s/%s is outside the sources this deployment allows", m.Bucket, m.Key))
 		}
 	} else if req.Source.Inventory == nil && !s3prefix.Allowed(cfg.AllowedSources, req.Source.Bucket, req.Source.Prefix) {
-		// An inventory's keys are checked one by one as it is read
-		// (inventoryEntries); reading the report is the CDK's
-		// inventoryBuckets grant.
+		// inventoryEntries checks an inventory's keys one by one as it
+		// reads them, and the CDK's inventoryBuckets grant covers reading
+		// the report.
 		bad = append(bad, fmt.Sprintf("source s3://%s/%s is outside the sources this deployment allows", req.Source.Bucket, req.Source.Prefix))
 	}
 	if !s3prefix.Allowed(cfg.AllowedDestinations, req.Destination.Bucket, req.Destination.Key) {
@@ -106,11 +106,11 @@ func checkAllowed(cfg Config, req *Request) error {
 }
 
 // checkKMSKeyGranted refuses an SSE-KMS key the deployment's roles may not
-// use: S3 would accept the request and answer the first write (the
-// archive's CreateMultipartUpload) with AccessDenied. No key named (S3's
-// AWS-managed aws/s3, whose key policy admits the account through S3) and
-// SSE-S3 need no grant. The granted key may be named by its ARN or its key
-// ID; an alias cannot be told apart from another key without asking KMS.
+// use, which S3 would accept and then refuse with AccessDenied at the first
+// write, the archive's CreateMultipartUpload. SSE-S3 and SSE-KMS with no key
+// named need no grant, since S3's AWS-managed key aws/s3 admits the account
+// through S3. The granted key may be named by its ARN or its key ID. An
+// alias cannot be told apart from another key without asking KMS.
 func checkKMSKeyGranted(cfg Config, sse *SSE) string {
 	if !cfg.KMSKeyGranted || sse == nil || sse.Type != "aws:kms" || sse.KMSKeyID == "" {
 		return ""
@@ -129,8 +129,8 @@ func checkKMSKeyGranted(cfg Config, sse *SSE) string {
 }
 
 // checkDestinationFree checks, before anything is written, that neither the
-// archive's key nor its report's (ReportKey) holds an object: without
-// overwrite, a run replaces neither.
+// archive's key nor its ReportKey holds an object, because without overwrite
+// a run replaces neither.
 func (pl *Planner) checkDestinationFree(ctx context.Context, d Destination) error {
 	if err := pl.checkKeyFree(ctx, d); err != nil {
 		return err
@@ -151,7 +151,7 @@ func (pl *Planner) checkKeyFree(ctx context.Context, d Destination) error {
 }
 
 // refError makes a missing or oversized request object or manifest a
-// request error: the request names something it cannot be read from.
+// request error, because the request names something it cannot be read from.
 func refError(what, bucket, key string, err error) error {
 	var tooBig *s3doc.TooLargeError
 	switch {

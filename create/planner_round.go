@@ -11,22 +11,22 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// Read rounds: the ReadEntries Map's runs, each the per-object work of a
-// step of planning (ReadsDone.Stage), in this order, each only when it has
-// jobs. PlanLayout resumes after each, and may hand the Map the next.
+// The read rounds are the ReadEntries Map's runs, each doing the per-object
+// work of one ReadsDone.Stage of planning. They run in this order, each only
+// when it has jobs. PlanLayout resumes after each and may hand the Map the
+// next.
 const (
-	// StagePin looks a manifest's objects up (LookupPin).
+	// StagePin looks a manifest's objects up with LookupPin.
 	StagePin = "pin"
-	// StageRead reads entries: compresses them, digests them (the read
-	// pass proper: ReadJob pieces).
+	// StageRead is the read pass proper, whose ReadJob pieces read the
+	// entries to compress and digest them.
 	StageRead = "read"
-	// StageCRC learns the CRC-32s the layout needs before its workers run
-	// (LookupCRC): the plan is written before it and
-	// completed after it.
+	// StageCRC learns with LookupCRC the CRC-32s the layout needs before its
+	// workers run. The plan is written before it and completed after it.
 	StageCRC = "crc"
 )
 
-// How far planning is, by the last read round done.
+// How far planning has got, named by the last read round done.
 const (
 	passedNone = iota
 	passedPin
@@ -34,8 +34,8 @@ const (
 	passedCRC
 )
 
-// passed is how far planning is once the round d describes is done (nil:
-// none was).
+// passed reports how far planning has got once the round d describes is
+// done, with a nil d meaning none was.
 func (d *ReadsDone) passed() int {
 	switch {
 	case d == nil:
@@ -45,15 +45,15 @@ func (d *ReadsDone) passed() int {
 	case d.Stage == StageCRC:
 		return passedCRC
 	}
-	return passedRead // a read plan written before the stages had names was the read pass
+	return passedRead // a read plan with no stage is the read pass
 }
 
 // roundFolders are where each round's entries and jobs go under the
 // execution's work prefix.
 var roundFolders = map[string]string{StagePin: "pins/", StageRead: "reads/", StageCRC: "crc-lookups/"}
 
-// roundJobs are a round's jobs, each made when it is written or run: a
-// round of a million lookups is not held as a million ReadJobs.
+// roundJobs holds a round's jobs, each made when it is written or run, so
+// that a round of a million lookups is not held as a million ReadJobs.
 type roundJobs struct {
 	n   int
 	job func(i int) ReadJob
@@ -63,7 +63,7 @@ func jobsOf(jobs []ReadJob) roundJobs {
 	return roundJobs{n: len(jobs), job: func(i int) ReadJob { return jobs[i] }}
 }
 
-// all is every job, for a round run here.
+// all returns every job, for a round run in process.
 func (j roundJobs) all() []ReadJob {
 	out := make([]ReadJob, j.n)
 	for i := range out {
@@ -72,7 +72,7 @@ func (j roundJobs) all() []ReadJob {
 	return out
 }
 
-// encode is the jobs as the ItemReader reads them: a JSON array.
+// encode returns the jobs as the JSON array the ItemReader reads.
 func (j roundJobs) encode() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -89,9 +89,9 @@ func (j roundJobs) encode() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// handOver writes a read round to the work prefix — its entries, when it
-// has some of its own, and its jobs — and returns the ReadPlan that routes
-// the execution to the ReadEntries Map.
+// handOver writes a read round's jobs to the work prefix, with its entries
+// when it has some of its own, and returns the ReadPlan that routes the
+// execution to the ReadEntries Map.
 func (r *planRun) handOver(ctx context.Context, stage string, entries []plan.Entry, jobs roundJobs) (*ReadPlan, error) {
 	folder := r.prefix + roundFolders[stage]
 	rp := &ReadPlan{Execution: r.execution, WorkBucket: r.cfg.WorkBucket, WorkPrefix: r.prefix, Jobs: jobs.n,
@@ -120,7 +120,7 @@ func (r *planRun) handOver(ctx context.Context, stage string, entries []plan.Ent
 	return rp, nil
 }
 
-// roundFile reads a file of the round d (its entries, its jobs) into v.
+// roundFile reads a file of the round d, its entries or its jobs, into v.
 // Only objects of this execution's work prefix are read.
 func (r *planRun) roundFile(ctx context.Context, d *ReadsDone, key string, v any) error {
 	if !strings.HasPrefix(key, r.prefix) {
@@ -136,8 +136,8 @@ func (r *planRun) roundFile(ctx context.Context, d *ReadsDone, key string, v any
 	return nil
 }
 
-// roundBack reads back a round that wrote entries of its own: its
-// entries, its jobs (as J: ReadJob, lookupRef) and its answers.
+// roundBack reads back the entries, the jobs and the answers of a round
+// that wrote entries of its own. J is ReadJob or lookupRef.
 func roundBack[J any](ctx context.Context, r *planRun, d *ReadsDone) ([]plan.Entry, []J, answers, error) {
 	var entries []plan.Entry
 	var jobs []J
@@ -154,8 +154,8 @@ func roundBack[J any](ctx context.Context, r *planRun, d *ReadsDone) ([]plan.Ent
 	return entries, jobs, got, nil
 }
 
-// answers are a round's results, one at a time: from the Map's result
-// files, or from a batch run here.
+// answers yields a round's results one at a time, from the Map's result
+// files or from a batch run in process.
 type answers func(fn func(ReadResult) error) error
 
 func answersOf(results []ReadResult) answers {
@@ -169,9 +169,9 @@ func answersOf(results []ReadResult) answers {
 	}
 }
 
-// roundAnswers are the results of the round d's jobs (how many: jobs), as
-// the ReadEntries Map's ResultWriter wrote them in this execution's work
-// prefix.
+// roundAnswers returns the results of the round d's jobs, of which there
+// are jobs, as the ReadEntries Map's ResultWriter wrote them in this
+// execution's work prefix.
 func (r *planRun) roundAnswers(ctx context.Context, d *ReadsDone, jobs int) (answers, error) {
 	if jobs == 0 {
 		return answersOf(nil), nil
@@ -203,8 +203,8 @@ func eachReadResult(ctx context.Context, c S3, d *stepfn.ResultWriterDetails, fn
 	})
 }
 
-// lookUpHere answers lookups in process (Plan, `s3zip plan`), as a reader
-// would, HeadConcurrency at once.
+// lookUpHere answers lookups in process for Plan and `s3zip plan`, as a
+// reader would, HeadConcurrency at once.
 func (r *planRun) lookUpHere(ctx context.Context, jobs roundJobs) (answers, error) {
 	out, err := (&Reader{S3: r.pl.S3, Lookups: r.cfg.HeadConcurrency}).lookUpBatch(ctx, jobs.all())
 	if err != nil {
@@ -213,11 +213,11 @@ func (r *planRun) lookUpHere(ctx context.Context, jobs roundJobs) (answers, erro
 	return answersOf(out.Results), nil
 }
 
-// lookupRef is what applying a lookup's answer needs of its job: a lookup
+// lookupRef is what applying a lookup's answer needs of its job. A lookup
 // round's jobs are read back as these, not as ReadJobs.
 type lookupRef struct {
 	Entry int `json:"entry"`
-	Line  int `json:"line,omitempty"` // LookupPin's
+	Line  int `json:"line,omitempty"` // set by LookupPin jobs
 }
 
 func (j roundJobs) refs() []lookupRef {
@@ -229,9 +229,9 @@ func (j roundJobs) refs() []lookupRef {
 	return out
 }
 
-// eachLooked calls fn with each lookup's answer, by entry index (of n),
-// in the order the answers come, and checks that every job got one, and
-// only one.
+// eachLooked calls fn with each lookup's answer and its entry index, below
+// n, in the order the answers come. It checks that every job got exactly one
+// answer.
 func eachLooked(n int, jobs []lookupRef, got answers, fn func(entry int, l *Looked) error) error {
 	seen := make([]bool, n)
 	answered := 0

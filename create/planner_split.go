@@ -13,7 +13,7 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// splitLimits are the request's limits on each archive.
+// splitLimits returns the request's limits on each archive.
 func (o Options) splitLimits() plan.SplitLimits {
 	return plan.SplitLimits{Bytes: o.SplitSize, Entries: o.SplitEntries}
 }
@@ -33,11 +33,12 @@ func (o Options) checkSplit(add func(string)) {
 	}
 }
 
-// listedArchives plans a split run whose archives each end with the
-// checksums file of their own entries (options.checksumsFile), so that
-// `unzip name-0002.zip && sha256sum -c SHA256SUMS` checks that archive: the
-// cut leaves room for it in each (plan.Listing), then each archive's is
-// written to the work prefix and added as its last entry.
+// listedArchives plans a split run whose archives each end with
+// options.checksumsFile listing their own entries, so that
+// `unzip name-0002.zip && sha256sum -c SHA256SUMS` checks that archive. The
+// cut leaves room for the file in each archive, as plan.Listing describes,
+// then each archive's file is written to the work prefix and added as its
+// last entry.
 func (r *planRun) listedArchives(ctx context.Context, entries []plan.Entry) (*plan.Plan, error) {
 	pl, cfg, req := r.pl, r.cfg, r.req
 	l := req.Options.splitLimits()
@@ -68,8 +69,8 @@ func (r *planRun) listedArchives(ctx context.Context, entries []plan.Entry) (*pl
 	return plan.MakeArchives(listed, runs, layoutOptions(cfg, req, r.stored), l)
 }
 
-// startArchiveUploads creates the upload of every archive of a split plan
-// (each key checked free first, unless the request overwrites), records
+// startArchiveUploads creates the upload of every archive of a split plan,
+// checking each key is free first unless the request overwrites. It records
 // them all, even when one fails, and names each in the plan's archives.
 func (pl *Planner) startArchiveUploads(ctx context.Context, cfg Config, req *Request, job *Job, p *plan.Plan) error {
 	rec := uploadRecord{Job: *job, Archives: make([]plan.Upload, len(p.Archives))}
@@ -86,7 +87,7 @@ func (pl *Planner) startArchiveUploads(ctx context.Context, cfg Config, req *Req
 		return err
 	})
 	if werr := writeJSON(ctx, pl.S3, job.WorkBucket, job.uploadRecordKey(), rec); werr != nil {
-		// Nothing records the uploads: abort them here, or they are lost.
+		// Nothing records the uploads, so abort them here or they are lost.
 		_ = abortArchives(context.WithoutCancel(ctx), pl.S3, job.Destination.Bucket, rec.Archives)
 		return werr
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// planFiles is the job of an execution's plan files, before they are
-// written (writePlan) and the upload is created (UploadID).
+// planFiles returns the job of an execution's plan files, before writePlan
+// writes them and before the upload is created and sets UploadID.
 func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 	prefix := cfg.workPrefix(execution)
 	return &Job{
@@ -31,8 +31,8 @@ func (pl *Planner) planFiles(cfg Config, req *Request, execution string) *Job {
 	}
 }
 
-// writePlan writes the plan, its entries and part jobs (and the pad chains
-// start from) to the job's work prefix.
+// writePlan writes the plan, its entries, its part jobs and, for chains, the
+// pad they start from to the job's work prefix.
 func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error {
 	files, err := spoolPlan(p)
 	if err != nil {
@@ -55,8 +55,8 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 		if err != nil {
 			return fmt.Errorf("plan file for %s: %w", key, err)
 		}
-		// No stored checksum, whatever the client's default: chains copy
-		// ranges of the pad (see partwork.ChainChecksums).
+		// No checksum is stored, whatever the client's default, because
+		// chains copy ranges of the pad, as partwork.ChainChecksums says.
 		plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 		if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: aws.String(key), Body: body, ContentLength: aws.Int64(size)}, plain); err != nil {
 			return s3Error("PutObject", job.WorkBucket, key, false, err)
@@ -65,10 +65,10 @@ func (pl *Planner) writePlan(ctx context.Context, p *plan.Plan, job *Job) error 
 	return nil
 }
 
-// readPlan reads a job's plan back: the planner's after a CRC round. The
-// entries file is decoded as it arrives, not held whole first: at ten
-// million entries it is gigabytes. (The finalizer holds no plan: readLayout,
-// streamEntries.)
+// readPlan reads a job's plan back, as the planner does after a CRC round.
+// The entries file is decoded as it arrives, not held whole first, because
+// at ten million entries it is gigabytes. The finalizer holds no plan and
+// uses readLayout and streamEntries instead.
 func readPlan(ctx context.Context, c S3, job *Job) (*plan.Plan, error) {
 	header, err := getBytes(ctx, c, job.WorkBucket, job.PlanKey, 64<<20)
 	if err != nil {
@@ -86,10 +86,10 @@ func readPlan(ctx context.Context, c S3, job *Job) (*plan.Plan, error) {
 	return plan.Decode(header, entries, bytes.NewReader(parts))
 }
 
-// spooledPlan is a plan's entries and part-job files, written to the temp
-// directory (the Lambda's /tmp, whose size infra sets: infra/README.md) as
-// they are made, and its header. The entries file of ten million entries
-// is gigabytes: held in memory it would be most of the planner's.
+// spooledPlan holds a plan's header and its entries and part-job files,
+// written to the temp directory as they are made. On Lambda that is /tmp,
+// whose size infra sets, as infra/README.md says. The entries file of ten
+// million entries is gigabytes, most of the planner's memory if held there.
 type spooledPlan struct {
 	header         []byte
 	entries, parts *os.File
@@ -124,9 +124,9 @@ func (f *spooledPlan) remove() {
 // a planner run again for the same execution can abort it.
 func (j *Job) uploadRecordKey() string { return j.WorkPrefix + "upload.json" }
 
-// abortEarlierAttempt: a planner run again for the same execution (its
-// Lambda retried after it had created an upload) aborts the earlier
-// attempt's upload, which nothing else would ever complete or abort.
+// abortEarlierAttempt aborts the upload an earlier attempt at the same
+// execution created, which nothing else would ever complete or abort. The
+// planner runs again when its Lambda is retried after creating an upload.
 func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	earlier, err := readUploadRecord(ctx, pl.S3, job.WorkBucket, job.WorkPrefix)
 	if err != nil || earlier == nil {
@@ -145,7 +145,8 @@ func (pl *Planner) abortEarlierAttempt(ctx context.Context, job *Job) error {
 	return nil
 }
 
-// startUploads creates the archive's upload, or a split plan's archives'.
+// startUploads creates the archive's upload, or the uploads of a split
+// plan's archives.
 func (pl *Planner) startUploads(ctx context.Context, cfg Config, req *Request, job *Job, p *plan.Plan) error {
 	defaultSSE(cfg, req)
 	if p.Split() {
@@ -162,14 +163,13 @@ func defaultSSE(cfg Config, req *Request) {
 	}
 }
 
-// RestartUpload starts the archive's upload again after S3 ended it
-// (UploadRestartError): the request is checked again (its key still free,
-// unless it overwrites), the ended upload aborted (S3 may have dropped it
-// already), and a new one created and recorded, so that Abort finds it.
-// The job comes back with the new upload and one more restart, its plan
-// unchanged: every part is built anew into it. Past maxUploadRestarts it
-// fails with UploadRestartError, for Abort. A split run's archives are not
-// started again.
+// RestartUpload starts the archive's upload again after S3 ended it with an
+// UploadRestartError. It checks the request again, including that its key is
+// still free unless it overwrites, aborts the ended upload, which S3 may have
+// dropped already, and creates and records a new one for Abort to find. The
+// job comes back with one more restart and its plan unchanged, so every part
+// is built anew. Past maxUploadRestarts, or for a split run, it fails with
+// UploadRestartError, for Abort.
 func (pl *Planner) RestartUpload(ctx context.Context, in PlanInput, job *Job) (*Job, error) {
 	if job.Restarts >= maxUploadRestarts {
 		return nil, &UploadRestartError{Destination: job.Destination.URI(), Err: fmt.Errorf("the upload was started again %d times, and S3 ended each at its completion", job.Restarts)}
@@ -204,7 +204,7 @@ func (pl *Planner) startUpload(ctx context.Context, req *Request, job *Job) erro
 	key := job.uploadRecordKey()
 	doc, _ := json.Marshal(job)
 	if _, err := pl.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &job.WorkBucket, Key: &key, Body: bytes.NewReader(doc), ContentLength: aws.Int64(int64(len(doc)))}); err != nil {
-		// Nothing records the upload yet: abort it here, or it is lost.
+		// Nothing records the upload yet, so abort it here or it is lost.
 		d := job.Destination
 		_, _ = pl.S3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &d.Bucket, Key: &d.Key, UploadId: &job.UploadID})
 		return s3Error("PutObject", job.WorkBucket, key, false, err)
@@ -244,9 +244,9 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	}
 	// A create whose answer is lost may still have made an upload, which
 	// nothing would know to abort. So the planner retries it itself, one
-	// attempt at a time, and aborts the uploads of this key begun since its
-	// first attempt (other than the one it keeps): before each retry, and
-	// after a success or a final failure if a clean-up did not go through.
+	// attempt at a time. Before each retry, and after a success or a final
+	// failure if a clean-up did not go through, it aborts the uploads of this
+	// key begun since its first attempt, except the one it keeps.
 	started := time.Now().Add(-createSkew)
 	strays := false // a failed attempt may have left an upload
 	clean := func(keep string) {
@@ -270,9 +270,9 @@ func (pl *Planner) createUpload(ctx context.Context, req *Request) (string, erro
 	return id, err
 }
 
-// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt²;
-// cleanRetry the clean-up of the uploads its failed attempts may have left,
-// at once, whatever failed.
+// createRetry retries CreateMultipartUpload, waiting 100 ms × attempt².
+// cleanRetry retries at once, whatever failed, the clean-up of the uploads
+// its failed attempts may have left.
 var (
 	createRetry = s3err.Retry{Attempts: 5, Backoff: s3err.Squared(100 * time.Millisecond)}
 	cleanRetry  = s3err.Retry{Attempts: 3, Retryable: func(error) bool { return true }}
@@ -281,7 +281,7 @@ var (
 // createSkew allows for the server's clock being behind ours.
 const createSkew = 5 * time.Second
 
-// abortStrays aborts the uploads of exactly d's key initiated since t,
+// abortStrays aborts the uploads of exactly d's key initiated since since,
 // except keep.
 func abortStrays(ctx context.Context, c S3, d Destination, since time.Time, keep string) error {
 	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &d.Bucket, Prefix: &d.Key})

@@ -5,10 +5,10 @@ import (
 	"net/http"
 )
 
-// RefusedError is an S3 answer that no retry can change: the server is out
-// of space, does not implement the operation, or will not let these
-// credentials do it. The state machine does not retry it; Fix says what the
-// user must do before running again.
+// RefusedError is an S3 answer that no retry can change, because the server
+// is out of space, does not implement the operation, or will not let these
+// credentials do it. The state machine does not retry it, and Fix says what
+// the user must do before running again.
 type RefusedError struct {
 	Op   string // operation and object, "UploadPartCopy s3://work/…"
 	Code string // S3's error code, or the HTTP status when it gave none
@@ -23,8 +23,8 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // refusals are the permanent answers s3Error recognises, by S3 error code,
-// with what to do about each. A 5xx among them is not a passing fault: a
-// retry, by the SDK or the state machine, would only take longer to fail.
+// with what to do about each. A 5xx among them is not a passing fault, so a
+// retry by the SDK or the state machine would only take longer to fail.
 var refusals = map[string]string{
 	"InsufficientStorage": "the S3 server is out of space; free space on it, or give the run a work bucket on a server with room " +
 		"(a chain holds a few round objects of 5-10 MiB per part being built, the archive needs its own size)",
@@ -39,14 +39,14 @@ var refusals = map[string]string{
 }
 
 // statusRefusals are the permanent HTTP statuses a server may send without
-// an error code (a HEAD answer has no body).
+// an error code, as in a HEAD answer, which has no body.
 var statusRefusals = map[int]string{
 	http.StatusInsufficientStorage: "InsufficientStorage",
 	http.StatusNotImplemented:      "NotImplemented",
 }
 
-// refused returns the RefusedError for a permanent answer to op (the
-// operation and the object it was on), or nil.
+// refused returns the RefusedError for a permanent answer to op, the
+// operation and the object it was on, or nil.
 func refused(op string, status int, code string, err error) error {
 	if code == "" {
 		code = statusRefusals[status]

@@ -17,11 +17,11 @@ import (
 // MaxRequestBytes bounds a request document.
 const MaxRequestBytes = 64 * 1024
 
-// Request is what a user asks for: the execution input, or the object an
-// EventBridge-started execution points to (RequestObject).
+// Request is what a user asks for. It is the execution input, or the object
+// named by RequestObject that an EventBridge-started execution points to.
 type Request struct {
 	// ID is the caller's name for the request, echoed as the output's
-	// requestId (the execution's name without one).
+	// requestId. Without one, the execution's name is used.
 	ID            string      `json:"id,omitempty"`
 	Source        Source      `json:"source"`
 	Destination   Destination `json:"destination"`
@@ -36,8 +36,8 @@ type ObjectRef struct {
 }
 
 // Source is a bucket and prefix to list, a manifest object, or an S3
-// Inventory report's manifest.json (whose keys the prefix filters, as a
-// listing would).
+// Inventory report's manifest.json, whose keys the prefix filters as a
+// listing would.
 type Source struct {
 	Bucket    string     `json:"bucket,omitempty"`
 	Prefix    string     `json:"prefix,omitempty"`
@@ -51,7 +51,7 @@ type Destination struct {
 	Key    string `json:"key"`
 }
 
-// URI is the destination as s3://bucket/key.
+// URI returns the destination as s3://bucket/key.
 func (d Destination) URI() string { return "s3://" + d.Bucket + "/" + d.Key }
 
 // SSE is the archive's server-side encryption.
@@ -63,7 +63,7 @@ type SSE struct {
 // Options steer how the archive is built.
 type Options struct {
 	Strategy string `json:"strategy,omitempty"`
-	// Prefer is what the auto strategy minimises: time (the default) or cost.
+	// Prefer is what the auto strategy minimises, time by default or cost.
 	Prefer         string            `json:"prefer,omitempty"`
 	Names          string            `json:"names,omitempty"`
 	Duplicates     string            `json:"duplicates,omitempty"`
@@ -75,31 +75,35 @@ type Options struct {
 	Overwrite      bool              `json:"overwrite,omitempty"`
 	MaxConcurrency int               `json:"maxConcurrency,omitempty"`
 	PartSize       int64             `json:"partSize,omitempty"`
-	// Compression is none (the default), deflate or auto; Level the DEFLATE
-	// level, 1 (fastest) to 9 (smallest), 0 for DefaultLevel.
+	// Compression is none, the default, or deflate or auto. Level is the
+	// DEFLATE level, from 1 for fastest to 9 for smallest, or 0 for
+	// DefaultLevel.
 	Compression string `json:"compression,omitempty"`
 	Level       int    `json:"level,omitempty"`
-	// Digests are the digests computed for every entry (only "sha256"),
-	// given in the report; ChecksumsFile names one more entry listing them
-	// in the `sha256sum -c` format (e.g. "SHA256SUMS").
+	// Digests are the digests computed for every entry and given in the
+	// report, of which "sha256" is the only one. ChecksumsFile names one more
+	// entry, such as "SHA256SUMS", listing them in the `sha256sum -c` format.
 	Digests       []string `json:"digests,omitempty"`
 	ChecksumsFile string   `json:"checksumsFile,omitempty"`
 	// Presign asks for download links of the archive and its report in the
-	// output, signed by the finalizer for this long (1s to 7d: "24h", "7d").
+	// output, signed by the finalizer for this long, from 1s to 7d, as in
+	// "24h" or "7d".
 	Presign string `json:"presign,omitempty"`
 	// KeepMetadata records each object's Content-Type, Content-Encoding,
-	// Cache-Control and user metadata in its central directory header
-	// (docs/metadata.md), for extract to write back: a HeadObject per
-	// object, made by the read pass's Map.
+	// Cache-Control and user metadata in its central directory header for
+	// extract to write back, as docs/metadata.md describes. It costs a
+	// HeadObject per object, made by the read pass's Map.
 	KeepMetadata bool `json:"keepMetadata,omitempty"`
-	// SplitSize and SplitEntries split the archive: each archive at most
-	// this many bytes (unless one entry alone is more) and entries, named
-	// name-0001.zip, name-0002.zip, … (split.go). 0 leaves a bound off.
+	// SplitSize and SplitEntries split the archive into archives named
+	// name-0001.zip, name-0002.zip, … by split.go. Each holds at most this
+	// many bytes, unless one entry alone is more, and this many entries. 0
+	// leaves a bound off.
 	SplitSize    int64 `json:"splitSize,omitempty"`
 	SplitEntries int   `json:"splitEntries,omitempty"`
 }
 
-// DecodeRequest parses a request document strictly: unknown fields are errors.
+// DecodeRequest parses a request document strictly, so unknown fields are
+// errors.
 func DecodeRequest(data []byte) (*Request, error) {
 	if len(data) > MaxRequestBytes {
 		return nil, requestError("request is %d bytes; at most %d are accepted", len(data), MaxRequestBytes)
@@ -165,8 +169,8 @@ func (r *Request) Validate() error {
 	return nil
 }
 
-// checkSource adds the problems of the request's source: one way to name
-// the objects, and well-formed names.
+// checkSource adds the problems of the request's source. It must name the
+// objects one way, with well-formed names.
 func (r *Request) checkSource(add func(string)) {
 	src := r.Source
 	switch {
@@ -235,7 +239,7 @@ func (o Options) checkLayout(add func(string)) {
 }
 
 // checkArchiveObject adds the problems of the options S3 applies to the
-// archive object: storage class, encryption, tags, metadata.
+// archive object, its storage class, encryption, tags and metadata.
 func (o Options) checkArchiveObject(add func(string)) {
 	if !storageClasses[o.StorageClass] {
 		add(fmt.Sprintf("options.storageClass %q is not an S3 storage class", o.StorageClass))
@@ -272,7 +276,7 @@ func (o Options) checkArchiveObject(add func(string)) {
 }
 
 // checkRun adds the problems of the options that size the run and say what
-// it reads: concurrency, part size, compression and digests.
+// it reads, its concurrency, part size, compression and digests.
 func (o Options) checkRun(add func(string)) {
 	if o.MaxConcurrency < 0 || o.MaxConcurrency > 10000 {
 		add(fmt.Sprintf("options.maxConcurrency %d: want 1 to 10000 (0 for the deployment's default)", o.MaxConcurrency))
@@ -307,7 +311,7 @@ func (o Options) checkRun(add func(string)) {
 	}
 }
 
-// Compression settings (Options.Compression).
+// Compression settings are the values of Options.Compression.
 const (
 	CompressNone    = "none"
 	CompressDeflate = "deflate"
@@ -321,7 +325,7 @@ const (
 	// whether the rest is worth it.
 	autoSample = 256 << 10
 	// autoMaxRatio is the compressed/uncompressed ratio of the sample above
-	// which auto stores the entry: below 10% saving, DEFLATE costs readers
+	// which auto stores the entry. Below a 10% saving, DEFLATE costs readers
 	// time for little.
 	autoMaxRatio = 0.9
 )
