@@ -195,7 +195,6 @@ type concatReader struct {
 	off    int64 // offset in it
 }
 
-// size returns the pieces' total length.
 func (r *concatReader) size() int64 {
 
 	var n int64
