@@ -374,7 +374,6 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		// size; docs/versitygw.md, "Which copy answer is trusted when".
 		// It is logged at Info because it is how such a server is handled,
 		// not a fault of the run.
-
 		b.log.Info("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
 		withStored := *item

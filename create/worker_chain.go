@@ -551,7 +551,6 @@ func newRoundBin(ctx context.Context, c S3, bucket string, log *slog.Logger) *ro
 		}
 		if failed > 0 {
 			// Not fatal, since the finalizer or the abort deletes the work prefix.
-
 			log.Warn("chain round objects not deleted; they go with the work prefix", "objects", failed, "error", first.Error())
 		}
 	}()

@@ -195,8 +195,8 @@ type concatReader struct {
 	off    int64 // offset in it
 }
 
+// size returns the pieces' total length.
 func (r *concatReader) size() int64 {
-
 	var n int64
 	for _, l := range r.lens {
 		n += l
@@ -269,7 +269,6 @@ func (r *concatReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // sourceErr returns the first source-side failure of the pieces, if any.
-
 func (r *concatReader) sourceErr() error {
 	for _, p := range r.pieces {
 		if rr, ok := p.(*rangeReader); ok && rr.err != nil {

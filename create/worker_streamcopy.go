@@ -169,7 +169,6 @@ func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 // Close drops the open response, if any, and a later read GETs again.
-
 func (r *rangeReader) Close() error {
 	if r.body != nil {
 		r.body.Close()
