@@ -16,18 +16,18 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// Aborter cleans up after a failed execution: the multipart upload (aborted
-// until no part is left) and the work prefix.
+// Aborter cleans up after a failed execution. It aborts the multipart upload
+// until no part is left and deletes the work prefix.
 type Aborter struct {
 	S3     S3
 	Config Config
 	Log    *slog.Logger
-	// Sleep waits between abort attempts (tests shorten it).
+	// Sleep waits between abort attempts. Tests shorten it.
 	Sleep func(time.Duration)
 }
 
-// AbortInput is the Abort state's payload (stepfn's: extract's Abort takes
-// the same).
+// AbortInput is the Abort state's payload, stepfn's, which extract's Abort
+// takes too.
 type AbortInput = stepfn.AbortInput
 
 // AbortOutput is the root cause the execution fails with, and what was cleaned.
@@ -35,9 +35,9 @@ type AbortOutput struct {
 	Error         string `json:"error"`
 	Cause         string `json:"cause"`
 	UploadAborted bool   `json:"uploadAborted"`
-	// ArchivesDeleted are the archives (a split run's, or the one) its
-	// finalizer had completed, or was completing, before the run failed: a
-	// failed run leaves no archive.
+	// ArchivesDeleted counts the archives, a split run's or the one, that
+	// the finalizer had completed or was completing before the run failed.
+	// A failed run leaves no archive.
 	ArchivesDeleted int `json:"archivesDeleted,omitempty"`
 	WorkDeleted     int `json:"workObjectsDeleted"`
 }
@@ -62,7 +62,7 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 		return out, fmt.Errorf("abort needs the execution name and the work bucket to find what to clean")
 	}
 	// What to clean comes from the deployment and from what the planner
-	// recorded, never from the failed state: when planning fails, that is
+	// recorded, never from the failed state. When planning fails, that is
 	// the user's request, and it may name anything.
 	bucket, prefix := cfg.WorkBucket, cfg.workPrefix(in.Execution)
 	rec, err := readUploadRecord(ctx, a.S3, bucket, prefix)
@@ -70,14 +70,14 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 		return out, err
 	}
 	if rec != nil && rec.Destination.Bucket != "" {
-		// One upload, or a split run's, one an archive.
+		// One upload, or a split run's uploads, one for each archive.
 		uploads := rec.Archives
 		if rec.UploadID != "" {
 			uploads = append(uploads, plan.Upload{Key: rec.Destination.Key, UploadID: rec.UploadID})
 		}
-		// gone are the archives (by index; 0 for one) whose upload S3 no
-		// longer knew: completed, or never made. Only those may have left
-		// an archive.
+		// gone holds the indexes, 0 for one archive, of the archives whose
+		// upload S3 did not know, completed or never made. Only those may
+		// have left an archive.
 		gone := map[int]bool{}
 		for k, u := range uploads {
 			if u.UploadID == "" {
@@ -111,9 +111,9 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 	return out, nil
 }
 
-// abortUpload aborts until S3 no longer knows the upload: parts still being
-// uploaded when the first abort lands can otherwise survive it. found says
-// whether the upload was there to abort (not completed).
+// abortUpload aborts the upload until S3 does not know it, since parts still
+// being uploaded when the first abort lands can otherwise survive it. found
+// says whether the upload was there to abort, that is, not completed.
 func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err error) {
 	d := job.Destination
 	sleep := a.Sleep
@@ -142,13 +142,13 @@ func (a *Aborter) abortUpload(ctx context.Context, job *Job) (found bool, err er
 }
 
 // discardArchives deletes the archives of a failed run that its finalizer
-// recorded as completed or completing (a split run's, or the one archive),
-// each only while it is still the object this run completed (its ETag, or
-// its size and CRC-32): another writer's since is left alone.
+// recorded as completed or completing. It deletes each only while it is
+// still the object this run completed, by its ETag or its size and CRC-32,
+// and leaves another writer's alone.
 //
-// Only archives whose upload was gone when Abort came (gone, by index) are
-// looked for: one whose upload Abort aborted was never completed, and a HEAD
-// of a missing key needs s3:ListBucket.
+// Only the archives in gone, whose upload was gone when Abort came, are
+// looked for. One whose upload Abort aborted was never completed, and a
+// HEAD of a missing key needs s3:ListBucket.
 func discardArchives(ctx context.Context, c S3, rec *uploadRecord, gone map[int]bool) (int, error) {
 	bucket, workBucket, workPrefix := rec.Destination.Bucket, rec.WorkBucket, rec.WorkPrefix
 	deleted := 0

@@ -21,31 +21,31 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// This file answers one question for the worker and the reader: what is
-// the CRC-32 of these bytes of this object, and how do we know. In the
-// order asked: known from the plan; taught by a copy the part job made
-// (copyCRCs); stored by S3 for the whole object (a HEAD); computed by S3 for
-// a copy into a probe upload; combined from pieces; computed from the bytes
-// read. A server's answer for a copy is trusted only where
+// This file tells the worker and the reader the CRC-32 of a range of an
+// object, and how it is known. The sources, in the order asked, are the
+// plan, a copy the part job made, the checksum S3 stores for the whole
+// object, S3's answer to a copy into a probe upload, pieces combined, and
+// last the bytes read. A server's answer for a copy is trusted only where
 // implausibleCopyCRC finds it can be the copied bytes' own.
 
-// copyCRCs is what a part job's carried copies taught about its entries'
+// copyCRCs holds what a part job's carried copies taught about its entries'
 // CRC-32s, by entry.
 type copyCRCs struct {
-	// whole are entries' whole CRC-32s: a whole copy's answer, what S3
-	// stores of the object, or learned for a chain (learnNeededCRCs). The
-	// part reports them to the finalizer.
+	// whole holds entries' whole CRC-32s, from a whole copy's answer, from
+	// what S3 stores of the object, or learned for a chain by
+	// learnNeededCRCs. The part reports them to the finalizer.
 	whole map[plan.EntryIndex]uint32
-	// tails are copied tails of entries whose object S3 stores no CRC-32
-	// of: S3's answer is the tail's own, which a start streamed in this
-	// part combines with (entryCRC).
+	// tails holds the copied tails of entries whose object S3 stores no
+	// CRC-32 of. S3's answer is the tail's own, which entryCRC combines with
+	// a start streamed in this part.
 	tails map[plan.EntryIndex]plan.Tail
-	// rests are copied rests of entries whose whole CRC-32 is known: S3's
-	// answer for the rest tells the streamed start's without a probe
-	// (startCRC).
+	// rests holds the copied rests of entries whose whole CRC-32 is known.
+	// S3's answer for the rest tells startCRC the streamed start's CRC-32
+	// without a probe.
 	rests map[plan.EntryIndex]plan.Tail
 }
 
+// newCopyCRCs returns an empty copyCRCs.
 func newCopyCRCs() *copyCRCs {
 	return &copyCRCs{whole: map[plan.EntryIndex]uint32{}, tails: map[plan.EntryIndex]plan.Tail{}, rests: map[plan.EntryIndex]plan.Tail{}}
 }
@@ -66,8 +66,8 @@ func (k *copyCRCs) apply(entries []plan.PlacedEntry) {
 	}
 }
 
-// startCRC is the CRC-32 of the start [0, s.To) of entry e, when a copy of
-// its rest taught it: crc(whole) split by the rest's.
+// startCRC returns the CRC-32 of the start [0, s.To) of entry e when a copy
+// of its rest taught it, splitting the rest's CRC-32 off the whole's.
 func (k *copyCRCs) startCRC(e *plan.PlacedEntry, s partwork.Segment) (uint32, bool) {
 	rest, copied := k.rests[e.Index]
 	if s.From != 0 || !copied || !e.CRC32.Known || s.To+rest.Len != e.Size {
@@ -79,9 +79,9 @@ func (k *copyCRCs) startCRC(e *plan.PlacedEntry, s partwork.Segment) (uint32, bo
 	return zipformat.SplitCRC(e.CRC32.Sum, rest.CRC, rest.Len), true
 }
 
-// entryCRC is the CRC-32 of entry e whose start [0, s.To) has CRC-32
-// start: the start's own when it is the whole entry, combined with its
-// copied tail's when the rest is one.
+// entryCRC returns the CRC-32 of entry e, given start, the CRC-32 of its
+// start [0, s.To). It is start itself when the start is the whole entry, or
+// start combined with the copied tail's CRC-32 when the rest is one.
 func (k *copyCRCs) entryCRC(e *plan.PlacedEntry, s partwork.Segment, start uint32) (uint32, bool) {
 	if s.To == e.Size {
 		return start, true
@@ -93,7 +93,7 @@ func (k *copyCRCs) entryCRC(e *plan.PlacedEntry, s partwork.Segment, start uint3
 }
 
 // askBeforeCopy asks S3 for the CRC-32 it stores of the object whose tail
-// c carries, when the plan does not know it: asked before the copy, so
+// c carries, when the plan does not know it. It asks before the copy so
 // that copyPart can tell an answer that is the stored checksum from the
 // range's own.
 func (b *partBuilder) askBeforeCopy(ctx context.Context, c *plan.PartJob, k *copyCRCs) error {
@@ -129,7 +129,7 @@ func (b *partBuilder) learnFromCopy(ctx context.Context, c *plan.PartJob, answer
 			k.rests[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 		case c.CRC32.Known:
 		case ok:
-			// S3 stores no CRC-32 of the object: its answer is the range's own.
+			// S3 stores no CRC-32 of the object, so its answer is the range's own.
 			k.tails[c.First] = plan.Tail{CRC: crc, Len: c.Size()}
 		default:
 			whole, err := b.copiedCRC(ctx, c.Source, c.SourceSize, "")
@@ -144,15 +144,15 @@ func (b *partBuilder) learnFromCopy(ctx context.Context, c *plan.PartJob, answer
 	return nil
 }
 
-// storedCRC asks S3 for the CRC-32 it stores for the whole object (ok=false
-// when it stores none, another algorithm, or a composite of parts).
+// storedCRC asks S3 for the CRC-32 it stores for the whole object. ok is
+// false when S3 stores none, another algorithm, or a composite of parts.
 func storedCRC(ctx context.Context, c S3, src plan.Source, size int64) (uint32, bool, error) {
 	crc, ok, _, err := headCRC(ctx, c, src, size)
 	return crc, ok, err
 }
 
-// headCRC is storedCRC that also says whether S3 stores a CRC-32 of the
-// object's parts (a composite), which some servers answer a copy with.
+// headCRC is storedCRC that also says whether S3 stores a composite CRC-32
+// of the object's parts, which some servers answer a copy with.
 func headCRC(ctx context.Context, c S3, src plan.Source, size int64) (crc uint32, ok, composite bool, err error) {
 	in := &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled}
 	in.IfMatch, in.VersionId = pin(src.ETag, src.VersionID)
@@ -167,22 +167,23 @@ func headCRC(ctx context.Context, c S3, src plan.Source, size int64) (crc uint32
 	return crc, ok, !ok && aws.ToString(h.ChecksumCRC32) != "", nil
 }
 
-// objectCRC returns a source object's CRC-32: the one S3 stores for the
-// whole object, else one S3 computes (probe, when given), else read.
+// objectCRC returns a source object's CRC-32. It takes the one S3 stores for
+// the whole object, else one S3 computes in probe when probe is given, else
+// it reads the object.
 func objectCRC(ctx context.Context, c S3, probe *crcProbe, e *plan.PlacedEntry) (uint32, error) {
 	return sourceCRC(ctx, c, probe, crcAsked{src: e.Source, size: e.Size})
 }
 
-// crcAsked is a source whose CRC-32 is asked for: pinned, its planned size,
-// and what S3 stores of its CRC-32 when that is known (StoredNone,
-// StoredComposite; "" asks HeadObject first).
+// crcAsked is a source whose CRC-32 is asked for, pinned, with its planned
+// size and, when known, what S3 stores of its CRC-32, StoredNone or
+// StoredComposite. An empty stored asks HeadObject first.
 type crcAsked struct {
 	src    plan.Source
 	size   int64
 	stored string
 }
 
-// sourceCRC is objectCRC of the source a asks about.
+// sourceCRC returns the CRC-32 of the source a asks about, as objectCRC does.
 func sourceCRC(ctx context.Context, c S3, probe *crcProbe, a crcAsked) (uint32, error) {
 	src, size := a.src, a.size
 	composite := a.stored == StoredComposite
@@ -195,8 +196,8 @@ func sourceCRC(ctx context.Context, c S3, probe *crcProbe, a crcAsked) (uint32, 
 	}
 	if probe != nil {
 		// A server may answer a copy of an object stored with a composite
-		// CRC-32 with that composite (versitygw does; S3 answers the copied
-		// bytes' CRC): a one-byte copy tells, before S3 copies it all.
+		// CRC-32 with that composite. versitygw does, where S3 answers the
+		// copied bytes' CRC. A one-byte copy tells before S3 copies it all.
 		first := int64(0)
 		if composite {
 			first = 1
@@ -206,8 +207,7 @@ func sourceCRC(ctx context.Context, c S3, probe *crcProbe, a crcAsked) (uint32, 
 			return crc, err
 		}
 	}
-	// No whole-object CRC stored (none, another algorithm, or a composite of
-	// parts) and none computed by S3: read the object.
+	// S3 stores no whole-object CRC-32 and computes none, so the object is read.
 	return readWholeCRC(ctx, c, src, size)
 }
 
@@ -232,10 +232,10 @@ func readWholeCRC(ctx context.Context, c S3, src plan.Source, size int64) (uint3
 	return h32.Sum32(), nil
 }
 
-// crcProbe has S3 compute objects' CRC-32s without downloading them: a copy
-// of an object into a multipart upload created with CRC-32 answers with the
-// copied bytes' CRC. The upload is never completed (so parts of any size
-// will do) and is aborted when planning, or the worker's batch, ends.
+// crcProbe has S3 compute objects' CRC-32s without downloading them, since a
+// copy of an object into a multipart upload created with CRC-32 answers with
+// the copied bytes' CRC. The upload is never completed, so parts of any size
+// will do, and it is aborted when planning or the worker's batch ends.
 type crcProbe struct {
 	c           S3
 	bucket, key string
@@ -245,6 +245,8 @@ type crcProbe struct {
 	next        atomic.Int32
 }
 
+// start creates the probe's upload on the first call and returns the error
+// that creating it met, on every call.
 func (p *crcProbe) start(ctx context.Context) error {
 	p.once.Do(func() {
 		out, err := p.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &p.bucket, Key: &p.key,
@@ -258,11 +260,11 @@ func (p *crcProbe) start(ctx context.Context) error {
 	return p.err
 }
 
-// crc returns the CRC-32 of the source's bytes, or ok=false when S3 did not
-// report a usable one (then the caller reads the object). The first range
-// copied is first bytes long when first > 0, else up to 5 GiB like the rest;
-// a source S3 copies no range of (partwork.CopyRange) is then not copied at all:
-// its whole copy could only be answered as uselessly.
+// crc returns the CRC-32 of the source's bytes. ok is false when S3 did not
+// report a usable one, and the caller then reads the object. The first range
+// copied is first bytes long when first > 0, else up to 5 GiB like the rest.
+// When partwork.CopyRange says S3 copies no such first range, nothing is
+// copied, since a whole copy could only be answered as uselessly.
 func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) (uint32, bool, error) {
 	if _, ok := partwork.CopyRange(0, min(first, size), size); first > 0 && !ok {
 		return 0, false, nil
@@ -283,8 +285,8 @@ func (p *crcProbe) crc(ctx context.Context, src plan.Source, size, first int64) 
 }
 
 // rangeCRC returns the CRC-32 S3 computes of the bytes [from, to) of a
-// source of size bytes, copied into the probe's upload; ok=false when its
-// answer carries none, or when S3 copies no such range (partwork.CopyRange).
+// source of size bytes, copied into the probe's upload. ok is false when the
+// answer carries none or when partwork.CopyRange says S3 copies no such range.
 func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to int64) (uint32, bool, error) {
 	if _, copyable := partwork.CopyRange(from, to, size); !copyable {
 		return 0, false, nil
@@ -306,15 +308,16 @@ func (p *crcProbe) rangeCRC(ctx context.Context, src plan.Source, size, from, to
 	return v, ok, nil
 }
 
+// close aborts the probe's upload, if it was created.
 func (p *crcProbe) close(ctx context.Context) {
 	if p.uploadID != "" {
 		p.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &p.bucket, Key: &p.key, UploadId: &p.uploadID})
 	}
 }
 
-// copiedCRC is the CRC-32 of a whole object that was just copied, from S3's
-// answer to the copy; when the answer has none (or a composite of the
-// source's parts), it asks or reads the object as the planner would.
+// copiedCRC returns the CRC-32 of a whole object that was just copied, from
+// S3's answer to the copy. When the answer has none, or a composite of the
+// source's parts, it asks for or reads the object as the planner would.
 func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int64, answer string) (uint32, error) {
 	if crc, ok := s3part.DecodeCRC(answer); ok {
 		return crc, nil
@@ -323,12 +326,12 @@ func (b *partBuilder) copiedCRC(ctx context.Context, src *plan.Source, size int6
 	return objectCRC(ctx, b.s3, nil, &e)
 }
 
-// storedForRange is the CRC-32 S3 stores of the source a copy part copies
-// a range of, which tells a server's answer of that checksum from the
-// range's own (implausibleCopyCRC): the plan's when it has it, else asked
-// (HEAD). A copy of a whole source needs none: its answer is the CRC-32
-// itself. Unknown when S3 stores none (or a composite, which the answer
-// shows as one).
+// storedForRange returns the CRC-32 S3 stores of the source a copy part
+// copies a range of, which lets implausibleCopyCRC tell a server's answer of
+// that checksum from the range's own. It is the plan's when the plan has it,
+// else asked with a HEAD. A copy of a whole source needs none, its answer
+// being the CRC-32 itself. It is unknown when S3 stores none or a composite,
+// which the answer shows as one.
 func (b *partBuilder) storedForRange(ctx context.Context, item *plan.PartJob) (plan.CRC, error) {
 	if item.CRC32.Known || wholeCopy(item) {
 		return item.CRC32, nil
@@ -346,12 +349,12 @@ func wholeCopy(item *plan.PartJob) bool {
 }
 
 // implausibleCopyCRC says why got, the CRC-32 S3 answered a copy with,
-// cannot be the CRC-32 of the bytes copied, or "" when it can be. stored is
-// the source's whole CRC-32 when it is known (the plan's, or what S3
-// stores); whole says the copy was of the whole source. A copy of the whole
-// source must be answered with stored, and a copy of a range must not:
-// some servers (versitygw 1.8) answer a ranged copy of a source stored with
-// a CRC-32 with that CRC-32, where S3 answers the range's.
+// cannot be the CRC-32 of the bytes copied, or returns "" when it can be.
+// stored is the source's whole CRC-32 when the plan or S3 knows it, and
+// whole says the copy was of the whole source. A copy of the whole source
+// must be answered with stored, and a copy of a range must not, since
+// versitygw 1.8 answers a ranged copy of a source stored with a CRC-32 with
+// that CRC-32, where S3 answers the range's.
 func implausibleCopyCRC(stored plan.CRC, whole bool, got string) string {
 	switch {
 	case got == "":
@@ -368,11 +371,12 @@ func implausibleCopyCRC(stored plan.CRC, whole bool, got string) string {
 	return ""
 }
 
-// unprobed is a data segment's CRC-32 when S3 tells it without a probe's
-// copy: an entry's whole data by the CRC-32 S3 stores of the object; the
-// start of an entry by its copied rest (copyCRCs.startCRC). ok=false leaves
-// it to the probe; so does a HEAD that failed, the probe or the assembled
-// part then saying what is wrong.
+// unprobed returns a data segment's CRC-32 when S3 tells it without a
+// probe's copy. An entry's whole data has the CRC-32 S3 stores of the
+// object, and an entry's start is told by its copied rest, as
+// copyCRCs.startCRC does. ok false leaves the segment to the probe, and so
+// does a HEAD that failed, the probe or the assembled part then saying what
+// is wrong.
 func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, s partwork.Segment, k *copyCRCs) (uint32, bool, error) {
 	e := &entries[s.Entry]
 	if partwork.WholeData(entries, s) {
@@ -386,9 +390,9 @@ func (b *partBuilder) unprobed(ctx context.Context, entries []plan.PlacedEntry, 
 	return crc, ok, nil
 }
 
-// probeCRC is the CRC-32 of bytes [from, to) of an entry's source, from
+// probeCRC returns the CRC-32 of bytes [from, to) of an entry's source, from
 // S3's answer to a copy of them into the probe upload. An answer without a
-// plain CRC-32 of the range is errNotPiped.
+// plain CRC-32 of the range returns errNotPiped.
 func probeCRC(ctx context.Context, probe *crcProbe, e *plan.PlacedEntry, from, to int64) (uint32, error) {
 	crc, ok, err := probe.rangeCRC(ctx, e.Source, e.Size, from, to)
 	switch {
@@ -402,12 +406,11 @@ func probeCRC(ctx context.Context, probe *crcProbe, e *plan.PlacedEntry, from, t
 	return crc, nil
 }
 
-// rangeCRC is the CRC-32 of the copy part's source range, and how many
+// rangeCRC returns the CRC-32 of the copy part's source range and how many
 // bytes it read to learn it. A copy of the whole object whose CRC-32 the plan
-// knows reads nothing; the rest of an object whose CRC-32 the plan knows
-// (a tail after a streamed start) reads only the start:
-// crc(whole) = crc(start) shifted by the rest's length, xor crc(rest).
-// Anything else reads the range.
+// knows reads nothing. For a tail after a streamed start, the rest of such an
+// object, it reads only the start, since crc(whole) is crc(start) shifted by
+// the rest's length, xor crc(rest). Anything else reads the range.
 func rangeCRC(ctx context.Context, c S3, src *sourceRef, item *plan.PartJob) (uint32, int64, error) {
 	from, to := item.SourceRange[0], item.SourceRange[1]
 	if item.CRC32.Known && to == item.SourceSize {
@@ -438,10 +441,10 @@ func readCRC(ctx context.Context, c S3, src *sourceRef, from, to int64) (uint32,
 }
 
 // learnNeededCRCs learns the CRC-32s of the entries whose headers a chain
-// part writes and whose CRC-32 neither the plan nor this job's copies gave
-// (the planner leaves them to the worker: plan.Plan.CRCsNeeded): all at
-// once, each from S3's store, else a probe, else a read. It sets them in
-// entries and in k's whole CRC-32s, which the part reports to the finalizer.
+// part writes and whose CRC-32 neither the plan nor this job's copies gave;
+// plan.Plan.CRCsNeeded leaves them to the worker. It asks for all at once,
+// each from S3's store, else a probe, else a read, and sets them in entries
+// and in k's whole CRC-32s, which the part reports to the finalizer.
 func (b *partBuilder) learnNeededCRCs(ctx context.Context, item *plan.PartJob, entries []plan.PlacedEntry, k *copyCRCs) error {
 	var need []int // positions in entries
 	for _, i := range item.NeedCRC {

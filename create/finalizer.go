@@ -24,19 +24,19 @@ import (
 )
 
 // Finalizer writes the central directory as the last parts, completes the
-// upload with the whole archive's CRC-32 (so S3 checks every byte), checks
-// the result, writes a report and deletes the work prefix.
+// upload with the whole archive's CRC-32 so that S3 checks every byte,
+// checks the result, writes a report and deletes the work prefix.
 type Finalizer struct {
 	S3     S3
 	Config Config
 	Log    *slog.Logger
-	// Links signs the download links a request asks for (options.presign);
-	// nil signs none (the output then says why in its warnings).
+	// Links signs the download links a request's options.presign asks for.
+	// Nil signs none, and the output's warnings then say why.
 	Links LinkSigner
 }
 
-// FinalizeInput is the FinalizeArchive state's payload: the job, and the
-// Map's results when there were worker parts.
+// FinalizeInput is the FinalizeArchive state's payload, the job and, when
+// there were worker parts, the Map's results.
 type FinalizeInput struct {
 	Job
 	Results *MapResults `json:"results,omitempty"`
@@ -52,32 +52,33 @@ type Archive struct {
 	Entries int `json:"entries,omitempty"`
 }
 
-// FinalizeOutput is the workflow's result, the execution's output: a
-// versioned contract, docs/output.md (its JSON Schema beside it).
+// FinalizeOutput is the workflow's result, the execution's output. It is a
+// versioned contract, described in docs/output.md with its JSON Schema
+// beside it.
 type FinalizeOutput struct {
 	Version   int     `json:"version"`   // OutputVersion
 	RequestID string  `json:"requestId"` // the request's id, or the execution's name
 	Execution string  `json:"execution"` // the execution's name
 	Archive   Archive `json:"archive"`
-	// Archives are every archive of a split run, in order (Archive is the
-	// first); absent for one archive.
+	// Archives are every archive of a split run, in order, Archive being the
+	// first. It is absent for one archive.
 	Archives []Archive `json:"archives,omitempty"`
-	Report   string    `json:"report"` // "" when it could not be written (Warnings says why)
+	Report   string    `json:"report"` // empty when it could not be written, and Warnings says why
 	Entries  int       `json:"entries"`
 	Parts    int       `json:"parts"`
-	// Strategy is the plan's (auto resolves to one of the others).
+	// Strategy is the plan's strategy, which auto resolves to one of the others.
 	Strategy plan.Strategy `json:"strategy"`
 	// Seconds is the time from the execution's start to the archive's
-	// completion (0 when the caller gave no start).
+	// completion, or 0 when the caller gave no start.
 	Seconds float64 `json:"seconds"`
 	// ChecksumsFile names the archive's entry listing every entry's
 	// SHA-256, when the request asked for one.
 	ChecksumsFile string `json:"checksumsFile,omitempty"`
-	// Links are the download links, when the request asked (options.presign).
+	// Links are the download links, when the request's options.presign asked.
 	Links *presign.Links `json:"links,omitempty"`
 	Stats ReportStats    `json:"stats"`
-	// Warnings are what went wrong without making the archive wrong: the
-	// run succeeded, and the caller shows them.
+	// Warnings say what went wrong without making the archive wrong. The run
+	// succeeded, and the caller shows them.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -92,7 +93,7 @@ type ReportStats struct {
 // Report is the JSON document written beside the archive.
 type Report struct {
 	Archive Archive `json:"archive"`
-	// Archives are every archive of a split run (Archive is the first).
+	// Archives are every archive of a split run, Archive being the first.
 	Archives  []Archive     `json:"archives,omitempty"`
 	Execution string        `json:"execution"`
 	Strategy  plan.Strategy `json:"strategy"`
@@ -112,8 +113,8 @@ type ReportEntry struct {
 	Compressed int64 `json:"compressedSize,omitempty"`
 	// SHA256 is the data's SHA-256, when the request asked for digests.
 	SHA256 string `json:"sha256,omitempty"`
-	// Archive is, in a split run, the number of the entry's archive (1 for
-	// name-0001.zip); Offset is in that archive.
+	// Archive is, in a split run, the number of the entry's archive, 1 for
+	// name-0001.zip, and Offset is in that archive.
 	Archive int `json:"archive,omitempty"`
 }
 
@@ -170,14 +171,14 @@ type finalRun struct {
 	crcs  *plan.CRCs   // the workers', by entry index in the plan
 	lines *reportLines // the report's entries, archive after archive
 	// checkReport says to check the report's key is still free before
-	// completing (a split run checks once, before its first archive).
+	// completing. A split run checks once, before its first archive.
 	checkReport bool
 }
 
-// finalizeArchive finalizes one archive: its workers' parts checked, its
-// entries streamed, its final parts sent, its upload completed and the
-// result checked, its report lines added. It returns where the next
-// archive's entries start.
+// finalizeArchive finalizes one archive. It checks the workers' parts,
+// streams the entries, sends the final parts, completes the upload, checks
+// the result and adds the report lines. It returns where the next archive's
+// entries start.
 func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archiveRun, results []PartResult) (*Archive, ReportStats, int64, error) {
 	a, job := ar.layout, ar.job
 	byPart, stats, err := mergeResults(a.WorkerParts(), a.Stats, results)
@@ -195,8 +196,8 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 	}
 	etag := "" // of the object this run's completion made, when it knows it
 	if !completed && run.checkReport {
-		// The planner found the report's key free; another writer may have
-		// taken it since. Fail now, while the upload can still be aborted.
+		// The planner found the report's key free, but another writer may
+		// have taken it since. Fail now, while the upload can still be aborted.
 		if err := checkReportFree(ctx, f.S3, run.job.Destination); err != nil {
 			return nil, stats, 0, err
 		}
@@ -211,8 +212,9 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 	}
 	out, err := f.check(ctx, job, a.Size, archiveCRC, etag)
 	if errors.Is(err, errArchiveDeleted) {
-		// Nothing of it is left for Abort to find: its record goes too (a
-		// HEAD of a missing key needs s3:ListBucket, which Abort lacks).
+		// Nothing of the archive is left for Abort to find, so its record
+		// goes too. A HEAD of a missing key needs s3:ListBucket, which Abort
+		// lacks.
 		key := doneKey(job.WorkPrefix, max(ar.number-1, 0))
 		_, _ = f.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &job.WorkBucket, Key: &key})
 	}
@@ -220,15 +222,15 @@ func (f *Finalizer) finalizeArchive(ctx context.Context, run *finalRun, ar archi
 		return nil, stats, 0, err
 	}
 	if err := dir.finalLines(run.lines, ar.number); err != nil {
-		run.lines.fail(err) // the archive is good: the report says what went wrong
+		run.lines.fail(err) // the archive is good, and the report says what went wrong
 	}
 	return out, stats, next, nil
 }
 
-// report puts the run's report (r, its archives set) and names it in out;
-// one not written is a warning that starts with what, not a failure: the
-// archives are complete and checked, and failing would have the Abort
-// state discard them for want of their description.
+// report puts the run's report r, its archives set, and names it in out. A
+// report not written is a warning that starts with what, not a failure,
+// since the archives are complete and checked and failing would have the
+// Abort state discard them for want of their description.
 func (f *Finalizer) report(ctx context.Context, run *finalRun, r *Report, out *FinalizeOutput, what string) {
 	job := run.job
 	r.Execution, r.Strategy, r.Stats = job.Execution, run.l.Strategy, out.Stats
@@ -240,17 +242,17 @@ func (f *Finalizer) report(ctx context.Context, run *finalRun, r *Report, out *F
 	}
 }
 
-// sendFinalParts sends the final parts: the entries after the last worker
-// part, and the central directory, read from its spool one final part at
-// a time: the finalizer holds a part, never the whole directory (millions
-// of entries make gigabytes of it). It returns the archive's CRC-32, and
-// whether an earlier run completed the upload already.
+// sendFinalParts sends the final parts, the entries after the last worker
+// part and the central directory. It reads the directory from its spool one
+// final part at a time, never holding the whole of it, since millions of
+// entries make gigabytes. It returns the archive's CRC-32 and whether an
+// earlier run completed the upload already.
 func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, byPart map[int]PartResult, stats *ReportStats) (uint32, bool, error) {
 	dirOffset := dir.offset
 	completed := false
 	var err error
-	// One part's directory bytes, reused part after part: new for each,
-	// the collector let several 64 MiB parts pile up before it ran.
+	// One part's directory bytes, reused part after part. With a new buffer
+	// for each, the collector let several 64 MiB parts pile up before it ran.
 	var buf []byte
 	for _, final := range dir.finals {
 		readDirectory := func(computed map[plan.EntryIndex]uint32) ([]byte, error) {
@@ -269,7 +271,7 @@ func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, b
 		}
 		var last *PartResult
 		if final.Start >= dirOffset {
-			// Directory only: read into the part's buffer, no copy.
+			// A part of directory only is read into its buffer, with no copy.
 			var b []byte
 			if b, err = readDirectory(nil); err == nil {
 				last, err = sendPart(ctx, u.c, u.job, final.Number, b)
@@ -281,15 +283,15 @@ func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, b
 			if !s3err.IsCode(err, "NoSuchUpload") {
 				return 0, false, fmt.Errorf("final part %d: %w", final.Number, err)
 			}
-			completed = true // a previous run completed the upload (check makes sure)
+			completed = true // a previous run completed the upload, as check makes sure
 			break
 		}
 		byPart[final.Number] = *last
 		stats.StreamedBytesActual += last.StreamedBytes
 	}
 	// A run after an earlier one completed the upload may not have sent
-	// the part that ends the directory: the CRC-32s all came from the plan
-	// and the workers then.
+	// the part that ends the directory, and the CRC-32s all came from the
+	// plan and the workers then.
 	if err := dir.end(nil); err != nil {
 		return 0, false, err
 	}
@@ -297,8 +299,8 @@ func sendFinalParts(ctx context.Context, u archiveUpload, dir *directorySpool, b
 	return archiveCRC, completed, err
 }
 
-// results are the Map's results of the worker parts, their CRC-32s taken
-// into crcs.
+// results returns the Map's results of the worker parts and takes their
+// CRC-32s into crcs.
 func (f *Finalizer) results(ctx context.Context, job *Job, m *MapResults, workerParts int, crcs *plan.CRCs) ([]PartResult, error) {
 	if workerParts == 0 {
 		return nil, nil
@@ -310,7 +312,7 @@ func (f *Finalizer) results(ctx context.Context, job *Job, m *MapResults, worker
 }
 
 // finishedBefore recognises a run again after an earlier run finished all
-// but returning: the plan is gone with the work prefix, and the report
+// but returning. The plan is gone with the work prefix, and the report
 // beside the archive describes the archive that is there.
 func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutput, bool) {
 	d := job.Destination
@@ -339,8 +341,8 @@ func (f *Finalizer) finishedBefore(ctx context.Context, job *Job) (*FinalizeOutp
 }
 
 // mergeResults checks that every worker part was built exactly as planned
-// (their CRC-32s readMapResults took) and adds up what they streamed and
-// copied to the plan's stats.
+// and adds up what they streamed and copied to the plan's stats.
+// readMapResults took their CRC-32s.
 func mergeResults(workers []plan.Part, planned plan.Stats, results []PartResult) (map[int]PartResult, ReportStats, error) {
 	stats := ReportStats{Stats: planned}
 	byPart := make(map[int]PartResult, len(results)+1)
@@ -348,7 +350,7 @@ func mergeResults(workers []plan.Part, planned plan.Stats, results []PartResult)
 		if r.Part < 1 || r.Part > len(workers) {
 			return nil, stats, fmt.Errorf("a worker reports part %d; the plan's worker parts are 1 to %d", r.Part, len(workers))
 		}
-		byPart[r.Part] = r // a retried batch reports the same part again: the last wins, it is the same bytes
+		byPart[r.Part] = r // a retried batch reports the same part again, and the last wins with the same bytes
 	}
 	var missing []int
 	for _, part := range workers {
@@ -366,6 +368,8 @@ func mergeResults(workers []plan.Part, planned plan.Stats, results []PartResult)
 	return byPart, stats, nil
 }
 
+// complete completes the archive's upload with its parts and its CRC-32, and
+// returns the archive's ETag.
 func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart map[int]PartResult, archiveCRC uint32) (string, error) {
 	parts := make([]types.CompletedPart, 0, len(byPart))
 	for n, r := range byPart {
@@ -384,7 +388,7 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 		MpuObjectSize:   aws.Int64(size),
 	}
 	if !job.Overwrite {
-		// Another run may have written the key since planning: never replace it.
+		// Another run may have written the key since planning, so never replace it.
 		in.IfNoneMatch = aws.String("*")
 	}
 	out, err := f.S3.CompleteMultipartUpload(ctx, in)
@@ -394,8 +398,8 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 		}
 		if s3err.IsCode(err, "PreconditionFailed", "NoSuchUpload") {
 			// A retried Complete whose first attempt succeeded meets its own
-			// archive (412 when the key had to be free, else the upload gone):
-			// same size and CRC-32 means done.
+			// archive, as a 412 when the key had to be free, else as the
+			// upload gone. The same size and CRC-32 means done.
 			d := job.Destination
 			h, herr := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
 			if herr == nil && aws.ToInt64(h.ContentLength) == size && aws.ToString(h.ChecksumCRC32) == s3part.CRCBase64(archiveCRC) {
@@ -413,13 +417,14 @@ func (f *Finalizer) complete(ctx context.Context, job *Job, size int64, byPart m
 	return aws.ToString(out.ETag), nil
 }
 
-// check reads back the archive's size and checksum. A wrong archive that
-// this run's completion made (its ETag) is deleted: no wrong bytes are left
-// behind. An object another writer put at the key since is left alone.
-// errArchiveDeleted marks check's error for an archive it deleted; its
-// text is empty, so the error reads as the mismatch alone.
+// errArchiveDeleted marks check's error for an archive it deleted. Its text
+// is empty, so the error reads as the mismatch alone.
 var errArchiveDeleted = errors.New("")
 
+// check reads back the archive's size and checksum. A wrong archive that
+// this run's completion made, known by its ETag, is deleted, so no wrong
+// bytes are left behind. An object another writer put at the key since is
+// left alone.
 func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC uint32, etag string) (*Archive, error) {
 	d := job.Destination
 	h, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.Bucket, Key: &d.Key, ChecksumMode: types.ChecksumModeEnabled})
@@ -451,10 +456,10 @@ func (f *Finalizer) check(ctx context.Context, job *Job, size int64, archiveCRC 
 	return &Archive{URI: d.URI(), Size: size, ETag: aws.ToString(h.ETag), CRC32: fmt.Sprintf("%08x", archiveCRC)}, nil
 }
 
-// putReport puts the archive's report beside it (ReportKey): the
-// archives' of a split run, beside the key the request named. The document
-// is r with the entries' lines spooled to $TMPDIR, put from there: at ten
-// million entries it is gigabytes, more than the finalizer's memory.
+// putReport puts the archive's report beside it, at ReportKey, and a split
+// run's beside the key the request named. The document is r with the
+// entries' lines spooled to $TMPDIR and put from there, since at ten million
+// entries it is gigabytes, more than the finalizer's memory.
 func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *reportLines) error {
 	key := ReportKey(job.Destination)
 	r.Finished = time.Now().UTC()
@@ -466,8 +471,8 @@ func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *r
 	if !job.Overwrite {
 		in.IfNoneMatch = aws.String("*")
 	}
-	// Retried here, not by the state machine: the archive is done, and a
-	// failure would only turn into a warning (Finalize).
+	// The PUT is retried here, not by the state machine, since the archive
+	// is done and a failure would only turn into a warning.
 	err = reportRetry.Do(ctx, func(int) error {
 		if _, err := doc.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("report file %s: %w", doc.Name(), err)
@@ -488,9 +493,9 @@ func (f *Finalizer) putReport(ctx context.Context, job *Job, r *Report, lines *r
 	return s3Error("PutObject", job.Destination.Bucket, key, false, err)
 }
 
-// readReportHead reads a report up to its entries (its last field): what a
-// run again needs to know whose it is and what it describes. The entries of
-// ten million are gigabytes, more than the finalizer's memory.
+// readReportHead reads a report up to its entries, its last field, which is
+// what a run again needs to know whose it is and what it describes. The
+// entries of ten million are gigabytes, more than the finalizer's memory.
 func readReportHead(ctx context.Context, c S3, bucket, key string) (*Report, error) {
 	body, err := openObject(ctx, c, bucket, key)
 	if err != nil {
@@ -517,7 +522,7 @@ func readReportHead(ctx context.Context, c S3, bucket, key string) (*Report, err
 		}
 		head[name] = v
 	}
-	doc, _ := json.Marshal(head) // raw JSON values: it always encodes
+	doc, _ := json.Marshal(head) // raw JSON values always encode
 	var r Report
 	if err := json.Unmarshal(doc, &r); err != nil {
 		return nil, fmt.Errorf("report s3://%s/%s: %w", bucket, key, err)
@@ -525,9 +530,9 @@ func readReportHead(ctx context.Context, c S3, bucket, key string) (*Report, err
 	return &r, nil
 }
 
-// reportRetry retries the report's PUT: a 409 ConditionalRequestConflict
-// (another conditional write to the key in progress) or a 5xx heals within
-// seconds.
+// reportRetry retries the report's PUT. A 409 ConditionalRequestConflict,
+// from another conditional write to the key in progress, or a 5xx heals
+// within seconds.
 var reportRetry = s3err.Retry{Attempts: 5, Backoff: s3err.Linear(200 * time.Millisecond)}
 
 // cleanWork aborts the chain rounds a failed worker may have left and

@@ -16,30 +16,30 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// The finalizer never holds the plan's entries: at ten million they are
+// The finalizer never holds the plan's entries, which at ten million are
 // gigabytes decoded. It reads the entries file once, an entry at a time,
-// and spools to $TMPDIR what it needs of each afterwards: its central
-// header (directorySpool) and its line of the report (reportLines). It
-// holds the layout (header and parts), the workers' CRC-32s (plan.CRCs, 4
-// bytes an entry) and the entries of its own final part.
+// and spools to $TMPDIR what it needs of each afterwards, the central
+// header in a directorySpool and the report's line in reportLines. It holds
+// the layout, the workers' CRC-32s in a plan.CRCs at 4 bytes an entry, and
+// the entries of its own final part.
 
-// archiveRun is where one archive's entries are, in the entries file and
+// archiveRun says where one archive's entries are, in the entries file and
 // in the plan.
 type archiveRun struct {
 	layout *plan.Layout    // the archive's, its entries numbered from 0
-	job    *Job            // the job as its upload's (Job.forArchive)
+	job    *Job            // the job as Job.forArchive makes it for the archive's upload
 	first  plan.EntryIndex // its first entry's index in the plan
 	from   int64           // where its first line starts in the entries file
-	number int             // its number in a split run (1 for name-0001.zip); 0 for one archive
+	number int             // its number in a split run, 1 for name-0001.zip, or 0 for one archive
 	last   bool            // the file ends with its entries
 }
 
-// streamEntries reads an archive's entries from the run's entries file
-// (one GET from its first line), gives each the CRC-32 a worker computed
-// (crcs, by index in the plan), spools its central header and adds its
-// line to the report (lines; a final part's entries' lines once their
-// CRC-32s are known: finalLines). It returns the directory and where the
-// next archive's entries start.
+// streamEntries reads an archive's entries from the run's entries file with
+// one GET from its first line. It gives each entry the CRC-32 a worker
+// computed, spools its central header and adds its line to the report; a
+// final part's entries get their lines from finalLines once their CRC-32s
+// are known. It returns the directory and where the next archive's entries
+// start.
 func (fr *finalRun) streamEntries(ctx context.Context, c S3, run archiveRun) (*directorySpool, int64, error) {
 	job := fr.job
 	body, err := openObjectFrom(ctx, c, job.WorkBucket, job.EntriesKey, run.from)
@@ -59,7 +59,7 @@ func (fr *finalRun) streamEntries(ctx context.Context, c S3, run archiveRun) (*d
 	return dir, run.from + entries.Read(), nil
 }
 
-// spoolEntries is streamEntries once the entries are open.
+// spoolEntries does the work of streamEntries once the entries are open.
 func spoolEntries(entries *plan.EntryReader, run archiveRun, dir *directorySpool, crcs *plan.CRCs, lines *reportLines) error {
 	for i := range run.layout.Entries {
 		e, err := entries.Next()
@@ -91,8 +91,8 @@ func spoolEntries(entries *plan.EntryReader, run archiveRun, dir *directorySpool
 	return nil
 }
 
-// recordCRC takes the CRC-32 part's worker computed of an entry (its
-// index and the CRC-32, as the batch wrote them) into crcs.
+// recordCRC takes into crcs the CRC-32 part's worker computed of an entry,
+// given as the batch wrote the entry's index and CRC-32.
 func recordCRC(crcs *plan.CRCs, part int, entry, crc string) error {
 	i, err := strconv.Atoi(entry)
 	if err != nil || i < 0 || i >= crcs.Len() {
@@ -106,8 +106,8 @@ func recordCRC(crcs *plan.CRCs, part int, entry, crc string) error {
 	return nil
 }
 
-// takeCRC gives e the CRC-32 a worker computed of it (none: unknown), which
-// must be the plan's when the plan knows one.
+// takeCRC gives e the CRC-32 a worker computed of it, if any, which must be
+// the plan's when the plan knows one.
 func takeCRC(e *plan.PlacedEntry, computed plan.CRC) error {
 	if !computed.Known {
 		return nil
@@ -119,22 +119,24 @@ func takeCRC(e *plan.PlacedEntry, computed plan.CRC) error {
 	return nil
 }
 
-// directorySpool is an archive's central directory and end records,
-// written to $TMPDIR as its entries go by (plan.DirectoryWriter) and read
-// back by the final parts (finals): at ten million entries it is about a
-// gigabyte. The entries of the first final part, from finalFirst, are held
-// until building that part learns their CRC-32s.
+// directorySpool is an archive's central directory and end records, written
+// to $TMPDIR by a plan.DirectoryWriter as the entries go by and read back by
+// the final parts, since at ten million entries it is about a gigabyte. The
+// entries of the first final part, from finalFirst on, are held until
+// building that part learns their CRC-32s.
 type directorySpool struct {
 	file       *os.File
 	out        *bufio.Writer
 	dir        *plan.DirectoryWriter
-	offset     int64 // the directory's in the archive
+	offset     int64 // the directory's offset in the archive
 	finals     []plan.Part
 	finalFirst plan.EntryIndex
 	final      []plan.PlacedEntry
 	ended      bool
 }
 
+// newDirectorySpool creates the spool of a directory laid out as l, whose
+// final parts are finals, in $TMPDIR.
 func newDirectorySpool(l plan.DirectoryLayout, finals []plan.Part) (*directorySpool, error) {
 	file, err := os.CreateTemp("", "s3zip-directory-*")
 	if err != nil {
@@ -145,8 +147,8 @@ func newDirectorySpool(l plan.DirectoryLayout, finals []plan.Part) (*directorySp
 	return s, nil
 }
 
-// add writes e's central header, or keeps e (kept) when it is among the
-// final part's entries.
+// add writes e's central header, or keeps e and reports kept when e is among
+// the final part's entries.
 func (s *directorySpool) add(e *plan.PlacedEntry) (kept bool, err error) {
 	if e.Index >= s.finalFirst {
 		s.final = append(s.final, *e)
@@ -184,9 +186,9 @@ func (s *directorySpool) end(computed map[plan.EntryIndex]uint32) error {
 	return nil
 }
 
-// finalLines adds the final part's entries' lines to the report, once
-// sending the final parts has learned their CRC-32s; number is the
-// archive's in a split run.
+// finalLines adds the final part's entries' lines to the report once
+// sending the final parts has learned their CRC-32s. number is the
+// archive's number in a split run.
 func (s *directorySpool) finalLines(lines *reportLines, number int) error {
 	for i := range s.final {
 		if err := lines.add(&s.final[i], number); err != nil {
@@ -204,10 +206,11 @@ func (s *directorySpool) Read(b []byte) (int, error) {
 	return s.file.Read(b)
 }
 
-// archiveCRC is the archive's CRC-32, once end has made the directory.
+// archiveCRC returns the archive's CRC-32, once end has made the directory.
 func (s *directorySpool) archiveCRC() (uint32, error) { return s.dir.ArchiveCRC() }
 
-// tmpError says where a failed write went; an error of the plan's passes.
+// tmpError says where a failed write went. An error of the plan's passes
+// unchanged.
 func (s *directorySpool) tmpError(err error) error {
 	var pathErr *os.PathError
 	if err == nil || !errors.As(err, &pathErr) {
@@ -216,6 +219,7 @@ func (s *directorySpool) tmpError(err error) error {
 	return fmt.Errorf("write the central directory to %s: %w (the finalizer's /tmp must hold it: infra/README.md)", s.file.Name(), err)
 }
 
+// discard removes the spool's file.
 func (s *directorySpool) discard() {
 	if s != nil {
 		discardSpool(s.file)
@@ -223,15 +227,17 @@ func (s *directorySpool) discard() {
 }
 
 // reportLines are a report's entries, spooled to $TMPDIR as they are met,
-// each as json.MarshalIndent writes it inside the Report (with the comma
-// and indent before it): at ten million entries they are gigabytes.
+// since at ten million entries they are gigabytes. Each is written as
+// json.MarshalIndent writes it inside the Report, with the comma and indent
+// before it.
 type reportLines struct {
 	file   *os.File
-	out    *bufio.Writer // keeps its first error: Flush returns it
+	out    *bufio.Writer // keeps its first error, which Flush returns
 	n      int
-	failed error // an entry's line not made: the report is not put
+	failed error // an entry's line not made, so the report is not put
 }
 
+// newReportLines creates the lines' file in $TMPDIR.
 func newReportLines() (*reportLines, error) {
 	file, err := os.CreateTemp("", "s3zip-report-*.json")
 	if err != nil {
@@ -240,14 +246,14 @@ func newReportLines() (*reportLines, error) {
 	return &reportLines{file: file, out: bufio.NewWriterSize(file, 1<<20)}, nil
 }
 
-// fail records that the report cannot be made whole: document says so.
+// fail records that the report cannot be made whole, which document says.
 func (l *reportLines) fail(err error) {
 	if l.failed == nil {
 		l.failed = err
 	}
 }
 
-// add writes e's line; archive is its archive's number in a split run.
+// add writes e's line. archive is its archive's number in a split run.
 func (l *reportLines) add(e *plan.PlacedEntry, archive int) error {
 	line, err := json.MarshalIndent(reportEntry(e, archive), "    ", "  ")
 	if err != nil {
@@ -263,9 +269,9 @@ func (l *reportLines) add(e *plan.PlacedEntry, archive int) error {
 	return nil
 }
 
-// document is r with the lines as its entries, byte for byte as
-// json.MarshalIndent(r, "", "  ") writes it with them in r.Entries, read
-// from the lines' file, and its size.
+// document returns r with the lines as its entries, read from the lines'
+// file, and its size. It is byte for byte what json.MarshalIndent writes of
+// r with the lines in r.Entries and a two-space indent.
 func (l *reportLines) document(r *Report) (*spooledDoc, int64, error) {
 	if l.failed != nil {
 		return nil, 0, l.failed
@@ -277,7 +283,7 @@ func (l *reportLines) document(r *Report) (*spooledDoc, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("report file %s: %w", l.file.Name(), err)
 	}
-	// Entries is the document's last field: the rest, with no entries,
+	// Entries is the document's last field, so the rest, with no entries,
 	// ends in "[]\n}", where the entries go.
 	r.Entries = []ReportEntry{}
 	head, err := json.MarshalIndent(r, "", "  ")
@@ -293,14 +299,15 @@ func (l *reportLines) document(r *Report) (*spooledDoc, int64, error) {
 	return &spooledDoc{io.NewSectionReader(doc, 0, total), l.file}, total, nil
 }
 
+// discard removes the lines' file.
 func (l *reportLines) discard() {
 	if l != nil {
 		discardSpool(l.file)
 	}
 }
 
-// reportEntry is e's line of the report; archive is its archive's number
-// in a split run (0: one archive).
+// reportEntry returns e's line of the report. archive is its archive's
+// number in a split run, or 0 for one archive.
 func reportEntry(e *plan.PlacedEntry, archive int) ReportEntry {
 	src := ""
 	if e.Source.Key != "" {
@@ -322,10 +329,10 @@ type spooledDoc struct {
 	file *os.File
 }
 
-// Name is the spooled file's.
+// Name returns the spooled file's name.
 func (d *spooledDoc) Name() string { return d.file.Name() }
 
-// joinedAt reads its pieces one after another as one.
+// joinedAt reads its pieces one after another as one io.ReaderAt.
 type joinedAt []struct {
 	r    io.ReaderAt
 	size int64

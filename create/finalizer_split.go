@@ -9,13 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// finalizeSplit finalizes a split run: each archive's central directory
-// sent and its upload completed with its CRC-32, one after another, then
-// one report and one output listing them all. Each archive completed is
-// recorded in the work prefix (doneKey): if the run fails after all (a
-// later archive, a finalizer retried until the state machine gives up),
-// Abort deletes them, so a failed split run leaves none of its archives.
-// The finalizer does not: a retry of it carries on from them.
+// finalizeSplit finalizes a split run. It sends each archive's central
+// directory and completes its upload with its CRC-32, one archive after
+// another, then writes one report and one output listing them all. Each
+// archive completed is recorded at its doneKey in the work prefix. If the
+// run fails after all, on a later archive or a finalizer retried until the
+// state machine gives up, Abort deletes them, so a failed split run leaves
+// none of its archives. The finalizer does not, and a retry of it carries
+// on from them.
 func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []PartResult, started time.Time) (*FinalizeOutput, error) {
 	job, l := run.job, run.l
 	byArchive := make([][]PartResult, len(l.Archives))
@@ -26,8 +27,8 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []
 		byArchive[r.Archive] = append(byArchive[r.Archive], r)
 	}
 	if run.checkReport && !f.completedBefore(ctx, job) {
-		// The planner found the report's key free; another writer may have
-		// taken it since. Fail now, while the uploads can still be aborted.
+		// The planner found the report's key free, but another writer may
+		// have taken it since. Fail now, while the uploads can still be aborted.
 		if err := checkReportFree(ctx, f.S3, job.Destination); err != nil {
 			return nil, err
 		}
@@ -62,17 +63,17 @@ func (f *Finalizer) finalizeSplit(ctx context.Context, run *finalRun, results []
 	return out, nil
 }
 
-// completedBefore says whether an earlier run of this finalizer completed
-// the first archive (its done record): it checked the report's key then,
-// and may have written the report since.
+// completedBefore says whether the done record of an earlier run of this
+// finalizer shows it completed the first archive. That run checked the
+// report's key then, and may have written the report since.
 func (f *Finalizer) completedBefore(ctx context.Context, job *Job) bool {
 	_, err := f.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &job.WorkBucket, Key: aws.String(doneKey(job.WorkPrefix, 0))})
 	return err == nil
 }
 
-// recordCompleting records archive k (0 for a run of one archive) before
-// its upload is completed: its key (the job's destination), size and
-// CRC-32 (rec's).
+// recordCompleting records archive k, 0 for a run of one archive, before
+// its upload is completed. The record holds the job's destination key and
+// rec's size and CRC-32.
 func recordCompleting(ctx context.Context, c S3, job *Job, k int, rec completedArchive) error {
 	rec.Key = job.Destination.Key
 	if err := writeJSON(ctx, c, job.WorkBucket, doneKey(job.WorkPrefix, k), rec); err != nil {

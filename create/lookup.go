@@ -16,32 +16,33 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// Lookups: what the planner once asked S3 object by object — a HeadObject
-// to pin and size each of a manifest's objects, the CRC-32s the layout needs
-// before the workers run — is asked by the read pass's Map instead, as read
-// jobs of their own kind, many to a reader invocation and many in flight in
-// each. The planner writes the jobs and reads the answers: its requests grow
-// with pages (jobs, result files) and parts, never with objects.
+// Lookups are the read pass's questions to S3 object by object, a HeadObject
+// to pin and size each of a manifest's objects and the CRC-32s the layout
+// needs before the workers run. They are read jobs of their own kind, many to
+// a reader invocation and many in flight in each. The planner writes the
+// jobs and reads the answers, so its requests grow with pages of jobs and
+// result files and with parts, never with objects.
 
-// Lookup kinds (ReadJob.Lookup).
+// The lookup kinds a ReadJob.Lookup names.
 const (
 	// LookupPin asks HeadObject what a listing would have said of a
-	// manifest's object: its size, ETag (the pin), version, last-modified
-	// time, and its CRC-32 when S3 stores the whole object's.
+	// manifest's object. That is its size, its ETag as the pin, its version,
+	// its last-modified time, and its CRC-32 when S3 stores the whole object's.
 	LookupPin = "pin"
-	// LookupCRC learns the CRC-32 of a pinned source: the one S3 stores,
-	// else one S3 computes for a copy into a probe upload, else by reading it.
+	// LookupCRC learns the CRC-32 of a pinned source. It takes the one S3
+	// stores, else one S3 computes for a copy into a probe upload, else it
+	// reads the source.
 	LookupCRC = "crc"
 )
 
-// DefaultLookupsPerBatch is the most lookups one reader invocation answers:
-// a lookup's answer is some 200 bytes of the batch's result, which Step
-// Functions holds to 256 KiB; the input side is cut by MaxInputBytesPerBatch.
+// DefaultLookupsPerBatch is the most lookups one reader invocation answers.
+// A lookup's answer is some 200 bytes of the batch's result, which Step
+// Functions holds to 256 KiB, and MaxInputBytesPerBatch cuts the input side.
 const DefaultLookupsPerBatch = 500
 
 // Looked is what a lookup learned of an object.
 type Looked struct {
-	// Missing says a manifest's object does not exist (LookupPin).
+	// Missing says a LookupPin found that a manifest's object does not exist.
 	Missing   bool      `json:"missing,omitempty"`
 	Size      int64     `json:"size,omitempty"`
 	ETag      string    `json:"etag,omitempty"`
@@ -49,29 +50,30 @@ type Looked struct {
 	ModTime   time.Time `json:"modTime,omitzero"`
 	CRC32     plan.CRC  `json:"crc32,omitzero"`
 	// Stored says what S3 stores of a pinned object's CRC-32 when it is not
-	// the whole object's (StoredNone, StoredComposite).
+	// the whole object's, StoredNone or StoredComposite.
 	Stored string `json:"stored,omitempty"`
-	// Mode is the Unix mode its user metadata gives (LookupPin; ModTime is
-	// the mtime it gives, where it gives one); Meta its metadata extra
-	// field, when the job keeps metadata.
+	// Mode is the Unix mode a LookupPin finds in the object's user metadata,
+	// and ModTime is the mtime it gives, where it gives one. Meta is its
+	// metadata extra field, when the job keeps metadata.
 	Mode uint32         `json:"mode,omitempty"`
 	Meta plan.MetaField `json:"meta,omitempty"`
 }
 
-// What S3 stores of an object's CRC-32 when it stores no whole-object one
-// (ReadJob.Stored, Looked.Stored); "" is not known, or a whole-object one.
+// What S3 stores of an object's CRC-32 when it stores no whole-object one,
+// as ReadJob.Stored and Looked.Stored say it. An empty string means not
+// known, or a whole-object one.
 const (
-	// StoredNone: no CRC-32 at all (another algorithm, or none); a CRC
+	// StoredNone means no CRC-32 at all, another algorithm or none. A CRC
 	// lookup skips the HeadObject that could not answer.
 	StoredNone = "none"
-	// StoredComposite: a CRC-32 of the object's parts ("…-N"), not of the
-	// object; a CRC lookup probes from its first byte.
+	// StoredComposite means a CRC-32 of the object's parts, "…-N", not of
+	// the object. A CRC lookup probes from its first byte.
 	StoredComposite = "composite"
 )
 
-// storedKind is what a listing's checksum algorithms and type say S3 stores
-// of an object's CRC-32: "" when it says nothing or stores the whole
-// object's (a HeadObject answers it).
+// storedKind returns what a listing's checksum algorithms and type say S3
+// stores of an object's CRC-32. It returns "" when the listing says nothing
+// or S3 stores the whole object's, which a HeadObject answers.
 func storedKind(algorithms []types.ChecksumAlgorithm, typ types.ChecksumType) string {
 	switch {
 	case len(algorithms) == 0:
@@ -84,10 +86,11 @@ func storedKind(algorithms []types.ChecksumAlgorithm, typ types.ChecksumType) st
 	return ""
 }
 
-// storedCRCs is what the listing, the inventory or the pin round said of
-// the sources whose whole-object CRC-32 S3 does not store: sorted keys per
-// bucket and kind (a string header per key, its bytes shared with the
-// entry's), read when the CRC lookups are written. Safe for concurrent use.
+// storedCRCs holds what the listing, the inventory or the pin round said of
+// the sources whose whole-object CRC-32 S3 does not store, read when the CRC
+// lookups are written. It keeps sorted keys per bucket and kind, a string
+// header per key whose bytes are shared with the entry's. It is safe for
+// concurrent use.
 type storedCRCs struct {
 	mu      sync.Mutex
 	buckets map[string]*storedKeys
@@ -98,8 +101,8 @@ type storedKeys struct {
 	sorted          bool
 }
 
-// note records that S3 stores kind of the object's CRC-32 ("": nothing to
-// record).
+// note records that S3 stores kind of the object's CRC-32. An empty kind
+// records nothing.
 func (s *storedCRCs) note(bucket, key, kind string) {
 	if kind == "" {
 		return
@@ -119,13 +122,13 @@ func (s *storedCRCs) note(bucket, key, kind string) {
 		list = &b.composite
 	}
 	if n := len(*list); n > 0 && (*list)[n-1] >= key {
-		b.sorted = false // a listing comes in key order; an inventory or a manifest need not
+		b.sorted = false // a listing comes in key order, but an inventory or a manifest need not
 	}
 	*list = append(*list, key)
 }
 
-// noted says whether any source was noted: S3 stores some source's
-// whole-object CRC-32 not.
+// noted says whether any source was noted, that is, whether some source's
+// whole-object CRC-32 is not stored.
 func (s *storedCRCs) noted() bool {
 	if s == nil {
 		return false
@@ -135,8 +138,8 @@ func (s *storedCRCs) noted() bool {
 	return len(s.buckets) > 0
 }
 
-// of is what S3 stores of src's CRC-32, as noted ("": not known, or the
-// whole object's).
+// of returns what S3 stores of src's CRC-32, as noted. It returns "" when
+// that is not known or is the whole object's.
 func (s *storedCRCs) of(src plan.Source) string {
 	if s == nil {
 		return ""
@@ -161,9 +164,10 @@ func (s *storedCRCs) of(src plan.Source) string {
 	return ""
 }
 
-// lookUpBatch answers a batch of lookups, r.Lookups at once; the first
-// failure fails the batch (a retry asks again: lookups write nothing but a
-// probe upload, which is aborted). CRC lookups share one probe upload.
+// lookUpBatch answers a batch of lookups, r.Lookups at once. The first
+// failure fails the batch, and a retry asks again, since lookups write
+// nothing but a probe upload, which is aborted. CRC lookups share one probe
+// upload.
 func (r *Reader) lookUpBatch(ctx context.Context, jobs []ReadJob) (*ReadBatchResult, error) {
 	var probe *crcProbe
 	for _, j := range jobs {
@@ -197,6 +201,7 @@ func (r *Reader) lookups() int {
 	return Config{}.Defaults().HeadConcurrency
 }
 
+// lookUp answers one lookup.
 func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looked, error) {
 	switch j.Lookup {
 	case LookupPin:
@@ -211,9 +216,9 @@ func (r *Reader) lookUp(ctx context.Context, j ReadJob, probe *crcProbe) (*Looke
 	return nil, fmt.Errorf("unknown lookup %q (this reader knows %q and %q)", j.Lookup, LookupPin, LookupCRC)
 }
 
-// pinObject is an object as HeadObject describes it, its metadata kept when
-// keep is set; a missing one is an answer (the planner lists every missing
-// line), not an error.
+// pinObject returns an object as HeadObject describes it, its metadata kept
+// when keep is set. A missing object is an answer, not an error, since the
+// planner lists every missing line.
 func pinObject(ctx context.Context, c S3, src plan.Source, keep bool) (*Looked, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &src.Bucket, Key: &src.Key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {

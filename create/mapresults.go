@@ -16,18 +16,18 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// The Map states' results are read and written in the ResultWriter's layout
-// by internal/stepfn; what is create's own is the worker output in them.
+// internal/stepfn reads and writes the Map states' results in the
+// ResultWriter's layout, and create reads the worker output in them.
 
 // MapResults is the Map state's output at $.results.
 type MapResults = stepfn.MapResults
 
-// readMapResults collects the part results of every succeeded batch, and
-// takes the CRC-32s each batch wrote to the job's work prefix into crcs
-// (by entry index across the plan): an object a batch, opened
-// plan.ResultReadsInFlight at a time (one after another, a run of hundreds
-// of batches waited seconds for their first bytes) and decoded one at a
-// time into crcs.
+// readMapResults collects the part results of every succeeded batch and
+// takes into crcs, by entry index across the plan, the CRC-32s each batch
+// wrote to an object in the job's work prefix. The objects are opened
+// plan.ResultReadsInFlight at a time, since opened one after another a run
+// of hundreds of batches waited seconds for their first bytes, and are
+// decoded into crcs one at a time.
 func readMapResults(ctx context.Context, c S3, job *Job, d *stepfn.ResultWriterDetails, crcs *plan.CRCs) ([]PartResult, error) {
 	var outs []BatchResult
 	err := eachMapOutput(ctx, c, d, func(output []byte) error {
@@ -58,12 +58,12 @@ func readMapResults(ctx context.Context, c S3, job *Job, d *stepfn.ResultWriterD
 	return parts, nil
 }
 
-// readBatchCRCs takes the CRC-32s of the batch's parts from the object the
-// batch wrote them to (a batchCRCs) into crcs as it reads them: a batch of
+// readBatchCRCs takes the CRC-32s of the batch's parts from the batchCRCs
+// object the batch wrote them to into crcs as it reads them. A batch of
 // small entries writes tens of MB, which decoded whole into maps of strings
-// was most of the finalizer's memory. Only an object of this execution's
-// work prefix is read. Objects are opened side by side, and decoded into
-// the sink one at a time.
+// would be most of the finalizer's memory. Only an object of this
+// execution's work prefix is read. Objects are opened side by side, and
+// decoded into the sink one at a time.
 func readBatchCRCs(ctx context.Context, c S3, job *Job, out *BatchResult, into *crcSink) error {
 	if !strings.HasPrefix(out.CRCsKey, job.WorkPrefix) || job.WorkPrefix == "" {
 		return fmt.Errorf("worker output: its CRC-32s s3://%s/%s are outside this execution's work prefix %s", job.WorkBucket, out.CRCsKey, job.WorkPrefix)
@@ -75,7 +75,7 @@ func readBatchCRCs(ctx context.Context, c S3, job *Job, out *BatchResult, into *
 	defer body.Close()
 	into.mu.Lock()
 	defer into.mu.Unlock()
-	batch := make(map[string]int, len(out.Parts)) // partKey → part number, of the batch's parts
+	batch := make(map[string]int, len(out.Parts)) // the batch's parts' numbers by partKey
 	for _, r := range out.Parts {
 		batch[partKey(r.Archive, r.Part)] = r.Part
 	}
@@ -90,7 +90,7 @@ func readBatchCRCs(ctx context.Context, c S3, job *Job, out *BatchResult, into *
 			return eachMember(dec, func(entry string) error {
 				var crc string
 				if err := dec.Decode(&crc); err != nil || !ok {
-					return err // a part not among the batch's: not taken
+					return err // a part not among the batch's is not taken
 				}
 				return recordCRC(into.crcs, part, entry, crc)
 			})
@@ -109,7 +109,7 @@ type crcSink struct {
 }
 
 // eachMember calls fn with the name of each member of the JSON object dec
-// is at; fn reads the member's value.
+// is at, and fn reads the member's value.
 func eachMember(dec *json.Decoder, fn func(name string) error) error {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return fmt.Errorf("want a JSON object (%v)", err)
@@ -133,7 +133,7 @@ func eachMapOutput(ctx context.Context, c S3, d *stepfn.ResultWriterDetails, fn 
 }
 
 // getter and putter read and write whole objects for internal/stepfn, which
-// leaves naming S3's failures to the workflow (s3Error).
+// leaves naming S3's failures to the workflow's s3Error.
 func getter(c S3) stepfn.GetFunc {
 	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
 		return getBytes(ctx, c, bucket, key, limit)

@@ -18,21 +18,21 @@ import (
 // PartResult is what the finalizer needs of one built part.
 type PartResult struct {
 	Part int `json:"part"`
-	// Archive is, in a split run, which archive's upload the part is of
-	// (plan.Part.Archive); Part is its number there.
+	// Archive is, in a split run, the plan.Part.Archive whose upload the
+	// part is of, and Part is its number there.
 	Archive       int    `json:"archive,omitempty"`
 	ETag          string `json:"etag"`
 	ChecksumCRC32 string `json:"checksumCRC32"`
-	// CRCs are the entries' CRC-32s the worker computed (index → 8 hex
-	// digits). They grow with the part's entries (a 16 MiB part of 1 KiB
-	// objects has 16,000), so they never travel in the batch's output (Step
-	// Functions' 256 KiB): Handle writes them to BatchResult.CRCsKey.
+	// CRCs maps entry indexes to the CRC-32s the worker computed, as 8 hex
+	// digits. They grow with the part's entries, 16,000 for a 16 MiB part of
+	// 1 KiB objects, so they never travel in the batch's output, which Step
+	// Functions caps at 256 KiB. Handle writes them to BatchResult.CRCsKey.
 	CRCs          map[string]string `json:"-"`
 	StreamedBytes int64             `json:"streamedBytes"`
 	CopiedBytes   int64             `json:"copiedBytes"`
 }
 
-// addCRCs reports entries' CRC-32s (by entry index) to the finalizer.
+// addCRCs reports entries' CRC-32s, by entry index, to the finalizer.
 func (r *PartResult) addCRCs(crcs map[plan.EntryIndex]uint32) {
 	if len(crcs) == 0 {
 		return
@@ -46,8 +46,8 @@ func (r *PartResult) addCRCs(crcs map[plan.EntryIndex]uint32) {
 }
 
 // archiveUpload is the archive's multipart upload as the worker and the
-// finalizer send parts to it: the client, the settings that bound the reads,
-// the job that names the upload.
+// finalizer send parts to it. It holds the client, the settings that bound
+// the reads and the job that names the upload.
 type archiveUpload struct {
 	c   S3
 	cfg Config
@@ -55,8 +55,8 @@ type archiveUpload struct {
 }
 
 // uploadPart assembles an upload part and sends it with its CRC-32, which S3
-// checks. dir is nil except for the final parts: worker parts end before the
-// directory.
+// checks. dir is nil except for the final parts, since worker parts end
+// before the directory.
 func (u archiveUpload) uploadPart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, tails map[plan.EntryIndex]plan.Tail, dir *finalDirectory) (*PartResult, error) {
 	d := plan.Directory{Offset: part.End}
 	if dir != nil {
@@ -101,8 +101,9 @@ func sendPart(ctx context.Context, c S3, job *Job, n int, buf []byte) (*PartResu
 	return r, nil
 }
 
-// finalDirectory is the central directory in a final part: where it starts,
-// and how its bytes are had once the part's entries' CRC-32s are known.
+// finalDirectory is the central directory in a final part. It says where
+// the directory starts and how its bytes are had once the part's entries'
+// CRC-32s are known.
 type finalDirectory struct {
 	offset int64
 	read   func(computed map[plan.EntryIndex]uint32) ([]byte, error)

@@ -21,17 +21,17 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// The read pass: before the layout is planned, the entries that need their
-// bytes read (to be deflated) are read by a fan-out of read jobs, each one
-// piece of one object. A piece is compressed on its own and ends on a flush
-// (only an object's last piece is final), so an object's pieces concatenate
-// into one valid DEFLATE stream, the way pigz parallelises; the pieces'
+// In the read pass, before the layout is planned, a fan-out of read jobs
+// reads the entries that need their bytes read to be deflated, each job one
+// piece of one object. A piece is compressed on its own and ends on a flush,
+// only an object's last piece being final, so an object's pieces concatenate
+// into one valid DEFLATE stream, the way pigz parallelises, and the pieces'
 // CRC-32s combine into the object's. The compressed bytes go to intermediate
 // objects under the work prefix, which then become the entries' sources, and
 // the layout is planned with the compressed sizes.
 
-// compressedMagic are the first bytes of compressed formats (checked on the
-// sample a read job takes anyway).
+// compressedMagic are the first bytes of compressed formats, checked on the
+// sample a read job takes anyway.
 var compressedMagic = [][]byte{
 	{0x1f, 0x8b},             // gzip
 	{'P', 'K', 3, 4},         // zip and its kin
@@ -58,14 +58,14 @@ func compressedMagicBytes(b []byte) bool {
 // Reader runs read jobs.
 type Reader struct {
 	S3 S3
-	// Lookups is how many lookups a batch has in flight (0: the default
-	// HeadConcurrency, HEAD_CONCURRENCY).
+	// Lookups is how many lookups a batch has in flight. 0 means the default
+	// HeadConcurrency, set by HEAD_CONCURRENCY.
 	Lookups int
 }
 
 // Read reads one piece, compresses it and writes the compressed bytes to
-// the job's intermediate object. Memory: the compressed piece (at most the
-// piece and a little) and the compressor's state.
+// the job's intermediate object. It holds the compressed piece, at most the
+// piece and a little, and the compressor's state.
 func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	piece, err := r.getPiece(ctx, job)
 	if err != nil {
@@ -105,7 +105,7 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	if err := finish(n); err != nil {
 		return nil, err
 	}
-	// Only the last piece ends the stream; the others end on a flush, byte
+	// Only the last piece ends the stream. The others end on a flush, byte
 	// aligned, so the next piece's blocks follow them.
 	if job.Piece == job.Pieces-1 {
 		err = fw.Close()
@@ -116,7 +116,7 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 		return nil, err
 	}
 	if job.Pieces == 1 && int64(comp.Len()) >= job.Length {
-		res.Stored = true // grew: the entry stays STORED from its source
+		res.Stored = true // it grew, so the entry stays STORED from its source
 		return res, nil
 	}
 	res.Size, res.CRC32 = int64(comp.Len()), plan.KnownCRC(crc32.ChecksumIEEE(comp.Bytes()))
@@ -126,8 +126,8 @@ func (r *Reader) Read(ctx context.Context, job ReadJob) (*ReadResult, error) {
 	return res, nil
 }
 
-// pieceRead is a piece as it is read: its bytes go through its CRC-32 (and
-// its SHA-256, when the job asks for it) on the way.
+// pieceRead is a piece as it is read. Its bytes go through its CRC-32 on the
+// way, and through its SHA-256 when the job asks for it.
 type pieceRead struct {
 	job  ReadJob
 	res  *ReadResult
@@ -171,8 +171,8 @@ func (job ReadJob) readOp() string {
 	return fmt.Sprintf("read s3://%s/%s bytes %d-%d", job.Source.Bucket, job.Source.Key, job.Offset, job.Offset+job.Length-1)
 }
 
-// getPiece opens the job's piece of its source, pinned by ETag; a body
-// that stalls or is cut resumes from the byte it reached.
+// getPiece opens the job's piece of its source, pinned by ETag. A body that
+// stalls or is cut resumes from the byte it reached.
 func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, error) {
 	src := job.Source
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", job.Offset, job.Offset+job.Length-1))}
@@ -184,10 +184,10 @@ func (r *Reader) getPiece(ctx context.Context, job ReadJob) (io.ReadCloser, erro
 	return resumed(ctx, r.S3, in, out, true), nil
 }
 
-// autoStores is auto's try of the piece's start: a known compressed
-// format, or a sample that does not shrink enough, and the piece is stored
-// (the rest of it is not read). It returns the choice and the bytes read;
-// the sample is in fw, comp its compressed bytes so far.
+// autoStores tries the piece's start for auto. A known compressed format,
+// or a sample that does not shrink enough, stores the piece, and the rest of
+// it is not read. It returns the choice and the bytes read. The sample is in
+// fw, and comp holds its compressed bytes so far.
 func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJob) (stored bool, sampled int64, err error) {
 	sample := make([]byte, min(job.Length, autoSample))
 	if _, err := io.ReadFull(body, sample); err != nil {
@@ -205,13 +205,10 @@ func autoStores(body io.Reader, fw *flate.Writer, comp *bytes.Buffer, job ReadJo
 	return float64(comp.Len()) > autoMaxRatio*float64(len(sample)), int64(len(sample)), nil
 }
 
-// putPiece writes a compressed piece to the job's intermediate object. No
-// stored checksum: the layout copies ranges of these objects, and the plan
-// carries their CRC-32 itself.
-// putPiece stores a compressed piece with the CRC-32 of its bytes, the one
-// the archive's headers and completion will be built from: S3 checks it
-// (BadDigest), so a piece changed on its way fails here, named, not the
-// archive at its completion.
+// putPiece writes a compressed piece to the job's intermediate object with
+// the CRC-32 of its bytes, the one the archive's headers and completion
+// will be built from. S3 checks it and answers BadDigest, so a piece changed
+// on its way fails here, named, not the archive at its completion.
 func (r *Reader) putPiece(ctx context.Context, job ReadJob, comp []byte, crc uint32) error {
 	plain := func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
 	want := s3part.CRCBase64(crc)
@@ -236,9 +233,10 @@ type ReadBatchResult struct {
 	Results []ReadResult `json:"results"`
 }
 
-// Handle is the reader Lambda's handler: the batch's read jobs one after
-// the other (DEFLATE is CPU-bound, and the reader has one vCPU; memory holds
-// one compressed piece at a time), or its lookups, many at once.
+// Handle is the reader Lambda's handler. It runs the batch's read jobs one
+// after the other, since DEFLATE is CPU-bound, the reader has one vCPU and
+// memory holds one compressed piece at a time, or the batch's lookups, many
+// at once.
 func (r *Reader) Handle(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error) {
 	if len(in.Items) > 0 && in.Items[0].Lookup != "" {
 		// A round's jobs are all lookups or all reads.

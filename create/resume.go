@@ -16,37 +16,37 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// The states a kept run continues from: the parts Map, or the finalizer
+// The states a kept run continues from are the parts Map, or the finalizer
 // when every batch had succeeded.
 const (
 	stateBuildParts      = "BuildParts"
 	stateFinalizeArchive = "FinalizeArchive"
 )
 
-// ResumeStats counts what a resume built: the parts of the batches it ran
-// again, those of them the upload already had (built twice), and the
-// parts the upload held when the resume began.
+// ResumeStats counts what a resume built. It counts the parts of the
+// batches it ran again, those of them the upload already had and so built
+// twice, and the parts the upload held when the resume began.
 type ResumeStats struct {
-	Parts        int // the archive's parts built by workers (the plan's part jobs and the parts they carry)
+	Parts        int // the archive's parts built by workers, the plan's part jobs and the parts they carry
 	Listed       int // parts ListParts found in the upload when the resume began
 	Built        int // parts the resume's batches built
-	Rebuilt      int // of Built, parts ListParts had found: built twice
+	Rebuilt      int // parts of Built that ListParts had found, so built twice
 	BatchesRun   int
 	BatchesKept  int // batches that had succeeded and were not run again
 	MostPerBatch int // the most parts one batch builds
-	Redrives     int // this resume's number: 1 for the first
+	Redrives     int // this resume's number, 1 for the first
 	FailedState  string
 	FailureCause string
 }
 
 // Resumable reports whether a run that failed with err is kept for a
-// resume (when Runner.Keep allows): only a cause a retry may mend.
+// resume, when Runner.Keep allows. Only a cause a retry may mend is.
 func Resumable(err error) bool { return stepfn.Resumable(err, Retryable) }
 
 // keep records a run that failed in state for a resume instead of aborting
-// it, and returns the failure as a stepfn.KeptError; it returns nil when the
-// run is not to be kept (Keep is 0, the cause is not resumable, or the
-// record cannot be written), and the caller aborts.
+// it, and returns the failure as a stepfn.KeptError. It returns nil, and the
+// caller aborts, when Keep is 0, the cause is not resumable, or the record
+// cannot be written.
 func (r *Runner) keep(ctx context.Context, job *Job, f *buildFailure, redrives int) error {
 	if r.Keep <= 0 || f == nil || !Resumable(f.err) {
 		return nil
@@ -63,8 +63,8 @@ func (r *Runner) keep(ctx context.Context, job *Job, f *buildFailure, redrives i
 	return &stepfn.KeptError{Execution: job.Execution, Until: k.Until, Err: f.err}
 }
 
-// buildFailure is where build stopped: the state and, when the parts Map
-// ran, its children.
+// buildFailure says where build stopped, with the state and, when the parts
+// Map ran, its children.
 type buildFailure struct {
 	state    string
 	children []stepfn.ChildResult
@@ -72,10 +72,10 @@ type buildFailure struct {
 }
 
 // Resume continues the kept run execution from the state that failed, as a
-// redrive does: the parts Map runs again only the batches that did not
+// redrive does. The parts Map runs again only the batches that did not
 // succeed, or whose parts ListParts does not show in the upload with the
-// ETag their batch reported; then the finalizer runs. A failure a retry
-// may mend keeps the run again (for Keep from now); any other aborts it.
+// ETag their batch reported, and then the finalizer runs. A failure a retry
+// may mend keeps the run again for Keep from now, and any other aborts it.
 func (r *Runner) Resume(ctx context.Context, execution string) (*RunResult, *ResumeStats, error) {
 	cfg := r.Config.Defaults()
 	log := logger(r.Log)
@@ -100,7 +100,7 @@ func (r *Runner) Resume(ctx context.Context, execution string) (*RunResult, *Res
 	}
 	listed, err := listUploads(ctx, r.S3, &job, items)
 	if err != nil {
-		// An upload S3 no longer knows cannot be continued: what is left
+		// An upload S3 does not know cannot be continued, so what is left
 		// is removed, as a run that cannot heal is.
 		state, _ := json.Marshal(job)
 		return nil, stats, r.abort(ctx, state, execution, fmt.Errorf("resume %s: %w", execution, err))
@@ -145,9 +145,9 @@ func (r *Runner) Resume(ctx context.Context, execution string) (*RunResult, *Res
 	return &RunResult{Job: &job, Output: out}, stats, nil
 }
 
-// partBatches reads the job's part jobs (the ItemReader) and cuts them into
-// the batches BuildParts runs (the ItemBatcher): the same cut for the same
-// job, so a resume's batch b is the failed run's.
+// partBatches reads the job's part jobs as the ItemReader does and cuts them
+// into the batches BuildParts runs, as the ItemBatcher does. The cut is the
+// same for the same job, so a resume's batch b is the failed run's.
 func (r *Runner) partBatches(ctx context.Context, job *Job) ([]plan.PartJob, []BatchInput, error) {
 	doc, err := getBytes(ctx, r.S3, job.WorkBucket, job.PartsKey, 1<<30)
 	if err != nil {
@@ -180,8 +180,8 @@ func childBuilt(child stepfn.ChildResult, listed map[string]string) bool {
 	return true
 }
 
-// listUploads lists the parts of the run's upload (of each archive's, in a
-// split run) and returns their ETags by partKey.
+// listUploads lists the parts of the run's upload, or of each archive's in a
+// split run, and returns their ETags by partKey.
 func listUploads(ctx context.Context, c s3.ListPartsAPIClient, job *Job, items []plan.PartJob) (map[string]string, error) {
 	type upload struct {
 		archive int

@@ -14,13 +14,13 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// BatchFunc builds one Distributed Map batch: in process (Worker.Handle) or
-// elsewhere (another process, a Lambda).
+// BatchFunc builds one Distributed Map batch, in process with Worker.Handle
+// or elsewhere, in another process or a Lambda.
 type BatchFunc func(ctx context.Context, in BatchInput) (*BatchResult, error)
 
 // Progress is reported when each phase starts and as parts are built. Parts
-// and Bytes are the whole archive's (every part: streamed, copied, chained,
-// carried and the final one), known from the end of planning on.
+// and Bytes count the whole archive, every part streamed, copied, chained or
+// carried and the final one, and are known from the end of planning on.
 type Progress struct {
 	Phase            Phase
 	PartsDone, Parts int
@@ -38,31 +38,30 @@ const (
 	PhaseDone       Phase = "done"
 )
 
-// Runner runs the workflow outside Step Functions, the way the state machine
-// does, handler call for handler call: PlanArchive; when it returns a
-// ReadPlan, ReadEntries (batches of read jobs) and PlanLayout; BuildParts
-// (batches of part jobs); FinalizeArchive; and Abort on any failure. The
-// Maps' batches are Job.PartsPerBatch and ReadPlan.ReadsPerBatch items, at
-// most MaxConcurrency at once, retried like the Map's Retry policy, their
-// results written in the ResultWriter's layout. When S3 ends the archive's
-// upload at its completion (409 ConditionalRequestConflict), the Runner
-// starts the upload again and builds every part anew (RestartUpload), at
-// most maxUploadRestarts times.
+// Runner runs the workflow outside Step Functions, handler call for handler
+// call as the state machine does. It runs PlanArchive, then ReadEntries and
+// PlanLayout while the planner returns a ReadPlan, then BuildParts and
+// FinalizeArchive, and Abort on any failure. The Maps' batches are
+// Job.PartsPerBatch and ReadPlan.ReadsPerBatch items, at most MaxConcurrency
+// at once, retried like the Map's Retry policy, with their results written
+// in the ResultWriter's layout. When S3 ends the archive's upload at its
+// completion with a 409 ConditionalRequestConflict, the Runner calls
+// RestartUpload and builds every part anew, at most maxUploadRestarts times.
 type Runner struct {
 	S3         S3
 	Config     Config
 	Log        *slog.Logger
-	Batch      BatchFunc     // nil: an in-process Worker
-	Read       ReadBatchFunc // nil: an in-process Reader
-	Attempts   int           // tries per batch for retryable errors (default 3)
+	Batch      BatchFunc     // nil means an in-process Worker
+	Read       ReadBatchFunc // nil means an in-process Reader
+	Attempts   int           // tries per batch for retryable errors, 3 by default
 	OnProgress func(Progress)
 	// Keep is how long a run that fails building or finalizing its parts,
-	// for a cause a retry may mend (Resumable), keeps its upload and work
-	// objects for Resume instead of aborting; 0 aborts every failed run.
+	// for a cause Resumable says a retry may mend, keeps its upload and work
+	// objects for Resume instead of aborting. 0 aborts every failed run.
 	Keep time.Duration
 }
 
-// RunResult is a finished run.
+// RunResult is a finished run's job and output.
 type RunResult struct {
 	Job    *Job
 	Output *FinalizeOutput
@@ -77,7 +76,7 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 	if len(request) > stepfn.MaxPayloadBytes {
 		return nil, &stepfn.DataLimitError{What: "the execution's input (the request)", Bytes: len(request), Limit: stepfn.MaxPayloadBytes}
 	}
-	// PlanArchive: the job, or a read round first.
+	// PlanArchive returns the job, or a read round first.
 	in := PlanInput{Request: request, Execution: execution, Started: time.Now()}
 	job, rp, err := planState(ctx, planner, "PlanArchive", in)
 	for err == nil && rp != nil {
@@ -91,10 +90,10 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 		reads := rp.Reads
 		reads.Results = results
 		in.Reads = &reads
-		r.report(Progress{Phase: PhasePlanning}) // on, from what the round learned
+		r.report(Progress{Phase: PhasePlanning}) // planning goes on from what the round learned
 		if job, rp, err = planState(ctx, planner, "PlanLayout", in); err != nil {
 			// The rounds left their jobs, results and compressed pieces
-			// under the work prefix: whatever PlanLayout refuses, Abort
+			// under the work prefix, so whatever PlanLayout refuses, Abort
 			// removes them, as the state machine's Catch does.
 			return nil, r.abort(ctx, request, execution, err)
 		}
@@ -128,15 +127,15 @@ func (r *Runner) Run(ctx context.Context, request json.RawMessage, execution str
 }
 
 // maxUploadRestarts is how many times a run starts its archive's upload
-// again after S3 ended it at its completion (UploadRestartError): each
-// time builds every part anew. Job.Restarts counts them.
+// again after S3 ended it at its completion with an UploadRestartError.
+// Each time builds every part anew, and Job.Restarts counts them.
 const maxUploadRestarts = 3
 
-// planState runs a planner state (PlanArchive, PlanLayout) with Step Functions'
-// payload quota on its input and output.
+// planState runs the planner state PlanArchive or PlanLayout with Step
+// Functions' payload quota on its input and output.
 func planState(ctx context.Context, planner *Planner, state string, in PlanInput) (*Job, *ReadPlan, error) {
-	// A request that is not JSON is the planner's to refuse (StartExecution
-	// would not have taken it).
+	// A request that is not JSON is the planner's to refuse, as
+	// StartExecution would not have taken it.
 	if json.Valid(in.Request) {
 		if _, err := stepfn.Payload("state "+state+" input", in); err != nil {
 			return nil, nil, err
@@ -156,15 +155,16 @@ func planState(ctx context.Context, planner *Planner, state string, in PlanInput
 	return job, rp, nil
 }
 
+// report passes p to OnProgress, if set.
 func (r *Runner) report(p Progress) {
 	if r.OnProgress != nil {
 		r.OnProgress(p)
 	}
 }
 
-// build runs BuildParts and FinalizeArchive; redrive, when set, holds the
-// parts Map's children of a failed run (stepfn.Map.Redrive). A failure says
-// where build stopped.
+// build runs BuildParts and FinalizeArchive. redrive, when set, holds the
+// parts Map's children of a failed run, as stepfn.Map.Redrive takes them.
+// A failure says where build stopped.
 func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *Job, redrive []stepfn.ChildResult) (*FinalizeOutput, *buildFailure) {
 	in := FinalizeInput{Job: *job}
 	// The plan's header has the totals progress is measured against. It is
@@ -195,8 +195,9 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 		final += d.Size()
 	}
 	r.report(Progress{Phase: PhaseFinalizing, Parts: total.Parts, PartsDone: total.Parts - 1 - len(header.DirectoryParts), Bytes: total.Bytes, BytesDone: total.Bytes - final})
-	// FinalizeArchive's Retry: a finalizer run again after a transient
-	// failure picks up where the last one stopped (it may have completed the upload).
+	// FinalizeArchive is retried, and a finalizer run again after a
+	// transient failure picks up where the last one stopped, which may be
+	// after completing the upload.
 	f := &Finalizer{S3: r.S3, Config: cfg, Log: log}
 	if _, err := stepfn.Payload("state FinalizeArchive input", in); err != nil {
 		return nil, failed(err)
@@ -217,13 +218,13 @@ func (r *Runner) build(ctx context.Context, cfg Config, log *slog.Logger, job *J
 	return out, nil
 }
 
-// ReadBatchFunc runs one ReadEntries batch: in process (Reader.Handle)
+// ReadBatchFunc runs one ReadEntries batch, in process with Reader.Handle
 // or elsewhere.
 type ReadBatchFunc func(ctx context.Context, in ReadBatchInput) (*ReadBatchResult, error)
 
-// readPass is the ReadEntries Distributed Map: ItemReader over the read
-// jobs, ItemBatcher (ReadsPerBatch), MaxConcurrency, Retry, ResultWriter
-// (under map/reads, where Abort looks for failed batches too).
+// readPass runs the ReadEntries Distributed Map with its ItemReader over the
+// read jobs, its ItemBatcher of ReadsPerBatch, MaxConcurrency and Retry. Its
+// ResultWriter writes under map/reads, where Abort looks for failed batches too.
 func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp *ReadPlan) (*stepfn.MapResults, error) {
 	doc, err := getBytes(ctx, r.S3, rp.WorkBucket, rp.Reads.JobsKey, maxManifestBytes)
 	if err != nil {
@@ -245,9 +246,9 @@ func (r *Runner) readPass(ctx context.Context, cfg Config, log *slog.Logger, rp 
 	r.report(Progress{Phase: PhaseReading, Parts: len(jobs), Bytes: bytesTotal})
 	limit, read := rp.MaxConcurrency, r.Read
 	if read == nil {
-		// In process the batches share one worker's memory budget: each holds
-		// at most a compressed piece (never more than the piece) and a little;
-		// and the machine's connections: HeadConcurrency lookups in all.
+		// In process the batches share one worker's memory budget, each
+		// holding at most a compressed piece and a little, and the machine's
+		// connections, HeadConcurrency lookups in all.
 		limit = min(limit, max(1, int(cfg.MemoryBudget/(2*cfg.PieceSize))))
 		read = (&Reader{S3: r.S3, Lookups: max(1, cfg.HeadConcurrency/limit)}).Handle
 	}
@@ -271,10 +272,11 @@ func (r *Runner) taskRetry(log *slog.Logger, execution string) stepfn.Retry {
 	return stepfn.Retry{Attempts: r.Attempts, Retryable: Retryable, Log: log.With("execution", execution)}
 }
 
-// buildParts is the Distributed Map: ItemReader over the part jobs,
-// ItemBatcher, MaxConcurrency, Retry, ResultWriter. It returns the
-// children with a failure too (stepfn.RunMap), for a resume; redrive holds
-// a failed run's, whose succeeded batches are not run again.
+// buildParts runs the BuildParts Distributed Map with its ItemReader over
+// the part jobs, ItemBatcher, MaxConcurrency, Retry and ResultWriter. Like
+// stepfn.RunMap it returns the children with a failure too, for a resume.
+// redrive holds a failed run's children, whose succeeded batches are not
+// run again.
 func (r *Runner) buildParts(ctx context.Context, cfg Config, job *Job, total Progress, redrive []stepfn.ChildResult) (*stepfn.MapResults, []stepfn.ChildResult, error) {
 	log := logger(r.Log)
 	_, batches, err := r.partBatches(ctx, job)
@@ -315,9 +317,9 @@ func (r *Runner) buildParts(ctx context.Context, cfg Config, job *Job, total Pro
 }
 
 // plannedNothing reports whether the planner failed before it wrote or
-// created anything: it rejects the request, a limit or an existing
-// destination before its first write, so there is nothing to abort (and an
-// abort against an S3 that just refused us would only fail again, loudly).
+// created anything. It rejects the request, a limit or an existing
+// destination before its first write, so there is nothing to abort, and an
+// abort against an S3 that just refused us would only fail again, loudly.
 func plannedNothing(err error) bool {
 	var re *failure.RequestError
 	var le *failure.LimitError
@@ -338,7 +340,7 @@ func (r *Runner) abort(ctx context.Context, state json.RawMessage, execution str
 	return c.Run(ctx, state, execution, cause)
 }
 
-// readBytes is how much of its source the job reads, for progress: a
+// readBytes returns how much of its source the job reads, for progress. A
 // lookup's Length is its object's size, which it does not read.
 func (job ReadJob) readBytes() int64 {
 	if job.Lookup != "" {

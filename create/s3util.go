@@ -22,9 +22,9 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// S3 is what the workflow's handlers ask of S3; *s3.Client has it all.
-// Which handler may call what is the IAM policies' to enforce
-// (infra/lib/archive-grants.ts), not this interface's.
+// S3 is what the workflow's handlers ask of S3, all of which *s3.Client has.
+// Which handler may call what is for the IAM policies in
+// infra/lib/archive-grants.ts to enforce, not for this interface.
 type S3 interface {
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
@@ -41,9 +41,10 @@ type S3 interface {
 	ListParts(context.Context, *s3.ListPartsInput, ...func(*s3.Options)) (*s3.ListPartsOutput, error)
 }
 
-// copied is S3's answer to an UploadPartCopy from bucket/key: the part's ETag
-// and CRC-32 ("" when S3 gave none). An answer without a CopyPartResult says
-// nothing about what was written: an error, not a nil dereference.
+// copied returns the part's ETag and CRC-32 from S3's answer to an
+// UploadPartCopy from bucket/key; crc is empty when S3 gave none. An answer
+// without a CopyPartResult says nothing about what was written, so it is an
+// error rather than a nil dereference.
 func copied(out *s3.UploadPartCopyOutput, bucket, key string) (etag, crc string, err error) {
 	if out == nil || out.CopyPartResult == nil {
 		return "", "", fmt.Errorf("UploadPartCopy s3://%s/%s: S3's answer has no CopyPartResult", bucket, key)
@@ -51,8 +52,8 @@ func copied(out *s3.UploadPartCopyOutput, bucket, key string) (etag, crc string,
 	return aws.ToString(out.CopyPartResult.ETag), aws.ToString(out.CopyPartResult.ChecksumCRC32), nil
 }
 
-// fullObjectCRC returns an object's CRC-32 from HeadObject, when S3 has the
-// whole object's (not a composite "…-N" of its parts).
+// fullObjectCRC returns an object's CRC-32 from HeadObject when S3 has the
+// whole object's, not a composite "…-N" of its parts.
 func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	if h.ChecksumType == types.ChecksumTypeComposite {
 		return 0, false
@@ -60,8 +61,8 @@ func fullObjectCRC(h *s3.HeadObjectOutput) (uint32, bool) {
 	return s3part.DecodeCRC(aws.ToString(h.ChecksumCRC32))
 }
 
-// getBytes reads a whole (small) object, refusing more than limit bytes
-// (*s3doc.TooLargeError).
+// getBytes reads a whole small object. More than limit bytes is a
+// *s3doc.TooLargeError.
 func getBytes(ctx context.Context, c S3, bucket, key string, limit int64) ([]byte, error) {
 	body, err := openObject(ctx, c, bucket, key)
 	if err != nil {
@@ -71,15 +72,15 @@ func getBytes(ctx context.Context, c S3, bucket, key string, limit int64) ([]byt
 	return s3doc.ReadAll(body, bucket, key, limit)
 }
 
-// openObject opens an object to be read as it arrives (an entries file of
-// millions of lines is decoded so, not held whole first). A body cut short
-// resumes (s3doc.Open); a read that still fails is a
+// openObject opens an object to be read as it arrives, so that an entries
+// file of millions of lines is decoded without being held whole first.
+// s3doc.Open resumes a body cut short, and a read that still fails is a
 // stepfn.TransientError.
 func openObject(ctx context.Context, c S3, bucket, key string) (io.ReadCloser, error) {
 	return openObjectFrom(ctx, c, bucket, key, 0)
 }
 
-// openObjectFrom is openObject from byte from on.
+// openObjectFrom opens an object as openObject does, from byte from on.
 func openObjectFrom(ctx context.Context, c S3, bucket, key string, from int64) (io.ReadCloser, error) {
 	body, err := s3doc.Open(ctx, c, bucket, key, from)
 	if err != nil {
@@ -88,12 +89,12 @@ func openObjectFrom(ctx context.Context, c S3, bucket, key string, from int64) (
 	return &objectBody{ReadCloser: body, bucket: bucket, key: key}, nil
 }
 
-// resumed is out's body, the answer to in, resuming from the byte it
-// reached when it stalls or is cut (s3rate.Resume), its failed reads named
-// and typed; source says the object is a planned source, whose resume
-// refused (If-Match) is a changed source.
+// resumed returns out's body, the answer to in, which s3rate.Resume resumes
+// from the byte it reached when it stalls or is cut. Its failed reads are
+// named and typed. source says the object is a planned source, whose resume
+// refused by If-Match is a changed source.
 func resumed(ctx context.Context, c S3, in *s3.GetObjectInput, out *s3.GetObjectOutput, source bool) io.ReadCloser {
-	var from int64 // where in's range starts: "bytes=from-" or "bytes=from-to"
+	var from int64 // where in's range starts, as "bytes=from-" or "bytes=from-to"
 	_, _ = fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
 	return &objectBody{ReadCloser: s3rate.Resume(ctx, c, in, out, from), bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), source: source}
 }
@@ -117,8 +118,8 @@ func (b *objectBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// pin is the If-Match and VersionId that read a source as it was planned:
-// nil where the plan pinned none.
+// pin returns the If-Match and VersionId that read a source as it was
+// planned, each nil where the plan pinned none.
 func pin(etag, versionID string) (ifMatch, version *string) {
 	if etag != "" {
 		ifMatch = &etag
@@ -140,23 +141,23 @@ func getRange(ctx context.Context, c S3, src *sourceRef, from int64, dst []byte)
 		if err == nil || !errors.As(err, &lost) || attempt >= bodyAttempts || ctx.Err() != nil {
 			return err
 		}
-		// The body stalled or broke off: the rest is asked for again, from
-		// where it stopped (the GET is pinned, so the bytes are the same).
+		// The body stalled or broke off, so the rest is asked for again from
+		// where it stopped. The GET is pinned, so the bytes are the same.
 	}
 }
 
 // bodyAttempts is how many GETs one range's body may take when it breaks
-// off (s3rate's idle-body timeout, a connection reset).
+// off, on s3rate's idle-body timeout or a connection reset.
 const bodyAttempts = 4
 
-// bodyLost is a response body that broke off after its headers: the
-// request succeeded, the bytes did not all arrive.
+// bodyLost is a response body that broke off after its headers. The request
+// succeeded, but the bytes did not all arrive.
 type bodyLost struct{ stepfn.TransientError }
 
 func (e *bodyLost) Unwrap() error { return &e.TransientError }
 
-// getRangeOnce is one GET of the range into dst; it returns how many bytes
-// of dst it filled.
+// getRangeOnce reads the range into dst with one GET and returns how many
+// bytes of dst it filled.
 func getRangeOnce(ctx context.Context, c S3, src *sourceRef, from int64, dst []byte) (int, error) {
 	to := from + int64(len(dst))
 	in := &s3.GetObjectInput{Bucket: &src.Bucket, Key: &src.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", from, to-1))}
@@ -177,15 +178,17 @@ func getRangeOnce(ctx context.Context, c S3, src *sourceRef, from int64, dst []b
 	return n, nil
 }
 
+// sourceRef names an object a read GETs, pinned by ETag and version where
+// they are set.
 type sourceRef struct {
 	Bucket, Key, ETag, VersionID string
-	// work says the object is s3zip's own (the plan's entries), not a
-	// source: missing or changed, it is not a changed source.
+	// work says the object is s3zip's own, such as the plan's entries, not a
+	// source. Missing or changed, it is not a changed source.
 	work bool
 }
 
-// s3Named names a failed S3 call for the create state machine: s3Error,
-// as s3prefix.Under's ErrorNamer.
+// s3Named names a failed S3 call for the create state machine, as s3Error
+// does, in the form s3prefix.Under's ErrorNamer takes.
 func s3Named(op, bucket, key string, err error) error { return s3Error(op, bucket, key, false, err) }
 
 // deletePrefix deletes every object under prefix.
@@ -193,8 +196,8 @@ func deletePrefix(ctx context.Context, c S3, bucket, prefix string) (int, error)
 	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.Delete(ctx, c)
 }
 
-// abortUploadsUnder aborts every multipart upload under prefix (chain
-// rounds a failed worker left behind).
+// abortUploadsUnder aborts every multipart upload under prefix, such as the
+// chain rounds a failed worker left behind.
 func abortUploadsUnder(ctx context.Context, c S3, bucket, prefix string) (int, error) {
 	n := 0
 	err := s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: s3Named}.EachUpload(ctx, c, func(u types.MultipartUpload) error {
@@ -207,12 +210,12 @@ func abortUploadsUnder(ctx context.Context, c S3, bucket, prefix string) (int, e
 	return n, err
 }
 
-// destPart is part n of job's upload: the archive's.
+// destPart returns part n of the archive's upload.
 func destPart(job *Job, n int) s3part.Part {
 	return s3part.Part{Bucket: job.Destination.Bucket, Key: job.Destination.Key, UploadID: job.UploadID, Number: int32(n)}
 }
 
-// pinned is a planned source of size bytes, as a copy must find it.
+// pinned returns a planned source of size bytes, as a copy must find it.
 func pinned(src plan.Source, size int64) s3part.Pinned {
 	return s3part.Pinned{Bucket: src.Bucket, Key: src.Key, VersionID: src.VersionID, ETag: src.ETag, Size: size}
 }
@@ -222,7 +225,7 @@ func writeJSON(ctx context.Context, c S3, bucket, key string, v any) error {
 	return s3Error("PutObject", bucket, key, false, s3doc.PutJSON(ctx, c, bucket, key, v))
 }
 
-// forEach runs fn for 0..n-1 with at most limit at once; the first error
+// forEach runs fn for 0..n-1 with at most limit at once. The first error
 // cancels the rest and is returned.
 func forEach(ctx context.Context, limit, n int, fn func(context.Context, int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -236,14 +239,16 @@ func forEach(ctx context.Context, limit, n int, fn func(context.Context, int) er
 	return g.Wait()
 }
 
+// newAttempt returns a random name that tells one attempt's objects from
+// another's.
 func newAttempt() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// sourceOf is a planned source as the reads name it: pinned by its ETag and
-// version.
+// sourceOf returns a planned source as the reads name it, pinned by its ETag
+// and version.
 func sourceOf(s plan.Source) *sourceRef {
 	return &sourceRef{Bucket: s.Bucket, Key: s.Key, ETag: s.ETag, VersionID: s.VersionID}
 }

@@ -1,13 +1,13 @@
 package create
 
-// Split runs: one execution writes several archives (options.splitSize,
-// options.splitEntries), name-0001.zip, name-0002.zip, …, each a whole ZIP
-// of its own, from one split plan (plan/split.go). Each archive has its own
-// multipart upload; every part job names its archive's (plan.PartJob.Upload),
-// so the one Map builds all of them. The upload record lists them all, so
-// that Abort aborts every one, and the finalizer, which completes them one
-// after another, deletes the ones it completed when a later one fails: a
-// failed split run leaves none of its archives.
+// In a split run, asked for with options.splitSize or options.splitEntries,
+// one execution writes several archives, name-0001.zip, name-0002.zip, …,
+// each a whole ZIP of its own, from one split plan that plan/split.go makes.
+// Each archive has its own multipart upload, and every part job names its
+// archive's in plan.PartJob.Upload, so the one Map builds all of them. The
+// upload record lists them all so that Abort aborts every one. The finalizer
+// completes them one after another and deletes the ones it completed when a
+// later one fails, so a failed split run leaves none of its archives.
 
 import (
 	"context"
@@ -24,9 +24,9 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// ArchiveKey is the key of archive k (from 0) of a split run writing key:
-// its name with a 4-digit number before the extension (photos.zip:
-// photos-0001.zip), or at the end when it has none.
+// ArchiveKey returns the key of archive k, counted from 0, of a split run
+// writing key. It is key with a 4-digit number before the extension, as
+// photos-0001.zip for photos.zip, or at the end when key has none.
 func ArchiveKey(key string, k int) string {
 	ext := path.Ext(key)
 	if strings.Contains(ext, "/") || ext == key[strings.LastIndex(key, "/")+1:] {
@@ -35,15 +35,15 @@ func ArchiveKey(key string, k int) string {
 	return fmt.Sprintf("%s-%04d%s", strings.TrimSuffix(key, ext), k+1, ext)
 }
 
-// uploadRecord is what the planner records of the uploads it created
-// (Job.uploadRecordKey): the job, and a split run's archives' uploads.
+// uploadRecord is what the planner records at Job.uploadRecordKey of the
+// uploads it created, the job and a split run's archives' uploads.
 type uploadRecord struct {
 	Job
 	Archives []plan.Upload `json:"archives,omitempty"`
 }
 
-// forArchive is the job as the parts of one archive of a split run see
-// it: its key and upload in place of the run's.
+// forArchive returns the job as the parts of one archive of a split run see
+// it, with the archive's key and upload in place of the run's.
 func (j *Job) forArchive(u *plan.Upload) *Job {
 	if u == nil {
 		return j
@@ -53,9 +53,9 @@ func (j *Job) forArchive(u *plan.Upload) *Job {
 	return &a
 }
 
-// partKey names a part among a split run's: its number, after its
-// archive's number when it is not the first archive's (so a run of one
-// archive keeps the keys it always had).
+// partKey names a part among a split run's by its number, after its
+// archive's number when it is not the first archive's, so that a run of one
+// archive names a part by its number alone.
 func partKey(archive, part int) string {
 	if archive == 0 {
 		return strconv.Itoa(part)
@@ -63,7 +63,8 @@ func partKey(archive, part int) string {
 	return strconv.Itoa(archive+1) + "/" + strconv.Itoa(part)
 }
 
-// readUploadRecord reads what the planner recorded; nil when it recorded nothing.
+// readUploadRecord reads what the planner recorded, or returns nil when it
+// recorded nothing.
 func readUploadRecord(ctx context.Context, c S3, bucket, prefix string) (*uploadRecord, error) {
 	doc, err := getBytes(ctx, c, bucket, prefix+"upload.json", 4<<20)
 	if err != nil {
@@ -79,32 +80,32 @@ func readUploadRecord(ctx context.Context, c S3, bucket, prefix string) (*upload
 	return &rec, nil
 }
 
-// doneKey is where the finalizer records archive k of a split run as
-// completed.
+// doneKey returns the key where the finalizer records archive k of a split
+// run as completed.
 func doneKey(workPrefix string, k int) string {
 	return fmt.Sprintf("%sdone/%04d.json", workPrefix, k+1)
 }
 
-// completedArchive is the record of an archive the finalizer completes:
-// written before the completion with the archive's size and CRC-32 (ETag
-// empty), and, for a split run's, again after it with the ETag. An archive
-// a failed run completed is then found by Abort (discardArchives) however
-// the finalizer ended, even in the instant between the completion and its
+// completedArchive is the record of an archive the finalizer completes. It
+// is written before the completion with the archive's size and CRC-32 and
+// no ETag, and for a split run's archive again after it with the ETag. Abort's
+// discardArchives then finds an archive a failed run completed however the
+// finalizer ended, even in the instant between the completion and its
 // record.
 type completedArchive struct {
 	Key  string `json:"key"`
 	ETag string `json:"etag,omitempty"`
-	// Size and CRC32 (8 hex digits) are the archive's: with no ETag, the
-	// object at Key is this run's if it has them (the completion stores the
-	// CRC-32 as the object's full-object checksum).
+	// Size and CRC32, in 8 hex digits, are the archive's. With no ETag, the
+	// object at Key is this run's if it has them, since the completion
+	// stores the CRC-32 as the object's full-object checksum.
 	Size  int64  `json:"size,omitempty"`
 	CRC32 string `json:"crc32,omitempty"`
 }
 
 // ours says whether the object h describes is the archive the record is
-// of: the ETag it was completed with or, before that was recorded, its size
-// and CRC-32. (With overwrite, an archive identical to the one the run
-// would have written, byte for byte, is taken for it.)
+// of, by the ETag it was completed with or, before that was recorded, by
+// its size and CRC-32. With overwrite, an archive identical byte for byte
+// to the one the run would have written is taken for it.
 func (c *completedArchive) ours(h *s3.HeadObjectOutput) bool {
 	if c.ETag != "" {
 		return aws.ToString(h.ETag) == c.ETag

@@ -24,7 +24,7 @@ type Worker struct {
 	S3     S3
 	Config Config
 	Log    *slog.Logger
-	// Now is the clock (tests set it); nil means time.Now.
+	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
 }
 
@@ -40,19 +40,20 @@ type BatchInput struct {
 // number of entries the parts hold.
 type BatchResult struct {
 	Parts []PartResult `json:"parts"`
-	// CRCsKey is the work object (in the job's work bucket) holding the
-	// CRC-32s the batch's parts computed, a batchCRCs; "" when none did.
+	// CRCsKey names the batchCRCs object in the job's work bucket that holds
+	// the CRC-32s the batch's parts computed. It is empty when none did.
 	CRCsKey string `json:"crcsKey,omitempty"`
 }
 
-// batchCRCs is the document at BatchResult.CRCsKey: PartResult.CRCs by
-// part (partKey).
+// batchCRCs is the document at BatchResult.CRCsKey. It holds each part's
+// PartResult.CRCs under the part's partKey.
 type batchCRCs struct {
 	Parts map[string]map[string]string `json:"parts"`
 }
 
-// crcsKey is where a batch's CRC-32s go. A batch is named by its first part:
-// a retried batch writes the same object again, with the same CRCs.
+// crcsKey returns the key of a batch's CRC-32 document. A batch is named by
+// its first part, so a retried batch writes the same object again, with the
+// same CRCs.
 func crcsKey(job *Job, first *plan.PartJob) string {
 	return fmt.Sprintf("%scrcs/%s.json", job.WorkPrefix, strings.ReplaceAll(partKey(first.Archive, first.Number), "/", "-"))
 }
@@ -78,7 +79,7 @@ func putCRCs(ctx context.Context, c S3, job *Job, first *plan.PartJob, out *Batc
 }
 
 // Handle builds every part of the batch, a bounded number at a time within a
-// memory budget. The first error stops the batch. Parts are idempotent: a
+// memory budget. The first error stops the batch. Parts are idempotent, so a
 // retried batch uploads the same bytes under the same part numbers. Near the
 // Lambda deadline it stops starting parts and returns DeadlineError.
 func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error) {
@@ -113,21 +114,20 @@ func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchResult, error
 	return out, nil
 }
 
-// partBuilder builds the parts of one batch. Its fields are what every part
-// of the batch shares: the client, the settings, the job (the archive's
-// upload, the work bucket), the batch's CRC probe, the log and the clock; a
-// part's own inputs are its methods' arguments.
+// partBuilder builds the parts of one batch. Its fields hold what every part
+// of the batch shares, and a part's own inputs are its methods' arguments.
 type partBuilder struct {
 	s3  S3
 	cfg Config
 	job *Job
-	// probe is the upload the batch's CRC probes copy into: one of its own,
-	// never the archive's (pipePart), aborted when the batch ends.
+	// probe is the upload the batch's CRC probes copy into. It is the batch's
+	// own, never the archive's, and is aborted when the batch ends.
 	probe *crcProbe
 	log   *slog.Logger
 	now   func() time.Time
 }
 
+// partBuilder returns the builder of a batch of job's parts.
 func (w *Worker) partBuilder(job *Job) *partBuilder {
 	now := w.Now
 	if now == nil {
@@ -137,13 +137,12 @@ func (w *Worker) partBuilder(job *Job) *partBuilder {
 		probe: &crcProbe{c: w.S3, bucket: job.WorkBucket, key: fmt.Sprintf("%spart-probe-%s", job.WorkPrefix, newAttempt())}}
 }
 
-// buildAll builds items, at most the job's PartsInFlight (else
-// cfg.PartConcurrency) at a time, of them at most cfg.PartConcurrency
-// upload parts (each holds its bytes and a fan-out of GETs: a Lambda has
-// 1,024 file descriptors), and within cfg.MemoryBudget; near the context's
-// deadline it starts no more. It
-// returns the results by item, how many items it started, and the first
-// error.
+// buildAll builds items and returns their results by item, how many items it
+// started, and the first error. It builds the job's PartsInFlight parts at a
+// time, or cfg.PartConcurrency when the job does not say, within
+// cfg.MemoryBudget. At most cfg.PartConcurrency of them are upload parts,
+// which hold their bytes and a fan-out of GETs, and a Lambda has 1,024 file
+// descriptors. Near the context's deadline it starts no more.
 func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]PartResult, int, error) {
 	cfg, log := b.cfg, b.log.With("execution", b.job.Execution)
 	deadline, hasDeadline := ctx.Deadline()
@@ -225,8 +224,8 @@ func (b *partBuilder) buildAll(ctx context.Context, items []plan.PartJob) ([][]P
 	return results, started, firstErr
 }
 
-// forArchive is the builder of a part of a split run's archive: the same,
-// sending to that archive's upload (the part job names it).
+// forArchive returns the builder of item's archive in a split run. It is b,
+// sending to the upload the part job names.
 func (b *partBuilder) forArchive(item *plan.PartJob) *partBuilder {
 	if item.Upload == nil {
 		return b
@@ -244,9 +243,9 @@ func archiveOf(item *plan.PartJob) string {
 	return item.Upload.Key + " "
 }
 
-// buildJob builds a part job: first the copies it carries, whose CRC-32s
-// S3's answers teach (copyCRCs), then the part itself, whose headers need
-// them.
+// buildJob builds a part job. It first copies the parts the job carries,
+// whose CRC-32s S3's answers teach into a copyCRCs, then builds the part
+// itself, whose headers need them.
 func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartResult, error) {
 	var out []PartResult
 	known := newCopyCRCs()
@@ -267,7 +266,7 @@ func (b *partBuilder) buildJob(ctx context.Context, item *plan.PartJob) ([]PartR
 	}
 	out = append([]PartResult{*r}, out...)
 	for k := range out {
-		out[k].Archive = item.Archive // a split run's: the finalizer completes each archive
+		out[k].Archive = item.Archive // the finalizer completes each archive of a split run
 	}
 	return out, nil
 }
@@ -298,8 +297,9 @@ func (b *partBuilder) buildPart(ctx context.Context, item *plan.PartJob, known *
 			return nil, err
 		}
 		known.apply(entries)
-		// One pass where the CRC-32s can be had without reading (pipePart);
-		// else, or if S3 finds the piped bytes' CRC-32 wrong, assembled.
+		// pipePart sends the part in one pass when its CRC-32s can be had
+		// without reading. Otherwise, or when S3 finds the piped bytes'
+		// CRC-32 wrong, the part is assembled.
 		r, err := b.pipePart(ctx, &item.Part, entries, known)
 		if err != nil && !errors.Is(err, errNotPiped) && !s3err.IsCode(err, "BadDigest") {
 			return nil, err
@@ -341,6 +341,7 @@ func readEntries(ctx context.Context, c S3, job *Job, item *plan.PartJob) ([]pla
 	return entries, nil
 }
 
+// upload returns the archive's upload that b sends parts to.
 func (b *partBuilder) upload() archiveUpload { return archiveUpload{c: b.s3, cfg: b.cfg, job: b.job} }
 
 // copyPart copies a range of a source into the upload, pinned by ETag.
@@ -365,14 +366,14 @@ func (b *partBuilder) copyPart(ctx context.Context, item *plan.PartJob) (*PartRe
 		return nil, err
 	}
 	if reason := implausibleCopyCRC(stored, wholeCopy(item), got); reason != "" {
-		// The part's bytes are right (If-Match pinned them), but a part
-		// checksum that is not theirs would fail the completion, or worse,
-		// be stored as the archive's. Some servers (versitygw 1.8) report the
-		// source's stored checksum for a copy. Upload the same part number
-		// again, streamed, with a checksum computed from its bytes: it
-		// replaces the copy, whatever the range's size. Logged at Info: it
-		// is how such a server is handled, not a fault of the run (the CLI
-		// shows it with -v; a Lambda logs it).
+		// If-Match pinned the copied bytes, but a part checksum that is not
+		// theirs would fail the completion or be stored as the archive's.
+		// versitygw 1.8 reports the source's stored checksum for a copy.
+		// The same part number uploaded again, streamed with a checksum
+		// computed from its bytes, replaces the copy whatever the range's
+		// size; docs/versitygw.md, "Which copy answer is trusted when".
+		// It is logged at Info because it is how such a server is handled,
+		// not a fault of the run.
 		b.log.Info("server reported an implausible CRC-32 for a copied part; streaming the range instead",
 			"execution", job.Execution, "part", item.Number, "source", "s3://"+src.Bucket+"/"+src.Key, "reason", reason, "bytes", item.Size())
 		withStored := *item

@@ -25,30 +25,32 @@ import (
 )
 
 // A chain part is built in the work bucket by rounds of two-part multipart
-// uploads, [what is built so far][next pieces], then copied into the
-// archive's upload (see plan/chain.go). The worker sends only local headers.
+// uploads, what is built so far followed by the next pieces, then copied
+// into the archive's upload; plan/chain.go lays the rounds out. The worker
+// sends only local headers.
 
-// chainKey spreads round objects over many key prefixes (S3's request rate
-// limits apply per prefix). attempt tells apart two builds of the same part
-// (a batch retried while its first run still works): each deletes only its
-// own round objects.
+// chainKey returns the key of a round object, spread over many key prefixes
+// because S3's request rate limits apply per prefix. attempt tells apart two
+// builds of the same part, as when a batch is retried while its first run
+// still works, so that each deletes only its own round objects.
 func chainKey(job *Job, part int, attempt string, round int) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%d", part)
 	return fmt.Sprintf("%schain/%03x/%d-%s-%d", job.WorkPrefix, h.Sum32()&0xfff, part, attempt, round)
 }
 
-// built is a round object: lead bytes of pad, then content. stored is the
-// CRC-32 S3 stores of it (the whole object's, lead included) when its round
-// was completed with one, else "".
+// built is a round object, lead bytes of pad followed by content. stored is
+// the CRC-32 S3 stores of the whole object, lead included, when its round was
+// completed with one, else "".
 type built struct {
 	key           string
 	lead, content int64
 	stored        string
 }
 
-// chainBuild is one chain part being built: its entries, its rounds, their
-// uploads while they are open, and the attempt that names its round objects.
+// chainBuild is one chain part being built. It holds the part's entries, its
+// rounds, their uploads while they are open, and the attempt that names its
+// round objects.
 type chainBuild struct {
 	*partBuilder
 	item    *plan.PartJob
@@ -58,6 +60,8 @@ type chainBuild struct {
 	attempt string
 }
 
+// chainPart builds a chain part round by round from the job's pad object and
+// copies the last round object into the archive's upload.
 func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, known *copyCRCs) (*PartResult, error) {
 	job := b.job
 	if job.PadKey == "" {
@@ -77,7 +81,7 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, known *
 	bin := newRoundBin(ctx, b.s3, job.WorkBucket, b.log.With("execution", job.Execution, "part", item.Number))
 	x := built{key: job.PadKey, lead: partwork.PadSize}
 	// Whatever fails, no round's upload is left behind, nor the last round
-	// object: the work bucket holds a few round objects per chain at most.
+	// object, so the work bucket holds a few round objects per chain at most.
 	defer func() {
 		for _, u := range ups {
 			if u != nil {
@@ -100,9 +104,9 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, known *
 			}
 		}
 		// The next round's upload and its pieces need nothing this round
-		// builds: they are sent while it is built, so that every round
-		// after the first waits only for its copy of what is built and its
-		// completion (partwork.ChainSteps).
+		// builds, so they are sent while it is built. Every round after the
+		// first then waits only for its copy of what is built and its
+		// completion, the steps partwork.ChainSteps counts.
 		ahead, aheadCtx := errgroup.WithContext(ctx)
 		if r+1 < len(rounds) {
 			ahead.Go(func() error { return ch.prepare(aheadCtx, r+1) })
@@ -117,8 +121,8 @@ func (b *partBuilder) chainPart(ctx context.Context, item *plan.PartJob, known *
 			return nil, fmt.Errorf("chain round %d: %w", r+1, err)
 		}
 		ups[r] = nil
-		// This round has copied what was built: the object before it is
-		// not needed any more (the pad is every chain's start, and stays).
+		// This round has copied what was built, so the object before it can
+		// go. The pad is every chain's start and stays.
 		if x.key != job.PadKey {
 			bin.drop(x.key)
 		}
@@ -151,10 +155,10 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 	}
 	r := &PartResult{Part: item.Number, ETag: etag, ChecksumCRC32: got}
 	if x.lead > 0 && x.stored != "" && got == x.stored {
-		// The answer is the round object's own CRC-32 (lead of pad
-		// included), not the copied range's (versitygw 1.8 answers a
-		// ranged copy of an object stored with a CRC-32 so; S3 answers the
-		// range's): the part is uploaded again, streamed.
+		// The answer is the round object's own CRC-32, lead of pad included,
+		// not the copied range's. versitygw 1.8 answers so for a ranged copy
+		// of an object stored with a CRC-32, where S3 answers the range's.
+		// The part is uploaded again, streamed.
 		ch.log.Warn("server reported the round object's CRC-32 for the chain part's copy; streaming it instead",
 			"execution", job.Execution, "part", item.Number, "bytes", x.content)
 		if r, err = ch.streamCopyRange(ctx, &plan.PartJob{Part: item.Part, Source: &plan.Source{Bucket: job.WorkBucket, Key: x.key},
@@ -169,10 +173,10 @@ func (ch *chainBuild) copyProduct(ctx context.Context, x built) (*PartResult, er
 }
 
 // startChecksummedRounds opens the rounds partwork.ChainChecksums gives a
-// checksum and copies their pieces before any header is written: S3's
+// checksum and copies their pieces before any header is written, since S3's
 // answers to the whole-object copies are the CRC-32s those headers need. It
 // sets them in entries and in known's whole CRC-32s. A round whose answer
-// is not a usable CRC-32 is given up (it is built later, plain) and the
+// is not a usable CRC-32 is given up and built later, plain, and the
 // object's CRC is asked for or read instead.
 func (ch *chainBuild) startChecksummedRounds(ctx context.Context, known *copyCRCs) error {
 	job, item, entries, ups := ch.job, ch.item, ch.entries, ch.ups
@@ -219,7 +223,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context, known *copyCRC
 		}
 		if !usable {
 			// A part checksum that is not a CRC-32 would fail the round's
-			// completion: build this round plain, later.
+			// completion, so this round is built plain, later.
 			ch.log.Warn("S3 answered a whole-object copy without a usable CRC-32; asked for it instead",
 				"execution", job.Execution, "part", item.Number, "round", r)
 			u.abort(ctx)
@@ -236,7 +240,7 @@ func (ch *chainBuild) startChecksummedRounds(ctx context.Context, known *copyCRC
 	return nil
 }
 
-// prepare opens round r's upload, unless it is open, and sends its pieces:
+// prepare opens round r's upload unless it is open, and sends its pieces,
 // the copies of sources and the header bytes.
 func (ch *chainBuild) prepare(ctx context.Context, r int) error {
 	u := ch.ups[r]
@@ -255,33 +259,32 @@ func (ch *chainBuild) prepare(ctx context.Context, r int) error {
 	return g.Wait()
 }
 
-// roundUpload is a chain round's two-or-more-part upload in the work
-// bucket: [what is built so far][the round's pieces].
+// roundUpload is a chain round's upload of two or more parts in the work
+// bucket, what is built so far followed by the round's pieces.
 type roundUpload struct {
 	c                      S3
 	bucket, key, id        string
-	checksum               bool // created with CRC-32: every part's CRC-32 is listed at completion
+	checksum               bool // created with CRC-32, so completion lists every part's CRC-32
 	pieces                 []partwork.ChainPiece
 	etags, sums            []string // by part number - 1
 	copied, sent, finished bool
-	uploaded               int64 // bytes sent (sendPieces)
+	uploaded               int64 // bytes sendPieces sent
 }
 
-// openRound creates round r's upload in the work bucket; with checksum, one
-// created with CRC-32, whose completion lists every part's.
+// openRound creates round r's upload in the work bucket. With checksum the
+// upload is created with CRC-32, and its completion lists every part's.
 func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*roundUpload, error) {
 	c, bucket, key, round := ch.s3, ch.job.WorkBucket, chainKey(ch.job, ch.item.Number, ch.attempt, r), ch.rounds[r]
 	in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key}
 	if checksum {
 		in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject
 	}
-	// Not cancelled with ctx: a round opened ahead is stopped when the round
-	// before it fails, and a create the server has made but whose answer
-	// the cancelled request dropped would leave an upload no one aborts.
-	// Its answer is what lets the chain abort it. Bounded all the same: a
-	// create that never answers fails the chain within roundCreateTimeout
-	// (or ctx's deadline), not at the Lambda's timeout; an upload made that
-	// late is the abort's to find under the work prefix.
+	// The create is not cancelled with ctx. A round opened ahead is stopped
+	// when the round before it fails, and a create the server made whose
+	// answer the cancelled request dropped would leave an upload no one
+	// aborts. A create that never answers fails the chain within
+	// roundCreateTimeout or ctx's deadline, not at the Lambda's timeout; an
+	// upload made that late is the abort's to find under the work prefix.
 	cctx, cancel := boundedWithoutCancel(ctx, roundCreateTimeout)
 	defer cancel()
 	up, err := c.CreateMultipartUpload(cctx, in)
@@ -294,10 +297,10 @@ func (ch *chainBuild) openRound(ctx context.Context, r int, checksum bool) (*rou
 }
 
 // roundCreateTimeout bounds a chain round's CreateMultipartUpload, which
-// its chain's cancellation does not stop (openRound).
+// openRound does not let its chain's cancellation stop.
 var roundCreateTimeout = 30 * time.Second
 
-// boundedWithoutCancel is ctx without its cancellation, ending at ctx's
+// boundedWithoutCancel returns ctx without its cancellation, ending at ctx's
 // deadline or after d, whichever is first.
 func boundedWithoutCancel(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	end := time.Now().Add(d)
@@ -307,6 +310,8 @@ func boundedWithoutCancel(ctx context.Context, d time.Duration) (context.Context
 	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
+// abort aborts the round's upload unless it is finished, even when ctx is
+// cancelled.
 func (u *roundUpload) abort(ctx context.Context) {
 	if u.finished {
 		return
@@ -342,11 +347,11 @@ func (u *roundUpload) copyPieces(ctx context.Context, entries []plan.PlacedEntry
 	return nil
 }
 
-// finish appends the round's pieces to x: it copies what is built (or, while
-// that is shorter than a part, its last MinPartSize bytes: the end of the
-// pad and all of it) as part 1, sends the header pieces, copies the source
-// ranges not copied yet, and completes. It returns the new object and the
-// header bytes sent.
+// finish appends the round's pieces to x and returns the new object and the
+// header bytes sent. It copies what is built as part 1, sends the header
+// pieces, copies the source ranges not copied yet, and completes. While what
+// is built is shorter than a part, part 1 is its last MinPartSize bytes, the
+// end of the pad and all of the content.
 func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x built) (built, int64, error) {
 	from, to, lead := x.lead, x.lead+x.content, int64(0)
 	if x.content < s3part.MinPartSize {
@@ -364,7 +369,7 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 		g.Go(func() error { return u.sendPieces(gctx, entries) })
 	}
 	g.Go(func() error {
-		// (the first round copies the whole pad)
+		// The first round copies the whole pad.
 		in := s3part.CopyPart(s3part.Part{Bucket: u.bucket, Key: u.key, UploadID: u.id, Number: 1}, s3part.Pinned{Bucket: u.bucket, Key: x.key, Size: x.lead + x.content}, from, to)
 		out, err := u.c.UploadPartCopy(gctx, in)
 		if err != nil {
@@ -402,10 +407,10 @@ func (u *roundUpload) finish(ctx context.Context, entries []plan.PlacedEntry, x 
 	return next, u.uploaded, nil
 }
 
-// completedBefore is the completion of a round whose Complete failed with
-// NoSuchUpload because an earlier attempt of it (the SDK's retry, its
-// answer lost) completed it: the round's object, of its size, is there.
-// Its key is this attempt's own, so nothing else made it. Nil otherwise.
+// completedBefore returns the completion of a round whose Complete failed
+// with NoSuchUpload because an earlier attempt, an SDK retry whose answer
+// was lost, completed it; the round's object is there, of its size. Its key
+// is this attempt's own, so nothing else made it. It returns nil otherwise.
 func (u *roundUpload) completedBefore(ctx context.Context, err error, size int64) *s3.CompleteMultipartUploadOutput {
 	if !s3err.IsCode(err, "NoSuchUpload") {
 		return nil
@@ -417,8 +422,8 @@ func (u *roundUpload) completedBefore(ctx context.Context, err error, size int64
 	return &s3.CompleteMultipartUploadOutput{ETag: h.ETag, ChecksumCRC32: h.ChecksumCRC32}
 }
 
-// sendPieces sends the round's header bytes (and ranges S3 cannot copy) as
-// their parts. Every byte is made first: a missing CRC stops the round
+// sendPieces sends the round's header bytes and the ranges S3 cannot copy as
+// their parts. Every byte is made first, so a missing CRC stops the round
 // before anything is in flight.
 func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry) error {
 	bodies := make([][]byte, len(u.pieces))
@@ -463,9 +468,10 @@ func (u *roundUpload) sendPieces(ctx context.Context, entries []plan.PlacedEntry
 	return nil
 }
 
-// sentBytes are the bytes of a piece the worker sends: local headers (or
-// parts of them), each with its entry's CRC-32, which the plan made sure is
-// known, and ranges of sources S3 cannot copy (partwork.CopyRange), read.
+// sentBytes returns the bytes of a piece the worker sends. They are local
+// headers or parts of them, each with its entry's CRC-32, which the plan made
+// sure is known, and the ranges of sources partwork.CopyRange says S3 cannot
+// copy, read.
 func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc partwork.ChainPiece) ([]byte, error) {
 	out := make([]byte, 0, pc.Size)
 	var hdr []byte
@@ -488,8 +494,8 @@ func sentBytes(ctx context.Context, c S3, entries []plan.PlacedEntry, pc partwor
 	return out, nil
 }
 
-// chainCRC is the CRC-32 a chain part's bytes must have, when every piece
-// is a whole header or a whole object's data with a known CRC.
+// chainCRC returns the CRC-32 a chain part's bytes must have, when every
+// piece is a whole header or a whole object's data with a known CRC.
 func chainCRC(entries []plan.PlacedEntry, item *plan.PartJob) (uint32, bool) {
 	var crc uint32
 	var hdr []byte
@@ -517,8 +523,8 @@ const binDepth = 2
 
 // roundBin deletes a chain's round objects once the next round has copied
 // them, so that the work bucket holds a few per chain, whatever its length,
-// instead of every round until the work prefix is deleted (a chain of 10,000
-// tiny entries builds 20,000 objects of 5 MiB or more). The deletes run one
+// instead of every round until the work prefix is deleted. A chain of 10,000
+// tiny entries builds 20,000 objects of 5 MiB or more. The deletes run one
 // at a time beside the rounds and add nothing to a round's latency; a chain
 // that outruns them waits, so what it holds stays bounded.
 type roundBin struct {
@@ -526,6 +532,8 @@ type roundBin struct {
 	done chan struct{}
 }
 
+// newRoundBin starts the goroutine that deletes the round objects dropped in
+// the bin, from bucket.
 func newRoundBin(ctx context.Context, c S3, bucket string, log *slog.Logger) *roundBin {
 	b := &roundBin{keys: make(chan string, binDepth), done: make(chan struct{})}
 	// A chain that failed or was cancelled removes what it built all the same.
@@ -542,7 +550,7 @@ func newRoundBin(ctx context.Context, c S3, bucket string, log *slog.Logger) *ro
 			}
 		}
 		if failed > 0 {
-			// Not fatal: the finalizer, or the abort, deletes the work prefix.
+			// Not fatal, since the finalizer or the abort deletes the work prefix.
 			log.Warn("chain round objects not deleted; they go with the work prefix", "objects", failed, "error", first.Error())
 		}
 	}()

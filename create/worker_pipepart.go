@@ -23,18 +23,15 @@ import (
 // errNotPiped says a part cannot be piped; the caller assembles it instead.
 var errNotPiped = errors.New("part not piped")
 
-// pipePart builds an upload part in one pass: its bytes go from the GETs
-// straight into UploadPart, never held, with the part's CRC-32 up front
-// (over plain HTTP the SDK sends no trailing checksum) and each local
-// header's CRC-32 before its entry's data. The data segments' CRC-32s come
-// without reading where they can (crc.go: the plan, the job's copies, S3's
-// stored checksums, probes into the batch's own upload, never the part's
-// number); a segment under partwork.MinCRCProbe is read ahead instead. S3
-// checks the streamed bytes against the part's CRC-32, so a wrong CRC
-// anywhere fails with BadDigest, and the caller assembles the part instead
-// (uploadPart). errNotPiped: more probes or read-ahead than partwork
-// allows, or a probe that failed or gave no CRC-32 of its range.
-// docs/DESIGN.md ("Piped parts") says why it is built so.
+// pipePart builds an upload part in one pass, its bytes going from the GETs
+// straight into UploadPart with the part's CRC-32 up front, since over plain
+// HTTP the SDK sends no trailing checksum. The data segments' CRC-32s come
+// from crc.go without reading where they can. S3 checks the streamed bytes
+// against the part's CRC-32, so a wrong CRC fails with BadDigest and the
+// caller assembles the part with uploadPart instead. pipePart returns
+// errNotPiped when the part needs more probes or read-ahead than partwork
+// allows, or a probe fails or gives no CRC-32 of its range.
+// docs/DESIGN.md, "Piped parts", says why it is built so.
 func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []plan.PlacedEntry, known *copyCRCs) (*PartResult, error) {
 	segs := partwork.Segments(entries, part.End, part.Start, part.End) // worker parts end before the directory
 	probes, reads := partwork.SplitCRCProbes(entries, segs, partwork.CRCProbes(entries, segs, func(e *plan.PlacedEntry) bool { return !e.CRC32.Known || known.hasTail(e.Index) }))
@@ -58,7 +55,7 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 		PartNumber: aws.Int32(int32(part.Number)), Body: body, ContentLength: aws.Int64(part.Size()),
 		ChecksumCRC32: aws.String(s3part.CRCBase64(partCRC)),
 	}, func(o *s3.Options) {
-		// The CRC-32 S3 verifies covers the payload; signing it would be another read.
+		// The CRC-32 S3 verifies covers the payload, and signing it would be another read.
 		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 	})
 	if err != nil {
@@ -76,9 +73,10 @@ func (b *partBuilder) pipePart(ctx context.Context, part *plan.Part, entries []p
 	return r, nil
 }
 
-// pipedPart is an upload part on its way to be piped: its entries cut into
-// segments, and the CRC-32 of every data segment (segCRC): known, probed,
-// or read ahead (its bytes then sent from memory: ahead).
+// pipedPart is an upload part on its way to be piped. It holds the part's
+// entries cut into segments and, in segCRC, the CRC-32 of every data
+// segment, known, probed or read ahead. ahead holds the bytes of the
+// segments read ahead, sent from memory.
 type pipedPart struct {
 	part    *plan.Part
 	entries []plan.PlacedEntry
@@ -88,8 +86,9 @@ type pipedPart struct {
 	ahead   [][]byte
 }
 
-// learnSegmentCRCs sets the CRC-32 of every data segment of pp: the probes'
-// from S3 (unprobed), the reads' from their bytes, the rest from the plan.
+// learnSegmentCRCs sets the CRC-32 of every data segment of pp. The probes'
+// come from S3 by way of unprobed or probeCRC, the reads' from their bytes,
+// and the rest from the plan.
 func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probes, reads []int, known *copyCRCs) error {
 	segs, entries, segCRC, probed, ahead := pp.segs, pp.entries, pp.segCRC, pp.probed, pp.ahead
 	err := forEach(ctx, b.cfg.GetConcurrency, len(probes)+len(reads), func(ctx context.Context, k int) error {
@@ -114,7 +113,7 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 			crc, err = probeCRC(ctx, b.probe, e, s.From, s.To)
 		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, errNotPiped) {
-			// A server without copies, a copy refused: the part is
+			// A server without copies or a refused copy makes the part
 			// assembled instead, whose reads say what is wrong if anything is.
 			err = fmt.Errorf("%w: %v", errNotPiped, err)
 		}
@@ -135,8 +134,8 @@ func (b *partBuilder) learnSegmentCRCs(ctx context.Context, pp *pipedPart, probe
 	return nil
 }
 
-// entryCRCs are the CRC-32s of the entries whose data starts in this part
-// and which the part or a copied tail completes, for their headers.
+// entryCRCs returns, for their headers, the CRC-32s of the entries whose
+// data starts in this part and which the part or a copied tail completes.
 func (pp *pipedPart) entryCRCs(known *copyCRCs) map[plan.EntryIndex]uint32 {
 	computed := map[plan.EntryIndex]uint32{}
 	for i, s := range pp.segs {
@@ -151,7 +150,8 @@ func (pp *pipedPart) entryCRCs(known *copyCRCs) map[plan.EntryIndex]uint32 {
 	return computed
 }
 
-// body is the part's body, piece by piece, and its CRC-32 from its pieces'.
+// body returns the part's body, piece by piece, and its CRC-32 combined
+// from its pieces'.
 func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryIndex]uint32) (*concatReader, uint32, error) {
 	var pieces []io.ReadSeeker
 	var lens []int64
@@ -186,8 +186,8 @@ func (pp *pipedPart) body(ctx context.Context, c S3, computed map[plan.EntryInde
 	return &concatReader{pieces: pieces, lens: lens}, partCRC, nil
 }
 
-// concatReader is pieces of known lengths read one after another, as one
-// io.ReadSeeker (the SDK rewinds a body to retry it).
+// concatReader reads pieces of known lengths one after another as one
+// io.ReadSeeker, which the SDK rewinds to retry a body.
 type concatReader struct {
 	pieces []io.ReadSeeker
 	lens   []int64
@@ -195,6 +195,7 @@ type concatReader struct {
 	off    int64 // offset in it
 }
 
+// size returns the pieces' total length.
 func (r *concatReader) size() int64 {
 	var n int64
 	for _, l := range r.lens {
@@ -267,7 +268,7 @@ func (r *concatReader) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-// sourceErr is the first source-side failure of the pieces, if any.
+// sourceErr returns the first source-side failure of the pieces, if any.
 func (r *concatReader) sourceErr() error {
 	for _, p := range r.pieces {
 		if rr, ok := p.(*rangeReader); ok && rr.err != nil {

@@ -17,20 +17,16 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// streamCopyRange uploads a copy part's bytes through the worker, for a
-// copy whose answer cannot be the part's checksum (copyPart). The part keeps
-// its number and size (the plan fixes both), so a range of any size up to
-// 5 GiB is streamed from GET to UploadPart with bounded memory, never held.
+// streamCopyRange uploads a copy part's bytes through the worker when
+// copyPart finds S3's answer cannot be the part's checksum. The part keeps
+// the number and size the plan fixed, so a range of up to 5 GiB is streamed
+// from GET to UploadPart in bounded memory.
 //
-// UploadPart needs the part's CRC-32 up front: the SDK sends a trailing
-// checksum (computed as the body streams) only over HTTPS, and over plain
-// HTTP it refuses a body it cannot rewind and would read a seekable one
-// whole to sign it. So the CRC-32 comes first, from what the plan knows when
-// it can (rangeCRC), else from a first streaming read of the range; then a
-// second read streams into UploadPart with that CRC-32 in the header, and
-// S3 checks the bytes against it (BadDigest if the source changed between
-// the reads, which If-Match also forbids). The payload is sent unsigned:
-// the CRC-32 S3 verifies covers it, and signing it would mean a third read.
+// UploadPart needs the CRC-32 up front, since the SDK sends a trailing
+// checksum only over HTTPS. rangeCRC gives it from the plan when it can,
+// else a first streaming read of the range does; a second read streams into
+// UploadPart, unsigned, and S3 checks the bytes against the CRC-32.
+// docs/versitygw.md, "Which copy answer is trusted when", says more.
 func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (*PartResult, error) {
 	job := b.job
 	src := sourceOf(*item.Source)
@@ -64,12 +60,12 @@ func (b *partBuilder) streamCopyRange(ctx context.Context, item *plan.PartJob) (
 }
 
 // rangeReader reads bytes [from, to) of a source with ranged GETs pinned by
-// ETag, as an io.ReadSeeker: the SDK rewinds a request body to retry it, and
-// a seek drops the open response so the next read GETs from there. Nothing
-// is requested until the first read. A body that breaks off (s3rate's
-// idle timeout, a reset) is asked for again from the byte it reached, up
-// to bodyAttempts GETs, so that a stalled source costs the upload it feeds
-// one idle timeout, not the whole part sent again.
+// ETag. It is an io.ReadSeeker because the SDK rewinds a request body to
+// retry it, and a seek drops the open response so the next read GETs from
+// there. Nothing is requested until the first read. A body that breaks off,
+// on s3rate's idle timeout or a reset, is asked for again from the byte it
+// reached, up to bodyAttempts GETs, so that a stalled source costs the
+// upload it feeds one idle timeout, not the whole part sent again.
 type rangeReader struct {
 	ctx      context.Context
 	c        S3
@@ -81,6 +77,7 @@ type rangeReader struct {
 	err      error // the source-side failure of this attempt, for the caller's message
 }
 
+// newRangeReader returns a reader of bytes [from, to) of src.
 func newRangeReader(ctx context.Context, c S3, src *sourceRef, from, to int64) *rangeReader {
 	return &rangeReader{ctx: ctx, c: c, src: src, from: from, to: to, pos: from}
 }
@@ -98,7 +95,7 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 }
 
 // readOnce reads from the open response, opening one from pos first when
-// there is none; a body that broke off is a *bodyLost.
+// there is none. A body that broke off returns a *bodyLost.
 func (r *rangeReader) readOnce(p []byte) (int, error) {
 	if r.pos >= r.to {
 		return 0, io.EOF
@@ -171,7 +168,7 @@ func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
 	return abs - r.from, nil
 }
 
-// Close drops the open response, if any; a later read GETs again.
+// Close drops the open response, if any, and a later read GETs again.
 func (r *rangeReader) Close() error {
 	if r.body != nil {
 		r.body.Close()
