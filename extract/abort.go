@@ -195,7 +195,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 			_, err = c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: &ex.DestBucket, Key: &k, IfMatch: &etag})
 			if err != nil && !s3err.NotFound(err) {
 				if s3err.IsCode(err, "PreconditionFailed") {
-					return nil // replaced since, so someone else's now
+					return nil // replaced since, so someone else's
 				}
 				return classifyS3(fmt.Errorf("delete s3://%s/%s: %w", ex.DestBucket, k, err))
 			}

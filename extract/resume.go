@@ -83,7 +83,7 @@ type ResumeRequest struct {
 // failed, as a redrive does. The jobs Map runs again only the batches that
 // did not succeed, or whose objects are not all at the destination with the
 // sizes their batch reported; then Finalize runs. A failure a retry may
-// mend keeps the run again for req.Keep from now; any other aborts it.
+// mend keeps the run again for another req.Keep; any other aborts it.
 func Resume(ctx context.Context, c Client, req ResumeRequest, onProgress func(Progress)) (*Result, *ResumeStats, error) {
 	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
 	workBucket, workPrefix, execution := req.WorkBucket, req.WorkPrefix, req.Execution
