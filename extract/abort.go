@@ -17,17 +17,17 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// AbortInput is the Abort state's payload, as for create: the state when
-// the failure was caught (the request, or the extraction), the error, the
-// execution.
+// AbortInput is the Abort state's payload, as for create. It holds the
+// state when the failure was caught, the request or the extraction, with
+// the error and the execution.
 type AbortInput = stepfn.AbortInput
 
-// AbortOutput is the root cause, for the Fail state, and what was removed.
+// AbortOutput is the root cause for the Fail state, and what was removed.
 type AbortOutput struct {
 	Error string `json:"error"`
 	Cause string `json:"cause"`
-	// UploadsAborted, ObjectsDeleted (extracted objects) and WorkDeleted
-	// (work objects) count what this Abort removed.
+	// UploadsAborted, ObjectsDeleted and WorkDeleted count the uploads,
+	// extracted objects and work objects this Abort removed.
 	UploadsAborted int `json:"uploadsAborted"`
 	ObjectsDeleted int `json:"objectsDeleted"`
 	WorkDeleted    int `json:"workDeleted"`
@@ -40,11 +40,11 @@ type Aborter struct {
 	Log    *slog.Logger
 }
 
-// Handle undoes a failed execution: it aborts the multipart uploads of the
+// Handle undoes a failed execution. It aborts the multipart uploads of the
 // planned keys begun since the execution started, deletes the objects
 // under the destination that carry this execution's metadata and were not
-// there before it (each with If-Match on the ETag it saw, so a concurrent
-// writer's object is never deleted) and deletes the work prefix. It is
+// there before it, and deletes the work prefix. Each delete has If-Match on
+// the ETag it saw, so a concurrent writer's object is never deleted. It is
 // idempotent.
 func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
@@ -91,8 +91,9 @@ func (a *Aborter) Handle(ctx context.Context, in AbortInput) (*AbortOutput, erro
 }
 
 // AbortDead undoes an execution whose process was killed before it could
-// abort (kill -9 of the CLI): the Abort of the state its planner kept in the
-// work prefix, or of the work prefix alone when it planned nothing.
+// abort, as by kill -9 of the CLI. It runs the Abort of the state its
+// planner kept in the work prefix, or of the work prefix alone when it
+// planned nothing.
 func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput, error) {
 	cfg := a.Config.Defaults()
 	state, err := getWork(ctx, a.S3, cfg.WorkBucket, cfg.ExecutionPrefix(execution)+extractionName)
@@ -104,12 +105,12 @@ func (a *Aborter) AbortDead(ctx context.Context, execution string) (*AbortOutput
 }
 
 // undoWrites aborts the execution's open uploads and deletes the objects it
-// wrote where there was none before; objects it replaced (an --overwrite
-// run) keep their new content, since deleting them would lose what was
-// there. It returns how many uploads it aborted and objects it deleted.
+// wrote where there was none before. Objects an --overwrite run replaced
+// keep their new content, since deleting them would lose what was there.
+// It returns how many uploads it aborted and objects it deleted.
 func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted int, err error) {
-	// Without the jobs (never written, or lost) every key under the prefix
-	// is looked at; only this execution's are touched, and none at all in
+	// Without the jobs, never written or lost, every key under the prefix
+	// is looked at. Only this execution's are touched, and none at all in
 	// an --overwrite run, which cannot tell which of them it replaced.
 	planned, fresh := map[string]bool{ex.reportKey(): true}, map[string]bool{}
 	if !ex.ReplacesReport {
@@ -130,7 +131,7 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 	default:
 		planned, fresh = nil, nil
 	}
-	var ofRun func(string) bool // nil: any key
+	var ofRun func(string) bool // nil means any key
 	if planned != nil {
 		ofRun = func(key string) bool { return planned[key] }
 	}
@@ -142,8 +143,8 @@ func undoWrites(ctx context.Context, c Client, ex *Extraction) (uploads, deleted
 }
 
 // sweepUploads aborts the multipart uploads under the destination prefix
-// of the given keys (nil: any key) begun since the execution started, and
-// says how many.
+// of the given keys, or of any key when nil, begun since the execution
+// started, and says how many.
 func sweepUploads(ctx context.Context, c Client, ex *Extraction, ofRun func(key string) bool) (int, error) {
 	d := ex.DestBucket
 	var errs []error
@@ -167,9 +168,9 @@ func sweepUploads(ctx context.Context, c Client, ex *Extraction, ofRun func(key 
 	return n, classifyS3(errors.Join(errs...))
 }
 
-// deleteOwn deletes the objects under the destination prefix (of keys; nil:
-// any) whose metadata names this execution, each only if its ETag is still
-// the one seen.
+// deleteOwn deletes the objects under the destination prefix whose
+// metadata names this execution, among keys or any key when nil, each only
+// if its ETag is still the one seen.
 func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bool) (int, error) {
 	all, err := under(ex.DestBucket, ex.Prefix).Keys(ctx, c)
 	if err != nil {
@@ -194,7 +195,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 			_, err = c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: &ex.DestBucket, Key: &k, IfMatch: &etag})
 			if err != nil && !s3err.NotFound(err) {
 				if s3err.IsCode(err, "PreconditionFailed") {
-					return nil // replaced since: someone else's now
+					return nil // replaced since, so someone else's
 				}
 				return classifyS3(fmt.Errorf("delete s3://%s/%s: %w", ex.DestBucket, k, err))
 			}
@@ -207,7 +208,7 @@ func deleteOwn(ctx context.Context, c Client, ex *Extraction, keys map[string]bo
 	return n, g.Wait()
 }
 
-// owner reads an object's ETag and whether this execution wrote it.
+// owner returns an object's ETag and whether this execution wrote it.
 func owner(ctx context.Context, c Client, bucket, key, execution string) (string, bool, error) {
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {

@@ -11,29 +11,29 @@ import (
 )
 
 // Config is an extract deployment's settings. The Lambdas read it from the
-// environment (ConfigFromEnv); the CLI sets it directly.
+// environment with ConfigFromEnv; the CLI sets it directly.
 type Config struct {
 	WorkBucket string // where the jobs, Map results and skipped list go
 	WorkPrefix string // under it, extract/<execution>/ per execution
-	// A request without a destination (the EventBridge rule's) extracts
-	// s3://B/ArchivePrefix<name>.zip into
-	// s3://DestinationBucket/DestinationPrefix<name>/ (DestinationBucket
-	// defaults to the archive's bucket).
+	// A request without a destination, as the EventBridge rule sends,
+	// extracts s3://B/ArchivePrefix<name>.zip into
+	// s3://DestinationBucket/DestinationPrefix<name>/. DestinationBucket
+	// defaults to the archive's bucket.
 	ArchivePrefix     string
 	DestinationBucket string
 	DestinationPrefix string
 	// AllowedArchives and AllowedDestinations are "bucket" or
 	// "bucket/prefix" patterns; empty allows any. The IAM roles enforce the
-	// same; these give a clear error instead of an AccessDenied.
+	// same, and these give a clear error instead of an AccessDenied.
 	AllowedArchives     []string
 	AllowedDestinations []string
-	BatchSize           int // jobs per Distributed Map batch (MaxItemsPerBatchPath)
-	MaxConcurrency      int // batches at once (MaxConcurrencyPath) when the request gives none
+	BatchSize           int // jobs per Distributed Map batch, its MaxItemsPerBatchPath
+	MaxConcurrency      int // batches at once, its MaxConcurrencyPath, when the request gives none
 	Workers             int // jobs in flight within one batch
 	// Model is the profile of where the extraction runs, for the choice
-	// between copying a STORED entry and reading it (Options.ReadBelow):
-	// nil is AWS (plan.DefaultModel), as for the deployed planner; a local
-	// run against one machine's server may pass that server's profile.
+	// between copying a STORED entry and reading it that sets
+	// Options.ReadBelow. nil is AWS's plan.DefaultModel, as for the deployed
+	// planner; a local run against one machine's server may pass its profile.
 	Model *plan.Model
 }
 
@@ -60,11 +60,11 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// ConfigFromEnv reads the Lambda environment: WORK_BUCKET (required),
+// ConfigFromEnv reads the Lambda environment. WORK_BUCKET is required;
 // WORK_PREFIX, EXTRACT_ARCHIVE_PREFIX, EXTRACT_DESTINATION_BUCKET,
-// EXTRACT_DESTINATION_PREFIX, ALLOWED_ARCHIVES, ALLOWED_DESTINATIONS
-// (comma-separated "bucket/prefix"), BATCH_SIZE, DEFAULT_MAX_CONCURRENCY,
-// WORKERS_PER_BATCH.
+// EXTRACT_DESTINATION_PREFIX, BATCH_SIZE, DEFAULT_MAX_CONCURRENCY and
+// WORKERS_PER_BATCH are optional, and ALLOWED_ARCHIVES and
+// ALLOWED_DESTINATIONS list "bucket/prefix" patterns separated by commas.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		WorkBucket:          getenv("WORK_BUCKET"),
@@ -93,17 +93,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c.Defaults(), nil
 }
 
-// ExecutionPrefix is the folder of one execution's work objects (the CLI
-// keeps its run marker there too).
+// ExecutionPrefix returns the folder of one execution's work objects, where
+// the CLI keeps its run marker too.
 func (c Config) ExecutionPrefix(execution string) string {
 	return c.ExecutionsPrefix() + s3prefix.KeySegment(execution) + "/"
 }
 
-// ExecutionsPrefix is the folder of every execution's work objects.
+// ExecutionsPrefix returns the folder of every execution's work objects.
 func (c Config) ExecutionsPrefix() string { return c.WorkPrefix + "extract/" }
 
-// derivedPrefix is where an archive is extracted when the request names no
-// destination: DestinationPrefix + the key without ArchivePrefix and ".zip" + "/".
+// derivedPrefix returns where an archive is extracted when the request names
+// no destination, DestinationPrefix + the key without ArchivePrefix and ".zip" + "/".
 func (c Config) derivedPrefix(key string) (string, error) {
 	name := strings.TrimPrefix(key, c.ArchivePrefix)
 	if ext := path.Ext(name); strings.EqualFold(ext, ".zip") {
@@ -116,7 +116,7 @@ func (c Config) derivedPrefix(key string) (string, error) {
 	return c.DestinationPrefix + name + "/", nil
 }
 
-// model is the cost model's profile (Model, or AWS's).
+// model returns the cost model's profile, Model or else AWS's.
 func (c Config) model() plan.Model {
 	if c.Model != nil {
 		return *c.Model

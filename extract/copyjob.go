@@ -1,6 +1,6 @@
 package extract
 
-// A copy job: one STORED entry made an object server-side, by ranged
+// A copy job makes one STORED entry an object server-side, by ranged
 // UploadPartCopy of the archive's bytes into a multipart upload.
 
 import (
@@ -40,9 +40,9 @@ func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) erro
 		answer := aws.ToString(out.CopyPartResult.ChecksumCRC32)
 		sum, ok := s3part.DecodeCRC(answer)
 		if !ok || x.untrusted(answer, r) {
-			// The server cannot tell this range's CRC-32 (versitygw answers
-			// a ranged copy of a checksummed object with the whole object's):
-			// a CRC-32 upload cannot be completed right. Copy without
+			// The server cannot tell this range's CRC-32, as versitygw answers
+			// a ranged copy of a checksummed object with the whole object's,
+			// so a CRC-32 upload cannot be completed right. Copy without
 			// checksums and check the bytes by reading them instead.
 			x.quirk.Store(true)
 			if _, err := x.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &x.dest, Key: &it.Key, UploadId: &id}); err == nil {
@@ -60,8 +60,8 @@ func (x *executor) copyEntry(ctx context.Context, it *Item, ranges []Range) erro
 }
 
 // copyPlain copies a STORED entry without S3 checksums, and checks its bytes
-// against the entry's CRC-32 by reading them (only where the server cannot
-// answer a ranged copy's CRC-32).
+// against the entry's CRC-32 by reading them. It serves only where the
+// server cannot answer a ranged copy's CRC-32.
 func (x *executor) copyPlain(ctx context.Context, it *Item, ranges []Range) error {
 	var combined uint32
 	for _, r := range ranges {
@@ -115,8 +115,8 @@ func (x *executor) copyPart(ctx context.Context, it *Item, id string, k int, r R
 }
 
 // untrusted reports whether a copy's answered CRC-32 is the archive's stored
-// whole-object CRC for a range that is not the whole object: some servers
-// (versitygw) answer a ranged copy of a checksummed object with it.
+// whole-object CRC for a range that is not the whole object. Some servers,
+// versitygw among them, answer a ranged copy of a checksummed object with it.
 func (x *executor) untrusted(answer string, r Range) bool {
 	return answer == "" || answer == x.a.ChecksumCRC32 && (r.Start != 0 || r.End != x.a.Size)
 }

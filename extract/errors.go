@@ -9,14 +9,14 @@ import (
 )
 
 // IncompleteError says the workers' results do not account for every
-// planned object (a batch lost, an object missing): nothing is reported
-// as extracted.
+// planned object, because a batch was lost or an object is missing.
+// Nothing is reported as extracted.
 type IncompleteError struct{ Msg string }
 
 func (e *IncompleteError) Error() string { return e.Msg }
 
-// errorKinds are extract's conditions in the order ErrorType looks for them;
-// those the create workflow meets too are internal/failure's.
+// errorKinds are extract's conditions in the order ErrorType looks for them.
+// internal/failure holds those the create workflow meets too.
 var errorKinds = []stepfn.ErrorKind{
 	{Name: stepfn.TypeRequestError, Is: stepfn.IsA[*failure.RequestError]},
 	{Name: stepfn.TypeRefusedError, Is: stepfn.IsA[*EntriesRefusedError]},
@@ -28,10 +28,10 @@ var errorKinds = []stepfn.ErrorKind{
 	{Name: stepfn.TypeTransientError, Is: func(err error) bool { return stepfn.IsA[*stepfn.TransientError](err) || s3err.Transient(err) }},
 }
 
-// ErrorType is the error type the extract Lambdas report for err, so the
-// state machine's Retry and Catch can tell conditions apart: the first of
-// errorKinds in the chain (stepfn.TransientError for an S3 failure a retry can
-// help), else Error.
+// ErrorType returns the error type the extract Lambdas report for err, so
+// that the state machine's Retry and Catch can tell conditions apart. It is
+// the first of errorKinds in the chain, such as stepfn.TransientError for an
+// S3 failure a retry can help, else Error.
 func ErrorType(err error) string { return stepfn.NameOf(err, errorKinds) }
 
 // Retryable reports whether running the step again may succeed.
@@ -49,8 +49,9 @@ func sourceChanged(err error, a *zipread.Archive) error {
 }
 
 // writeRefused names a write S3 refused by what it means for the
-// extraction: a key taken since planning (a failure.DestinationExistsError; Appeared when the
-// run overwrites), or bytes without the listed CRC-32 (a failure.ChecksumMismatchError).
+// extraction. A key taken since planning is a failure.DestinationExistsError,
+// Appeared when the run overwrites; bytes without the listed CRC-32 are a
+// failure.ChecksumMismatchError.
 func writeRefused(err error, bucket, key string, overwrite bool) error {
 	switch {
 	case s3err.IsCode(err, "PreconditionFailed"):

@@ -1,8 +1,8 @@
 package extract
 
-// The executor: a worker's jobs against S3. A copy job (copyjob.go) makes a
-// STORED entry an object server-side; a read job (readjob.go) reads
-// neighbouring entries with one ranged GET and writes each.
+// The executor runs a worker's jobs against S3. A copy job, in copyjob.go,
+// makes a STORED entry an object server-side; a read job, in readjob.go,
+// reads neighbouring entries with one ranged GET and writes each.
 
 import (
 	"context"
@@ -24,9 +24,9 @@ import (
 	"github.com/s3zip/s3zip/zipread"
 )
 
-// executor runs jobs and remembers what it began and wrote. Writes are not
-// cancelled with the batch (a failing job or an interrupt): a write cut off
-// mid-request may still land on the server, so every write in flight is
+// executor runs jobs and remembers what it began and wrote. A failing job
+// or an interrupt cancels the batch but not its writes, since a write cut
+// off mid-request may still land on the server; every write in flight is
 // let finish and its answer recorded. Cancelling stops new jobs and reads.
 type executor struct {
 	c    Client
@@ -38,7 +38,7 @@ type executor struct {
 	mu      sync.Mutex
 	uploads map[string]string // upload ID → key, while open
 	written []Written
-	// quirk: the server answers ranged copies with a wrong CRC-32, so
+	// quirk says the server answers ranged copies with a wrong CRC-32, so
 	// copies are checked by reading instead.
 	quirk      atomic.Bool
 	verifyRead atomic.Int64 // bytes read only to check copies
@@ -59,9 +59,9 @@ func (x *executor) run(ctx context.Context, j Job) error {
 }
 
 // get reads a range of the archive, pinned by its ETag. A body that
-// stalls or breaks off resumes from the byte it reached (s3rate.Resume):
-// the entries being written from it wait one idle timeout, and none is
-// read again.
+// stalls or breaks off resumes from the byte it reached through
+// s3rate.Resume, so the entries being written from it wait one idle
+// timeout, and none is read again.
 func (x *executor) get(ctx context.Context, r Range) (io.ReadCloser, error) {
 	in := &s3.GetObjectInput{
 		Bucket: &x.a.Bucket, Key: &x.a.Key, IfMatch: aws.String(x.a.ETag),
@@ -74,9 +74,9 @@ func (x *executor) get(ctx context.Context, r Range) (io.ReadCloser, error) {
 	return s3rate.Resume(ctx, x.c, in, out, r.Start), nil
 }
 
-// metadata is the user metadata an entry's object is written with: what
-// the archive kept of it, exactly, else the entry's modification time as
-// rclone and s3fs read it; and the execution that wrote it.
+// metadata returns the user metadata an entry's object is written with.
+// That is exactly what the archive kept of it, else the entry's
+// modification time as rclone and s3fs read it, and the execution that wrote it.
 func (x *executor) metadata(it *Item) map[string]string {
 	m := map[string]string{ExecutionMetadata: x.ex.Execution}
 	if it.Meta == nil {
@@ -91,8 +91,8 @@ func (x *executor) metadata(it *Item) map[string]string {
 	return m
 }
 
-// headers are the Content-Encoding and Cache-Control the archive kept of
-// an entry's object (nil when none).
+// headers returns the Content-Encoding and Cache-Control the archive kept
+// of an entry's object, or nil when none.
 func (it *Item) headers() (encoding, cacheControl *string) {
 	if it.Meta == nil {
 		return nil, nil
@@ -107,7 +107,7 @@ func (it *Item) headers() (encoding, cacheControl *string) {
 }
 
 // alreadyOurs says whether a write refused by If-None-Match met an object
-// this execution wrote before (a batch run again): then it counts as written.
+// this execution wrote before, in a batch run again, which counts as written.
 func (x *executor) alreadyOurs(ctx context.Context, err error, it *Item) bool {
 	if !s3err.IsCode(err, "PreconditionFailed", "NoSuchUpload") {
 		return false
@@ -121,8 +121,8 @@ func (x *executor) classify(err error, key string) error {
 	return writeRefused(err, x.dest, key, x.ex.Overwrite)
 }
 
-// The uploads begun and the objects written, for abortOpen and the
-// batch's output.
+// The uploads begun and the objects written are recorded for abortOpen
+// and the batch's output.
 
 func (x *executor) began(key, id string) {
 	x.mu.Lock()
@@ -150,7 +150,7 @@ func (x *executor) sortedWritten() []Written {
 	return out
 }
 
-// abortOpen aborts the uploads still open (a failed batch).
+// abortOpen aborts the uploads a failed batch still has open.
 func (x *executor) abortOpen(ctx context.Context) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -162,17 +162,17 @@ func (x *executor) abortOpen(ctx context.Context) {
 }
 
 // The multipart uploads of copy jobs and of large read entries. Neither
-// create nor complete is cancelled with the run: an upload S3 creates must
-// be known, to be aborted, and a completed one recorded, to be deleted.
+// create nor complete is cancelled with the run, since an upload S3 creates
+// must be known to be aborted, and a completed one recorded to be deleted.
 
 // settleGrace is how long a request whose outcome the run must know goes
 // on, with its retries, once the run is stopped.
 const settleGrace = 20 * time.Second
 
-// settle is ctx without its cancellation, for a request whose outcome the
-// run must know to undo it (an upload created, an object completed): a
-// stopped run lets it finish, and its retries, for settleGrace, not for as
-// long as they take.
+// settle returns ctx without its cancellation, for a request whose outcome
+// the run must know to undo it, such as an upload created or an object
+// completed. A stopped run lets it and its retries go on for settleGrace,
+// not for as long as they take.
 func settle(ctx context.Context) (context.Context, context.CancelFunc) {
 	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -201,8 +201,8 @@ func (x *executor) create(ctx context.Context, it *Item, checksum bool) (string,
 	return id, nil
 }
 
-// complete completes an entry's upload (with the entry's CRC-32 when
-// checksum is set, so S3 checks it) and records the object as written.
+// complete completes an entry's upload and records the object as written.
+// When checksum is set it sends the entry's CRC-32, so S3 checks it.
 func (x *executor) complete(ctx context.Context, it *Item, id string, parts []types.CompletedPart, checksum bool) error {
 	ctx, done := settle(ctx)
 	defer done()

@@ -13,14 +13,14 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// FinalizeInput is the Finalize state's payload: the extraction and, when
+// FinalizeInput is the Finalize state's payload, the extraction and, when
 // the Map ran, where its results are.
 type FinalizeInput struct {
 	Extraction
 	Results *stepfn.MapResults `json:"results,omitempty"`
 }
 
-// Summary is the Finalize Lambda's output: small, the objects are in the report.
+// Summary is the Finalize Lambda's output. It stays small, since the objects are in the report.
 type Summary struct {
 	Archive        string `json:"archive"`
 	ETag           string `json:"etag"`
@@ -31,22 +31,22 @@ type Summary struct {
 	ExtractedBytes int64  `json:"extractedBytes"`
 	CopiedBytes    int64  `json:"copiedBytes"`
 	StreamedBytes  int64  `json:"streamedBytes"`
-	// ContentTypes counts the objects written by Content-Type: the
-	// summaryTypes most common, the rest under OtherTypes (the report
-	// counts every one).
+	// ContentTypes counts the objects written by Content-Type, the
+	// summaryTypes most common and the rest under OtherTypes; the report
+	// counts every one.
 	ContentTypes map[string]int `json:"contentTypes"`
 }
 
-// summaryTypes is how many Content-Types the Summary names: an archive
-// whose objects kept thousands of distinct ones must not take the output
-// past Step Functions' 256 KiB.
+// summaryTypes is how many Content-Types the Summary names, so that an
+// archive whose objects kept thousands of distinct ones does not take the
+// output past Step Functions' 256 KiB.
 const summaryTypes = 100
 
 // OtherTypes is the key the Summary counts its less common types under.
 const OtherTypes = "(other types)"
 
-// mostTypes is counts with only its most common n types, the rest summed
-// under OtherTypes.
+// mostTypes returns counts with only its most common n types, the rest
+// summed under OtherTypes.
 func mostTypes(counts map[string]int, n int) map[string]int {
 	if len(counts) <= n {
 		return counts
@@ -82,7 +82,7 @@ func (f *Finalizer) Handle(ctx context.Context, in FinalizeInput) (*Summary, err
 // finalize gathers the batches' results from S3, checks that every planned
 // object was written exactly once, writes the report, aborts uploads left
 // by retried batches and deletes the work objects. It may run again after
-// a failure (the report it wrote is recognised as its own).
+// a failure, recognising the report it wrote as its own.
 func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, error) {
 	ex := &in.Extraction
 	planned, err := readPlanned(ctx, f.S3, ex)
@@ -117,10 +117,10 @@ func (f *Finalizer) finalize(ctx context.Context, in FinalizeInput) (*Result, er
 	return res, nil
 }
 
-// written gathers what the batches wrote and read only to check copies,
-// from the Map's results (none when no job was planned).
+// written gathers what the batches wrote and read only to check copies
+// from the Map's results, of which there are none when no job was planned.
 func (f *Finalizer) written(ctx context.Context, in FinalizeInput) ([]Written, int64, error) {
-	written := []Written{} // the report's "objects": [] when there are none, never null
+	written := []Written{} // the report's "objects" is [] when there are none, never null
 	var verifyRead int64
 	if in.Jobs == 0 {
 		return written, 0, nil

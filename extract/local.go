@@ -19,11 +19,11 @@ type Request struct {
 	DestBucket  string
 	Prefix      string // ends in "/" or is empty
 	Overwrite   bool
-	Workers     int // jobs run at once (default 8)
-	// WorkBucket holds the jobs and results while the run lasts (default
-	// DestBucket), under WorkPrefix (default s3zip-work/).
+	Workers     int // jobs run at once, 8 by default
+	// WorkBucket holds the jobs and results while the run lasts, under
+	// WorkPrefix. They default to DestBucket and s3zip-work/.
 	WorkBucket, WorkPrefix string
-	Execution              string // names the run (default cli-<time>)
+	Execution              string // names the run, cli-<time> by default
 	// Keep is how long a run that fails running its jobs or finalizing, for
 	// a cause a retry may mend, keeps what it wrote and its work objects for
 	// Resume instead of aborting; 0 aborts every failed run.
@@ -35,7 +35,7 @@ type Request struct {
 type Progress struct {
 	Jobs, JobsDone   int
 	Bytes, BytesDone int64
-	// Writes and WriteSeconds are the plan's (Extraction): the requests
+	// Writes and WriteSeconds are the Extraction's count of the requests
 	// S3 counts against the destination prefix's write rate, and the least
 	// time that rate allows them.
 	Writes       int
@@ -43,10 +43,11 @@ type Progress struct {
 }
 
 // Run extracts the archive the way the state machine does, with the same
-// handlers in process: Plan, the jobs in batches (at most req.Workers jobs
-// at once, retried like the Map's Retry), the batch outputs written in the
-// ResultWriter's layout, Finalize, and Abort on any failure or interrupt
-// (every upload it began aborted, every object it wrote deleted).
+// handlers in process. It runs Plan, then the jobs in batches, at most
+// req.Workers jobs at once and retried like the Map's Retry, writing the
+// batch outputs in the ResultWriter's layout, then Finalize. On any failure
+// or interrupt Abort aborts every upload it began and deletes every object
+// it wrote.
 func Run(ctx context.Context, c Client, req Request, onProgress func(Progress)) (*Result, error) {
 	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
 	return r.run(ctx, req)
@@ -57,13 +58,13 @@ type runner struct {
 	log        *slog.Logger
 	onProgress func(Progress)
 	// keep is how long a run that fails for a cause a retry may mend is
-	// kept for Resume (0: aborted); redrives counts the resumes before this one.
+	// kept for Resume, 0 to abort it; redrives counts the resumes before this one.
 	keep     time.Duration
 	redrives int
 }
 
-// localBatchSize is how many jobs one in-process batch runs (one at a
-// time, so req.Workers batches at once are req.Workers jobs).
+// localBatchSize is how many jobs one in-process batch runs, one at a
+// time, so req.Workers batches at once are req.Workers jobs.
 const localBatchSize = 2
 
 func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
@@ -102,12 +103,12 @@ func (r *runner) run(ctx context.Context, req Request) (*Result, error) {
 	return r.finish(ctx, cfg, ex, nil)
 }
 
-// finish runs the jobs (those redrive does not hold as succeeded) and
-// Finalize, then keeps the run for a resume, or aborts it, when that fails.
+// finish runs the jobs redrive does not hold as succeeded and Finalize,
+// then keeps the run for a resume, or aborts it, when that fails.
 func (r *runner) finish(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult) (*Result, error) {
 	res, f := r.build(ctx, cfg, ex, redrive)
 	if f == nil && ctx.Err() != nil {
-		f = &buildFailure{state: stateFinalize, err: ctx.Err()} // interrupted: undone even if every job finished
+		f = &buildFailure{state: stateFinalize, err: ctx.Err()} // an interrupted run is undone even if every job finished
 	}
 	if f != nil {
 		if kept := r.keepRun(ctx, ex, f); kept != nil {
@@ -119,7 +120,7 @@ func (r *runner) finish(ctx context.Context, cfg Config, ex *Extraction, redrive
 	return res, nil
 }
 
-// plannedNothing: the planner refused before writing anything.
+// plannedNothing says the planner refused before writing anything.
 func plannedNothing(err error) bool {
 	var re *failure.RequestError
 	var rfe *EntriesRefusedError
@@ -127,8 +128,8 @@ func plannedNothing(err error) bool {
 	return errors.As(err, &re) || errors.As(err, &rfe) || errors.As(err, &ee)
 }
 
-// build runs RunJobs and Finalize; redrive, when set, holds the jobs Map's
-// children of a failed run (stepfn.Map.Redrive). A failure says where
+// build runs RunJobs and Finalize. redrive, when set, holds the jobs Map's
+// children of a failed run for stepfn.Map.Redrive. A failure says where
 // build stopped.
 func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction, redrive []stepfn.ChildResult) (*Result, *buildFailure) {
 	// ItemReader
@@ -191,7 +192,7 @@ func (r *runner) build(ctx context.Context, cfg Config, ex *Extraction, redrive 
 	return res, nil
 }
 
-// abort runs the Abort handler (retried, not cancelled with the run) and
+// abort runs the Abort handler, retried and not cancelled with the run, and
 // returns the original error.
 func (r *runner) abort(ctx context.Context, cfg Config, state json.RawMessage, execution string, cause error) error {
 	a := &Aborter{S3: r.c, Config: cfg, Log: r.log}

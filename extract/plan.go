@@ -31,11 +31,11 @@ const ReportName = ".s3zip-extract-report.json"
 type Kind string
 
 const (
-	// KindCopy: one STORED entry, multipart upload of ranged UploadPartCopy parts.
+	// KindCopy writes one STORED entry by a multipart upload of ranged UploadPartCopy parts.
 	KindCopy Kind = "copy"
-	// KindRead: one ranged GET of neighbouring entries; each is inflated or
-	// taken as is, its CRC-32 checked, and written with PutObject (or a
-	// multipart upload when large).
+	// KindRead makes one ranged GET of neighbouring entries. Each is inflated
+	// or taken as is, its CRC-32 checked, and written with PutObject, or with
+	// a multipart upload when large.
 	KindRead Kind = "read"
 )
 
@@ -45,30 +45,30 @@ type Options struct {
 	// STORED and DEFLATE, or encrypted, instead of refusing the archive.
 	SkipUnsupported bool
 	// SmallStored is the size below which a STORED entry is read and put by
-	// a worker instead of copied server-side: a copy costs a header GET and
-	// three requests (create, copy, complete), a put one plus a share of a
-	// grouped GET and the bytes twice over the worker's link. 0 lets Model
-	// choose (plan.Model.StoredReadBelow); negative copies every STORED entry.
+	// a worker instead of copied server-side. A copy costs a header GET and
+	// three requests to create, copy and complete; a put costs one plus a
+	// share of a grouped GET and the bytes twice over the worker's link. 0 lets
+	// plan.Model.StoredReadBelow choose; negative copies every STORED entry.
 	SmallStored int64
 	// Model is the profile of where the extraction runs, for SmallStored's
-	// choice: nil is AWS (plan.DefaultModel).
+	// choice; nil is AWS's plan.DefaultModel.
 	Model *plan.Model `json:"-"`
 	// ReadGroup is how many bytes one grouped ranged GET spans at most.
 	ReadGroup int64
 	// CopyPart is the size of the ranges a STORED entry over MaxCopyPart is
-	// copied in (default MaxCopyPart).
+	// copied in; it defaults to MaxCopyPart.
 	CopyPart int64
-	// ContentTypes chooses each object's Content-Type: the request's
-	// overrides by extension, what the archive kept, the fixed table.
+	// ContentTypes chooses each object's Content-Type from the request's
+	// overrides by extension, then what the archive kept, then the fixed table.
 	ContentTypes objmeta.ContentTypes
 }
 
 // DefaultReadGroup is Options.ReadGroup's default.
 const DefaultReadGroup = 8 << 20
 
-// ReadBelow is the size below which a STORED entry is read and put rather
-// than copied: SmallStored when set, else the model's choice for grouped
-// GETs of ReadGroup bytes; 0 copies every STORED entry.
+// ReadBelow returns the size below which a STORED entry is read and put
+// rather than copied. It is SmallStored when set, else the model's choice
+// for grouped GETs of ReadGroup bytes; 0 copies every STORED entry.
 func (o Options) ReadBelow() int64 {
 	switch {
 	case o.SmallStored < 0:
@@ -93,26 +93,26 @@ type Item struct {
 	Name   string `json:"name"`
 	Key    string `json:"key"`
 	Method uint16 `json:"method"`
-	// Offset is the entry's local header; Bound where the next entry (or the
-	// central directory) starts: its header and data must end by then.
+	// Offset is the entry's local header. Bound is where the next entry or
+	// the central directory starts, by which its header and data must end.
 	Offset int64 `json:"offset"`
 	Bound  int64 `json:"bound"`
-	// DataStart is where the data starts, from the local header: known at
-	// planning for copies; a read job finds it in the bytes it reads.
+	// DataStart is where the data starts, read from the local header. It is
+	// known at planning for copies; a read job finds it in the bytes it reads.
 	DataStart      int64     `json:"dataStart"`
 	CompressedSize int64     `json:"compressedSize"`
 	Size           int64     `json:"size"`
 	CRC32          uint32    `json:"crc32"`
 	Modified       time.Time `json:"modified"`
 	ContentType    string    `json:"contentType,omitempty"`
-	// Meta is what the archive kept of the object the entry was made from
-	// (`create --keep-metadata`): written back with it.
+	// Meta is what `create --keep-metadata` kept of the object the entry was
+	// made from, written back with it.
 	Meta *zipformat.Metadata `json:"meta,omitempty"`
-	// Replaces: an object was at Key when the extraction was planned (an
-	// --overwrite run). It is replaced by the entry's complete content in
-	// one write and never deleted, not even when the run fails, so the key
-	// holds the old bytes or the new ones. Every other key is written only
-	// if still free (If-None-Match), so Abort may delete what it wrote there.
+	// Replaces says an object was at Key when an --overwrite run was planned.
+	// It is replaced by the entry's complete content in one write and never
+	// deleted, not even when the run fails, so the key holds the old bytes or
+	// the new ones. Every other key is written with If-None-Match, only if
+	// still free, so Abort may delete what it wrote there.
 	Replaces bool `json:"replaces,omitempty"`
 }
 
@@ -124,8 +124,8 @@ type Job struct {
 	Index int    `json:"index"` // in the plan's job list
 	Kind  Kind   `json:"kind"`
 	Items []Item `json:"items"`
-	// Copy: the archive ranges that become parts 1..n. Read: the one range
-	// read, covering every item's data.
+	// Ranges are, for a copy, the archive ranges that become parts 1..n,
+	// and for a read, the one range read, covering every item's data.
 	Ranges []Range `json:"ranges"`
 }
 
@@ -138,10 +138,10 @@ func (j *Job) Bytes() int64 {
 	return n
 }
 
-// Writes is how many PUT, COPY and POST requests the job makes to the
-// destination, which S3 counts against the prefix's write rate: a
-// PutObject for each object read; CreateMultipartUpload, an
-// UploadPartCopy a range and CompleteMultipartUpload for a copy.
+// Writes returns how many PUT, COPY and POST requests the job makes to the
+// destination, which S3 counts against the prefix's write rate. A read
+// makes a PutObject for each object; a copy makes CreateMultipartUpload,
+// an UploadPartCopy a range and CompleteMultipartUpload.
 func (j *Job) Writes() int {
 	if j.Kind == KindCopy {
 		return 2 + len(j.Ranges)
@@ -164,9 +164,9 @@ type Plan struct {
 	Copied  int64     `json:"copied"` // archive bytes copied server-side
 	Read    int64     `json:"read"`   // archive bytes read by workers
 	// ReadBelow is the size below which STORED entries were read rather
-	// than copied (Options.ReadBelow).
+	// than copied, from Options.ReadBelow.
 	ReadBelow int64 `json:"readBelow"`
-	// ReadAll: the archive is no bigger than S3's smallest part, and S3
+	// ReadAll says the archive is no bigger than S3's smallest part. S3
 	// copies no range of such an object, so every entry is read.
 	ReadAll bool `json:"readAll,omitempty"`
 }
@@ -176,7 +176,7 @@ type Plan struct {
 type EntriesRefusedError struct {
 	Archive string
 	Entries []Skipped
-	// Fix says what to do; empty, the hint for unsafe and unsupported entries.
+	// Fix says what to do; when empty, the hint for unsafe and unsupported entries applies.
 	Fix string
 }
 
@@ -204,12 +204,12 @@ type Checked struct {
 	Skipped []Skipped
 }
 
-// Check validates the central directory before anything is read beyond it:
-// names, methods, encryption, and that every entry's local header and data
-// lie before the central directory without overlapping another entry
-// (judged from the central directory's sizes; PlanJobs checks again with the
-// real data starts). It returns the entries to extract (directories and
-// skipped entries excluded) and those skipped.
+// Check validates the central directory before anything is read beyond it.
+// It checks names, methods, encryption, and that every entry's local header
+// and data lie before the central directory without overlapping another
+// entry, judged from the central directory's sizes; PlanJobs checks again
+// with the real data starts. It returns the entries to extract, without
+// directories and skipped entries, and those skipped.
 func Check(a *zipread.Archive, prefix string, opts Options) (*Checked, error) {
 	var keep []int
 	var refused, skipped []Skipped
@@ -243,11 +243,11 @@ func Check(a *zipread.Archive, prefix string, opts Options) (*Checked, error) {
 			continue
 		}
 		if e.IsDir() {
-			continue // a folder: S3 has none to make
+			continue // S3 has no folder to make
 		}
-		// Names equal after Unicode NFC normalisation (é as one code point
-		// or as e + combining accent) are the same file to most file
-		// systems and people: refused like exact duplicates.
+		// Names equal after Unicode NFC normalisation, such as é as one code
+		// point or as e + combining accent, are the same file to most file
+		// systems and people, so they are refused like exact duplicates.
 		key := prefix + name
 		nk := norm.NFC.String(key)
 		if other, dup := keys[nk]; dup {
@@ -269,10 +269,10 @@ func Check(a *zipread.Archive, prefix string, opts Options) (*Checked, error) {
 }
 
 // Reserved lists the entries kept by Check whose keys an extraction into
-// s3://destBucket/prefix must never write, each with why: the archive being
-// read (replacing it mid-run breaks the run, and a failed run's clean-up
-// would then delete it) and keys under workPrefix, which is s3zip's own
-// (work objects live there and cleanup deletes there), in any bucket.
+// s3://destBucket/prefix must never write, each with why. Replacing the
+// archive being read breaks the run, and a failed run's clean-up would then
+// delete it. Keys under workPrefix in any bucket are s3zip's own, where
+// work objects live and cleanup deletes.
 func Reserved(a *zipread.Archive, destBucket, prefix, workPrefix string, keep []int) []Skipped {
 	var out []Skipped
 	check := func(name, key string) {
@@ -290,11 +290,11 @@ func Reserved(a *zipread.Archive, destBucket, prefix, workPrefix string, keep []
 	return out
 }
 
-// layoutProblems lists entries whose local header and data (from the
-// central directory's sizes, or from dataStart when known) do not lie
-// before the central directory, or overlap the next entry: a "zip bomb"
-// layout that makes many entries of the same bytes, or a directory that
-// points outside the file.
+// layoutProblems lists entries whose local header and data, sized from the
+// central directory or from dataStart when known, do not lie before the
+// central directory or overlap the next entry. Such are a "zip bomb" layout
+// that makes many entries of the same bytes, or a directory that points
+// outside the file.
 func layoutProblems(a *zipread.Archive, dataStart map[int]int64) []Skipped {
 	order := make([]int, len(a.Entries))
 	for i := range order {
@@ -322,8 +322,9 @@ func layoutProblems(a *zipread.Archive, dataStart map[int]int64) []Skipped {
 	return out
 }
 
-// entryName returns the name an entry is written under below the prefix
-// (zipread.EntryPath: without "." components), or why it cannot become a key.
+// entryName returns the name an entry is written under below the prefix,
+// without "." components as zipread.EntryPath gives it, or why it cannot
+// become a key.
 func entryName(name string) (string, string) {
 	if !utf8.ValidString(name) {
 		return "", "is not valid UTF-8"
@@ -342,12 +343,12 @@ func entryName(name string) (string, string) {
 }
 
 // notAFile says why an entry that is not a regular file or an empty
-// directory cannot become an object, or "": what a symbolic link's data
-// holds is its target, a directory's data or an empty device's has no file
-// to go into. Such entries are skipped (and listed), never written. A
-// device, pipe or socket entry that holds data is the content read through
-// it (Info-ZIP's `zip - <file` records standard input, a pipe, with the
-// pipe's mode) and is extracted as Info-ZIP's unzip extracts it: as a file.
+// directory cannot become an object, or returns "". A symbolic link's data
+// holds its target, and a directory's data or an empty device's has no file
+// to go into. Such entries are skipped and listed, never written. A device,
+// pipe or socket entry that holds data is the content read through it, as
+// Info-ZIP's `zip - <file` records standard input with the pipe's mode, and
+// is extracted as a file, as Info-ZIP's unzip does.
 func notAFile(e *zipread.Entry) string {
 	m := e.Mode
 	special := ""
@@ -403,10 +404,9 @@ func methodName(m uint16) string {
 	return "unknown"
 }
 
-// Copies returns the entries kept by Check that PlanJobs copies server-side:
-// their data starts must be read from their local headers before planning.
-// The others' headers are read by the read jobs, in the bytes they read
-// anyway.
+// Copies returns the entries kept by Check that PlanJobs copies server-side,
+// whose data starts must be read from their local headers before planning.
+// The read jobs read the others' headers in the bytes they read anyway.
 func Copies(a *zipread.Archive, keep []int, opts Options) []int {
 	small := opts.ReadBelow()
 	var out []int
@@ -418,15 +418,15 @@ func Copies(a *zipread.Archive, keep []int, opts Options) []int {
 	return out
 }
 
-// copied says whether an entry is copied server-side: STORED, not small,
-// and in an archive S3 copies ranges of (partwork.CopyRange: over 5 MiB; the
-// entries of a smaller one are read).
+// copied says whether an entry is copied server-side, being STORED, not
+// small, and in an archive over 5 MiB, the smallest S3 copies ranges of as
+// partwork.CopyRange says; the entries of a smaller one are read.
 func copied(a *zipread.Archive, e *zipread.Entry, small int64) bool {
 	return e.Method == zipread.MethodStore && e.CompressedSize > 0 && e.CompressedSize >= small && a.Size > s3part.MinPartSize
 }
 
 // PlanJobs turns the entries Check kept into jobs; dataStart holds where
-// the data of the entries named by Copies starts (from their local headers).
+// the data of the entries named by Copies starts, from their local headers.
 func PlanJobs(a *zipread.Archive, prefix string, c *Checked, dataStart map[int]int64, opts Options) (*Plan, error) {
 	if probs := layoutProblems(a, dataStart); len(probs) > 0 {
 		return nil, &EntriesRefusedError{Archive: a.String(), Entries: probs}
@@ -498,8 +498,8 @@ func PlanJobs(a *zipread.Archive, prefix string, c *Checked, dataStart map[int]i
 	return p, nil
 }
 
-// bounds returns, per entry, where the next entry by offset (or the central
-// directory) starts.
+// bounds returns, per entry, where the next entry by offset or the central
+// directory starts.
 func bounds(a *zipread.Archive) []int64 {
 	order := make([]int, len(a.Entries))
 	for i := range order {
@@ -516,8 +516,9 @@ func bounds(a *zipread.Archive) []int64 {
 	return out
 }
 
-// copyRanges cuts [start, start+n) into copy parts: one part when it fits
-// one UploadPartCopy (a lone part may be any size), else parts of size part.
+// copyRanges cuts [start, start+n) into copy parts. It makes one part when
+// it fits one UploadPartCopy, since a lone part may be any size, else parts
+// of size part.
 func copyRanges(start, n, part int64) []Range {
 	if n == 0 {
 		return []Range{{start, start}}
@@ -529,7 +530,7 @@ func copyRanges(start, n, part int64) []Range {
 	return rs
 }
 
-// kept is the Content-Type the archive kept, "" when none.
+// kept returns the Content-Type the archive kept, or "" when none.
 func kept(m *zipformat.Metadata) string {
 	if m == nil {
 		return ""

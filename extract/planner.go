@@ -1,8 +1,8 @@
 package extract
 
-// The extract workflow's four handlers, as the state machine
-// (statemachine/extract.asl.json) runs them: Plan, a Distributed Map of
-// Batch, Finalize, and Abort on any failure. Run (local.go) runs the same
+// The extract workflow has four handlers, which
+// statemachine/extract.asl.json runs as Plan, a Distributed Map of Batch,
+// Finalize, and Abort on any failure. Run in local.go runs the same
 // handlers in process for the CLI.
 
 import (
@@ -31,19 +31,19 @@ import (
 	"github.com/s3zip/s3zip/zipread"
 )
 
-// ExecutionMetadata is the user metadata key (x-amz-meta-s3zip-execution)
-// every object an extraction writes carries: its execution name. Abort
-// deletes only objects that carry its own.
+// ExecutionMetadata is the user metadata key, x-amz-meta-s3zip-execution,
+// that carries the execution name on every object an extraction writes.
+// Abort deletes only objects that carry its own.
 const ExecutionMetadata = "s3zip-execution"
 
-// RequestDoc is the extract request (the state machine's input).
+// RequestDoc is the extract request, the state machine's input.
 type RequestDoc struct {
 	Archive struct {
 		Bucket string `json:"bucket"`
 		Key    string `json:"key"`
 	} `json:"archive"`
-	// Destination is optional: without it the archive is extracted into
-	// the deployment's DestinationPrefix + its name (Config.derivedPrefix).
+	// Destination is optional. Without it the archive is extracted into
+	// the deployment's DestinationPrefix + its name, as Config.derivedPrefix says.
 	Destination *struct {
 		Bucket string `json:"bucket"`
 		Prefix string `json:"prefix"`
@@ -55,8 +55,8 @@ type RequestDoc struct {
 		ReadGroup       int64 `json:"readGroup,omitempty"`
 		CopyPart        int64 `json:"copyPart,omitempty"`
 		MaxConcurrency  int   `json:"maxConcurrency,omitempty"`
-		// ContentTypes maps extensions ("html" or ".html") to the
-		// Content-Type every entry with one gets (--content-type).
+		// ContentTypes maps extensions, "html" or ".html", to the
+		// Content-Type every entry with one gets, as --content-type gives them.
 		ContentTypes map[string]string `json:"contentTypes,omitempty"`
 	} `json:"options"`
 }
@@ -67,8 +67,8 @@ type PlanInput struct {
 	Execution string          `json:"execution"`
 }
 
-// Extraction is the planner's output and the state every later step gets:
-// small, whatever the archive (the jobs are in the work bucket).
+// Extraction is the planner's output and the state every later step gets.
+// It is small whatever the archive, since the jobs are in the work bucket.
 type Extraction struct {
 	Execution string `json:"execution"`
 	Archive   struct {
@@ -81,15 +81,15 @@ type Extraction struct {
 	DestBucket string `json:"destinationBucket"`
 	Prefix     string `json:"prefix"`
 	Overwrite  bool   `json:"overwrite"`
-	// ReplacesReport: a report was at the report's key when planned (see
-	// Item.Replaces).
+	// ReplacesReport says a report was at the report's key when planned,
+	// as Item.Replaces says of an entry's key.
 	ReplacesReport bool      `json:"replacesReport,omitempty"`
-	Started        time.Time `json:"started"` // less a margin for clocks: uploads begun since may be this run's
+	Started        time.Time `json:"started"` // less a margin for clocks, so uploads begun since may be this run's
 	WorkBucket     string    `json:"workBucket"`
 	WorkPrefix     string    `json:"workPrefix"` // this execution's, ends in /
-	JobsKey        string    `json:"jobsKey"`    // JSONL, one Job a line (the Map's ItemReader)
+	JobsKey        string    `json:"jobsKey"`    // JSONL, one Job a line, the Map's ItemReader
 	SkippedKey     string    `json:"skippedKey,omitempty"`
-	// Jobs is how many jobs there are (0: nothing to extract, the Map is skipped).
+	// Jobs is how many jobs there are; at 0 nothing is extracted and the Map is skipped.
 	Jobs           int   `json:"jobs"`
 	BatchSize      int   `json:"batchSize"`      // MaxItemsPerBatchPath
 	MaxConcurrency int   `json:"maxConcurrency"` // MaxConcurrencyPath
@@ -104,9 +104,9 @@ type Extraction struct {
 	ReadBelow int64 `json:"readBelow"`
 	ReadAll   bool  `json:"readAll,omitempty"` // Plan.ReadAll
 	// Writes is the PUT, COPY and POST requests the jobs make to the
-	// destination; WriteSeconds the least time S3's write rate allows them
-	// under one prefix (plan.Model.S3WriteRate, as S3 serves a prefix
-	// until it splits it under load), however many workers run.
+	// destination. WriteSeconds is the least time plan.Model.S3WriteRate
+	// allows them under one prefix, as S3 serves a prefix until it splits it
+	// under load, however many workers run.
 	Writes       int     `json:"writes"`
 	WriteSeconds float64 `json:"writeSeconds"`
 }
@@ -115,14 +115,14 @@ func (e *Extraction) archive() *zipread.Archive {
 	return &zipread.Archive{Bucket: e.Archive.Bucket, Key: e.Archive.Key, ETag: e.Archive.ETag, Size: e.Archive.Size, ChecksumCRC32: e.Archive.ChecksumCRC32}
 }
 
-// reportKey is the report object's key.
+// reportKey returns the report object's key.
 func (e *Extraction) reportKey() string { return e.Prefix + ReportName }
 
-// extractionName is the Extraction's copy in its work prefix.
+// extractionName names the Extraction's copy in its work prefix.
 const extractionName = "extraction.json"
 
 // maxJobJSON bounds one job's JSON, so that a batch fits the Distributed
-// Map's 256 KiB input (ItemBatcher MaxInputBytesPerBatch).
+// Map's 256 KiB input, the ItemBatcher's MaxInputBytesPerBatch.
 const maxJobJSON = 64 << 10
 
 // Planner is the Plan state's handler.
@@ -133,7 +133,7 @@ type Planner struct {
 }
 
 // Handle reads the archive's end records and central directory with ranged
-// GETs (pinned by its ETag from then on), refuses a bad archive or existing
+// GETs, pinned by its ETag from then on. It refuses a bad archive or existing
 // objects before anything is written, and writes the jobs to the work prefix.
 func (p *Planner) Handle(ctx context.Context, in PlanInput) (*Extraction, error) {
 	cfg := p.Config.Defaults()
@@ -153,8 +153,8 @@ func (p *Planner) Handle(ctx context.Context, in PlanInput) (*Extraction, error)
 	return ex, nil
 }
 
-// readRequest decodes and checks the request: the extraction it asks for,
-// before anything is read, and the options it plans with.
+// readRequest decodes and checks the request before anything is read, and
+// returns the extraction it asks for and the options it plans with.
 func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 	started := time.Now().Add(-5 * time.Minute)
 	var req RequestDoc
@@ -197,8 +197,8 @@ func readRequest(cfg Config, in PlanInput) (*Extraction, Options, error) {
 		ContentTypes: types}, nil
 }
 
-// destination sets where the request extracts to (the one it names, or the
-// deployment's for the archive) and says what is wrong with it.
+// destination sets where the request extracts to, the one it names or the
+// deployment's for the archive, and says what is wrong with it.
 func destination(cfg Config, req *RequestDoc, ex *Extraction) []string {
 	var problems []string
 	if d := req.Destination; d != nil {
@@ -228,9 +228,9 @@ func destination(cfg Config, req *RequestDoc, ex *Extraction) []string {
 	return problems
 }
 
-// layOut opens the archive, pins it in ex, and plans its jobs: it refuses
-// an archive it cannot extract and keys that hold objects (unless the
-// request overwrites them).
+// layOut opens the archive, pins it in ex, and plans its jobs. It refuses
+// an archive it cannot extract, and keys that hold objects unless the
+// request overwrites them.
 func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts Options) (*Plan, error) {
 	a, err := zipread.Open(ctx, p.S3, ex.Archive.Bucket, ex.Archive.Key)
 	if err != nil {
@@ -259,7 +259,7 @@ func (p *Planner) layOut(ctx context.Context, cfg Config, ex *Extraction, opts O
 	return plan, nil
 }
 
-// writeJobs writes the plan's jobs (cut to fit the Map's input), the
+// writeJobs writes the plan's jobs, cut to fit the Map's input, the
 // entries it skips and the extraction itself to the work prefix, and counts
 // them in ex.
 func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) error {
@@ -283,15 +283,15 @@ func (p *Planner) writeJobs(ctx context.Context, ex *Extraction, plan *Plan) err
 	if err := putJobs(ctx, p.S3, ex, jobs); err != nil {
 		return err
 	}
-	// The state, kept beside the jobs for a clean-up that finds the work of
-	// a run killed before its Abort could run (Aborter.AbortDead).
+	// The state is kept beside the jobs for Aborter.AbortDead, which finds
+	// the work of a run killed before its Abort could run.
 	doc, _ := json.Marshal(ex)
 	return putWork(ctx, p.S3, ex.WorkBucket, ex.WorkPrefix+extractionName, doc)
 }
 
 // putJobs puts the jobs as JSON Lines, numbered, spooled to $TMPDIR as they
-// are encoded: a million entries' jobs are some hundreds of MB, which a
-// buffer would hold beside the jobs themselves (and twice while it grows).
+// are encoded. A million entries' jobs are some hundreds of MB, which a
+// buffer would hold beside the jobs themselves, twice while it grows.
 func putJobs(ctx context.Context, c Client, ex *Extraction, jobs []Job) error {
 	f, err := os.CreateTemp("", "s3zip-extract-jobs-*.jsonl")
 	if err != nil {
@@ -323,10 +323,10 @@ func putJobs(ctx context.Context, c Client, ex *Extraction, jobs []Job) error {
 	return nil
 }
 
-// markExisting finds the planned keys (and the report's) that hold an object
-// already: it refuses them unless the request overwrites, and marks them as
-// replaced when it does (Item.Replaces), so that nothing deletes them. It
-// holds the keys listed under the prefix, not the keys planned.
+// markExisting finds the planned keys and the report's that hold an object
+// already. It refuses them unless the request overwrites, and then marks
+// them in Item.Replaces, so that nothing deletes them. It holds the keys
+// listed under the prefix, not the keys planned.
 func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error {
 	listed, err := under(ex.DestBucket, ex.Prefix).Keys(ctx, c)
 	if err != nil {
@@ -369,8 +369,8 @@ func markExisting(ctx context.Context, c Client, ex *Extraction, p *Plan) error 
 }
 
 // splitForMap splits read jobs whose JSON would exceed maxJobJSON into
-// read jobs of neighbouring items (each reads from its first item's local
-// header to its last item's bound); the pieces share the job's items.
+// read jobs of neighbouring items, each reading from its first item's local
+// header to its last item's bound; the pieces share the job's items.
 func splitForMap(jobs []Job) []Job {
 	var out []Job
 	for _, j := range jobs {

@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// A batch's small-object PUTs in flight: at most putsInFlight of them and
-// putBytesInFlight of their decoded bytes held, across the batch's jobs.
+// A batch holds at most putsInFlight small-object PUTs in flight across its
+// jobs, and at most putBytesInFlight of their decoded bytes.
 const (
 	putsInFlight     = 32
 	putBytesInFlight = 64 << 20
@@ -23,8 +23,8 @@ func newPutSlots() putSlots {
 	return putSlots{count: semaphore.NewWeighted(putsInFlight), bytes: semaphore.NewWeighted(putBytesInFlight)}
 }
 
-// acquire waits for room for one PUT of size bytes (an entry larger than
-// the byte bound waits for the whole of it) and returns what gives it back.
+// acquire waits for room for one PUT of size bytes, all of the byte bound
+// for an entry larger than it, and returns what gives the room back.
 func (p putSlots) acquire(ctx context.Context, size int64) (release func(), err error) {
 	w := min(max(size, 1), putBytesInFlight)
 	if err := p.count.Acquire(ctx, 1); err != nil {

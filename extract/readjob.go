@@ -1,7 +1,7 @@
 package extract
 
-// A read job: neighbouring entries read with one ranged GET, each inflated
-// or taken as is, its size and CRC-32 checked, and written.
+// A read job reads neighbouring entries with one ranged GET. Each is
+// inflated or taken as is, its size and CRC-32 checked, and written.
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ const largeObject = 64 << 20
 const largePart = 16 << 20
 
 // readGroup reads neighbouring entries with one ranged GET and writes each.
-// The GET is read in order; the entries' PUTs overlap (x.puts bounds them),
+// The GET is read in order, and the entries' PUTs overlap within x.puts,
 // since a job of thousands of small entries written one at a time waits on
 // round trips, not on S3's rate.
 func (x *executor) readGroup(ctx context.Context, j *Job) (err error) {
@@ -48,7 +48,7 @@ func (x *executor) readGroup(ctx context.Context, j *Job) (err error) {
 	puts, pctx := errgroup.WithContext(ctx)
 	defer func() {
 		// What is in flight ends before the job does, whatever it returns.
-		// A failed PUT cancels pctx: its error, not the cancellation the
+		// A failed PUT cancels pctx, and its error, not the cancellation the
 		// reading then met, is the job's.
 		if werr := puts.Wait(); werr != nil && (err == nil || ctx.Err() == nil && errors.Is(err, context.Canceled)) {
 			err = werr
@@ -67,7 +67,7 @@ func (x *executor) readGroup(ctx context.Context, j *Job) (err error) {
 		if err := x.writeEntry(pctx, puts, it, src); err != nil {
 			return err
 		}
-		// Whatever the decoder left of the entry's range (it never needs more).
+		// Drain whatever the decoder left of the entry's range, which never needs more.
 		if _, err := io.Copy(io.Discard, src); err != nil {
 			return fmt.Errorf("read %s entry %q: %w", x.a, it.Name, err)
 		}
@@ -181,9 +181,9 @@ func (x *executor) uploadLarge(ctx context.Context, it *Item, dec io.Reader) err
 	return x.complete(ctx, it, id, parts, true)
 }
 
-// decodedAsListed checks a decoded entry against the central directory:
-// nothing decodes past its size, and crc, its decoded bytes' CRC-32, is
-// the one listed.
+// decodedAsListed checks a decoded entry against the central directory.
+// Nothing may decode past its size, and crc, its decoded bytes' CRC-32,
+// must be the one listed.
 func decodedAsListed(it *Item, dec io.Reader, crc uint32) error {
 	if n, _ := io.Copy(io.Discard, io.LimitReader(dec, 1)); n != 0 {
 		return failure.Checksum("entry %q decodes to more than the %d bytes the central directory says: the archive is corrupt", it.Name, it.Size)

@@ -1,7 +1,7 @@
 package extract
 
-// The reporter: what an extraction wrote, checked against what it planned,
-// and the report object written beside the extracted objects.
+// The reporter checks what an extraction wrote against what it planned, and
+// writes the report object beside the extracted objects.
 
 import (
 	"bytes"
@@ -35,24 +35,24 @@ type Result struct {
 	Objects   []Written `json:"objects"`
 	Skipped   []Skipped `json:"skipped,omitempty"`
 	Report    string    `json:"report"`
-	Streamed  int64     `json:"streamedBytes"` // archive bytes read by workers (data only)
+	Streamed  int64     `json:"streamedBytes"` // archive data bytes read by workers
 	Copied    int64     `json:"copiedBytes"`   // archive bytes copied server-side
 	Extracted int64     `json:"extractedBytes"`
 	// VerifyRead is archive bytes read only to check copies, on servers
-	// that cannot answer a ranged copy's CRC-32 (0 on AWS).
+	// that cannot answer a ranged copy's CRC-32; it is 0 on AWS.
 	VerifyRead int64 `json:"verifyReadBytes"`
 	// ContentTypes counts the objects written by Content-Type.
 	ContentTypes map[string]int `json:"contentTypes"`
-	// Writes and WriteSeconds: the requests S3 counts against the
-	// destination prefix's write rate, and the least time it allows them
-	// (Extraction).
+	// Writes and WriteSeconds are the Extraction's count of the requests
+	// S3 counts against the destination prefix's write rate, and the least
+	// time it allows them.
 	Writes       int     `json:"writes"`
 	WriteSeconds float64 `json:"writeSeconds"`
 }
 
-// newResult is the result of a planned extraction whose jobs wrote their
-// objects (written, sorted by key; types counts them by Content-Type) and
-// skipped entries.
+// newResult returns the result of a planned extraction whose jobs wrote
+// the objects written, sorted by key, and skipped entries; types counts
+// the objects by Content-Type.
 func newResult(ex *Extraction, types map[string]int, written []Written, skipped []Skipped, verifyRead int64) *Result {
 	res := &Result{Archive: fmt.Sprintf("s3://%s/%s", ex.Archive.Bucket, ex.Archive.Key), ETag: ex.Archive.ETag, Entries: ex.Entries,
 		Objects: written, Skipped: skipped, Copied: ex.Copied, Streamed: ex.Read, VerifyRead: verifyRead, ContentTypes: types,
@@ -63,8 +63,8 @@ func newResult(ex *Extraction, types map[string]int, written []Written, skipped 
 	return res
 }
 
-// planned is what the jobs write, all the finalizer needs of them: their
-// keys, sorted, and how many objects of each Content-Type.
+// planned is what the jobs write, all the finalizer needs of them, their
+// keys sorted and how many objects of each Content-Type.
 type planned struct {
 	keys  []string
 	types map[string]int
@@ -76,8 +76,8 @@ func (p *planned) has(key string) bool {
 }
 
 // accountFor checks that the workers wrote every planned key exactly once
-// and nothing else, both lists sorted; nothing is reported as extracted
-// otherwise.
+// and nothing else, both lists sorted. Otherwise nothing is reported as
+// extracted.
 func accountFor(ex *Extraction, planned []string, written []Written) error {
 	var problems []string
 	complain := func(format string, args ...any) {
@@ -122,13 +122,13 @@ type report struct {
 	Skipped      []Skipped      `json:"skipped,omitempty"`
 }
 
-// encodeReport is the report's JSON, as json.MarshalIndent writes it, but
-// encoded an object at a time into one buffer sized for it: for a million
-// objects MarshalIndent would hold the compact encoding and the indented
-// one at once.
+// encodeReport returns the report's JSON as json.MarshalIndent writes it,
+// but encoded an object at a time into one buffer sized for it. For a
+// million objects MarshalIndent would hold the compact encoding and the
+// indented one at once.
 func encodeReport(res *Result) []byte {
 	head, _ := json.MarshalIndent(report{Archive: res.Archive, ETag: res.ETag, ContentTypes: res.ContentTypes, Skipped: res.Skipped}, "", "  ")
-	const slot = "\n  \"objects\": null" // the top-level field (Objects nil), indented
+	const slot = "\n  \"objects\": null" // the top-level field with Objects nil, indented
 	at := bytes.Index(head, []byte(slot)) + len(slot) - len("null")
 	size := len(head) + 8
 	for _, o := range res.Objects {
@@ -155,10 +155,10 @@ func encodeReport(res *Result) []byte {
 	return buf.Bytes()
 }
 
-// writeReport puts the report at the extraction's report key, as it puts
-// an object: only where the key was free unless it replaces a report there
-// when planned; a report this execution put before (a Finalize run again)
-// counts as written. It returns the report's address.
+// writeReport puts the report at the extraction's report key as it puts
+// an object, only where the key was free unless it replaces a report there
+// when planned. A report this execution put before, when Finalize runs
+// again, counts as written. It returns the report's address.
 func writeReport(ctx context.Context, c Client, ex *Extraction, res *Result) (string, error) {
 	b := encodeReport(res)
 	d, key := ex.DestBucket, ex.reportKey()

@@ -14,14 +14,14 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// The states a kept extraction continues from: the jobs Map, or Finalize
+// The states a kept extraction continues from are the jobs Map, or Finalize
 // when every batch had succeeded.
 const (
 	stateRunJobs  = "RunJobs"
 	stateFinalize = "Finalize"
 )
 
-// buildFailure is where build stopped: the state and, when the jobs Map
+// buildFailure is where build stopped, the state and, when the jobs Map
 // ran, its children.
 type buildFailure struct {
 	state    string
@@ -29,10 +29,10 @@ type buildFailure struct {
 	err      error
 }
 
-// ResumeStats counts what a resume did: the plan's objects, those already
+// ResumeStats counts what a resume did, the plan's objects, those already
 // at the destination when it began, and the objects of the batches it ran
-// again (of which Present were there already: a worker finds the ones its
-// run wrote by their execution metadata and does not write them again).
+// again. Present of those were there already; a worker finds the ones its
+// run wrote by their execution metadata and does not write them again.
 type ResumeStats struct {
 	Objects      int // the objects the plan writes
 	Listed       int // of them, found at the destination when the resume began
@@ -46,13 +46,13 @@ type ResumeStats struct {
 }
 
 // Resumable reports whether a run that failed with err is kept for a
-// resume (when Request.Keep allows): only a cause a retry may mend.
+// resume when Request.Keep allows. Only a cause a retry may mend is.
 func Resumable(err error) bool { return stepfn.Resumable(err, Retryable) }
 
 // keepRun records a run that failed for a resume instead of aborting it and
-// returns the failure as a stepfn.KeptError; nil when the run is not to be
-// kept (r.keep is 0, the cause is not resumable, or the record cannot be
-// written), and the caller aborts.
+// returns the failure as a stepfn.KeptError. It returns nil, and the caller
+// aborts, when r.keep is 0, the cause is not resumable, or the record
+// cannot be written.
 func (r *runner) keepRun(ctx context.Context, ex *Extraction, f *buildFailure) error {
 	if r.keep <= 0 || !Resumable(f.err) {
 		return nil
@@ -75,15 +75,15 @@ type ResumeRequest struct {
 	WorkPrefix string // "" for the default, s3zip-work/
 	Execution  string
 	// Keep is how long the run is kept again if it fails again for a cause
-	// a retry may mend (0: aborted).
+	// a retry may mend; 0 aborts it.
 	Keep time.Duration
 }
 
 // Resume continues the kept extraction req.Execution from the state that
-// failed, as a redrive does: the jobs Map runs again only the batches that
+// failed, as a redrive does. The jobs Map runs again only the batches that
 // did not succeed, or whose objects are not all at the destination with the
 // sizes their batch reported; then Finalize runs. A failure a retry may
-// mend keeps the run again (for req.Keep from now); any other aborts it.
+// mend keeps the run again for another req.Keep; any other aborts it.
 func Resume(ctx context.Context, c Client, req ResumeRequest, onProgress func(Progress)) (*Result, *ResumeStats, error) {
 	r := &runner{c: c, log: slog.New(slog.DiscardHandler), onProgress: onProgress, keep: req.Keep}
 	workBucket, workPrefix, execution := req.WorkBucket, req.WorkPrefix, req.Execution
@@ -148,9 +148,9 @@ func Resume(ctx context.Context, c Client, req ResumeRequest, onProgress func(Pr
 	return res, stats, err
 }
 
-// jobBatches cuts the jobs into the batches RunJobs runs (the ItemBatcher):
-// the same cut for the same extraction, so a resume's batch b is the
-// failed run's.
+// jobBatches cuts the jobs into the batches RunJobs runs, as the
+// ItemBatcher does. The cut is the same for the same extraction, so a
+// resume's batch b is the failed run's.
 func jobBatches(jobs []Job, ex *Extraction) ([]BatchInput, error) {
 	return stepfn.BatchItems(jobs, ex.BatchSize, func(items []Job) BatchInput {
 		var bi BatchInput

@@ -1,6 +1,6 @@
 package extract
 
-// Small S3 helpers of the extract handlers: work objects, listing, errors.
+// Small S3 helpers of the extract handlers, for work objects, listing and errors.
 
 import (
 	"bufio"
@@ -43,8 +43,8 @@ func classifyS3(err error) error {
 	return err
 }
 
-// named names a failed S3 call for the extract state machine: a
-// stepfn.TransientError when a retry may help (s3prefix.Under's ErrorNamer).
+// named names a failed S3 call for the extract state machine, as
+// s3prefix.Under's ErrorNamer, typed stepfn.TransientError when a retry may help.
 func named(op, bucket, key string, err error) error {
 	return classifyS3(fmt.Errorf("%s s3://%s/%s: %w", op, bucket, key, err))
 }
@@ -54,7 +54,7 @@ func under(bucket, prefix string) s3prefix.Under {
 	return s3prefix.Under{Bucket: bucket, Prefix: prefix, Named: named}
 }
 
-// putWork writes a work object, with its CRC-32 (s3doc.Put).
+// putWork writes a work object with its CRC-32 through s3doc.Put.
 func putWork(ctx context.Context, c Client, bucket, key string, doc []byte) error {
 	if err := s3doc.Put(ctx, c, bucket, key, doc); err != nil {
 		return classifyS3(fmt.Errorf("put work object s3://%s/%s: %w", bucket, key, err))
@@ -69,9 +69,9 @@ func getWork(ctx context.Context, c Client, bucket, key string) ([]byte, error) 
 	return getWorkUpTo(ctx, c, bucket, key, maxWorkObject)
 }
 
-// openWork opens a work object for reading, naming it in its error; a
-// body cut short resumes (s3rate.Resume), a read that still fails is
-// classified as S3's failures are.
+// openWork opens a work object for reading, naming it in its error. A
+// body cut short resumes through s3rate.Resume, and a read that still
+// fails is classified as S3's failures are.
 func openWork(ctx context.Context, c Client, bucket, key string) (io.ReadCloser, error) {
 	body, err := s3doc.Open(ctx, c, bucket, key, 0)
 	if err != nil {
@@ -104,11 +104,11 @@ func getWorkUpTo(ctx context.Context, c Client, bucket, key string, limit int64)
 		return nil, err
 	}
 	defer body.Close()
-	return s3doc.ReadAll(body, bucket, key, limit) // a read's error named and classified by openWork's body
+	return s3doc.ReadAll(body, bucket, key, limit) // openWork's body names and classifies a read's error
 }
 
 // workGetter and workPutter read and write work objects for internal/stepfn,
-// which leaves naming S3's failures to extract (classifyS3).
+// which leaves naming S3's failures to extract's classifyS3.
 func workGetter(c Client) stepfn.GetFunc {
 	return func(ctx context.Context, bucket, key string, limit int64) ([]byte, error) {
 		return getWorkUpTo(ctx, c, bucket, key, limit)
@@ -122,8 +122,8 @@ func workPutter(c Client) stepfn.PutFunc {
 }
 
 // readPlanned reads what the jobs write a line at a time, keeping only
-// keys and Content-Types: the jobs of a million entries are some hundreds
-// of MB of JSON, their Items several times that decoded.
+// keys and Content-Types. The jobs of a million entries are some hundreds
+// of MB of JSON, and their Items several times that decoded.
 func readPlanned(ctx context.Context, c Client, ex *Extraction) (*planned, error) {
 	p := &planned{types: map[string]int{}}
 	err := eachPlanned(ctx, c, ex, func(it plannedItem) {
@@ -155,15 +155,15 @@ func eachPlanned(ctx context.Context, c Client, ex *Extraction, fn func(plannedI
 	})
 }
 
-// readJobs reads the planned jobs (JSONL).
+// readJobs reads the planned jobs from their JSONL object.
 func readJobs(ctx context.Context, c Client, ex *Extraction) ([]Job, error) {
 	var jobs []Job
 	err := eachJob(ctx, c, ex, func(j *Job) { jobs = append(jobs, *j) })
 	return jobs, err
 }
 
-// eachJob decodes the jobs (JSONL) a line at a time, each into a T (a Job,
-// or only what the caller needs of one), for fn.
+// eachJob decodes the JSONL jobs a line at a time for fn, each into a T,
+// a Job or only what the caller needs of one.
 func eachJob[T any](ctx context.Context, c Client, ex *Extraction, fn func(*T)) error {
 	where := "s3://" + ex.WorkBucket + "/" + ex.JobsKey
 	body, err := openWork(ctx, c, ex.WorkBucket, ex.JobsKey)

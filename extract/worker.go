@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// BatchInput is one Distributed Map batch: ItemBatcher's Items and its
-// BatchInput ({"job.$": "$"}).
+// BatchInput is one Distributed Map batch, the ItemBatcher's Items and its
+// BatchInput, {"job.$": "$"}.
 type BatchInput struct {
 	Items      []Job `json:"Items"`
 	BatchInput struct {
@@ -17,13 +17,13 @@ type BatchInput struct {
 	} `json:"BatchInput"`
 }
 
-// BatchOutput is what a batch wrote (the ResultWriter keeps it in S3).
+// BatchOutput is what a batch wrote, which the ResultWriter keeps in S3.
 type BatchOutput struct {
 	Written    []Written `json:"written"`
 	VerifyRead int64     `json:"verifyReadBytes,omitempty"`
 }
 
-// Worker is the Map's handler: it runs a batch of jobs.
+// Worker is the Map's handler, which runs a batch of jobs.
 type Worker struct {
 	S3     Client
 	Config Config
@@ -31,11 +31,11 @@ type Worker struct {
 }
 
 // Handle runs the batch's jobs, at most Config.Workers at once. Every object
-// is written with If-None-Match: * unless overwriting, every archive read
-// and copy with If-Match on the planned ETag. A batch run again (after a
-// transient failure or a timeout) finds the objects its last attempt wrote
+// is written with If-None-Match: * unless overwriting, and every archive read
+// and copy has If-Match on the planned ETag. A batch run again after a
+// transient failure or a timeout finds the objects its last attempt wrote
 // by their execution metadata and writes only the rest. On failure it
-// aborts the uploads it has open; what it wrote is Abort's to delete.
+// aborts the uploads it has open and leaves what it wrote for Abort to delete.
 func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchOutput, error) {
 	cfg := w.Config.Defaults()
 	ex := &in.BatchInput.Job
@@ -48,7 +48,7 @@ func (w *Worker) Handle(ctx context.Context, in BatchInput) (*BatchOutput, error
 	for _, j := range in.Items {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
-				return err // failed or interrupted: start no more jobs
+				return err // failed or interrupted, so start no more jobs
 			}
 			if err := x.run(gctx, j); err != nil {
 				return fmt.Errorf("job %d: %w", j.Index, err)

@@ -6,30 +6,30 @@ import (
 	"github.com/s3zip/s3zip/internal/partwork"
 )
 
-// ChainAdvice says that chain is the wrong tool for a set of entries: auto's
-// plan is predicted to be much faster. Chains build each part one round
-// after another, a round (four requests) per local header and per object
-// under 5 MiB, which pays when objects are big and bandwidth is the limit,
-// and takes minutes over thousands of tiny objects that auto streams in
-// seconds.
+// ChainAdvice says that chain is the wrong tool for a set of entries, since
+// auto's plan is predicted to be much faster. Chains build each part one
+// round after another, a round of four requests per local header and per
+// object under 5 MiB. That pays when objects are big and bandwidth is the
+// limit, and takes minutes over thousands of tiny objects that auto streams
+// in seconds.
 type ChainAdvice struct {
 	Entries      int
 	ChainRounds  int
 	LongestChain int // rounds of the longest chain part, built one after another
 	Chain, Auto  Prediction
 	Workers      int
-	// Rates is what the chain plan asks of S3's request rates: when they,
+	// Rates is what the chain plan asks of S3's request rates. When they,
 	// not the rounds' round trips, set its time, the advice says so.
 	Rates RateDemand
 }
 
 // chainSlower is how many times slower than auto's a chain plan must be
-// predicted before chain is called the wrong tool: the model is a model.
+// predicted before chain is called the wrong tool, since the model is a model.
 const chainSlower = 2
 
 // AdviseChain compares a chain plan of entries with auto's under the same
 // options and returns advice when auto is predicted at least chainSlower
-// times faster; nil when chain is a fair choice.
+// times faster, or nil when chain is a fair choice.
 func AdviseChain(chain *Plan, entries []Entry, opts Options) (*ChainAdvice, error) {
 	model := DefaultModel
 	if opts.Model != nil {

@@ -9,9 +9,9 @@ import (
 	"github.com/s3zip/s3zip/internal/failure"
 )
 
-// makeAuto chooses among whole plans priced by the model: streaming
-// everything, the duo layout with a share of its runs built server-side
-// (chained), and the chain layout, as opts.Prefer says (choose).
+// makeAuto chooses among whole plans priced by the model, as opts.Prefer
+// says. The candidates stream everything, chain a share of the duo
+// layout's runs server-side, or take the chain layout.
 func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 	a := newAutoChoice(entries, opts)
 	if err := a.measure(); err != nil {
@@ -32,13 +32,12 @@ func makeAuto(entries []Entry, opts Options) (*Plan, error) {
 
 // choose builds the plans the two preferences choose among cands and
 // returns the one opts.Prefer takes, naming the other as its Alternative.
-// Shares in between are priced by interpolation, and a plan's own fit may
-// differ from its candidate's: the two plans are priced as built, and the
-// preferences' promises (cost never dearer than time's choice nor more
-// than CostPreferenceSlack as slow, time never slower than cost's) hold on
-// those prices. A cost choice that breaks its bound as built is to be
-// dropped from cands for another round: drop is its index, else -1. One
-// plan at a time is in memory: the other is priced and dropped first.
+// Shares in between are priced by interpolation and a plan's own fit may
+// differ from its candidate's, so the two plans are priced as built and
+// the preferences' promises hold on those prices. A cost choice that breaks
+// its bound as built is returned as drop, its index in cands, for another
+// round; otherwise drop is -1. The other plan is priced and dropped first,
+// so one plan at a time is in memory.
 func (a *autoChoice) choose(cands []candidate) (p *Plan, drop int, err error) {
 	preds := make([]Prediction, len(cands))
 	for i, c := range cands {
@@ -67,12 +66,12 @@ func (a *autoChoice) choose(cands []candidate) (p *Plan, drop int, err error) {
 	}
 	if byCost.Seconds > CostPreferenceSlack*byTime.Seconds && byCost.Dollars < byTime.Dollars {
 		// The cheaper plan, as built, is slower than preferring cost
-		// allows: it is no candidate.
+		// allows, so it is no candidate.
 		return nil, costAt, nil
 	}
 	if breaksPromise(prefer, mine, alt) {
 		// The other preference's choice wins on this one's terms too. That
-		// preference keeps it, unless this plan wins on its terms: then
+		// preference keeps it, unless this plan wins on its terms, and then
 		// each takes the other's.
 		if p, err = a.fitted(other); err != nil {
 			return nil, -1, err
@@ -88,7 +87,7 @@ func (a *autoChoice) choose(cands []candidate) (p *Plan, drop int, err error) {
 	return p, -1, nil
 }
 
-// fitted is candidate k's plan, fitted to its workers.
+// fitted returns candidate k's plan, fitted to its workers.
 func (a *autoChoice) fitted(k int) (*Plan, error) {
 	p, err := a.build(k)
 	if err != nil {
@@ -100,7 +99,7 @@ func (a *autoChoice) fitted(k int) (*Plan, error) {
 
 // breaksPromise says whether the plan chosen for prefer, priced mine, is
 // worse by that preference than the other preference's choice, priced
-// other: dearer when preferring cost, slower when preferring time.
+// other. Worse is dearer when preferring cost, slower when preferring time.
 func breaksPromise(prefer Preference, mine, other Prediction) bool {
 	if prefer == PreferCost {
 		return mine.Dollars > other.Dollars
@@ -108,23 +107,22 @@ func breaksPromise(prefer Preference, mine, other Prediction) bool {
 	return mine.Seconds > other.Seconds
 }
 
-// autoChoice holds auto's candidates: stream everything (k = -1), the duo
-// layout with k eighths of its runs chained (0, 1/8, …, all), or the chain
-// layout (k = chainAll), whose runs need no streamed prefix in front of a
-// copy and whose rounds are fewer: at one worker the fastest plan by far
-// (docs/strategies.md), so auto is never slower than it there. Only
-// predictions are kept; the chosen plan is built again, so that one plan at
-// a time is in memory.
+// autoChoice holds auto's candidates. k = -1 streams everything, k from 0
+// to 8 chains k eighths of the duo layout's runs, and k = chainAll is the
+// chain layout, whose runs need no streamed prefix in front of a copy and
+// whose rounds are fewer. At one worker that is the fastest plan by far, as
+// docs/strategies.md shows. Only predictions are kept, and the chosen plan
+// is built again, so that one plan at a time is in memory.
 type autoChoice struct {
 	entries []Entry
 	opts    Options
 	model   Model
 	run     Run
 	duo     layout
-	// Of the candidates built (-1, 0, 8): their stats, HEADs up front, and
-	// their time and cost batch by batch as their Fit cuts them over those
-	// spread evenly (batched); a share in between takes the ratios in
-	// between.
+	// For the candidates built, -1, 0 and 8, stats and heads hold their
+	// stats and HEADs up front, and batched their time and cost batch by
+	// batch as their Fit cuts them over those spread evenly. A share in
+	// between takes the ratios in between.
 	stats   map[int]Stats
 	heads   map[int]int
 	batched map[int][2]float64
@@ -150,7 +148,7 @@ func (a *autoChoice) build(k int) (*Plan, error) {
 	sub := a.opts
 	switch k {
 	case -1:
-		// As --strategy stream plans it: parts large enough to fit S3's
+		// As --strategy stream plans it, with parts large enough to fit S3's
 		// limit, however large the archive.
 		sub.Strategy = StrategyStream
 		sub.PartSize = fitPartSize(a.entries, sub.PartSize, sub.Workers)
@@ -172,10 +170,10 @@ func (a *autoChoice) build(k int) (*Plan, error) {
 }
 
 // measure builds the stream, no-chain, all-chain and chain-layout
-// candidates and keeps what pricing them needs; one that does not fit a
-// limit is left out, and so is the chain layout when it cannot be the
-// fastest (chainFloor): over many small objects, building it would only
-// cost the planner time.
+// candidates and keeps what pricing them needs. One that does not fit a
+// limit is left out, and so is the chain layout when chainFloor says it
+// cannot be the fastest, since over many small objects building it would
+// only cost the planner time.
 func (a *autoChoice) measure() error {
 	fastest := math.Inf(1)
 	for _, k := range []int{-1, 0, 8, chainAll} {
@@ -205,25 +203,25 @@ func (a *autoChoice) measure() error {
 	return nil
 }
 
-// chainFloor is less than any time the chain layout can take: what every
-// run waits for (start, listing, finalizer), and its rounds: every entry
-// costs its chain a round, a round is two round trips one after the
-// other, and at most Concurrency rounds run at once on each worker; or
-// S3's rates, if that is longer. A chain layout that cannot beat the
-// fastest plan by more than TimeSlack is not built: at a tie its rounds'
-// requests make it the dearer.
+// chainFloor returns less than any time the chain layout can take. That is
+// what every run waits for, start, listing and finalizer, plus its rounds,
+// or S3's rates if that is longer. Every entry costs its chain a round of
+// two round trips one after the other, and at most Concurrency rounds run
+// at once on each worker. A chain layout that cannot beat the fastest plan
+// by more than TimeSlack is not built, since at a tie its rounds' requests
+// make it the dearer.
 func (a *autoChoice) chainFloor() float64 {
 	m, n := a.model, len(a.entries)
 	rounds := float64(n) * 2 * m.RequestLatency / float64(max(m.Concurrency, 1)*max(a.opts.Workers, 1))
 	// Every entry's bytes are copied from its source at least once, as
-	// another layout reads them; and its round writes the work area at
+	// another layout reads them, and its round writes the work area at
 	// least a create, a copy of what is built, a piece, a complete and a
 	// delete.
 	rate := m.S3Rates(Stats{ChainRounds: n, Requests: Requests{UploadPartCopy: 2 * n, Create: n, Complete: n, Delete: n}}).Seconds
 	return m.StartSeconds + m.FinishSeconds + m.listSeconds(n) + math.Max(rounds, rate)
 }
 
-// candidates prices every share: those built as measured, those in
+// candidates prices every share, those built as measured and those in
 // between with stats interpolated between none and all chained.
 func (a *autoChoice) candidates() []candidate {
 	var cands []candidate
@@ -268,11 +266,10 @@ const (
 )
 
 // TimeSlack is how much slower than the fastest plan the plan preferring
-// time may be when it is cheaper: a plan 0.3 % faster for a third more is
+// time may be when it is cheaper. A plan 0.3 % faster for a third more is
 // not worth taking, and predictions are not that exact. It is small, so
 // that more workers never choose a plan slower than fewer did by more than
-// it (a plan run on more workers is no slower, and the fastest of more
-// candidates no slower still).
+// it, since a plan run on more workers is no slower.
 const TimeSlack = 0.02
 
 // CostPreferenceSlack is how much slower than the plan preferring time a
@@ -304,10 +301,10 @@ type Alternative struct {
 	Dollars float64    `json:"dollars"`
 }
 
-// choose picks among predictions: for time, the cheapest within TimeSlack
-// of the fastest; for cost, the cheapest at most CostPreferenceSlack times
-// as slow as time's choice, so preferring cost never costs more. Ties go to
-// the first, so the choice is deterministic.
+// choose picks among predictions. For time it takes the cheapest within
+// TimeSlack of the fastest; for cost, the cheapest at most
+// CostPreferenceSlack times as slow as time's choice, so preferring cost
+// never costs more. Ties go to the first, so the choice is deterministic.
 func choose(preds []Prediction, prefer Preference) int {
 	fastest := slices.MinFunc(preds, func(a, b Prediction) int { return cmp.Compare(a.Seconds, b.Seconds) }).Seconds
 	limit := fastest * (1 + TimeSlack)
@@ -332,7 +329,7 @@ func cheapestWithin(preds []Prediction, limit float64) int {
 	return best
 }
 
-// mixStats is (1-f)·a + f·b, field by field.
+// mixStats returns a·(1-f) + b·f, field by field.
 func mixStats(a, b Stats, f float64) Stats {
 	mi := func(x, y int) int { return int(math.Round(float64(x)*(1-f) + float64(y)*f)) }
 	m64 := func(x, y int64) int64 { return int64(math.Round(float64(x)*(1-f) + float64(y)*f)) }

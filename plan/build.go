@@ -31,19 +31,17 @@ type Tail struct {
 }
 
 // BuildPart assembles the bytes of an upload part. entries are the part's
-// entries (First..First+Count-1) with every CRC-32 known so far. dir.Read
-// returns the central directory and end records from the first of their
-// bytes in the part on, at least to the part's end (for the first final
-// part, the directory from its start); it is called only for final parts,
-// after the CRCs computed from the part's own data are known (it receives
-// them). readAll fills every DataRead, in any order or concurrently. tails
-// (by entry index) give the CRC-32 of the rest of an entry whose start the
-// part holds and whose rest a copy after it holds, so the entry's CRC-32 is
-// computed from the bytes read and the tail's; nil when there are none.
+// entries, First..First+Count-1, with every CRC-32 known so far. For final
+// parts only, dir.Read receives the CRCs computed from the part's own data
+// and returns the central directory and end records from the first of their
+// bytes in the part on, at least to the part's end. readAll fills every
+// DataRead, in any order or concurrently. tails, by entry index, give the
+// CRC-32 of the rest of an entry whose start the part holds and whose rest
+// a copy after it holds; they may be nil.
 //
 // It computes the CRC-32 of every entry whose data lies wholly in the part,
 // checks it against a known one, and returns those it computed by entry
-// index. A header whose CRC is neither known nor computable is an error:
+// index. A header whose CRC is neither known nor computable is an error, so
 // it never writes a guess.
 func BuildPart(part *Part, entries []PlacedEntry, dir Directory, readAll func([]DataRead) error, tails map[EntryIndex]Tail) ([]byte, map[EntryIndex]uint32, error) {
 	buf := make([]byte, part.Size())
@@ -97,7 +95,7 @@ func BuildPart(part *Part, entries []PlacedEntry, dir Directory, readAll func([]
 		}
 		pos += n
 	}
-	// Headers last: an entry wholly in the part has its CRC computed by now.
+	// Headers go last, when an entry wholly in the part has its CRC computed.
 	pos = 0
 	for _, s := range segs {
 		n := s.To - s.From

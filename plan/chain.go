@@ -16,14 +16,14 @@ type chainCost struct {
 	Requests     Requests
 }
 
-// costOfChain prices a chain part's rounds (partwork.ChainRounds).
+// costOfChain prices a chain part's rounds, as partwork.ChainRounds plans them.
 func costOfChain(rounds []partwork.ChainRound) chainCost {
 	var c chainCost
 	built := int64(0)
 	for _, r := range rounds {
 		c.Rounds++
 		// Each round copies what is built, or while that is shorter than a
-		// part, its last MinPartSize bytes: the end of the pad and all of it.
+		// part, its last MinPartSize bytes, the end of the pad and all of it.
 		c.ServerCopied += max(built, MinPartSize)
 		c.Requests.Create++
 		c.Requests.Complete++
@@ -46,13 +46,13 @@ func costOfChain(rounds []partwork.ChainRound) chainCost {
 	}
 	c.Requests.UploadPartCopy++ // into the archive
 	c.ServerCopied += built
-	// Each round object is deleted once the next round (or the archive) has
+	// Each round object is deleted once the next round or the archive has
 	// copied it; DeleteObject is free on S3 and runs beside the rounds.
 	c.Requests.Delete += c.Rounds
 	return c
 }
 
-// chainTail cuts the last span when runs are chained: the data before the
+// chainTail cuts the last span when runs are chained. The data before the
 // central directory becomes chain parts, and the final part holds only the
 // directory. Data too short to be a part joins the part before it.
 func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
@@ -62,12 +62,12 @@ func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
 	case data == 0:
 		return append(parts, final)
 	case data >= MinPartSize:
-		// Every round recopies what its chain has built: short chains copy least.
+		// Every round recopies what its chain has built, so short chains copy least.
 		short := opts
 		short.PartSize = MinPartSize
 		return append(append(parts, cutParts(PartChain, s.start, p.DirectoryOffset, short)...), final)
 	case len(parts) == 0:
-		// The whole archive's data is under 5 MiB: one part, built by the finalizer.
+		// The whole archive's data is under 5 MiB, so the finalizer builds one part.
 		return append(parts, Part{Kind: PartUpload, Start: s.start, End: s.end})
 	}
 	last := &parts[len(parts)-1]
@@ -82,17 +82,17 @@ func (p *Plan) chainTail(parts []Part, s span, opts Options) []Part {
 }
 
 // coalesce merges neighbouring parts into chain parts until the upload has
-// at most MaxParts: the second level of a two-level assembly.
+// at most MaxParts, the second level of a two-level assembly.
 // The finalizer's parts stay as they are.
 func coalesce(parts []Part) []Part {
 	n := firstFinal(parts)
 	final, body := parts[n:], parts[:n]
 	if len(final) >= MaxParts {
-		return parts // the directory alone is over the limit: cut refuses it
+		return parts // the directory alone is over the limit, and cut refuses it
 	}
 	for g := ceilDiv(int64(len(body)), int64(MaxParts-len(final))); g <= int64(len(body)); g++ {
 		var out []Part
-		full := false // a group stopped at g parts: a larger g merges more
+		full := false // a group stopped at g parts, so a larger g merges more
 		for i := 0; i < len(body); {
 			group := body[i]
 			n := int64(1)
@@ -118,11 +118,11 @@ func coalesce(parts []Part) []Part {
 }
 
 // chainLayout orders entries for chained runs. Every local header and every
-// object under 5 MiB costs a round, whatever the order; prefixes of copied
-// objects would cost more rounds, so there are none: each run between two
-// copied objects is covered to 5 MiB by whole small objects (largest first,
-// then smallest until covered), and when small objects run out the big ones
-// pair up — one rides in the run as a middle part, the next is copied.
+// object under 5 MiB costs a round, whatever the order. Prefixes of copied
+// objects would cost more rounds, so there are none. Whole small objects
+// cover each run between two copied objects to 5 MiB, the largest first,
+// then the smallest until covered. When small objects run out the big ones
+// pair up, one riding in the run as a middle part and the next copied.
 // Small objects that cover no run are chained after the last copy.
 func chainLayout(entries []Entry) layout {
 	var bigs, smalls []int
@@ -159,7 +159,7 @@ func chainLayout(entries []Entry) layout {
 			hi--
 		}
 		if sum < MinPartSize {
-			// Not enough left to cover a run: put them back for the tail.
+			// Not enough left to cover a run, so put them back for the tail.
 			lo, hi = lo-1, hi+len(run)-1
 			break
 		}
@@ -173,7 +173,7 @@ func chainLayout(entries []Entry) layout {
 		l.copyFrom[bigs[b]] = 0
 		b++
 	}
-	// Big objects left: pairs of (ridden, copied).
+	// Big objects left go in pairs, one ridden and one copied.
 	for ; b+1 < len(bigs); b += 2 {
 		l.order = append(l.order, bigs[b], bigs[b+1])
 		l.copyFrom[bigs[b+1]] = 0

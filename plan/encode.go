@@ -11,8 +11,8 @@ import (
 // FormatVersion is the version of the serialized plan.
 const FormatVersion = 2
 
-// Header is the small document beside the entries and part jobs: what the
-// finalizer needs besides them, and what a reader of the plan wants first.
+// Header is the small document beside the entries and part jobs. It holds
+// what the finalizer needs besides them, and what a reader of the plan wants first.
 type Header struct {
 	Version         int      `json:"version"`
 	Strategy        Strategy `json:"strategy"`
@@ -21,40 +21,39 @@ type Header struct {
 	DirectoryOffset int64    `json:"directoryOffset"`
 	DirectorySize   int64    `json:"directorySize"`
 	Zip64           bool     `json:"zip64"`
-	// Parts is the number of parts; the last ones, Final and then
-	// DirectoryParts (central directory only, when it is longer than one
-	// directory part), are built by the finalizer and are not among the
-	// part jobs.
+	// Parts is the number of parts. The finalizer builds the last ones,
+	// Final and then the DirectoryParts of central directory beyond one
+	// directory part, and they are not among the part jobs.
 	Parts          int     `json:"parts"`
 	Final          PartJob `json:"final"`
 	DirectoryParts []Part  `json:"directoryParts,omitempty"`
 	Stats          Stats   `json:"stats"`
-	// Archives are a split plan's (split.go); Final and DirectoryParts are
+	// Archives are a split plan's archives. Final and DirectoryParts are
 	// then every archive's final parts, in archive order.
 	Archives []Archive `json:"archives,omitempty"`
-	// Fit is how the plan was cut and priced for its workers: a plan read
-	// back (after the planner's CRC round) runs as it was priced.
+	// Fit is how the plan was cut and priced for its workers, so that a plan
+	// read back after the planner's CRC round runs as it was priced.
 	Fit Fit `json:"fit,omitzero"`
 }
 
-// PartJob is one line of the part-job file: a part and what a worker needs
+// PartJob is one line of the part-job file, a part and what a worker needs
 // to build it without reading the whole plan.
 type PartJob struct {
 	Part
 	// EntriesRange is the byte range [from, to) of the entries file that holds
 	// the entries First..First+Count-1, one JSON line each.
 	EntriesRange [2]int64 `json:"entriesRange"`
-	// For copy parts: the source, its CRC when known (for checking a copy of
-	// a whole object), and the source bytes [from, to) copied.
+	// A copy part names its source, the CRC that checks a copy of a whole
+	// object when known, and the source bytes [from, to) copied.
 	Source      *Source  `json:"source,omitempty"`
 	SourceRange [2]int64 `json:"sourceRange,omitzero"`
 	SourceSize  int64    `json:"sourceSize,omitempty"`
 	CRC32       CRC      `json:"crc32,omitzero"`
-	// Carried are the jobs of the parts this one carries (Part.Carry): the
+	// Carried are the jobs of the parts this one carries by Part.Carry. The
 	// worker builds them first and they have no line of their own.
 	Carried []PartJob `json:"carried,omitempty"`
 	// Upload is, in a split plan, the multipart upload of the part's
-	// archive (Part.Archive), which the part is sent to.
+	// Part.Archive, which the part is sent to.
 	Upload *Upload `json:"upload,omitempty"`
 }
 
@@ -63,10 +62,10 @@ type Encoded struct {
 	Header  []byte // JSON
 	Entries []byte // JSON Lines, one PlacedEntry per line, in archive order
 	Parts   []byte // JSON Lines, one PartJob per line, for the workers
-	Jobs    int    // lines in Parts: worker parts less the carried ones
+	Jobs    int    // lines in Parts, the worker parts less the carried ones
 }
 
-// Encode serializes the plan in memory: for tests and small plans. The
+// Encode serializes the plan in memory, for tests and small plans. The
 // planner writes with EncodeTo, which holds no file.
 func (p *Plan) Encode() (*Encoded, error) {
 	var entries, parts bytes.Buffer
@@ -78,9 +77,9 @@ func (p *Plan) Encode() (*Encoded, error) {
 }
 
 // EncodeTo writes the entries file and the part-job file as it makes them,
-// and returns the header and the number of part jobs. Its memory is a
-// buffer and the line starts of the entries parts begin and end at, not
-// the files: at ten million entries the entries file is gigabytes.
+// and returns the header and the number of part jobs. It holds a buffer and
+// the line starts of the entries parts begin and end at, not the files,
+// since at ten million entries the entries file is gigabytes.
 func (p *Plan) EncodeTo(entries, parts io.Writer) (header []byte, jobs int, err error) {
 	lineStart, err := p.encodeEntries(entries)
 	if err != nil {
@@ -116,9 +115,9 @@ func (p *Plan) EncodeTo(entries, parts io.Writer) (header []byte, jobs int, err 
 // encodeBuffer is what EncodeTo holds of a file before writing it.
 const encodeBuffer = 1 << 20
 
-// encodeEntries writes one JSON line an entry and returns where the lines
-// that parts begin and end at start (the only ones part jobs name), by
-// entry index; len(Entries) is where the file ends.
+// encodeEntries writes one JSON line an entry. It returns, by entry index,
+// where the lines that parts begin and end at start, the only ones part
+// jobs name; len(Entries) is where the file ends.
 func (p *Plan) encodeEntries(w io.Writer) (map[EntryIndex]int64, error) {
 	lineStart := make(map[EntryIndex]int64, 2*len(p.Parts))
 	for i := range p.Parts {
@@ -155,8 +154,8 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// partJob is part's job, given where each entry's line starts in the
-// entries file (lineStart of len(Entries) is where the file ends).
+// partJob returns part's job, given where each entry's line starts in the
+// entries file; lineStart of len(Entries) is where the file ends.
 func (p *Plan) partJob(part *Part, lineStart func(EntryIndex) int64) PartJob {
 	j := PartJob{Part: *part, EntriesRange: [2]int64{lineStart(part.First), lineStart(part.First + EntryIndex(part.Count))}}
 	if p.Split() {
@@ -173,8 +172,8 @@ func (p *Plan) partJob(part *Part, lineStart func(EntryIndex) int64) PartJob {
 	return j
 }
 
-// workerJob is the job of worker part i (not a carried one), with the jobs
-// of the parts it carries.
+// workerJob returns the job of worker part i, which is not a carried one,
+// with the jobs of the parts it carries.
 func (p *Plan) workerJob(i int, lineStart func(EntryIndex) int64) PartJob {
 	j := p.partJob(&p.Parts[i], lineStart)
 	for k := 1; k <= p.Parts[i].Carry; k++ {
@@ -183,10 +182,10 @@ func (p *Plan) workerJob(i int, lineStart func(EntryIndex) int64) PartJob {
 	return j
 }
 
-// jobBytes are the lengths of the worker parts' job lines, by worker part
-// (0 for a carried part), as Encode writes them but with every entries-file
-// offset at its longest (13 digits, a terabyte of entries): no shorter than
-// the lines Encode writes, whose entries file it has not written yet.
+// jobBytes returns the lengths of the worker parts' job lines, 0 for a
+// carried part. They are as Encode writes them but with every entries-file
+// offset at its longest, 13 digits for a terabyte of entries, so no shorter
+// than the lines Encode writes once it has written the entries file.
 func (p *Plan) jobBytes() []int {
 	longest := func(EntryIndex) int64 { return 1e12 }
 	sizes := make([]int, len(p.WorkerParts()))
@@ -194,20 +193,20 @@ func (p *Plan) jobBytes() []int {
 		if p.Carried(i) {
 			continue
 		}
-		line, _ := json.Marshal(p.workerJob(i, longest)) // numbers and strings: it always encodes
+		line, _ := json.Marshal(p.workerJob(i, longest)) // numbers and strings always encode
 		sizes[i] = len(line) + 1
 		if p.Split() {
 			// The uploads its job and its carried ones will name, which the
-			// run creates after planning: at their longest.
+			// run creates after planning, count at their longest.
 			sizes[i] += (1 + p.Parts[i].Carry) * maxUploadBytes
 		}
 	}
 	return sizes
 }
 
-// maxUploadBytes bounds what naming an upload adds to a part job: a key of
-// S3's 1,024 bytes, an upload ID (AWS's are about 100 characters; 512
-// allows for other servers') and the field's JSON.
+// maxUploadBytes bounds what naming an upload adds to a part job, a key of
+// S3's 1,024 bytes, an upload ID and the field's JSON. AWS's upload IDs are
+// about 100 characters; 512 allows for other servers'.
 const maxUploadBytes = len(`,"upload":{"key":"","uploadId":""}`) + 1024 + 512
 
 // DecodeEntries reads placed entries, one JSON line each.

@@ -10,9 +10,9 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// Source is the S3 object an entry's bytes come from, pinned by ETag (and
-// version, when the bucket is versioned) so that every read and copy of it
-// sees the same bytes the plan was made for.
+// Source is the S3 object an entry's bytes come from. It is pinned by ETag,
+// and by version when the bucket is versioned, so that every read and copy
+// of it sees the same bytes the plan was made for.
 type Source struct {
 	Bucket    string `json:"bucket"`
 	Key       string `json:"key"`
@@ -36,7 +36,7 @@ func (c CRC) String() string {
 	return fmt.Sprintf("%08x", c.Sum)
 }
 
-// IsZero reports whether the CRC is unknown (for json omitzero).
+// IsZero reports whether the CRC is unknown, for json omitzero.
 func (c CRC) IsZero() bool { return !c.Known }
 
 // MarshalJSON writes the CRC as 8 hex digits, or null when unknown.
@@ -84,33 +84,33 @@ type Entry struct {
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
 	CRC32   CRC       `json:"crc32,omitzero"`
-	// Dir marks a directory entry: its name ends in "/" and it has no data.
+	// Dir marks a directory entry, whose name ends in "/" and which has no data.
 	Dir bool `json:"dir,omitempty"`
-	// Method is the entry's compression: MethodStore or MethodDeflate. A
+	// Method is the entry's compression, MethodStore or MethodDeflate. A
 	// deflated entry's Source holds its compressed bytes, and Size and CRC32
-	// are theirs (what the archive holds, and what workers copy and check);
-	// RawSize and RawCRC32 are the uncompressed data's, which its headers carry.
+	// are theirs, what the archive holds and workers copy and check. RawSize
+	// and RawCRC32 are the uncompressed data's, which its headers carry.
 	Method uint16 `json:"method,omitempty"`
-	// Mode is the Unix permission bits the object's user metadata gives
-	// (internal/objmeta), 0 when none: the central header's external
-	// attributes carry it. (Beside Method, it takes no room of its own.)
+	// Mode is the Unix permission bits the object's user metadata gives, as
+	// internal/objmeta reads them, or 0 when none. The central header's
+	// external attributes carry it. Beside Method, it takes no room of its own.
 	Mode     uint32 `json:"mode,omitempty"`
 	RawSize  int64  `json:"rawSize,omitempty"`
 	RawCRC32 CRC    `json:"rawCrc32,omitzero"`
-	// Origin is a deflated entry's own object (Source is its compressed copy).
+	// Origin is a deflated entry's own object; Source is its compressed copy.
 	Origin *Source `json:"origin,omitempty"`
 	// SHA256 is the uncompressed data's SHA-256 in hex, when the request
 	// asked for digests.
 	SHA256 string `json:"sha256,omitempty"`
-	// Meta is the object's metadata extra field, encoded
-	// (zipformat.AppendMetadataExtra), when the request keeps metadata: the
-	// central header carries it, and its length is the directory's.
+	// Meta is the object's metadata extra field as
+	// zipformat.AppendMetadataExtra encodes it, when the request keeps
+	// metadata. The central header carries it, and its length is the directory's.
 	Meta MetaField `json:"meta,omitempty"`
 }
 
-// MetaField is an encoded extra field: bytes held in a string, 16 bytes of
-// an Entry where a slice would take 24 (and most entries have none);
-// base64 in JSON.
+// MetaField is an encoded extra field, base64 in JSON. It holds the bytes
+// in a string, 16 bytes of an Entry where a slice would take 24, and most
+// entries have none.
 type MetaField string
 
 // MarshalText writes the field as base64.
@@ -128,7 +128,7 @@ func (f *MetaField) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Compression methods (APPNOTE 4.4.5).
+// Compression methods, from APPNOTE 4.4.5.
 const (
 	MethodStore   = zipformat.MethodStore
 	MethodDeflate = zipformat.MethodDeflate
@@ -148,9 +148,9 @@ func (e *Entry) zip64Sizes() bool {
 	return zipformat.NeedsZip64Sizes(e.Size) || zipformat.NeedsZip64Sizes(e.UncompressedSize())
 }
 
-// headerCRC is the CRC-32 the headers carry: the uncompressed data's.
-// dataCRC is the CRC of the bytes the archive holds (e.CRC32, or what a
-// worker computed).
+// headerCRC returns the CRC-32 the headers carry, the uncompressed data's.
+// dataCRC is the CRC of the bytes the archive holds, e.CRC32 or what a
+// worker computed.
 func (e *Entry) headerCRC(dataCRC uint32) uint32 {
 	if e.Method == MethodDeflate {
 		return e.RawCRC32.Sum
@@ -158,21 +158,20 @@ func (e *Entry) headerCRC(dataCRC uint32) uint32 {
 	return dataCRC
 }
 
-// EntryIndex is an entry's position in the archive: in Plan.Entries and the
-// entries file, and PlacedEntry.Index. It keys every map of CRC-32s learned
-// or computed. (A position among one part's entries — entries[First:] as a
-// worker reads them, Segment.Entry — is a plain int: the two never mix.)
+// EntryIndex is an entry's position in the archive, in Plan.Entries, the
+// entries file and PlacedEntry.Index. It keys every map of CRC-32s learned
+// or computed. A position among one part's entries, such as Segment.Entry,
+// is a plain int, so the two never mix.
 type EntryIndex int
 
-// PlacedEntry is an entry at its place in the archive: its local header
-// starts at Offset and is HeaderLen bytes long; its data follows.
+// PlacedEntry is an entry at its place in the archive. Its local header
+// starts at Offset and is HeaderLen bytes long, and its data follows.
 //
-// Entry is shared, not copied: every plan Make lays out of the same input
-// (auto's candidates, the plan it chooses) points into that input, so that
-// placing an entry costs 32 bytes instead of the entry's ~170 — at ten
-// million entries, gigabytes (docs/performance.md, "Planning at scale"). A CRC-32 set
-// through a plan (the planner learning one) is a fact about the object and
-// is set in that input too.
+// Entry is shared, not copied. Every plan Make lays out of the same input,
+// such as auto's candidates, points into that input, so placing an entry
+// costs 32 bytes instead of about 170; docs/performance.md, section
+// "Planning at scale", has the figures. A CRC-32 the planner learns through
+// a plan is a fact about the object and is set in that input too.
 type PlacedEntry struct {
 	Index EntryIndex `json:"i"`
 	*Entry
@@ -186,8 +185,8 @@ func (e *PlacedEntry) DataOffset() int64 { return e.Offset + e.HeaderLen }
 // End is the offset just past the entry's data.
 func (e *PlacedEntry) End() int64 { return e.DataOffset() + e.Size }
 
-// Span is where the entry lies in the archive: its local header from
-// offset, its data from dataOffset to end.
+// Span returns where the entry lies in the archive, its local header from
+// offset and its data from dataOffset to end.
 func (e *PlacedEntry) Span() (offset, dataOffset, end int64) {
 	return e.Offset, e.DataOffset(), e.End()
 }

@@ -2,24 +2,15 @@ package plan
 
 import "math"
 
-// Extract's choice for a STORED entry: copy it server-side, or read it with
-// its neighbours and put it. Both ways are priced per entry, as one entry's
-// time from start to its object existing and its dollars:
-//
-//   - copy: a ranged GET of its local header (the planner learns where the
-//     data starts) and CreateMultipartUpload, UploadPartCopy,
-//     CompleteMultipartUpload, one after another: four round trips, the
-//     bytes copied at CopyRate and assembled at CompletePerByte; one GET and
-//     three PUT-class requests. (The planner reads headers within 256 KiB
-//     of each other with one GET; entries near the threshold, megabytes
-//     apart, each need their own.)
-//   - read: its share (by bytes) of one ranged GET of group bytes, its s
-//     bytes in and then out over the worker's link, and one PutObject: one
-//     round trip plus the share of another; a share of a GET and one PUT.
-//
-// Both pay the worker's time at Lambda's price. Every term is linear in the
-// size, so each objective has one crossing size: a read's fixed cost is
-// lower (fewer requests), its cost per byte higher (the link, twice).
+// Extract either copies a STORED entry server-side or reads it with its
+// neighbours and puts it. Both ways are priced per entry as the time until
+// its object exists and the dollars it costs. A copy is four round trips in
+// a row, the local-header GET, create, copy and complete, plus the bytes at
+// CopyRate and CompletePerByte. A read is one PutObject, a share of its
+// group's ranged GET, and the bytes twice over the worker's link. Both pay
+// the worker's time at Lambda's price. Every term is linear in the size, so
+// each objective has one crossing size; docs/contract.md, section "Extract",
+// works the numbers.
 
 // StoredCost is the time and dollars of extracting one STORED entry of
 // Size bytes by copy and by read.
@@ -28,9 +19,9 @@ type StoredCost struct {
 	Copy, Read Prediction
 }
 
-// MaxReadBelow bounds StoredReadBelow: an entry this large is copied
-// whatever the model says. The read's price is one PutObject, and extract
-// uploads an entry of 64 MiB or more in parts instead (extract.largeObject).
+// MaxReadBelow bounds StoredReadBelow. An entry this large is copied
+// whatever the model says, because the read is priced as one PutObject and
+// extract.largeObject uploads an entry of 64 MiB or more in parts instead.
 const MaxReadBelow = 64 << 20
 
 // storedLines are copy's and read's seconds and dollars as a + b·size.
@@ -59,7 +50,7 @@ func (m Model) storedLines(group int64) storedLines {
 }
 
 // PriceStored prices one STORED entry of size bytes both ways, read in
-// grouped GETs of group bytes (0: 8 MiB).
+// grouped GETs of group bytes; 0 means 8 MiB.
 func (m Model) PriceStored(size, group int64) StoredCost {
 	l := m.storedLines(group)
 	at := func(line [2]float64) float64 { return line[0] + line[1]*float64(size) }
@@ -70,18 +61,18 @@ func (m Model) PriceStored(size, group int64) StoredCost {
 	}
 }
 
-// StoredReadBelow is the size below which extract reads a STORED entry and
-// puts it rather than copying it server-side: every size below it is
-// read both no slower and no more expensive than copied (it is the lower
-// of the two crossing sizes, rounded down), at most MaxReadBelow; 0 when
-// no size is (copy every STORED entry).
+// StoredReadBelow returns the size below which extract reads a STORED entry
+// and puts it rather than copying it server-side. Every size below it reads
+// no slower and no dearer than it copies: it is the lower of the two
+// crossing sizes, rounded down, at most MaxReadBelow. It is 0 when no size
+// is, and every STORED entry is copied.
 func (m Model) StoredReadBelow(group int64) int64 {
 	l := m.storedLines(group)
 	return min(crossing(l.readSecs, l.copySecs), crossing(l.readDollars, l.copyDollars))
 }
 
-// crossing is the size up to which read (a + b·s) is at most copy's, when
-// read is cheaper for the smallest entries; 0 when it is not.
+// crossing returns the size up to which read, a + b·s, is at most copy,
+// when read is cheaper for the smallest entries, and 0 when it is not.
 func crossing(read, copy [2]float64) int64 {
 	if read[0] > copy[0] {
 		return 0

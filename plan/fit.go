@@ -5,46 +5,46 @@ import (
 	"slices"
 )
 
-// Fit is how a plan is run on the workers it is planned for: the batch the
-// Distributed Map hands one worker invocation, how many workers those
-// batches keep busy, and how many parts a worker builds at once. Make
-// chooses it with the model; the planner writes it into the job, the Map
-// reads the batch and the concurrency from there, and the worker honours
+// Fit is how a plan is run on the workers it is planned for. It holds the
+// batch the Distributed Map hands one worker invocation, how many workers
+// those batches keep busy, and how many parts a worker builds at once. Make
+// chooses it with the model and the planner writes it into the job, where
+// the Map reads the batch and the concurrency and the worker honours
 // InFlight, so what the model priced is what runs.
 type Fit struct {
-	// Workers is how many workers the plan uses: at most Options.Workers,
+	// Workers is how many workers the plan uses, at most Options.Workers and
 	// fewer when there are fewer batches than workers.
 	Workers int `json:"workers"`
-	// PartsPerBatch is the most part jobs in one batch (the Map's
-	// MaxItemsPerBatch); a batch also ends before its jobs pass
+	// PartsPerBatch is the most part jobs in one batch, the Map's
+	// MaxItemsPerBatch; a batch also ends before its jobs pass
 	// MaxJobBytes.
 	PartsPerBatch int `json:"partsPerBatch"`
 	// Batches is how many batches, so worker invocations, the Map makes.
 	Batches int `json:"batches"`
-	// InFlight is the parts one worker builds at once: the model's
+	// InFlight is the parts one worker builds at once, the model's
 	// Concurrency.
 	InFlight int `json:"inFlight"`
 	// Why says why Workers and PartsPerBatch are what they are.
 	Why string `json:"why"`
 }
 
-// MaxBatchSeconds bounds a batch's predicted time: a worker invocation
-// ends after at most 900 s (Lambda's limit), and a batch cut off near it is
-// built again whole (DeadlineError), so batches leave it half.
+// MaxBatchSeconds bounds a batch's predicted time. Lambda ends a worker
+// invocation after at most 900 s, and a batch cut off near it fails with a
+// DeadlineError and is built again whole, so batches leave it half.
 const MaxBatchSeconds = 450
 
 // fitSlack is how much slower than the fastest cut a cut with fewer
-// batches may be and still be chosen: fewer child executions cost less.
+// batches may be and still be chosen, since fewer child executions cost less.
 const fitSlack = 1.01
 
 // fitRun cuts a plan's part jobs into batches for opts.Workers and prices
-// the run: of batch sizes that give every worker one, two or four batches,
-// and of powers of two, whose batches are predicted to take at most
-// MaxBatchSeconds (batch size 1 always qualifies), the fastest predicted,
-// or a cheaper one within fitSlack of it. Small batches spread the work; large ones keep a worker's
-// InFlight parts busy when workers are few, and launch fewer child
-// executions when the Map's launch rate, not the work, bounds the run. A
-// batch size the deployment fixed (opts.PartsPerBatch) is the only one.
+// the run. It tries the batch sizes that give every worker one, two or four
+// batches, and the powers of two, keeps those predicted to take at most
+// MaxBatchSeconds a batch, size 1 always among them, and takes the fastest
+// or a cheaper one within fitSlack of it. Small batches spread the work;
+// large ones keep a worker's InFlight parts busy when workers are few, and
+// launch fewer child executions when the Map's launch rate bounds the run.
+// A batch size the deployment fixed in opts.PartsPerBatch is the only one.
 func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Prediction) {
 	workers := max(opts.Workers, 1)
 	sizes := p.jobBytes()
@@ -109,15 +109,15 @@ func fitRun(p *Plan, parts []Stats, st Stats, opts Options, m Model) (Fit, Predi
 	return best, bestPred
 }
 
-// Predict prices the plan with m as its Fit runs it: batch by batch, on
-// the workers it uses, with their parts in flight — as the deployed Map
-// runs it when m is the model it was planned with.
+// Predict prices the plan with m as its Fit runs it, batch by batch on
+// the workers it uses with their parts in flight, as the deployed Map runs
+// it when m is the model it was planned with.
 func (p *Plan) Predict(m Model) Prediction {
 	return m.Predict(p.Stats(), Run{Workers: p.Fit.Workers, Orchestrated: true, HeadsUpFront: len(p.CRCsNeeded()), Loads: p.Loads(p.Fit.PartsPerBatch), InFlight: p.Fit.InFlight})
 }
 
-// S3Rates is what the plan asks of S3's per-prefix rates, run as its Fit
-// cuts it, priced with m.
+// S3Rates returns what the plan asks of S3's per-prefix rates, run as its
+// Fit cuts it, priced with m.
 func (p *Plan) S3Rates(m Model) RateDemand {
 	parts := p.partsStats()
 	return m.S3Rates(p.statsOf(parts).batched(p.loadsOf(parts, p.jobBytes(), max(p.Fit.PartsPerBatch, 1))))
@@ -130,7 +130,7 @@ func (p *Plan) fitted(opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// model is the profile plans are priced with: opts.Model, else AWS's.
+// model returns the profile plans are priced with, opts.Model or else AWS's.
 func (opts Options) model() Model {
 	if opts.Model != nil {
 		return *opts.Model

@@ -10,93 +10,81 @@ import (
 )
 
 // Model predicts the wall time and the dollar cost of building a plan with a
-// number of workers. It is a model, not a measurement. One model, two
-// profiles: DefaultModel is AWS, its platform numbers assumptions stated
-// here and checked against the published records in model_test.go; a local
-// profile is filled from a calibration of the machine's S3 server
-// (bench/netbench), where it predicts every bench run before it runs.
+// number of workers. DefaultModel is AWS's profile, checked against the
+// published records in model_test.go; a local profile is calibrated by
+// bench/netbench against the machine's S3 server.
 //
-// A run is two phases: the workers build the parts (the busiest worker's
-// bytes and requests, or the server's capacity, whichever is slower), then
-// the finalizer completes the upload. On AWS the server's capacity is
-// unbounded next to the workers' links (its fields are 0); on one machine
-// it is not.
+// A run has two phases. The workers build the parts, as fast as the busiest
+// worker or the server's capacity allows, then the finalizer completes the
+// upload. On AWS the server's capacity fields are 0, unbounded next to the
+// workers' links.
 type Model struct {
-	// WorkerBandwidth is what one Lambda moves each way, bytes/s
-	// (~600 Mbit/s observed; download and upload overlap).
+	// WorkerBandwidth is the bytes per second one Lambda moves each way,
+	// about 600 Mbit/s observed, with download and upload overlapping.
 	WorkerBandwidth float64
 	// RequestLatency is a small S3 request's round trip.
 	RequestLatency float64
 	// CopyRate is the server-side copy rate of one UploadPartCopy, bytes/s.
 	CopyRate float64
-	// Concurrency is the parts one worker builds at once: copies, chains
-	// (each waiting for its round trips one after another) and streamed
-	// parts (bound by bandwidth instead). A plan's Fit.InFlight, which the
-	// worker honours (workflow Job.PartsInFlight).
+	// Concurrency is the parts one worker builds at once, copies, chains and
+	// streamed parts. A chain waits for its round trips one after another;
+	// a streamed part is bound by bandwidth instead. The worker honours a
+	// plan's Fit.InFlight as workflow Job.PartsInFlight.
 	Concurrency int
-	// UploadsInFlight is the most upload parts among them: each holds its
-	// bytes and a fan-out of GETs, so a worker assembles a few at a time
-	// (workflow's PART_CONCURRENCY) however many copies and chains it
+	// UploadsInFlight is the most upload parts among them. Each holds its
+	// bytes and a fan-out of GETs, so a worker assembles a few at a time,
+	// the workflow's PART_CONCURRENCY, however many copies and chains it
 	// keeps in flight. 0 is Concurrency.
 	UploadsInFlight int
-	// StartSeconds is the fixed cost of starting a run: the state machine's
+	// StartSeconds is the fixed cost of starting a run, the state machine's
 	// transitions and the planner's invocation.
 	StartSeconds float64
-	// LaunchRate is how many workers per second the Distributed Map starts
-	// (child executions and Lambda invocations, cold starts included).
+	// LaunchRate is how many workers per second the Distributed Map starts,
+	// as child executions and Lambda invocations, cold starts included.
 	LaunchRate float64
 	// FinishSeconds is the finalizer's fixed cost; CompletePerPart the
 	// extra time CompleteMultipartUpload takes per part.
 	FinishSeconds, CompletePerPart float64
-	// ListPageSeconds is one ListObjectsV2 page of 1,000 keys: a round
-	// trip. ListConcurrency is how many the planner keeps in flight
-	// (s3prefix.DefaultListConcurrency, LIST_CONCURRENCY) and ListPageCPUSeconds
-	// what decoding one costs its vCPU, which bounds a listing when many
-	// pages are in flight (tests/load TestListingRate measured ~10 ms).
+	// ListPageSeconds is the round trip of one ListObjectsV2 page of 1,000
+	// keys. ListConcurrency is how many pages the planner keeps in flight,
+	// s3prefix.DefaultListConcurrency or LIST_CONCURRENCY. ListPageCPUSeconds
+	// is what decoding a page costs the vCPU, about 10 ms in tests/load
+	// TestListingRate; it bounds a listing when many pages are in flight.
 	ListPageSeconds, ListPageCPUSeconds float64
 	ListConcurrency                     int
-	// InvokeSeconds is the fixed cost of one batch of parts (a worker
-	// invocation: start, clients, result).
+	// InvokeSeconds is the fixed cost of one batch of parts, a worker
+	// invocation with its start, clients and result.
 	InvokeSeconds float64
 	// StreamPasses is how many times a streamed byte crosses a worker's
-	// link one after the other: 1 where the worker pipes each GET into its
-	// upload (the published streaming designs), 2 where it assembles a
-	// part and then sends it (s3zip's worker for a part whose CRC-32s it
-	// can only learn by reading it: Stats.PipedBytes are the others, which
-	// always count once). 0 counts as 1.
+	// link one after the other. It is 1 where the worker pipes each GET into
+	// its upload, as the published streaming designs do, and 2 where it
+	// assembles a part and then sends it, as s3zip's worker does for a part
+	// whose CRC-32s it can only learn by reading it. Stats.PipedBytes always
+	// count once. 0 counts as 1.
 	StreamPasses float64
 
-	// The server's capacity, shared by every worker; 0 is unbounded.
-	// ServerIngestRate and ServerGetRate are the bytes/s it takes in with
-	// UploadPart and serves with GetObject to the workers, both at once (a
-	// worker reads and sends at the same time, so the slower of the two
-	// bounds streaming; on one machine they include what carrying the bytes
-	// to the workers costs it), ServerCopyRate what all
-	// UploadPartCopy requests together copy, ServerRequestRate small
-	// requests/s. CompletePerByte is one CompleteMultipartUpload's time per
-	// byte it assembles (a server that concatenates parts; S3 does not): the
-	// latency a chain round and the final Complete wait for, and the
-	// server's time for every byte the chains' rounds assemble again, one
-	// Complete after another (eight at once assemble no faster on a 2-core
-	// server: bench/README.md).
+	// The server's capacity is shared by every worker; 0 is unbounded.
+	// ServerIngestRate and ServerGetRate are the bytes per second it takes in
+	// with UploadPart and serves with GetObject, both at once, so the slower
+	// bounds streaming; on one machine they include carrying the bytes to the
+	// workers. ServerCopyRate is what all UploadPartCopy requests
+	// copy together, ServerRequestRate the small requests per second.
+	// CompletePerByte is a CompleteMultipartUpload's time per byte assembled,
+	// on a server that concatenates parts, which S3 does not; chain rounds
+	// wait for it one Complete after another, as bench/README.md measures.
 	ServerIngestRate, ServerGetRate, ServerCopyRate, ServerRequestRate float64
 	CompletePerByte                                                    float64
 
-	// S3ReadRate and S3WriteRate are what S3 serves one partitioned prefix,
-	// requests/s: about 5,500 GET/HEAD and 3,500 PUT/COPY/POST/DELETE; past
-	// them it answers 503 SlowDown, and s3zip's clients slow to them
-	// (internal/s3rate). 0 is unbounded. The sources' reads (the workers'
-	// GETs, the HEADs of their CRC-32s) spread over SourcePrefixes such
-	// prefixes (0 counts as 1: S3 serves a bucket as one partition until
-	// it splits it under load, which takes minutes to hours, so 1 is what a
-	// run can count on; a bucket whose partitions AWS raised, or whose
-	// keys S3 has split, states more); the archive's parts all go to one
-	// key, so one prefix's write rate bounds them; the work area's
-	// requests go to the run's new work prefix, one partition (S3Rates).
+	// S3ReadRate and S3WriteRate are the requests per second S3 serves one
+	// partitioned prefix, about 5,500 GET/HEAD and 3,500 PUT/COPY/POST/DELETE;
+	// past them it answers 503 SlowDown, and internal/s3rate slows s3zip's
+	// clients to them. 0 is unbounded. The sources' reads spread over
+	// SourcePrefixes prefixes, where 0 counts as 1. S3Rates prices each group;
+	// docs/strategies.md, section "At S3's request rates", says why.
 	S3ReadRate, S3WriteRate float64
 	SourcePrefixes          int
 
-	// Prices, us-east-1 (USD).
+	// Prices in USD, us-east-1.
 	PricePutPer1000     float64 // PUT, COPY, POST, LIST
 	PriceGetPer1000     float64 // GET, HEAD
 	PriceLambdaGBSecond float64 // arm64
@@ -115,29 +103,27 @@ var DefaultModel = Model{
 }
 
 // PipedModel is DefaultModel for a worker that pipes each GET into its
-// upload, as the published streaming designs do: the model's check against
-// their records (model_test.go) uses it.
-//
-// The published runs' sources' prefixes are not known (their fan-out read
-// some 7,000 requests' worth in about a second), so their records are
-// reproduced without S3's rates.
+// upload, as the published streaming designs do; model_test.go checks the
+// model against their records with it. Their sources' prefixes are not
+// known, since their fan-out read some 7,000 requests' worth in about a
+// second, so it leaves out S3's rates.
 var PipedModel = func() Model { m := DefaultModel; m.StreamPasses = 1; m.S3ReadRate, m.S3WriteRate = 0, 0; return m }()
 
-// Run describes how a plan is executed: by Workers at once, fanned out by
-// the state machine (Orchestrated) or inside one process (the published
-// single-Lambda designs).
+// Run describes how a plan is executed by Workers at once, fanned out by
+// the state machine when Orchestrated, or else inside one process as the
+// published single-Lambda designs do.
 type Run struct {
 	Workers      int
 	Orchestrated bool
-	// Loads are the batches the parts are built in, in the order the
-	// Distributed Map hands them out (Plan.Loads); with them the model
-	// schedules each batch on the first free worker. Without them it
+	// Loads are the batches the parts are built in, from Plan.Loads, in the
+	// order the Distributed Map hands them out. With them the model
+	// schedules each batch on the first free worker; without them it
 	// spreads parts evenly.
 	Loads []Load
-	// HeadsUpFront are HEADs made before the workers start (CRCs).
+	// HeadsUpFront are the HEADs for CRC-32s made before the workers start.
 	HeadsUpFront int
-	// InFlight is the parts one worker builds at once (Fit.InFlight, which
-	// the worker honours); 0 is the model's Concurrency.
+	// InFlight is the parts one worker builds at once, Fit.InFlight, which
+	// the worker honours; 0 is the model's Concurrency.
 	InFlight int
 }
 
@@ -150,7 +136,7 @@ type Prediction struct {
 	RequestSecs float64 `json:"requestSeconds"`
 	ServerSecs  float64 `json:"serverSeconds"` // the server's share of the work, all workers together
 	// RateSecs is the least time S3's request rates allow the workers'
-	// requests (S3Rates); the run takes at least that, however many
+	// requests, from S3Rates. The run takes at least that, however many
 	// workers it has.
 	RateSecs     float64 `json:"rateSeconds"`
 	OverheadSecs float64 `json:"overheadSeconds"`
@@ -169,13 +155,13 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	w := float64(max(r.Workers, 1))
 	conc := float64(m.Concurrency)
 	passes := math.Max(m.StreamPasses, 1)
-	// children are the Map's child executions (worker invocations), busy
-	// their time together.
+	// children are the Map's child executions, one per worker invocation,
+	// busy their time together.
 	children, busy := w, 0.0
 	var worker, stream, requests float64
 	if len(r.Loads) > 0 {
-		// Batches go to the first free worker, in order; the run waits for
-		// the last one. The Map starts no more children than batches: a
+		// Batches go to the first free worker, in order, and the run waits for
+		// the last one. The Map starts no more children than batches, so a
 		// worker with none is never launched nor billed.
 		stream, requests = m.loadSeconds(Load{Stats: s}, passes)
 		children = float64(len(r.Loads))
@@ -207,16 +193,15 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 		copySecs := float64(s.ServerCopiedBytes) * share / m.CopyRate
 		requests = (reqs+chainSeq)*m.RequestLatency/conc + copySecs/conc
 		// A chain part's steps run one after another, however many requests a
-		// worker could keep in flight: its longest chain is a floor.
+		// worker could keep in flight, so its longest chain is a floor.
 		requests = math.Max(requests, float64(s.LongestChainSteps)*m.RequestLatency)
 		worker = math.Max(stream, requests) + m.InvokeSeconds
 		busy = worker * w
 	}
 
-	// A batch makes its probe upload and its CRC-32 document once: priced
-	// by the batches; a run priced without them (spread over the workers,
-	// as auto prices its shares before it cuts their batches) leaves the
-	// work area's requests of the batches to the cut.
+	// A batch makes its probe upload and its CRC-32 document once, so they
+	// are priced by the batches. A run priced without Loads, as auto prices
+	// its shares before it cuts their batches, leaves them to the cut.
 	if len(r.Loads) > 0 {
 		s = s.batched(r.Loads)
 	} else {
@@ -228,9 +213,10 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 	p := Prediction{WorkerSecs: worker, StreamSecs: stream, RequestSecs: requests, ServerSecs: server, RateSecs: rates.Seconds, OverheadSecs: overhead}
 	p.Seconds = math.Max(math.Max(worker, server), rates.Seconds) + overhead
 
-	// Cost: requests, Lambda time (every invocation is billed for its
-	// time, and all of them for the server's share while they wait), state
-	// transitions (about three per child execution and ten for the run).
+	// The cost is the requests, the Lambda time and the state transitions.
+	// Every invocation is billed for its time, and all of them for the
+	// server's share while they wait. A child execution takes about three
+	// transitions and the run ten.
 	put := s.Requests.UploadPart + s.Requests.UploadPartCopy + s.Requests.Create + s.Requests.Complete + int(ceilDiv(int64(s.Entries), 1000))
 	get := s.Requests.Get + max(s.Requests.Head, r.HeadsUpFront) // Stats' HEADs include the planner's
 	// Workers held by the server, or by S3's rates, are billed while they wait.
@@ -244,35 +230,34 @@ func (m Model) Predict(s Stats, r Run) Prediction {
 }
 
 // RateDemand is what a plan asks of S3's request rates, prefix group by
-// prefix group: every request a run makes goes to one of them.
+// prefix group. Every request a run makes goes to one of them.
 type RateDemand struct {
-	// Sources are the objects read: GETs, HEADs and the copies of their
-	// bytes, over SourcePrefixes partitioned prefixes.
+	// Sources are the objects read by GETs, HEADs and copies, over
+	// SourcePrefixes partitioned prefixes.
 	Sources PrefixDemand `json:"sources"`
-	// Archive is the archive's key: its parts, create and complete.
+	// Archive is the archive's key, with its parts, create and complete.
 	Archive PrefixDemand `json:"archive"`
-	// Work is the run's work area: the chains' round objects (their
-	// creates, copies in and out, uploads, completes and deletes), the CRC
+	// Work is the run's work area, with the chains' round objects, the CRC
 	// probes' uploads and the chains' pad. A run's work prefix is new, and
 	// S3 serves a new keyspace as one partition until it splits it under
 	// sustained load, so however its keys fan out it counts as one.
 	Work PrefixDemand `json:"work"`
 	// Seconds is the least time the rates allow; Binds names the group
-	// whose rate sets it ("" when none binds).
+	// whose rate sets it, or is "" when none binds.
 	Seconds float64 `json:"seconds"`
 	Binds   string  `json:"binds,omitempty"`
 }
 
-// PrefixDemand is what a plan asks of one group of prefixes: its reads
-// (GET, HEAD, the source side of a copy) and writes (PUT, COPY, POST,
-// DELETE), and what S3 serves the group a second.
+// PrefixDemand is what a plan asks of one group of prefixes, and what S3
+// serves the group a second. Reads are GET, HEAD and the source side of a
+// copy; writes are PUT, COPY, POST and DELETE.
 type PrefixDemand struct {
 	Reads     int     `json:"reads"`
 	Writes    int     `json:"writes"`
 	ReadRate  float64 `json:"readRate"`
 	WriteRate float64 `json:"writeRate"`
 	// Seconds is the least time the group's rates allow its requests,
-	// less the second's worth S3 serves at once (RateBurstSeconds).
+	// less the RateBurstSeconds S3 serves at once.
 	Seconds float64 `json:"seconds"`
 }
 
@@ -300,17 +285,17 @@ type NamedDemand struct {
 	PrefixDemand
 }
 
-// S3Rates is what the plan's requests ask of S3's per-prefix rates: the
-// sources' reads over SourcePrefixes prefixes, the archive's writes to one
-// key, the work area's reads and writes to one new keyspace.
+// S3Rates returns what the plan's requests ask of S3's per-prefix rates.
+// The sources' reads go over SourcePrefixes prefixes, the archive's writes
+// to one key, the work area's reads and writes to one new keyspace.
 func (m Model) S3Rates(s Stats) RateDemand {
 	r := s.Requests
 	// The archive takes a request a part, and its uploads' creates and
 	// completes; every other create and complete is a chain round's.
 	archiveUploads := max(r.Create-s.ChainRounds, 0)
 	archive := s.Parts + 2*archiveUploads
-	// A chain copies its round objects: each round what is built so far,
-	// and its product into the archive; every other copy reads a source.
+	// A chain copies its round objects, each round what is built so far
+	// and then its product into the archive; every other copy reads a source.
 	roundCopies := s.ChainRounds + s.ChainParts
 	sourceCopies := max(r.UploadPartCopy-roundCopies, 0)
 	writes := r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
@@ -330,13 +315,13 @@ func (m Model) S3Rates(s Stats) RateDemand {
 }
 
 // RateBurstSeconds is how many seconds' worth of requests S3 serves a
-// prefix at once before its rate binds: the published fan-out built 3,000
+// prefix at once before its rate binds. The published fan-out built 3,000
 // parts within about a second.
 const RateBurstSeconds = 1.0
 
-// serverSeconds is the server's share: every streamed byte is read from a
-// source and sent as a part, every copied byte copied, every request
-// answered, every chain round assembled by a Complete.
+// serverSeconds returns the server's share of the work. It reads every
+// streamed byte from a source and takes it in as a part, copies every copied
+// byte, answers every request and assembles every chain round by a Complete.
 func (m Model) serverSeconds(s Stats) float64 {
 	var server float64
 	rate := func(work, perSecond float64) float64 {
@@ -353,13 +338,13 @@ func (m Model) serverSeconds(s Stats) float64 {
 }
 
 // ResultReadsInFlight is how many batches' CRC-32 objects the finalizer
-// reads at once (workflow's readMapResults).
+// reads at once, in the workflow's readMapResults.
 const ResultReadsInFlight = 32
 
-// overheadSeconds is what the run waits for besides the workers and the
-// server: listing, HEADs up front, start, launch, the finalizer's reads of
-// the batches' CRC-32s (FinishSeconds has one batch's), the chains' pad,
-// the final Complete.
+// overheadSeconds returns what the run waits for besides the workers and
+// the server. That is listing, HEADs up front, start, launch, the
+// finalizer's reads of the batches' CRC-32s beyond the one batch
+// FinishSeconds holds, the chains' pad and the final Complete.
 func (m Model) overheadSeconds(s Stats, r Run, w, children, conc float64) float64 {
 	overhead := m.listSeconds(s.Entries) +
 		float64(r.HeadsUpFront)*m.RequestLatency/conc + m.FinishSeconds + float64(s.Parts)*m.CompletePerPart +
@@ -374,9 +359,9 @@ func (m Model) overheadSeconds(s Stats, r Run, w, children, conc float64) float6
 	return overhead
 }
 
-// listSeconds is listing n keys as the planner does (s3prefix.Under.List): the
-// first page alone, the rest ListConcurrency at a time, or as fast as one
-// vCPU decodes them.
+// listSeconds returns the time s3prefix.Under.List takes to list n keys.
+// The first page comes alone, the rest ListConcurrency at a time, or as
+// fast as one vCPU decodes them.
 func (m Model) listSeconds(n int) float64 {
 	pages := ceilDiv(int64(n), 1000)
 	if pages == 0 {
@@ -387,10 +372,10 @@ func (m Model) listSeconds(n int) float64 {
 }
 
 // streamWaits are the round trips a worker streaming a part waits for
-// before and after its bytes flow, one after another: the GET of the
-// part's entries, its CRC probes (all at once), the first byte of its first
-// GET, and UploadPart's answer. Parts in flight together wait side by side,
-// so a worker pays them once.
+// before and after its bytes flow, one after another. They are the GET of
+// the part's entries, its CRC probes all at once, the first byte of its
+// first GET, and UploadPart's answer. Parts in flight together wait side
+// by side, so a worker pays them once.
 const streamWaits = 4
 
 // batchSeconds is how long one worker invocation takes to build a load.
@@ -399,17 +384,17 @@ func (m Model) batchSeconds(l Load) float64 {
 	return m.InvokeSeconds + math.Max(st, rq)
 }
 
-// loadSeconds is how long one worker takes to stream a load's bytes, and to
-// make its requests: Concurrency round trips at a time, a chain's steps
-// (partwork.ChainSteps) one after the other, copies at CopyRate.
+// loadSeconds is how long one worker takes to stream a load's bytes and
+// make its requests. It makes Concurrency round trips at a time, a chain's
+// partwork.ChainSteps one after the other, and copies at CopyRate.
 func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	conc := float64(m.Concurrency)
 	stream = m.streamSeconds(l.StreamedBytes, l.PipedBytes, l.UploadParts+l.ChainParts, passes)
 	if l.UploadParts > 0 {
 		stream += streamWaits * m.RequestLatency
 	}
-	// A load's HEADs are its workers' (CRC-32s of streamed entries; a
-	// chain's are a step of it); the planner's are the run's HeadsUpFront.
+	// A load's HEADs are its workers', for the CRC-32s of streamed entries;
+	// a chain's are a step of it. The planner's are the run's HeadsUpFront.
 	reqs := float64(l.Requests.UploadPartCopy + l.Requests.Get + l.Requests.Head - l.ChainHeads)
 	var chain float64
 	if l.ChainRounds > 0 {
@@ -424,11 +409,12 @@ func (m Model) loadSeconds(l Load, passes float64) (stream, requests float64) {
 	return stream, requests
 }
 
-// streamSeconds is one worker streaming bytes in parts, UploadsInFlight
-// parts at a time; piped of them go from GET to UploadPart in one pass. A worker
-// that assembles a part before sending it (passes 2) sends the first parts
-// only after reading them; later parts are read while earlier ones are
-// sent, so only that first wave crosses the link twice in a row.
+// streamSeconds is how long one worker takes to stream bytes in parts,
+// UploadsInFlight parts at a time; piped of them go from GET to UploadPart
+// in one pass. A worker that assembles a part before sending it, with
+// passes 2, sends the first parts only after reading them. Later parts are
+// read while earlier ones are sent, so only that first wave crosses the
+// link twice in a row.
 func (m Model) streamSeconds(bytes, piped int64, parts int, passes float64) float64 {
 	if bytes <= 0 {
 		return 0

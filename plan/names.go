@@ -17,7 +17,7 @@ import (
 type NamePolicy string
 
 const (
-	// NamesRelative strips the listed prefix from the key (the default).
+	// NamesRelative strips the listed prefix from the key. It is the default.
 	NamesRelative NamePolicy = "relative"
 	// NamesFlat keeps only the key's base name.
 	NamesFlat NamePolicy = "flat"
@@ -29,13 +29,13 @@ const (
 type DuplicatePolicy string
 
 const (
-	// DuplicatesError refuses the archive and lists the duplicates (the default).
+	// DuplicatesError refuses the archive and lists the duplicates. It is the default.
 	DuplicatesError DuplicatePolicy = "error"
 	// DuplicatesSuffix renames later duplicates: "a.jpg", "a (2).jpg", …
 	DuplicatesSuffix DuplicatePolicy = "suffix"
 )
 
-// ParseNamePolicy accepts "" (the default, relative) and the policy names.
+// ParseNamePolicy parses a policy name; "" means NamesRelative.
 func ParseNamePolicy(s string) (NamePolicy, error) {
 	switch NamePolicy(s) {
 	case "", NamesRelative:
@@ -46,7 +46,7 @@ func ParseNamePolicy(s string) (NamePolicy, error) {
 	return "", fmt.Errorf("name policy %q: want relative, flat or full", s)
 }
 
-// ParseDuplicatePolicy accepts "" (the default, error) and the policy names.
+// ParseDuplicatePolicy parses a policy name; "" means DuplicatesError.
 func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
 	switch DuplicatePolicy(s) {
 	case "", DuplicatesError:
@@ -122,7 +122,7 @@ func CheckName(name string) string {
 	case len(name) >= 2 && name[1] == ':' && ('a' <= name[0]|0x20 && name[0]|0x20 <= 'z'):
 		return "name starts with a drive letter"
 	}
-	// Segment by segment without splitting: a slice of segments a name is
+	// Walk the segments without splitting, since a slice per name is
 	// millions of allocations at millions of entries.
 	for rest := strings.TrimSuffix(name, "/"); ; {
 		seg, after, more := strings.Cut(rest, "/")
@@ -166,16 +166,16 @@ func CheckNames(entries []Entry) error {
 
 // DuplicateError lists every name given to more than one entry.
 type DuplicateError struct {
-	Names map[string][]string // name (as the first entry spells it) → source keys
+	Names map[string][]string // name, as the first entry spells it, → source keys
 	// Spellings is set when some of the names differ only in their Unicode
-	// normalization (NFC "é" and NFD "e"+U+0301).
+	// normalization, such as NFC "é" and NFD "e"+U+0301.
 	Spellings bool
 }
 
-// sameName is the form two names are compared in: NFC, so that the
-// precomposed and decomposed spellings of a name, which look the same in
-// every listing and extract to the same file on macOS, count as one. Entries
-// keep the bytes they were given.
+// sameName returns the NFC form two names are compared in. The precomposed
+// and decomposed spellings of a name look the same in every listing and
+// extract to the same file on macOS, so they count as one. Entries keep the
+// bytes they were given.
 func sameName(name string) string { return norm.NFC.String(name) }
 
 func (e *DuplicateError) Error() string {
@@ -201,9 +201,9 @@ func (e *DuplicateError) Error() string {
 }
 
 // ResolveDuplicates applies policy to entries with equal names. With
-// DuplicatesSuffix the first keeps its name and later ones become
-// "a (2).jpg", "a (3).jpg", … skipping every name an entry already has, so
-// no entry loses its own name to a suffixed one.
+// DuplicatesSuffix the first keeps its name and later ones get a number
+// before the extension, skipping every name an entry already has, so no
+// entry loses its own name to a suffixed one.
 func ResolveDuplicates(entries []Entry, policy DuplicatePolicy) error {
 	if policy != DuplicatesSuffix {
 		return checkDuplicates(entries)
@@ -262,13 +262,13 @@ func checkDuplicates(entries []Entry) error {
 }
 
 // FolderClashError lists entries whose name is also the folder of other
-// entries ("sub" and "sub/x"): the archive could not be extracted to a file
-// system, which holds a file or a folder under one name, not both.
+// entries, such as "sub" and "sub/x". A file system holds a file or a folder
+// under one name, not both, so the archive could not be extracted.
 type FolderClashError struct {
 	Clashes [][2]FolderClashEntry // the file, and an entry under its name
 }
 
-// FolderClashEntry is one side of a clash: the name and its source key.
+// FolderClashEntry is one side of a clash, the name and its source key.
 type FolderClashEntry struct{ Name, Key string }
 
 func (e *FolderClashError) Error() string {
@@ -288,7 +288,7 @@ func (e *FolderClashError) Error() string {
 }
 
 // CheckFolderClashes refuses entries whose name is also the folder of
-// others (compared as duplicates are: NFC), listing every such pair.
+// others, comparing names in NFC as duplicates are, and lists every pair.
 func CheckFolderClashes(entries []Entry) error {
 	names := make([]string, len(entries))
 	for i := range entries {

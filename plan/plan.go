@@ -24,9 +24,9 @@ const (
 
 	DefaultPartSize = 16 * MiB
 	// DefaultDirectoryPartSize is the largest part of the central
-	// directory: the finalizer holds one such part at a time, so its memory
-	// does not grow with the entry count (10 M entries make about 1 GiB of
-	// directory, 16 parts).
+	// directory. The finalizer holds one such part at a time, so its memory
+	// does not grow with the entry count; 10 M entries make about 1 GiB of
+	// directory, 16 parts.
 	DefaultDirectoryPartSize = 64 * MiB
 )
 
@@ -34,20 +34,20 @@ const (
 type Strategy string
 
 const (
-	// StrategyStream sends every byte through workers (UploadPart only).
+	// StrategyStream sends every byte through workers with UploadPart only.
 	StrategyStream Strategy = "stream"
 	// StrategyChain lays out like duo, then builds each run between copies
-	// server-side (chain parts) so that no object bytes pass through workers.
+	// server-side as chain parts, so that no object bytes pass through workers.
 	StrategyChain Strategy = "chain"
 	// StrategyAuto chooses per run between streaming and chaining with the
-	// cost model (model.go): the fastest plan, or the cheapest (auto.go).
+	// cost Model, taking the fastest plan or the cheapest.
 	StrategyAuto Strategy = "auto"
-	// StrategyDuo copies every object it can server-side (UploadPartCopy) and
-	// streams small objects, headers and short prefixes in the parts between.
+	// StrategyDuo copies every object it can server-side with UploadPartCopy
+	// and streams small objects, headers and short prefixes in the parts between.
 	StrategyDuo Strategy = "duo"
 )
 
-// ParseStrategy accepts "" (the default, auto) and the strategy names.
+// ParseStrategy parses a strategy name; "" means StrategyAuto.
 func ParseStrategy(s string) (Strategy, error) {
 	switch Strategy(s) {
 	case "", StrategyAuto:
@@ -65,17 +65,18 @@ const (
 	// PartUpload is assembled from generated headers and ranged reads of
 	// sources, and sent with UploadPart.
 	PartUpload PartKind = "upload"
-	// PartCopy is a ranged UploadPartCopy of one source: no bytes through the worker.
+	// PartCopy is a ranged UploadPartCopy of one source, with no bytes through the worker.
 	PartCopy PartKind = "copy"
-	// PartChain is built server-side: starting from a 5 MiB pad object in
+	// PartChain is built server-side. Starting from a 5 MiB pad object in
 	// the work bucket, each round appends header bytes and ranged copies of
 	// sources with a two-part upload, and the finished object is copied into
 	// the archive as one part. Only local headers pass through the worker,
-	// small objects included (partwork.ChainRounds; docs/DESIGN.md, "A ZIP as parts").
+	// small objects included. partwork.ChainRounds plans the rounds;
+	// docs/DESIGN.md, section "A ZIP as parts", explains them.
 	PartChain PartKind = "chain"
 )
 
-// Part is one part of the multipart upload: the archive bytes [Start, End).
+// Part is one part of the multipart upload, the archive bytes [Start, End).
 type Part struct {
 	Number int      `json:"part"`
 	Kind   PartKind `json:"kind"`
@@ -85,22 +86,22 @@ type Part struct {
 	First EntryIndex `json:"first"`
 	Count int        `json:"count"`
 	// NeedCRC lists the entries whose CRC-32 the worker must know before it
-	// sends the part: it writes their local header but not all of their data.
+	// sends the part, since it writes their local header but not all of their data.
 	NeedCRC []EntryIndex `json:"needCRC,omitempty"`
-	// Carry is how many of the parts right after this one (0 or 1) its
-	// worker copies first: a copy of a whole object whose local header this
+	// Carry is how many of the parts right after this one, 0 or 1, its
+	// worker copies first, a copy of a whole object whose local header this
 	// part ends with. S3's answer to the copy gives the CRC-32 the header
-	// needs, so nothing asks for it beforehand (no HEAD). The carried part's
-	// job rides in this part's job.
+	// needs, so no HEAD asks for it beforehand. The carried part's job rides
+	// in this part's job.
 	Carry int `json:"carry,omitempty"`
 	// CarriedAs, on a carried part, is what its copy is and so what the
-	// worker learns from S3's answer to it (carryCopies decides).
+	// worker learns from S3's answer to it. carryCopies sets it.
 	CarriedAs CarriedCopy `json:"carriedAs,omitempty"`
-	// Final marks the last parts, built by the finalizer: they carry the
-	// central directory and end records (FinalParts).
+	// Final marks the FinalParts, built by the finalizer, which carry the
+	// central directory and end records.
 	Final bool `json:"final,omitempty"`
-	// Archive is which archive of a split plan the part is of (split.go);
-	// Number and the bytes are that archive's.
+	// Archive is which archive of a split plan the part is of; Number and
+	// the bytes are that archive's.
 	Archive int `json:"archive,omitempty"`
 }
 
@@ -111,43 +112,43 @@ func (p *Part) Size() int64 { return p.End - p.Start }
 type CarriedCopy string
 
 const (
-	// CarriedWhole copies a whole object: S3's answer to the copy is the
+	// CarriedWhole copies a whole object. S3's answer to the copy is the
 	// entry's CRC-32, which the carrying part's header needs.
 	CarriedWhole CarriedCopy = "whole"
 	// CarriedTail copies the rest of an object whose start the carrying
 	// upload part streams. The worker asks S3 for the CRC-32 it stores of
-	// the object before it copies; S3's answer to the copy is the CRC-32 of
-	// the copied range, which with the stored one tells the streamed
-	// start's (zipformat.SplitCRC), or without one is combined with the
-	// streamed bytes' (CopiedTails).
+	// the object before it copies. S3's answer to the copy is the CRC-32 of
+	// the copied range; zipformat.SplitCRC tells the streamed start's from
+	// it and the stored one. Without a stored one it is combined with the
+	// streamed bytes', as CopiedTails lists.
 	CarriedTail CarriedCopy = "tail"
 )
 
 // Options steer planning.
 type Options struct {
 	Strategy Strategy
-	// PartSize is the target size of streamed parts (default 16 MiB).
+	// PartSize is the target size of streamed parts; the default is 16 MiB.
 	PartSize int64
 	// Workers is how many workers will build parts at once; streamed parts
 	// are cut so that their count is a multiple of it where sizes allow.
 	Workers int
-	// Model prices and times plans for auto (default DefaultModel).
+	// Model prices and times plans for auto; the default is DefaultModel.
 	Model *Model
-	// Prefer is what auto minimises: time (the default) or cost.
+	// Prefer is what auto minimises, time by default or cost.
 	Prefer Preference
-	// PartsPerBatch is the part jobs one worker invocation will build (the
-	// Distributed Map's batch). With it auto times its candidates batch by
-	// batch as the Map hands them out (Plan.Loads): a worker builds a
-	// batch's parts side by side, but its batches one after another, which
+	// PartsPerBatch is the part jobs one worker invocation will build, the
+	// Distributed Map's batch. With it auto times its candidates batch by
+	// batch as the Map hands them out, by Plan.Loads. A worker builds a
+	// batch's parts side by side but its batches one after another, which
 	// an even spread of the parts over the workers does not see. 0 spreads.
 	PartsPerBatch int
-	// StoresNoCRC, when set, says S3 stores no CRC-32 of a source (its
-	// listing said so): a worker that needs such an entry's CRC-32 finds
-	// none with its HEAD and probes the data instead, and the model prices
-	// that. nil: every source stores one, as AWS's SDKs upload them.
+	// StoresNoCRC, when set, says S3 stores no CRC-32 of a source, as its
+	// listing said. A worker that needs such an entry's CRC-32 finds none
+	// with its HEAD and probes the data instead, and the model prices that.
+	// When nil every source stores one, as AWS's SDKs upload them.
 	StoresNoCRC func(Source) bool
-	// DirectoryPartSize is the most central directory (and end records)
-	// the finalizer puts in one part (default DefaultDirectoryPartSize): a
+	// DirectoryPartSize is the most central directory and end records the
+	// finalizer puts in one part, by default DefaultDirectoryPartSize. A
 	// longer directory is cut into parts of this size and a shorter last one.
 	DirectoryPartSize int64
 }
@@ -164,9 +165,9 @@ type Plan struct {
 	// Alternative is, for auto, the plan the other preference would have
 	// chosen, as predicted; nil when it is the same plan.
 	Alternative *Alternative `json:"alternative,omitempty"`
-	// Fit is how the plan is run on Options.Workers (fit.go).
+	// Fit is how the plan is run on Options.Workers.
 	Fit Fit `json:"fit"`
-	// Archives are the archives of a split plan (split.go); nil for one.
+	// Archives are the archives of a split plan, or nil for one archive.
 	Archives []Archive `json:"archives,omitempty"`
 	// storesNoCRC is Options.StoresNoCRC, which the plan is priced with.
 	storesNoCRC func(Source) bool
@@ -175,21 +176,20 @@ type Plan struct {
 // Limits on the entries of one plan, besides S3's 10,000 parts. ZIP64
 // counts entries in 64 bits; these bind long before.
 const (
-	// MaxEntries is the most entries one plan holds: entries are numbered
-	// in 32 bits where names are compared (internal/nameset). The memory
-	// of the planner binds sooner (docs/performance.md, "Planning at scale").
+	// MaxEntries is the most entries one plan holds, since internal/nameset
+	// numbers entries in 32 bits where names are compared. The planner's
+	// memory binds sooner; see docs/performance.md, section "Planning at scale".
 	MaxEntries = nameset.MaxLen
-	// MaxJobBytes is the longest part job (a line of the part-job file):
-	// one Distributed Map item alone must fit its batch (ItemBatcher
-	// MaxInputBytesPerBatch, stepfn.MaxInputBytesPerBatch: plan is below
-	// internal/stepfn, so a test holds the two equal).
-	// A job grows with the entries whose CRC-32 its part needs (NeedCRC):
-	// a chain part of tens of thousands of tiny objects.
+	// MaxJobBytes is the longest part job, a line of the part-job file.
+	// One Distributed Map item alone must fit its batch's ItemBatcher
+	// MaxInputBytesPerBatch. plan is below internal/stepfn, so a test holds
+	// this equal to stepfn.MaxInputBytesPerBatch. A job grows with its
+	// part's NeedCRC, as in a chain part of tens of thousands of tiny objects.
 	MaxJobBytes = 196608
 )
 
-// jobOverhead bounds a part job's bytes besides its NeedCRC list: the
-// part's fields, a source and a carried part's job.
+// jobOverhead bounds a part job's bytes besides its NeedCRC list, that is
+// the part's fields, a source and a carried part's job.
 const jobOverhead = 2048
 
 // checkCount refuses more entries than a plan can number.
@@ -201,12 +201,12 @@ func checkCount(n int) error {
 }
 
 // MaxArchiveSize is the largest object S3 stores, and so the largest
-// archive: 10,000 parts of 5 GiB, 48.8 TiB ("50 TB").
+// archive, 10,000 parts of 5 GiB, 48.8 TiB, which AWS calls 50 TB.
 const MaxArchiveSize = MaxParts * MaxPartSize
 
 // checkArchiveSize refuses entries whose local headers and data alone,
-// before any central directory, are over MaxArchiveSize: no layout can
-// hold them in one object.
+// before any central directory, are over MaxArchiveSize, since no layout
+// can hold them in one object.
 func checkArchiveSize(entries []Entry) error {
 	var size int64
 	for i := range entries {
@@ -243,9 +243,10 @@ type InputError struct {
 func (e *InputError) Error() string { return fmt.Sprintf("entry %q: %s", e.Entry, e.Msg) }
 
 // Make plans an archive of entries, in the order and with the parts the
-// strategy chooses. Names must already be final (see CheckNames and
-// ResolveDuplicates); Make checks them again and refuses duplicates and
-// names that are also folders of others (CheckFolderClashes).
+// strategy chooses. Names must already be final, as CheckNames and
+// ResolveDuplicates make them; Make checks them again and refuses
+// duplicates and, as CheckFolderClashes does, names that are also folders
+// of others.
 func Make(entries []Entry, opts Options) (*Plan, error) {
 	if opts.PartSize == 0 {
 		opts.PartSize = DefaultPartSize
@@ -350,9 +351,9 @@ func checkEntries(entries []Entry) error {
 	return nil
 }
 
-// layout is what a strategy decides: the order of entries and, for each
-// entry copied server-side, where the copy starts in its data (the bytes
-// before are streamed with the local header).
+// layout is what a strategy decides, the order of entries and, for each
+// entry copied server-side, where the copy starts in its data. The bytes
+// before are streamed with the local header.
 type layout struct {
 	order    []int         // indices into the input entries
 	copyFrom map[int]int64 // input index → first data byte copied
@@ -366,7 +367,7 @@ func place(entries []Entry, l layout) *Plan {
 		pe := &p.Entries[i]
 		*pe = PlacedEntry{Index: EntryIndex(i), Entry: &entries[src], Offset: off}
 		if pe.Size == 0 && pe.CRC32 != KnownCRC(0) {
-			// The CRC-32 of no bytes, in a copy: the input is the caller's.
+			// The CRC-32 of no bytes, set in a copy since the input is the caller's.
 			empty := entries[src]
 			empty.CRC32 = KnownCRC(0)
 			pe.Entry = &empty
@@ -453,10 +454,10 @@ func (p *Plan) cut(l layout, opts Options, chain func(span) bool) error {
 }
 
 // alignChainCuts moves each cut between two chain parts that falls inside
-// the data of an object of 5 MiB or less to that object's start or end: S3
-// copies no range of such an object (partwork.CopyRange), so its chain would have to
-// read the piece and send it. A cut stays where it is when neither place
-// leaves both parts between MinPartSize and MaxPartSize.
+// the data of an object of 5 MiB or less to that object's start or end.
+// S3 copies no range of such an object, as partwork.CopyRange says, so its
+// chain would have to read the piece and send it. A cut stays where it is
+// when neither place leaves both parts between MinPartSize and MaxPartSize.
 func (p *Plan) alignChainCuts(parts []Part) {
 	for i := 0; i+1 < len(parts); i++ {
 		a, b := &parts[i], &parts[i+1]
@@ -512,7 +513,7 @@ func mergeShortStreams(spans []span) []span {
 				spans[i+1].start += need
 				break
 			}
-			// Take the next span whole (a copy too short to keep, or a stream).
+			// Take the next span whole, a copy too short to keep or a stream.
 			s.end = next.end
 			i++
 		}
@@ -544,9 +545,9 @@ func (p *Plan) copyParts(s span) []Part {
 	return parts
 }
 
-// tailParts cuts the last span, which ends with the central directory: the
-// data before the directory is streamed in parts of the target size (when
-// there is enough of it to be a part), and the last part is the directory.
+// tailParts cuts the last span, which ends with the central directory. The
+// data before the directory is streamed in parts of the target size when
+// there is enough of it to be a part, and the last part is the directory.
 func (p *Plan) tailParts(s span, opts Options) []Part {
 	if p.DirectoryOffset-s.start < MinPartSize {
 		return []Part{{Kind: PartUpload, Start: s.start, End: s.end}}
@@ -558,9 +559,9 @@ func (p *Plan) tailParts(s span, opts Options) []Part {
 // splitFinal cuts the last part, which the finalizer builds and which ends
 // with the central directory, into parts of size bytes and a last one of
 // the rest, and marks them Final. The finalizer writes one at a time, so it
-// holds one part of the directory, never all of it. The bytes before the
-// directory in that part are fewer than MinPartSize (tailParts, chainTail),
-// so they all fall in the first of these parts.
+// holds one part of the directory, never all of it. tailParts and chainTail
+// leave fewer than MinPartSize bytes before the directory in that part, so
+// they all fall in the first of these parts.
 func splitFinal(parts []Part, size int64) []Part {
 	last := parts[len(parts)-1]
 	parts = parts[:len(parts)-1]
@@ -597,9 +598,9 @@ func cutParts(kind PartKind, start, end int64, opts Options) []Part {
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// share is ⌊size·k/n⌋, the end of the k-th of n equal cuts of size bytes,
-// for 0 ≤ k ≤ n, computed without forming size·k: at terabytes cut into a
-// million parts that product overflows int64.
+// share returns ⌊size·k/n⌋, the end of the k-th of n equal cuts of size
+// bytes, for 0 ≤ k ≤ n. It never forms size·k, which overflows int64 at
+// terabytes cut into a million parts.
 func share(size, k, n int64) int64 {
 	q, r := size/n, size%n
 	return q*k + r*k/n
@@ -629,8 +630,8 @@ func (p *Plan) describe(part *Part) {
 	}
 	var learned []bool
 	if part.Kind == PartChain {
-		// A chain part reads no data: it learns the CRCs of the objects its
-		// rounds copy whole (partwork.ChainChecksums) and needs every other one it writes.
+		// A chain part reads no data. partwork.ChainChecksums says which CRCs
+		// its rounds learn by copying objects whole; it needs every other one it writes.
 		_, learned = partwork.ChainChecksums(p.Entries[first:last], partwork.ChainRounds(p.Entries[first:last], part.Start, part.End))
 	}
 	for i := first; i < last; i++ {
@@ -645,15 +646,14 @@ func (p *Plan) describe(part *Part) {
 }
 
 // carryCopies lets a part that ends with the local header of an object
-// copied whole as the next part carry that copy: its worker copies first and
-// takes the CRC-32 from S3's answer instead of asking for it beforehand. An
-// upload part that ends with a header and the start of an object copied to
-// its end as the next part carries that copy too, and its worker learns the
-// CRC-32 itself, so nothing asks for it beforehand either: it asks S3 for
-// the CRC-32 it stores (HEAD) before it copies, which also tells a server's
-// answer of the stored checksum for a ranged copy from the range's own;
-// when S3 stores none, it combines the bytes it streams with S3's answer
-// for the rest (CopiedTails).
+// copied whole as the next part carry that copy. Its worker copies first and
+// takes the CRC-32 from S3's answer instead of asking for it beforehand.
+// An upload part that ends with a header and the start of an object copied
+// to its end as the next part carries that copy too, and its worker learns
+// the CRC-32 itself. It makes a HEAD for the CRC-32 S3 stores before it
+// copies, which also tells a server's answer of the stored checksum for a
+// ranged copy from the range's own. When S3 stores none, it combines the
+// bytes it streams with S3's answer for the rest, as CopiedTails lists.
 func (p *Plan) carryCopies(parts []Part) {
 	for i := 0; i+1 < len(parts); i++ {
 		part, next := &parts[i], &parts[i+1]
@@ -662,8 +662,8 @@ func (p *Plan) carryCopies(parts []Part) {
 			continue
 		}
 		e := &p.Entries[next.First]
-		// The object's end in one copy, and the whole header in this part
-		// (a header split over two parts is needed before both).
+		// The object's end in one copy, and the whole header in this part,
+		// since a header split over two parts is needed before both.
 		if next.End != e.End() || e.Offset < part.Start {
 			continue
 		}
@@ -684,7 +684,7 @@ func (p *Plan) carryCopies(parts []Part) {
 
 // CopiedTails lists, by entry index, the entries whose data a part streams
 // the start of and carries the copy of the rest of. Their CRC-32s are the
-// worker's to learn (CarriedTail): none is in CRCsNeeded.
+// worker's to learn as CarriedTail, so none is in CRCsNeeded.
 func (p *Plan) CopiedTails() map[EntryIndex]bool {
 	tails := map[EntryIndex]bool{}
 	for i := range p.WorkerParts() {
@@ -698,16 +698,17 @@ func (p *Plan) CopiedTails() map[EntryIndex]bool {
 	return tails
 }
 
-// WorkerParts are the parts workers build: all but the final ones.
+// WorkerParts are the parts workers build, all but the final ones.
 func (p *Plan) WorkerParts() []Part { return p.Parts[:firstFinal(p.Parts)] }
 
-// FinalParts are the parts the finalizer builds, last in the upload: the
-// central directory, cut into parts of at most Options.DirectoryPartSize,
-// the first of them starting with any data too short to be a part of its own.
+// FinalParts are the parts the finalizer builds, last in the upload. They
+// hold the central directory, cut into parts of at most
+// Options.DirectoryPartSize, the first of them starting with any data too
+// short to be a part of its own.
 func (p *Plan) FinalParts() []Part { return p.Parts[firstFinal(p.Parts):] }
 
-// firstFinal is the index of the first of the final parts: the last part,
-// and the Final parts right before it.
+// firstFinal returns the index of the first of the final parts, the last
+// part and the Final parts right before it.
 func firstFinal(parts []Part) int {
 	n := len(parts) - 1
 	for n > 0 && parts[n-1].Final {
@@ -716,30 +717,30 @@ func firstFinal(parts []Part) int {
 	return n
 }
 
-// Carried says whether part i (an index into Parts) is carried by the part
-// before it, whose job builds it.
+// Carried says whether Parts[i] is carried by the part before it, whose
+// job builds it.
 func (p *Plan) Carried(i int) bool { return i > 0 && p.Parts[i-1].Carry > 0 }
 
-// FinalPart is the first part the finalizer builds: the only one unless the
-// central directory is longer than a directory part.
+// FinalPart returns the first part the finalizer builds, the only one
+// unless the central directory is longer than a directory part.
 func (p *Plan) FinalPart() *Part { return &p.FinalParts()[0] }
 
 // CRCsNeeded lists the entries whose CRC-32 must be known before the workers
-// run and is not known yet. A chain part's are not among them: its worker
-// learns them (HEAD, else a probe, else a read) before its first round, one
-// round trip for all of them, instead of a round of lookups before any
-// worker starts (ChainWorkerLearns).
+// run and is not known yet. A chain part's are not among them, since
+// ChainWorkerLearns has its worker learn them before its first round by a
+// HEAD, a probe or a read, one round trip for all of them, instead of a
+// round of lookups before any worker starts.
 func (p *Plan) CRCsNeeded() []EntryIndex {
 	var need []EntryIndex
-	// A bit an entry, not a map: a plan of small objects may need nearly
-	// every entry's CRC-32.
+	// A bit an entry, not a map, since a plan of small objects may need
+	// nearly every entry's CRC-32.
 	seen := make([]uint64, (len(p.Entries)+63)/64)
 	for _, part := range p.Parts {
 		if part.Kind == PartChain {
 			continue
 		}
 		for _, i := range part.NeedCRC {
-			// A header split between two parts is needed by both: ask once.
+			// A header split between two parts is needed by both; ask once.
 			if bit := uint64(1) << (i % 64); !p.Entries[i].CRC32.Known && seen[i/64]&bit == 0 {
 				seen[i/64] |= bit
 				need = append(need, i)
@@ -757,8 +758,8 @@ func (e *UnknownCRCError) Error() string {
 }
 
 // Directory returns the central directory followed by the end records. Every
-// entry's CRC-32 must be known. The finalizer reads it in parts instead
-// (DirectoryReader): at millions of entries it is gigabytes.
+// entry's CRC-32 must be known. The finalizer reads it in parts through
+// DirectoryReader instead, since at millions of entries it is gigabytes.
 func (p *Plan) Directory() ([]byte, error) {
 	buf := make([]byte, p.Size-p.DirectoryOffset)
 	r := p.DirectoryReader()
@@ -772,7 +773,7 @@ func (p *Plan) Directory() ([]byte, error) {
 }
 
 // DirectoryReader reads the central directory followed by the end records,
-// making each entry's header as it is read: its memory is one header, not
+// making each entry's header as it is read, so it holds one header, not
 // the directory. Every entry's CRC-32 must be known by the time its header
 // is read. It says so when the bytes are not the planned length.
 func (p *Plan) DirectoryReader() io.Reader { return &directoryReader{p: p} }
@@ -800,7 +801,7 @@ func (r *directoryReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// make makes the next record: an entry's central header, or the end records.
+// make makes the next record, an entry's central header or the end records.
 func (r *directoryReader) make() error {
 	p := r.p
 	switch {
@@ -846,8 +847,8 @@ func (p *Plan) ArchiveCRCOfDirectory(directory uint32) (uint32, error) {
 	return zipformat.CombineCRC(crc, directory, p.Size-p.DirectoryOffset), nil
 }
 
-// dataCRC is the CRC-32 of the archive's bytes before the central
-// directory: the local headers made, the data's combined from its CRC.
+// dataCRC returns the CRC-32 of the archive's bytes before the central
+// directory, making the local headers and combining the data's CRCs.
 func (p *Plan) dataCRC() (uint32, error) {
 	var crc uint32
 	hdr := make([]byte, 0, 512)

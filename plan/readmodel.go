@@ -2,16 +2,16 @@ package plan
 
 import "math"
 
-// DeflateRate is what one vCPU compresses at DEFLATE level 6 with
-// klauspost/compress, bytes/s: 159 MB/s measured on this repository's
-// text corpus (internal/deflate, go test -bench, one core of a shared
-// Xeon); Lambda's 1,769 MB (one arm64 vCPU) is taken at 120 MB/s to be safe.
+// DeflateRate is the bytes per second one vCPU compresses at DEFLATE level 6
+// with klauspost/compress. The internal/deflate benchmark measures 159 MB/s
+// on this repository's text on one core of a shared Xeon; a 1,769 MB Lambda,
+// one arm64 vCPU, is taken at 120 MB/s to be safe.
 const DeflateRate = 120e6
 
-// ReadPass is a read pass to price: the bytes read, the read jobs (pieces)
-// they are cut into, the compressed/uncompressed ratio expected, and the
-// read jobs per child execution of the read map (as the planner sets
-// readsPerBatch; 0 counts as 1).
+// ReadPass describes a read pass to price. Jobs is the number of pieces
+// Bytes is cut into, Ratio the expected compressed to uncompressed ratio, and
+// PerBatch the read jobs per child execution of the read map, as the planner
+// sets readsPerBatch; 0 counts as 1.
 type ReadPass struct {
 	Bytes    int64
 	Jobs     int
@@ -19,10 +19,10 @@ type ReadPass struct {
 	PerBatch int
 }
 
-// PredictRead prices a read pass run by workers at once: each job streams
-// its piece in (at the worker's bandwidth) while deflating it (DeflateRate),
-// then writes the compressed piece out; one GET and one PUT per job, and
-// the map's transitions and invocations for batches of PerBatch jobs.
+// PredictRead prices a read pass run by workers at once. Each job streams
+// its piece in at the worker's bandwidth while deflating it at DeflateRate,
+// then writes the compressed piece out. It counts one GET and one PUT per
+// job, and the map's transitions and invocations for batches of PerBatch jobs.
 func (m Model) PredictRead(rp ReadPass, workers int) Prediction {
 	if rp.Jobs == 0 {
 		return Prediction{}
@@ -32,7 +32,7 @@ func (m Model) PredictRead(rp ReadPass, workers int) Prediction {
 	piece := float64(rp.Bytes) / float64(rp.Jobs)
 	perJob := math.Max(piece/m.WorkerBandwidth, piece/DeflateRate) + piece*rp.Ratio/m.WorkerBandwidth + 2*m.RequestLatency
 	worker := rounds * perJob
-	overhead := m.StartSeconds + w/m.LaunchRate + 1 // the read pass's planning (workflow's planReads) and the second planning step
+	overhead := m.StartSeconds + w/m.LaunchRate + 1 // the read pass's planning in the workflow's planReads, and the second planning step
 	p := Prediction{WorkerSecs: worker, StreamSecs: worker, OverheadSecs: overhead, Seconds: worker + overhead}
 	lambdaSecs := float64(rp.Jobs)*perJob + overhead
 	per := max(rp.PerBatch, 1)

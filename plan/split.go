@@ -10,37 +10,22 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// A split plan lays out several archives, each a complete, independent ZIP
-// (its own central directory and end records, ZIP64 where it needs it; not
-// a spanned set, which most readers cannot open one volume of), built by
-// one run: one Map over all their parts. Entries keep their order and are
-// never cut across archives.
-//
-// It is one Plan so that everything that runs over a plan's entries and
-// parts (the CRC-32s the workers need, the part jobs, the fit to the
-// workers, the stats) runs over all archives at once:
-//   - Entries are every archive's, in order, numbered across the plan
-//     (Index); an entry's Offset is in its own archive.
-//   - Parts are every archive's worker parts, in archive order, then every
-//     archive's final parts: WorkerParts and FinalParts stay a prefix and
-//     the rest. A part's Number and bytes are its archive's (each archive
-//     is its own multipart upload); Part.Archive says which.
-//   - Size is the archives' bytes together; DirectoryOffset and
-//     DirectorySize are not set; Strategy is the first archive's (auto may
-//     choose another for each: Archive.Strategy). Archives holds each one's layout, and
-//     ArchivePlan gives an archive as a plan of its own, for what is done
-//     to one archive (its central directory, its CRC-32, its completion).
+// A split plan lays out several complete, independent archives built by one
+// run. It is one Plan, so that whatever runs over a plan's entries and parts
+// runs over all archives at once; Part.Archive says which archive a part is
+// of, and ArchivePlan gives one archive as a plan of its own. docs/DESIGN.md,
+// section "A ZIP as parts", describes how the archives share the plan.
 
 // SplitLimits bound each archive of a split plan; zero leaves a bound off.
 type SplitLimits struct {
 	// Bytes is the most an archive may be, unless one entry alone makes it
-	// more: that entry then stands alone in an archive (Archive.Oversize).
+	// more. That entry then stands alone in an Oversize archive.
 	Bytes int64
 	// Entries is the most entries an archive may hold.
 	Entries int
 	// Listing, when set, is a listing of its entries each archive will end
-	// with (a checksums file, SHA256SUMS): an entry of that name, one line
-	// an entry. Every archive leaves room for it, within both limits.
+	// with, such as a SHA256SUMS checksums file, one line an entry. Every
+	// archive leaves room for it, within both limits.
 	Listing *Listing
 }
 
@@ -54,12 +39,12 @@ type Listing struct {
 // On says whether the limits split anything.
 func (l SplitLimits) On() bool { return l.Bytes > 0 || l.Entries > 0 }
 
-// MaxArchives is the most archives one split plan makes: archive names
-// carry a 4-digit number (name-0001.zip to name-9999.zip), and a longer
+// MaxArchives is the most archives one split plan makes. Archive names
+// carry a 4-digit number, name-0001.zip to name-9999.zip, and a longer
 // list of archives would only be harder to hand to anyone.
 const MaxArchives = 9999
 
-// MinSplitBytes is the smallest archive there is: one empty entry with a
+// MinSplitBytes is the smallest archive there is, one empty entry with a
 // one-byte name, its headers and the end records. A byte limit below it
 // would leave room for nothing.
 var MinSplitBytes = zipformat.LocalHeaderSize(1, false) + zipformat.CentralHeaderSize(1, 0, false, 0) + zipformat.EndRecordsSize(false)
@@ -79,7 +64,7 @@ func (l SplitLimits) Check() error {
 	return nil
 }
 
-// Archive is one archive of a split plan: where its entries and parts are
+// Archive is one archive of a split plan, where its entries and parts are
 // in the plan, and its own layout.
 type Archive struct {
 	First   EntryIndex `json:"first"`   // its first entry in Plan.Entries
@@ -92,14 +77,14 @@ type Archive struct {
 	DirectoryOffset int64 `json:"directoryOffset"`
 	DirectorySize   int64 `json:"directorySize"`
 	Zip64           bool  `json:"zip64"`
-	// Strategy is the strategy its parts were cut with (auto chooses for
-	// each archive).
+	// Strategy is the strategy its parts were cut with; auto chooses for
+	// each archive.
 	Strategy Strategy `json:"strategy"`
-	// Oversize says the archive is over SplitLimits.Bytes: it holds one
-	// entry that is.
+	// Oversize says the archive is over SplitLimits.Bytes, because it holds
+	// one entry that is.
 	Oversize bool `json:"oversize,omitempty"`
-	// Upload is the archive's multipart upload, once the run created it:
-	// every part job of the archive names it.
+	// Upload is the archive's multipart upload, once the run created it.
+	// Every part job of the archive names it.
 	Upload *Upload `json:"upload,omitempty"`
 }
 
@@ -109,24 +94,24 @@ type Upload struct {
 	UploadID string `json:"uploadId"`
 }
 
-// Split says whether the plan lays out more than one archive's worth of
-// layouts (Archives); a plan made without limits has none.
+// Split says whether the plan has Archives, laid out for more than one
+// archive; a plan made without limits has none.
 func (p *Plan) Split() bool { return len(p.Archives) > 0 }
 
 // uploads is how many multipart uploads the plan runs.
 func (p *Plan) uploads() int { return max(1, len(p.Archives)) }
 
 // SplitEntries cuts entries, in order, into the runs that become archives
-// under the limits: each run as long as its archive stays within them. An
-// archive's size is taken at its largest (every central header with a ZIP64
-// offset, ZIP64 end records), so the archive planned is never larger; a
-// run's first entry always fits, alone if it must.
+// under the limits, each run as long as its archive stays within them. An
+// archive's size is taken at its largest, with a ZIP64 offset in every
+// central header and ZIP64 end records, so the archive planned is never
+// larger. A run's first entry always fits, alone if it must.
 func SplitEntries(entries []Entry, l SplitLimits) [][2]int {
 	var runs [][2]int
 	start, size := 0, int64(0)
 	end, most := zipformat.EndRecordsSize(true), l.Entries
 	if l.Listing != nil {
-		// The listing's headers (its size grows with the lines below), and
+		// The listing's headers, whose size grows with the lines below, and
 		// its place among the entries.
 		end += entryCost(l.Listing.Name, 0, 0)
 		most--
@@ -155,16 +140,16 @@ func CheckArchives(entries, archives int) error {
 	return nil
 }
 
-// entryCost is the most an entry of a name, kept metadata (its extra
-// field's length) and size adds to an archive: its local header, data and
-// central header (with a ZIP64 offset).
+// entryCost returns the most an entry adds to an archive, given its name,
+// the length of its metadata extra field and its size. That is its local
+// header, data and central header with a ZIP64 offset.
 func entryCost(name string, metaLen int, size int64) int64 {
 	z := zipformat.NeedsZip64Sizes(size)
 	return zipformat.LocalHeaderSize(len(name), z) + size + zipformat.CentralHeaderSize(len(name), metaLen, z, zipformat.Uint32Max)
 }
 
-// MakeSplit plans entries as archives under the limits (SplitEntries), each
-// planned as Make plans one, joined into one plan.
+// MakeSplit plans entries as archives cut by SplitEntries, each planned as
+// Make plans one, joined into one plan.
 func MakeSplit(entries []Entry, opts Options, l SplitLimits) (*Plan, error) {
 	if err := l.Check(); err != nil {
 		return nil, err
@@ -172,15 +157,15 @@ func MakeSplit(entries []Entry, opts Options, l SplitLimits) (*Plan, error) {
 	if err := checkCount(len(entries)); err != nil {
 		return nil, err
 	}
-	// Names across archives too: the archives are extracted side by side.
+	// Names are checked across archives too, since the archives are extracted side by side.
 	if err := checkEntries(entries); err != nil {
 		return nil, err
 	}
 	return MakeArchives(entries, SplitEntries(entries, l), opts, l)
 }
 
-// MakeArchives plans the runs of entries (SplitEntries' cut, each run's
-// listing added) as archives, each planned as Make plans one, joined into
+// MakeArchives plans the runs of entries SplitEntries cut, each with its
+// listing added, as archives, each planned as Make plans one, joined into
 // one plan. The limits say which archives are oversize. Make checks each
 // run's names; a listing's name is in every archive.
 func MakeArchives(entries []Entry, runs [][2]int, opts Options, l SplitLimits) (*Plan, error) {
@@ -246,9 +231,9 @@ func rebase(idx []EntryIndex, base EntryIndex) []EntryIndex {
 	return out
 }
 
-// ArchivePlan is archive k of a split plan as a plan of its own: its
+// ArchivePlan returns archive k of a split plan as a plan of its own, its
 // entries and parts numbered from 0 as Make numbers them. Its entries share
-// the split plan's (a CRC-32 set through one is set in both).
+// the split plan's, so a CRC-32 set through one is set in both.
 func (p *Plan) ArchivePlan(k int) *Plan {
 	a := &p.Archives[k]
 	v := &Plan{Strategy: a.Strategy, Size: a.Size, DirectoryOffset: a.DirectoryOffset, DirectorySize: a.DirectorySize, Zip64: a.Zip64, Fit: p.Fit}
@@ -275,8 +260,8 @@ func archiveParts(parts []Part, archives []Archive, k int) []Part {
 	return out
 }
 
-// ArchiveOf is the number of entry i's archive in a split plan, from 1
-// (name-0001.zip); 0 in a plan of one archive.
+// ArchiveOf returns the number of entry i's archive in a split plan,
+// counting from 1 as name-0001.zip does, or 0 in a plan of one archive.
 func (p *Plan) ArchiveOf(i EntryIndex) int {
 	if !p.Split() {
 		return 0
@@ -297,8 +282,8 @@ func splitParts(parts []Part, archives []Archive, k int) (workers, finals []Part
 	return parts[w : w+a.WorkerParts], parts[f : f+a.FinalParts]
 }
 
-// validateSplit checks a split plan: its archives hold every entry and
-// part in order, and each is a valid plan of its own.
+// validateSplit checks that a split plan's archives hold every entry and
+// part in order, and that each is a valid plan of its own.
 func (p *Plan) validateSplit() error {
 	var bad []string
 	entries, workers, finals := 0, 0, 0

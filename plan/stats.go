@@ -18,8 +18,7 @@ func (r Requests) Total() int {
 	return r.Get + r.Head + r.UploadPart + r.UploadPartCopy + r.Create + r.Complete + r.Delete
 }
 
-// Billed is the number of requests S3 charges for: all but DELETEs, which
-// are free.
+// Billed is the number of requests S3 charges for. DELETEs are free.
 func (r Requests) Billed() int { return r.Total() - r.Delete }
 
 // Stats says what a plan costs before anything runs.
@@ -28,8 +27,8 @@ type Stats struct {
 	ArchiveBytes  int64 `json:"archiveBytes"`
 	StreamedBytes int64 `json:"streamedBytes"`
 	// PipedBytes are the streamed bytes a worker pipes from its GETs into
-	// UploadPart in one pass (the parts whose CRC-32s it learns without
-	// reading them: partwork.Piped); the rest it assembles, then sends.
+	// UploadPart in one pass, in the parts whose CRC-32s it learns without
+	// reading them, as partwork.Piped says. It assembles the rest, then sends it.
 	PipedBytes  int64 `json:"pipedBytes,omitempty"`
 	CopiedBytes int64 `json:"copiedBytes"`
 	Parts       int   `json:"parts"`
@@ -37,37 +36,36 @@ type Stats struct {
 	CopyParts   int   `json:"copyParts"`
 	ChainParts  int   `json:"chainParts"`
 	ChainRounds int   `json:"chainRounds"`
-	// LongestChain is the rounds of the longest chain part: built one after
-	// another, they bound how fast the run can be.
+	// LongestChain is the rounds of the longest chain part. They run one
+	// after another, so they bound how fast the run can be.
 	LongestChain int `json:"longestChain,omitempty"`
-	// ChainSteps are the round trips the chain parts wait for one after
-	// another (partwork.ChainSteps), summed; LongestChainSteps the longest
-	// chain's.
+	// ChainSteps sums the round trips each chain part waits for one after
+	// another, as partwork.ChainSteps counts them; LongestChainSteps is the
+	// longest chain's.
 	ChainSteps        int `json:"chainSteps,omitempty"`
 	LongestChainSteps int `json:"longestChainSteps,omitempty"`
 	// ChainHeads are the HEADs, among Requests.Head, a chain part's worker
-	// makes for the CRC-32s it needs before its first round: all at once,
-	// a step of its chain (ChainSteps), not requests of their own.
+	// makes for the CRC-32s it needs before its first round. It makes them
+	// all at once, so they count as one of its ChainSteps.
 	ChainHeads int `json:"chainHeads,omitempty"`
 	// ServerCopiedBytes is every byte S3 copies, chain rounds included.
 	ServerCopiedBytes int64    `json:"serverCopiedBytes"`
 	Requests          Requests `json:"requests"`
-	// The work area's requests of the upload parts besides Requests: each
-	// part's ranged GET of its entries from the plan (JobReads), the PUT of
-	// the CRC-32s it computed (CRCDocs: a batch puts one document for its
-	// parts), and the probe upload its CRC probes copy into, created and
-	// aborted (ProbeUploads: one a batch). Counted a part each, they are
-	// what a batch of one part makes, and at most what larger batches do;
-	// the model counts them a batch (Predict). They are priced against
-	// S3's rates; their price, a PUT and a GET or two a batch, is below
-	// the model's precision and left out of its dollars.
+	// JobReads, CRCDocs and ProbeUploads count the upload parts' requests
+	// to the work area, beside Requests. JobReads are each part's ranged GET
+	// of its entries from the plan, CRCDocs the PUT of the CRC-32s it computed,
+	// and ProbeUploads the upload its CRC probes copy into, created and aborted.
+	// Counted a part each, they are what a batch of one part makes; Predict
+	// counts them a batch, where a batch puts one document and one probe upload.
+	// Their price, a PUT and a GET or two a batch, is below the model's
+	// precision and left out of its dollars.
 	JobReads     int  `json:"jobReads,omitempty"`
 	CRCDocs      int  `json:"crcDocs,omitempty"`
 	ProbeUploads int  `json:"probeUploads,omitempty"`
 	Zip64        bool `json:"zip64"`
-	// DeflatedEntries are the entries compressed (Method DEFLATE);
-	// DeflatedRawBytes their bytes before, DeflatedBytes after: what
-	// compression saved. All 0 when nothing was compressed.
+	// DeflatedEntries are the entries of Method DEFLATE; DeflatedRawBytes
+	// are their bytes before compression and DeflatedBytes after. All are 0
+	// when nothing was compressed.
 	DeflatedEntries  int   `json:"deflatedEntries,omitempty"`
 	DeflatedRawBytes int64 `json:"deflatedRawBytes,omitempty"`
 	DeflatedBytes    int64 `json:"deflatedBytes,omitempty"`
@@ -81,15 +79,15 @@ func (s Stats) StreamedFraction() float64 {
 	return float64(s.StreamedBytes) / float64(s.ArchiveBytes)
 }
 
-// Stats counts bytes, parts and the S3 requests the plan will make: one
-// ranged GET per piece of an object streamed, one HEAD per CRC-32 the
+// Stats counts bytes, parts and the S3 requests the plan will make. That is
+// one ranged GET per piece of an object streamed, one HEAD per CRC-32 the
 // workers need and the plan lacks, one request per part, and the create and
 // complete of the multipart upload.
 func (p *Plan) Stats() Stats { return p.statsOf(p.partsStats()) }
 
-// partsStats is what building each part takes (partStats), by part: auto
-// prices every candidate as a whole and batch by batch from one pass over
-// its parts (a chain part's rounds are listed once, not twice).
+// partsStats returns what building each part takes, by part. Auto prices
+// every candidate as a whole and batch by batch from this one pass, so a
+// chain part's rounds are listed once, not twice.
 func (p *Plan) partsStats() []Stats {
 	parts := make([]Stats, len(p.Parts))
 	var scratch partScratch
@@ -99,15 +97,15 @@ func (p *Plan) partsStats() []Stats {
 	return parts
 }
 
-// partScratch is what pricing one upload part lists, reused part after
-// part: at ten million entries, listed afresh for every part of every
-// candidate auto prices, it was gigabytes of garbage.
+// partScratch holds what pricing one upload part lists, reused part after
+// part. Listed afresh for every part of every candidate auto prices, at ten
+// million entries it would be gigabytes of garbage.
 type partScratch struct {
 	segs              []partwork.Segment
 	need, probe, read []int
 }
 
-// statsOf is Stats given every part's (partsStats).
+// statsOf returns Stats given every part's stats from partsStats.
 func (p *Plan) statsOf(parts []Stats) Stats {
 	s := Stats{Entries: len(p.Entries), ArchiveBytes: p.Size, Parts: len(p.Parts), Zip64: p.Zip64}
 	s.Requests.Create, s.Requests.Complete = p.uploads(), p.uploads()
@@ -136,7 +134,7 @@ func (p *Plan) statsOf(parts []Stats) Stats {
 	return s
 }
 
-// copyStats is what a copy part of entry e takes.
+// copyStats returns what a copy part of entry e takes.
 func copyStats(part *Part, e *PlacedEntry) Stats {
 	var s Stats
 	s.CopyParts++
@@ -144,22 +142,22 @@ func copyStats(part *Part, e *PlacedEntry) Stats {
 	s.ServerCopiedBytes += part.Size()
 	s.Requests.UploadPartCopy++
 	if part.CarriedAs == "" && !e.CRC32.Known && (part.Start != e.DataOffset() || part.End != e.End()) {
-		// A range of an object whose CRC-32 the plan lacks: what S3
-		// stores of it tells a server's answer of that from the range's
-		// own (the worker's copyPart).
+		// For a range of an object whose CRC-32 the plan lacks, the
+		// worker's copyPart asks what S3 stores, to tell that answer
+		// from the range's own.
 		s.Requests.Head++
 	}
 	return s
 }
 
-// carriesTail says whether part i carries the copy of the rest of an entry
-// whose start it streams (CarriedTail).
+// carriesTail says whether part i carries the CarriedTail copy of the rest
+// of an entry whose start it streams.
 func (p *Plan) carriesTail(i int) bool {
 	return p.Parts[i].Carry > 0 && i+1 < len(p.Parts) && p.Parts[i+1].CarriedAs == CarriedTail
 }
 
-// partStats is what building one part takes; tail says whether it carries
-// the copy of the rest of an entry whose start it streams (carriesTail).
+// partStats returns what building one part takes; tail is carriesTail's
+// answer for it.
 func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 	entries := p.Entries[part.First : part.First+EntryIndex(part.Count)]
 	switch part.Kind {
@@ -171,8 +169,8 @@ func (p *Plan) partStats(part *Part, tail bool, scratch *partScratch) Stats {
 	return p.uploadStats(part, entries, tail, scratch)
 }
 
-// chainStats is what a chain part takes: its rounds, and the CRC-32s it
-// needs before them.
+// chainStats returns what a chain part takes, its rounds and the CRC-32s
+// it needs before them.
 func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
 	var s Stats
 	rounds := partwork.ChainRounds(entries, part.Start, part.End)
@@ -182,9 +180,9 @@ func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
 	s.ChainRounds += c.Rounds
 	s.LongestChain = c.Rounds
 	s.ChainSteps = partwork.ChainSteps(early)
-	// The CRC-32s it needs and the plan lacks, its worker asks for all at
-	// once before its first round: a round trip. One S3 does not store is
-	// probed.
+	// Its worker asks for the CRC-32s it needs and the plan lacks all at
+	// once before its first round, in one round trip. One S3 does not
+	// store is probed.
 	for _, i := range part.NeedCRC {
 		e := &p.Entries[i]
 		if e.CRC32.Known {
@@ -216,7 +214,7 @@ func (p *Plan) chainStats(part *Part, entries []PlacedEntry) Stats {
 	return s
 }
 
-// uploadStats is what an upload part takes: its GETs, and the requests
+// uploadStats returns what an upload part takes, its GETs and the requests
 // that tell its CRC-32s when it is piped.
 func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch *partScratch) Stats {
 	var s Stats
@@ -224,7 +222,7 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 	s.StreamedBytes += part.Size()
 	s.Requests.UploadPart++
 	if tail {
-		s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies (CarriedTail)
+		s.Requests.Head++ // the CRC-32 S3 stores of the object whose rest it copies as CarriedTail
 	}
 	scratch.segs = partwork.AppendSegments(scratch.segs[:0], entries, p.DirectoryOffset, part.Start, part.End)
 	segs := scratch.segs
@@ -239,13 +237,12 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 	// A worker's part reads its entries from the plan and puts the CRC-32s
 	// it computes with its batch's.
 	s.JobReads, s.CRCDocs = 1, 1
-	// It is piped when a few requests tell its CRC-32s: an entry's whole
-	// data by a HEAD of the CRC-32 S3 stores for it (a probe of the data
-	// when the listing said S3 stores none); the start of one whose rest
-	// the job copies by no more request (the HEAD above and S3's answer to
-	// the copy tell it); any other range by a probe, an UploadPartCopy of
-	// it into its batch's probe upload (small ranges are read ahead, by
-	// the GET counted above).
+	// It is piped when a few requests tell its CRC-32s. A HEAD tells an
+	// entry's whole data, or a probe when the listing said S3 stores no
+	// CRC-32. The start of an entry whose rest the job copies needs no more,
+	// since the HEAD above and S3's answer to the copy tell it. Any other
+	// range takes a probe, an UploadPartCopy into the batch's probe upload;
+	// small ranges are read ahead by the GET counted above.
 	scratch.need = partwork.AppendCRCProbes(scratch.need[:0], entries, segs, func(e *PlacedEntry) bool { return !e.CRC32.Known })
 	scratch.probe, scratch.read = partwork.AppendSplitCRCProbes(scratch.probe[:0], scratch.read[:0], entries, segs, scratch.need)
 	probes, reads := scratch.probe, scratch.read
@@ -270,7 +267,7 @@ func (p *Plan) uploadStats(part *Part, entries []PlacedEntry, tail bool, scratch
 }
 
 // noCRCStored says whether S3 stores no CRC-32 of src, as the plan was
-// told (Options.StoresNoCRC).
+// told by Options.StoresNoCRC.
 func (p *Plan) noCRCStored(src Source) bool { return p.storesNoCRC != nil && p.storesNoCRC(src) }
 
 // add sums the per-part counts of t into s.
@@ -300,15 +297,15 @@ func (s *Stats) add(t Stats) {
 	r.Delete += u.Delete
 }
 
-// Load is the work of one batch of part jobs: one worker invocation. Its
-// LongestChain is the rounds of the batch's longest chain: a chain's rounds
-// are one after the other, its parts' chains side by side.
+// Load is the work of one batch of part jobs, one worker invocation. Its
+// LongestChain is the rounds of the batch's longest chain, since a chain's
+// rounds run one after the other and the chains side by side.
 type Load struct {
 	Stats
 }
 
-// batched is s with the requests a batch makes once for its parts counted
-// once a batch of loads: its probe upload and its document of CRC-32s.
+// batched returns s with the probe upload and the document of CRC-32s,
+// which a batch makes once for its parts, counted once per batch of loads.
 func (s Stats) batched(loads []Load) Stats {
 	s.ProbeUploads, s.CRCDocs = 0, 0
 	for _, l := range loads {
@@ -319,18 +316,18 @@ func (s Stats) batched(loads []Load) Stats {
 }
 
 // Loads cuts the workers' part jobs into batches as the Distributed Map's
-// ItemBatcher does — perBatch jobs, fewer when their lines would pass
-// MaxJobBytes (MaxInputBytesPerBatch) with the batch's job beside them — in
-// the order the Map reads them (a job carries the copy after it), and says
-// what each batch takes.
+// ItemBatcher does and says what each batch takes. A batch holds perBatch
+// jobs, fewer when their lines and the batch's job would pass MaxJobBytes,
+// the Map's MaxInputBytesPerBatch. Jobs go in the order the Map reads them,
+// a job carrying the copy after it.
 func (p *Plan) Loads(perBatch int) []Load { return p.loadsOf(p.partsStats(), p.jobBytes(), perBatch) }
 
-// batchJobBytes is the room a batch keeps for its BatchInput (the
-// workflow's Job: keys, destination, upload ID; under 1 KiB).
+// batchJobBytes is the room a batch keeps for its BatchInput, the
+// workflow's Job of keys, destination and upload ID, under 1 KiB.
 const batchJobBytes = 4096
 
-// loadsOf is Loads given every part's stats (partsStats) and job line
-// lengths (jobBytes).
+// loadsOf is Loads given every part's stats from partsStats and its job
+// line length from jobBytes.
 func (p *Plan) loadsOf(partStats []Stats, jobBytes []int, perBatch int) []Load {
 	perBatch = max(perBatch, 1)
 	var loads []Load

@@ -16,12 +16,12 @@ func streamLayout(entries []Entry) layout {
 	return layout{order: order}
 }
 
-// duoLayout pairs streamed parts with server-side copies: the k largest
+// duoLayout pairs streamed parts with server-side copies. The k largest
 // objects are copied, each behind a streamed run of at least MinPartSize
-// made of whole fill objects (bin-covered groups of the smallest, or one
-// larger object topped up by a prefix of its copy), k chosen where the
-// streamed bytes are least (bestK). docs/strategies.md ("How duo lays out
-// an archive") gives the construction, its cost and its lower bound.
+// made of whole fill objects: a bin-covered group of the smallest, or one
+// larger object topped up by a prefix of its copy. bestK picks k where the
+// streamed bytes are least. docs/strategies.md, section "How duo lays out
+// an archive", gives the construction, its cost and its lower bound.
 func duoLayout(entries []Entry) layout {
 	if !slices.ContainsFunc(entries, copyable) {
 		return streamLayout(entries)
@@ -31,18 +31,18 @@ func duoLayout(entries []Entry) layout {
 	return d.build(k)
 }
 
-// copyable says whether an entry can be a part of its own (UploadPartCopy).
+// copyable says whether an entry can be a part of its own, made by UploadPartCopy.
 func copyable(e Entry) bool { return !e.Dir && e.Size >= MinPartSize }
 
 type duo struct {
 	entries []Entry
 	w       []int64 // local header + data
-	asc     []int   // every entry, by weight ascending (ties by index)
+	asc     []int   // every entry, by weight ascending, ties by index
 	wAsc    []int64 // w[asc[p]]
 	rankAsc []int32 // position of asc[p] in bigs, or −1
 	bigs    []int   // copyable entries, by weight descending
 	totalW  int64
-	f, sum  []int64 // scratch: fill weights ascending, and their prefix sums
+	f, sum  []int64 // scratch for fill weights ascending and their prefix sums
 }
 
 func newDuo(entries []Entry) *duo {
@@ -80,8 +80,8 @@ func (d *duo) fill(k int) []int64 {
 }
 
 // covers says whether the n smallest fill weights make at least want runs
-// of at least M each, taking the largest left and then the smallest until M
-// is reached (the runs build makes), in O(want·log n).
+// of at least M each, in O(want·log n). Each run takes the largest weight
+// left and then the smallest until M is reached, as build makes them.
 func (d *duo) covers(n, want int) bool {
 	f, sum := d.f, d.sum
 	lo, hi, c := 0, n-1, 0
@@ -126,7 +126,7 @@ func (d *duo) groups(k int) (g, pool int) {
 	return lo, e + lo
 }
 
-// eval returns the bytes streamed (before the central directory) when the
+// eval returns the bytes streamed before the central directory when the
 // k largest copyable objects are copied, and whether every run can be made.
 func (d *duo) eval(k int) (int64, bool) {
 	f := d.fill(k)
@@ -151,11 +151,12 @@ func (d *duo) eval(k int) (int64, bool) {
 	return streamed, true
 }
 
-// bestK picks the number of copies that streams the least: on a grid of
-// about 16 points over the possible k, then on finer grids around the best
-// point so far, down to single steps (S(k) is smooth and unimodal on the
-// inputs we know; a grid search also survives small bumps). Each copy and
-// its run take at least two parts, so k stays under MaxParts/2.
+// bestK picks the number of copies that streams the least. It searches a
+// grid of about 16 points over the possible k, then finer grids around the
+// best point so far, down to single steps. The streamed bytes are smooth and
+// unimodal in k on the inputs we know, and a grid search also survives small
+// bumps. Each copy and its run take at least two parts, so k stays under
+// MaxParts/2.
 func (d *duo) bestK() int {
 	const points = 16
 	K := min(len(d.bigs), MaxParts/2)
@@ -191,8 +192,8 @@ func (d *duo) build(k int) layout {
 		}
 	}
 	var leftover []int
-	// Runs in order of need, to match copies by slack: empty ones, singles
-	// (smallest first), groups. They are laid out evenly below.
+	// Runs go in order of need, to match copies by slack: empty ones, then
+	// singles smallest first, then groups. They are laid out evenly below.
 	var runs [][]int
 	singles := fill[pool:]
 	for j := 0; j < k-g-len(singles); j++ {
@@ -246,11 +247,11 @@ func (d *duo) build(k int) layout {
 }
 
 // evenly orders items of the given weights so that every stretch of them
-// weighs about its share: the Map cuts batches of equal part counts in
+// weighs about its share. The Map cuts batches of equal part counts in
 // archive order, and the run waits for the heaviest batch. Each next item
 // is the heaviest or the lightest left, whichever keeps the running total
-// nearer its share of the whole: every prefix is then within about one
-// item's weight of its share, and every stretch within about two.
+// nearer its share of the whole, so every prefix is within about one item's
+// weight of its share, and every stretch within about two.
 func evenly(weights []int64) []int {
 	order := make([]int, len(weights))
 	for i := range order {

@@ -10,15 +10,14 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// A plan of ten million entries decoded is gigabytes (a PlacedEntry and its
-// Entry, ~800 bytes each), more than the finalizer's memory. What the
-// finalizer needs of the entries — their central headers and the archive's
-// CRC-32 — is made an entry at a time as the entries file is read
-// (EachEntry, DirectoryWriter); it holds the layout (header and parts,
-// bounded by the 10,000 parts), the CRC-32s the workers computed (CRCs, 4
-// bytes an entry) and the entries of its own final part.
+// A plan of ten million entries decoded is gigabytes, about 800 bytes for a
+// PlacedEntry and its Entry, more than the finalizer's memory. So the
+// finalizer makes the central headers and the archive's CRC-32 an entry at
+// a time as EachEntry reads the entries file, through DirectoryWriter. It
+// holds the Layout, bounded by the 10,000 parts, the CRCs the workers
+// computed at 4 bytes an entry, and the entries of its own final part.
 
-// Layout is a plan without its entries: its header and its parts.
+// Layout is a plan without its entries, only its header and its parts.
 type Layout struct {
 	Header
 	Parts []Part
@@ -50,17 +49,17 @@ func DecodeLayout(header []byte, parts io.Reader) (*Layout, error) {
 	return l, nil
 }
 
-// Split says whether the layout is a split plan's (Plan.Split).
+// Split says whether the layout is a split plan's, as Plan.Split does.
 func (l *Layout) Split() bool { return len(l.Archives) > 0 }
 
-// WorkerParts are the parts workers build (Plan.WorkerParts).
+// WorkerParts are the parts workers build, as Plan.WorkerParts.
 func (l *Layout) WorkerParts() []Part { return l.Parts[:firstFinal(l.Parts)] }
 
-// FinalParts are the parts the finalizer builds (Plan.FinalParts).
+// FinalParts are the parts the finalizer builds, as Plan.FinalParts.
 func (l *Layout) FinalParts() []Part { return l.Parts[firstFinal(l.Parts):] }
 
-// FinalEntries is the index of the first entry the finalizer builds (in
-// the first of finals), or entries, the plan's count, when it builds none.
+// FinalEntries is the index of the first entry the finalizer builds, in the
+// first of finals, or entries, the plan's count, when it builds none.
 func FinalEntries(finals []Part, entries int) EntryIndex {
 	if finals[0].Count == 0 {
 		return EntryIndex(entries)
@@ -68,9 +67,9 @@ func FinalEntries(finals []Part, entries int) EntryIndex {
 	return finals[0].First
 }
 
-// Archive is archive k of a split layout as a layout of its own: its
-// entries and parts numbered from 0 as Make numbers them (ArchivePlan).
-// Its Stats are not known without its entries: zero.
+// Archive returns archive k of a split layout as a layout of its own, its
+// entries and parts numbered from 0 as Make and ArchivePlan number them.
+// Its Stats are zero, since they are not known without its entries.
 func (l *Layout) Archive(k int) *Layout {
 	a := &l.Archives[k]
 	v := &Layout{Header: Header{Version: l.Version, Strategy: a.Strategy, Size: a.Size, Entries: a.Entries,
@@ -81,7 +80,7 @@ func (l *Layout) Archive(k int) *Layout {
 }
 
 // EntryReader reads placed entries from an entries file, one JSON line
-// each, as it arrives: the reader's memory is a line.
+// each, as it arrives, so the reader's memory is a line.
 type EntryReader struct {
 	sc   *bufio.Scanner
 	line int
@@ -95,7 +94,7 @@ func NewEntryReader(r io.Reader) *EntryReader {
 	return &EntryReader{sc: sc}
 }
 
-// Next is the next entry, its own to keep; io.EOF after the last.
+// Next returns the next entry, the caller's to keep, or io.EOF after the last.
 func (r *EntryReader) Next() (*PlacedEntry, error) {
 	if !r.sc.Scan() {
 		if err := r.sc.Err(); err != nil {
@@ -104,7 +103,7 @@ func (r *EntryReader) Next() (*PlacedEntry, error) {
 		return nil, io.EOF
 	}
 	r.line++
-	r.read += int64(len(r.sc.Bytes())) + 1 // the line and its newline (json.Encoder's)
+	r.read += int64(len(r.sc.Bytes())) + 1 // the line and the newline json.Encoder ends it with
 	e := &PlacedEntry{}
 	if err := json.Unmarshal(r.sc.Bytes(), e); err != nil {
 		return nil, fmt.Errorf("entries line %d: %w", r.line, err)
@@ -118,7 +117,7 @@ func (r *EntryReader) Next() (*PlacedEntry, error) {
 // Read is the bytes of the lines Next has read.
 func (r *EntryReader) Read() int64 { return r.read }
 
-// CRCs are CRC-32s by entry index, 4 bytes and a bit an entry: the
+// CRCs are CRC-32s by entry index, 4 bytes and a bit an entry. They are the
 // finalizer's record of what the workers computed, 40 MB at ten million
 // entries where a map of them would be gigabytes.
 type CRCs struct {
@@ -140,7 +139,7 @@ func (c *CRCs) Set(i EntryIndex, sum uint32) {
 	c.known[i/64] |= 1 << (i % 64)
 }
 
-// Get is entry i's CRC-32, known or not.
+// Get returns entry i's CRC-32, known or not.
 func (c *CRCs) Get(i EntryIndex) CRC {
 	if i < 0 || int(i) >= len(c.sums) || c.known[i/64]&(1<<(i%64)) == 0 {
 		return CRC{}
@@ -149,10 +148,10 @@ func (c *CRCs) Get(i EntryIndex) CRC {
 }
 
 // DirectoryWriter writes an archive's central directory and end records an
-// entry at a time, and takes the archive's CRC-32 on the way (the local
-// headers made, the data's combined from the entries' CRC-32s): its memory
-// is one header. Entries come in archive order, each with its CRC-32 known;
-// they are checked as Validate checks a plan's, and the directory against
+// entry at a time, holding one header. On the way it takes the archive's
+// CRC-32, making the local headers and combining the entries' CRC-32s for
+// their data. Entries come in archive order, each with its CRC-32 known, and
+// are checked as Validate checks a plan's; the directory is checked against
 // the plan's size.
 type DirectoryWriter struct {
 	w      io.Writer
@@ -171,21 +170,21 @@ type DirectoryLayout struct {
 	Entries         int
 	DirectoryOffset int64
 	DirectorySize   int64
-	Size            int64 // the archive's: the directory and end records end it
+	Size            int64 // the archive's size, which the directory and end records end
 }
 
-// DirectoryLayout is the plan's (one archive's).
+// DirectoryLayout returns where the plan's directory goes, for one archive.
 func (p *Plan) DirectoryLayout() DirectoryLayout {
 	return DirectoryLayout{len(p.Entries), p.DirectoryOffset, p.DirectorySize, p.Size}
 }
 
-// DirectoryLayout is the layout's (one archive's).
+// DirectoryLayout returns where the layout's directory goes, for one archive.
 func (l *Layout) DirectoryLayout() DirectoryLayout {
 	return DirectoryLayout{l.Entries, l.DirectoryOffset, l.DirectorySize, l.Size}
 }
 
 // NewDirectoryWriter writes the directory of an archive laid out as l to
-// w; its entries are numbered from 0 (as Make and ArchivePlan number them).
+// w. Its entries are numbered from 0, as Make and ArchivePlan number them.
 func NewDirectoryWriter(w io.Writer, l DirectoryLayout) *DirectoryWriter {
 	return &DirectoryWriter{w: w, layout: l, made: make([]byte, 0, 512)}
 }
@@ -225,8 +224,8 @@ func (d *DirectoryWriter) End() error {
 	return nil
 }
 
-// ArchiveCRC is the CRC-32 of the whole archive, once End has written the
-// end records.
+// ArchiveCRC returns the CRC-32 of the whole archive, once End has written
+// the end records.
 func (d *DirectoryWriter) ArchiveCRC() (uint32, error) {
 	if !d.ended {
 		return 0, fmt.Errorf("internal error: the archive's CRC-32 asked before its directory ended")
@@ -243,9 +242,9 @@ func (d *DirectoryWriter) write(b []byte) error {
 	return nil
 }
 
-// advanceDataCRC is crc, the CRC-32 of the archive before entry e, advanced
-// over e's local header (made in scratch, which it returns for reuse) and
-// data. e's CRC-32 must be known.
+// advanceDataCRC advances crc, the CRC-32 of the archive before entry e,
+// over e's local header and data. It makes the header in scratch and
+// returns scratch for reuse. e's CRC-32 must be known.
 func advanceDataCRC(crc uint32, e *PlacedEntry, scratch []byte) (uint32, []byte) {
 	scratch = AppendLocalHeader(scratch[:0], e, e.CRC32.Sum)
 	crc = crc32.Update(crc, crc32.IEEETable, scratch)

@@ -13,11 +13,11 @@ import (
 // SyntheticBucket is the bucket named by synthetic entries.
 const SyntheticBucket = "challenge"
 
-// Challenge returns the reference challenge's data set: count objects whose
-// sizes are drawn from a normal distribution around the remaining average
-// (5 MiB per object overall), standard deviation 1 MiB, clamped to ±3 MiB of
-// that average and to at least 512 KiB; keys are 64 hex characters. The same
-// seed gives the same set.
+// Challenge returns the reference challenge's data set of count objects.
+// Sizes are drawn from a normal distribution around the remaining average,
+// 5 MiB per object overall, with a standard deviation of 1 MiB, clamped to
+// ±3 MiB of that average and to at least 512 KiB. Keys are 64 hex
+// characters. The same seed gives the same set.
 func Challenge(count int, seed uint64) []Entry {
 	rng := rand.New(rand.NewPCG(seed, 0x73337a6970))
 	remaining := int64(count) * 5 * MiB
@@ -61,14 +61,14 @@ func Synthetic(name string, count int, seed uint64) ([]Entry, bool) {
 	return nil, false
 }
 
-// small returns the data set of the millions-of-objects case: count log
-// files whose sizes are drawn from a log-normal distribution with a median of
-// 4 KiB (σ = 1, so a tenth are under 1.1 KiB and a tenth over 14.7 KiB),
-// clamped to 1 B–64 MiB, under keys shaped like a log bucket's
-// (logs/host-NNN/YYYY/MM/DD/NNNNNNNN.log, 1,000 hosts, a day per 10,000
-// objects a host). Every third object has no stored CRC-32; the others'
-// CRC-32s are unknown too, as listing returns no checksum values. The same
-// seed gives the same set.
+// small returns the data set of the millions-of-objects case, count log
+// files. Sizes are drawn from a log-normal distribution with a median of
+// 4 KiB and σ = 1, so a tenth are under 1.1 KiB and a tenth over 14.7 KiB,
+// clamped to 1 B–64 MiB. Keys are shaped like a log bucket's,
+// logs/host-NNN/YYYY/MM/DD/NNNNNNNN.log, with 1,000 hosts and a day per
+// 10,000 objects a host. Every third object has no stored CRC-32; the
+// others' CRC-32s are unknown too, as listing returns no checksum values.
+// The same seed gives the same set.
 func small(count int, seed uint64) []Entry {
 	rng := rand.New(rand.NewPCG(seed, 0x736d616c6c))
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -80,8 +80,8 @@ func small(count int, seed uint64) []Entry {
 		size = min(max(size, 1), 64*MiB)
 		host, n := i%1000, i/1000
 		day := base.AddDate(0, 0, n/10_000)
-		// logs/host-HHH/YYYY/MM/DD/NNNNNNNN.log, in the arena: at ten
-		// million entries a string each (fmt) was a tenth of the plan's memory.
+		// logs/host-HHH/YYYY/MM/DD/NNNNNNNN.log, built in the arena, since a
+		// string each from fmt is a tenth of the plan's memory at ten million entries.
 		b = append(b[:0], "logs/host-"...)
 		b = appendPadded(b, host, 3)
 		b = appendPadded(append(b, '/'), day.Year(), 4)
@@ -99,7 +99,7 @@ func small(count int, seed uint64) []Entry {
 	return out
 }
 
-// appendPadded appends v in decimal, zero-padded to width digits (fmt's %0*d).
+// appendPadded appends v in decimal, zero-padded to width digits as fmt's %0*d.
 func appendPadded(b []byte, v, width int) []byte {
 	d := 1
 	for x := v; x >= 10; x /= 10 {

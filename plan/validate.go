@@ -13,12 +13,12 @@ func (e *InvalidPlanError) Error() string {
 	return "invalid plan: " + strings.Join(e.Problems, "; ")
 }
 
-// Validate checks the S3 and ZIP rules every plan must keep: part numbers
-// dense from 1 and at most MaxParts; parts contiguous and covering the
-// archive; every part but the last between MinPartSize and MaxPartSize;
-// copies inside one entry's data; entries laid end to end; the last parts,
-// and only they, carrying the central directory, marked Final; the CRCs
-// each part needs listed.
+// Validate checks the S3 and ZIP rules every plan must keep. Part numbers
+// are dense from 1 and at most MaxParts, and parts are contiguous and cover
+// the archive. Every part but the last is between MinPartSize and
+// MaxPartSize, and copies lie inside one entry's data. Entries are laid end
+// to end. The last parts, and only they, carry the central directory and
+// are marked Final. The CRCs each part needs are listed.
 func (p *Plan) Validate() error {
 	if p.Split() {
 		return p.validateSplit()
@@ -67,8 +67,8 @@ func (p *Plan) validateEntries(add func(format string, a ...any)) {
 	}
 }
 
-// validatePlaced checks e is entry i, placed at off (where the entry
-// before it ends), with the header length its name and sizes need.
+// validatePlaced checks e is entry i, placed at off where the entry
+// before it ends, with the header length its name and sizes need.
 func validatePlaced(add func(format string, a ...any), e *PlacedEntry, i EntryIndex, off int64) {
 	if e.Index != i {
 		add("entry %d has index %d", i, e.Index)
@@ -81,9 +81,9 @@ func validatePlaced(add func(format string, a ...any), e *PlacedEntry, i EntryIn
 	}
 }
 
-// validatePart checks part i, which must start at pos: its number, its
-// size within S3's part limits, finals last and holding the directory, a
-// copy within its entry.
+// validatePart checks part i, which must start at pos. It checks its
+// number, its size within S3's part limits, that finals come last and hold
+// the directory, and that a copy lies within its entry.
 func (p *Plan) validatePart(add func(format string, a ...any), i int, pos int64) {
 	part := &p.Parts[i]
 	last := i == len(p.Parts)-1

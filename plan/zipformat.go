@@ -2,7 +2,7 @@ package plan
 
 import "github.com/s3zip/s3zip/internal/zipformat"
 
-// The ZIP format itself (records, signatures, sizes) is internal/zipformat;
+// internal/zipformat holds the ZIP format's records, signatures and sizes;
 // these fit it to the plan's entries.
 
 // localHeaderSize is the length of an entry's local header.

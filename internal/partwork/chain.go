@@ -5,39 +5,38 @@ import (
 	"slices"
 )
 
-// Chains: a part built server-side. S3 lets the last part of a multipart
-// upload be of any size, so a small piece can be appended to an object of at
-// least 5 MiB without downloading it: a two-part upload [copy of what is
-// built so far][piece]. A chain starts from a 5 MiB pad object (so that it can
-// start with a local header), appends the part's pieces round by round —
-// generated header bytes, ranged copies of sources; pieces of 5 MiB or more
-// ride along as middle parts of a round — and the finished object, without
-// the pad, is copied into the archive's upload as one part. No object bytes
-// pass through the worker: it sends only local headers.
+// A chain builds a part server-side. S3 lets the last part of a multipart
+// upload be of any size, so a two-part upload of a copy of what is built and
+// a small piece appends the piece to an object of at least 5 MiB without
+// downloading it. A chain starts from a 5 MiB pad object, so that it can
+// start with a local header, and appends the part's pieces round by round;
+// pieces of 5 MiB or more ride along as middle parts of a round. The finished
+// object, without the pad, is copied into the archive's upload as one part,
+// so the worker sends only local headers.
 
 // PadSize is the size of the zero pad a chain starts from.
 const PadSize = minPartSize
 
-// ChainPiece is appended in a chain round: bytes the worker sends (one or
-// more segments back to back: generated header bytes, and ranges of sources
-// of 5 MiB or less, which S3 copies only whole — CopyRange) or a copy of
-// one source range.
+// ChainPiece is appended in a chain round. It is either a copy of one
+// source range, or bytes the worker sends, one or more segments back to
+// back, of generated header bytes and of ranges of sources of 5 MiB or less,
+// which CopyRange says S3 copies only whole.
 type ChainPiece struct {
 	Copy     bool
 	Segments []Segment
 	Size     int64
 }
 
-// ChainRound appends Middle (copies of at least 5 MiB) and Last to what is
-// built so far.
+// ChainRound appends Middle, copies of at least 5 MiB each, and Last to
+// what is built so far.
 type ChainRound struct {
 	Middle []ChainPiece
 	Last   ChainPiece
 }
 
-// Pieces are the round's pieces in order, Middle then Last, without
-// appending one to the other (a slice a round, millions at millions of
-// entries).
+// Pieces returns the round's pieces in order, Middle then Last, without
+// appending one to the other, which would make a slice a round, millions at
+// millions of entries.
 func (r *ChainRound) Pieces() iter.Seq[ChainPiece] {
 	return func(yield func(ChainPiece) bool) {
 		for _, pc := range r.Middle {
@@ -50,11 +49,11 @@ func (r *ChainRound) Pieces() iter.Seq[ChainPiece] {
 }
 
 // ChainRounds lists the rounds that build the archive bytes [start, end)
-// from entries (consecutive placed entries covering the range).
+// from entries, consecutive placed entries covering the range.
 func ChainRounds[E any, P Placed[E]](entries []E, start, end int64) []ChainRound {
-	// Pieces hold runs of segs, not copies of them: a chain part of
+	// Pieces hold runs of segs, not copies of them. A chain part of
 	// thousands of small objects lists its rounds for every plan auto
-	// prices, and a slice a piece was most of what planning allocated.
+	// prices, and a slice a piece would be most of what planning allocates.
 	segs := Segments[E, P](entries, end, start, end)
 	pieces := make([]ChainPiece, 0, len(segs))
 	for j, s := range segs {
@@ -80,7 +79,7 @@ func ChainRounds[E any, P Placed[E]](entries []E, start, end int64) []ChainRound
 		}
 	}
 	for i := range pieces {
-		// Their own capacity: appending to one must not write over the next.
+		// Each has its own capacity, so appending to one cannot write over the next.
 		pieces[i].Segments = slices.Clip(pieces[i].Segments)
 	}
 	rounds := make([]ChainRound, 0, len(pieces))
@@ -99,22 +98,21 @@ func ChainRounds[E any, P Placed[E]](entries []E, start, end int64) []ChainRound
 	return rounds
 }
 
-// sameArray says whether run ends right before next in one array: next
-// extends run.
+// sameArray says whether run ends right before next in one array, so that
+// next extends run.
 func sameArray(run, next []Segment) bool {
 	return len(run) > 0 && &run[len(run)-1] == &next[0]
 }
 
 // ChainChecksums says which rounds' uploads are created with CRC-32 and
-// which entries (positions in entries) the chain learns the CRC-32 of: a
-// round that copies a whole object into an upload created with CRC-32 gets
-// that object's CRC in S3's answer, so the worker copies those pieces before
-// it writes any header and needs no HEAD for them. The last round never
-// carries a checksum, nor does a round right after one that does: what a
-// round copies from must have no stored checksum, because some S3 servers
-// answer a ranged copy of a checksummed object with the whole object's
-// checksum (docs/versitygw.md, fact a) — the chain copies ranges of what it
-// has built, and its product is copied in a range into the archive.
+// the positions in entries of those the chain learns the CRC-32 of. A round
+// that copies a whole object into an upload created with CRC-32 gets that
+// object's CRC in S3's answer, so the worker copies those pieces before it
+// writes any header and needs no HEAD for them. The last round never
+// carries a checksum, nor does a round right after one that does. The chain
+// copies ranges of what it has built and its product in a range into the
+// archive, and some S3 servers answer a ranged copy of a checksummed object
+// with the whole object's checksum, as docs/versitygw.md, fact a, records.
 func ChainChecksums[E any, P Placed[E]](entries []E, rounds []ChainRound) (crc []bool, learned []bool) {
 	crc = make([]bool, len(rounds))
 	learned = make([]bool, len(entries))
@@ -141,16 +139,15 @@ func WholeCopy[E any, P Placed[E]](entries []E, pc ChainPiece) (int, bool) {
 	return s.Entry, s.Kind == SegmentData && s.From == 0 && s.To == size && size > 0
 }
 
-// ChainSteps is how many round trips a chain part's worker makes one after
-// another (create/worker_chain.go), given which rounds ChainChecksums opens
-// early: the GET of its entries; the rounds opened early, all side by side
-// (Create, then their copies); the first round's Create, unless opened
-// early; each round's copy of what is built (beside the first round's own
-// copies and header uploads) and its Complete — the next round's Create,
-// copies and header uploads need nothing built, and are made while the
-// round before is built —; the copy of the product into the archive. Each
-// step waits for a request's answer; the bytes the server moves are priced
-// apart.
+// ChainSteps returns how many round trips a chain part's worker in
+// create/worker_chain.go makes one after another, given which rounds
+// ChainChecksums opens early. The steps are the GET of its entries, the
+// Create and then the copies of the rounds opened early side by side, the
+// first round's Create unless opened early, each round's copy of what is
+// built and its Complete, and the copy of the product into the archive.
+// A round's Create, own copies and header uploads need nothing built, so
+// they are made while the round before is built. The bytes the server
+// moves are priced apart.
 func ChainSteps(early []bool) int {
 	if len(early) == 0 {
 		return 2
