@@ -11,8 +11,8 @@ import (
 )
 
 // CheckName returns why name is not a safe relative path to extract under a
-// directory ("zip slip"), or nil: no absolute paths, drive letters,
-// backslashes, NUL, empty, "." or ".." components.
+// directory, or nil. It guards against "zip slip" by refusing absolute paths,
+// drive letters, backslashes, NUL, and empty, "." or ".." components.
 func CheckName(name string) error {
 	why := ""
 	switch {
@@ -48,11 +48,12 @@ func CheckName(name string) error {
 	return &UnsafeNameError{Name: name, Why: why}
 }
 
-// EntryPath returns the path entry name is written to under a directory or
-// prefix by get and extract: the name without its "." components, which
-// 7-Zip, Info-ZIP and Go's archive/zip read past ("./a" and "a/./b" are "a"
-// and "a/b"; bsdtar -cf x.zip . names every entry so), and "" for "./", the
-// directory extracted into. Any other reason CheckName gives is the error.
+// EntryPath returns the path that get and extract write entry name to under a
+// directory or prefix. That is the name without its "." components, which
+// 7-Zip, Info-ZIP and Go's archive/zip read past, so "./a" is "a" and "a/./b"
+// is "a/b"; bsdtar -cf x.zip . names every entry so. The entry "./" is the
+// directory extracted into, and its path is "". Any other reason CheckName
+// gives is the error.
 func EntryPath(name string) (string, error) {
 	err := CheckName(name)
 	var ue *UnsafeNameError
@@ -94,8 +95,8 @@ func (e *UnsafeNameError) Error() string {
 
 // compareLocal lists how local header h disagrees with central entry e.
 // Zero CRC-32 and sizes in the local header of an entry with a data
-// descriptor (flag bit 3) are no disagreement: the writer did not know them
-// yet, and wrote them after the data (see checkDescriptor).
+// descriptor, flag bit 3, are no disagreement. The writer did not know them
+// yet and wrote them after the data, where checkDescriptor reads them.
 func compareLocal(e *Entry, h *localHeader) []string {
 	var d []string
 	add := func(format string, args ...any) { d = append(d, fmt.Sprintf(format, args...)) }
@@ -133,12 +134,12 @@ func compareLocal(e *Entry, h *localHeader) []string {
 	return d
 }
 
-// descriptorForm is one of the four shapes of a data descriptor (APPNOTE
-// 4.3.9): the signature 0x08074b50 is optional ("implementers should account
-// for either case"), and the two sizes take 8 bytes when the local header has
-// a ZIP64 extra field, 4 otherwise. Writers differ on the second point (Go's
-// archive/zip uses 8 bytes whenever a size reaches 0xFFFFFFFF, with no ZIP64
-// field in the local header), so both widths are tried.
+// descriptorForm is one of the four shapes of a data descriptor, APPNOTE
+// 4.3.9. The signature 0x08074b50 is optional, and "implementers should
+// account for either case". The two sizes take 8 bytes when the local header
+// has a ZIP64 extra field, 4 otherwise. Writers differ on the widths, as Go's
+// archive/zip uses 8 bytes whenever a size reaches 0xFFFFFFFF without a ZIP64
+// field in the local header, so both widths are tried.
 type descriptorForm struct {
 	signature bool
 	sizeLen   int // 4 or 8
@@ -178,29 +179,31 @@ func (f descriptorForm) parse(b []byte) (crc uint32, csize, usize uint64, ok boo
 }
 
 // checkDescriptor reads the data descriptor that flag bit 3 puts after entry
-// e's data from b, the bytes there (at most zipformat.DataDescriptorMaxLen,
-// fewer where the central directory starts sooner). room is how far the next
-// local header or the central directory is, and localZip64 says whether the
-// local header has a ZIP64 extra field. It returns the descriptor's length,
-// or why there is no descriptor that agrees with the central directory.
+// e's data from b, the bytes there. b holds at most
+// zipformat.DataDescriptorMaxLen bytes, fewer where the central directory
+// starts sooner. room is how far the next local header or the central
+// directory is, and localZip64 says whether the local header has a ZIP64
+// extra field. It returns the descriptor's length, or why there is no
+// descriptor that agrees with the central directory.
 //
 // Of the forms whose CRC-32 and sizes equal the central directory's, the one
-// that ends where the next record starts is taken (an empty entry's zeros
-// read the same with 4- and 8-byte sizes), else the most likely one.
+// that ends where the next record starts is taken, else the most likely one.
+// An empty entry's zeros read the same with 4- and 8-byte sizes.
 //
-// A descriptor with the right CRC-32 but other sizes (found by its signature
-// or by ending where the next record starts) is a warning, not a problem:
-// 7-Zip, Info-ZIP and Go's archive/zip take the sizes from the central
-// directory and read the entry correctly; only streaming readers, which have
-// no central directory yet, trust the descriptor's.
+// A descriptor with the right CRC-32 but other sizes is a warning, not a
+// problem, when its signature or its end at the next record finds it. 7-Zip,
+// Info-ZIP and Go's archive/zip take the sizes from the central directory and
+// read the entry correctly; only streaming readers, which have no central
+// directory yet, trust the descriptor's.
 func checkDescriptor(e *Entry, b []byte, room int64, localZip64 bool) (n int, warning, problem string) {
 	wide := 4
 	if localZip64 || e.CompressedSize >= zipformat.Uint32Max || e.UncompressedSize >= zipformat.Uint32Max {
 		wide = 8
 	}
 	narrow := 12 - wide
-	// Most likely first: a signature when the bytes start with one (a CRC-32
-	// equal to it is possible, so the form without stays a candidate).
+	// The most likely form comes first, with a signature when the bytes start
+	// with one. A CRC-32 can equal the signature, so the form without it
+	// stays a candidate.
 	forms := []descriptorForm{{true, wide}, {true, narrow}, {false, wide}, {false, narrow}}
 	match := -1
 	var sizesOnly *descriptorForm // the right CRC-32, other sizes

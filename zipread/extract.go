@@ -19,12 +19,12 @@ import (
 
 // ExtractOptions tune Extract; zero values take the defaults.
 type ExtractOptions struct {
-	Concurrency  int   // ranged GETs at once (DefaultConcurrency)
-	ChunkSize    int64 // STORED entries above this are downloaded in parallel chunks (DefaultChunkSize)
-	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
+	Concurrency  int   // ranged GETs at once, DefaultConcurrency if zero
+	ChunkSize    int64 // STORED entries above this are downloaded in parallel chunks, DefaultChunkSize if zero
+	CoalesceSize int64 // bytes of neighbouring entries per ranged GET, DefaultCoalesceSize if zero
 	Overwrite    bool  // replace existing files instead of refusing
 	// SkipSymlinks leaves symbolic link entries out instead of refusing
-	// the archive. Links are never created: a target may point anywhere.
+	// the archive. Links are never created, as a target may point anywhere.
 	SkipSymlinks bool
 }
 
@@ -38,21 +38,24 @@ type ExtractResult struct {
 	Files   int
 	Dirs    int
 	Bytes   int64 // of file content written
-	// SkippedSymlinks counts the symbolic links left out (SkipSymlinks).
+	// SkippedSymlinks counts the symbolic links SkipSymlinks left out.
 	SkippedSymlinks int
 }
 
-// Extract writes every entry under dir (created if missing), each under its
-// EntryPath: "./a" as "a", and "./" not at all. Before anything is
-// downloaded it refuses names that could leave dir (see CheckName), two
-// entries with one path (naming both), a file whose name is also another
-// entry's folder, symbolic links, encrypted entries and methods other than
-// STORED and deflate, and — unless opts.Overwrite — files that already exist.
-// All writes go through an os.Root, so a symbolic link already in dir cannot
-// redirect them outside it. Entries are downloaded with parallel ranged GETs:
-// neighbouring entries share one GET, large STORED entries are split into
-// chunks written in place. Every entry's CRC-32 is checked as it is written; a
-// file whose CRC-32 or local header disagrees is removed and Extract fails.
+// Extract writes every entry under dir, each under its EntryPath, creating dir
+// if missing. It writes "./a" as "a", and "./" not at all.
+//
+// Before anything is downloaded it refuses names that CheckName finds could
+// leave dir, two entries with one path, naming both, a file whose name is
+// also another entry's folder, symbolic links, encrypted entries and methods
+// other than STORED and deflate. Unless opts.Overwrite is set it also refuses
+// files that already exist. All writes go through an os.Root, so a symbolic
+// link already in dir cannot redirect them outside it.
+//
+// Entries are downloaded with parallel ranged GETs. Neighbouring entries
+// share one GET, and large STORED entries are split into chunks written in
+// place. Every entry's CRC-32 is checked as it is written; a file whose
+// CRC-32 or local header disagrees is removed and Extract fails.
 // Modification times of files and directories are set from the archive.
 func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) (*ExtractResult, error) {
 	fail := func(err error) (*ExtractResult, error) {
@@ -60,7 +63,8 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 	}
 	res := &ExtractResult{}
 	a, res.SkippedSymlinks = a.extractable(opts.SkipSymlinks)
-	// (Before the duplicates: a file "sub" and a folder "sub/" are named both.)
+	// Clashes are checked before duplicates, so a file "sub" and a folder
+	// "sub/" are both named.
 	if err := folderClash(a.Entries); err != nil {
 		return fail(err)
 	}
@@ -94,9 +98,10 @@ func (a *Archive) Extract(ctx context.Context, dir string, opts ExtractOptions) 
 	return res, nil
 }
 
-// extractable is a without the entries Extract leaves out, and how many
-// symbolic links it left out: those when skipSymlinks, and "./". The scan
-// reads each entry at its own offset, so the others stay as they are.
+// extractable returns a without the entries Extract leaves out, which are
+// "./" and, when skipSymlinks, the symbolic links, and how many symbolic
+// links it left out. The scan reads each entry at its own offset, so the
+// others stay as they are.
 func (a *Archive) extractable(skipSymlinks bool) (*Archive, int) {
 	skipped := 0
 	kept := make([]Entry, 0, len(a.Entries))
@@ -117,9 +122,9 @@ func (a *Archive) extractable(skipSymlinks bool) (*Archive, int) {
 	return &only, skipped
 }
 
-// extractPaths is where each entry is written (its EntryPath), after
-// refusing what Extract does not write: an unsafe name, two entries with
-// one path, a symbolic link, an entry it cannot read.
+// extractPaths returns the EntryPath each entry is written to. It refuses
+// what Extract does not write, which is an unsafe name, two entries with one
+// path, a symbolic link or an entry it cannot read.
 func (a *Archive) extractPaths() ([]string, error) {
 	paths := make([]string, len(a.Entries))
 	seen := make(map[string]int, len(a.Entries))
@@ -160,8 +165,8 @@ func (res *ExtractResult) count(entries []Entry) {
 }
 
 // prepare makes the directories first, so entries can be written in any
-// order; then, unless overwriting, refuses a file that exists before a byte
-// is downloaded.
+// order. Unless overwriting, it then refuses a file that exists before a
+// byte is downloaded.
 func (x *extractor) prepare() error {
 	made := make(map[string]bool)
 	for i := range x.a.Entries {
@@ -187,8 +192,8 @@ func (x *extractor) prepare() error {
 	return nil
 }
 
-// setDirTimes sets the directories' modification times from the archive:
-// last, because writing files changes them, and deepest first.
+// setDirTimes sets the directories' modification times from the archive,
+// deepest first. It runs last, because writing files changes them.
 func (x *extractor) setDirTimes() error {
 	var dirs []int
 	for i := range x.a.Entries {
@@ -219,7 +224,7 @@ type extractor struct {
 	root      *os.Root
 	overwrite bool
 	files     []extractFile
-	paths     []string // per entry, where it is written (EntryPath)
+	paths     []string // the EntryPath each entry is written to
 	bytes     atomic.Int64
 }
 
@@ -239,9 +244,9 @@ func (x *extractor) header(i int, h *localHeader, problem string) error {
 func (x *extractor) descriptor(int, int64, []byte) error { return nil }
 
 // content opens entry i's file on first use; chunks write at their offsets.
-// The file is written under a temporary name in its directory
-// (".s3zip-get-*.tmp"), so that a get stopped mid-file, even by kill -9,
-// never leaves a truncated file under the entry's name; finished renames it.
+// The file is written under a temporary name ".s3zip-get-*.tmp" in its
+// directory, so that a get stopped mid-file, even by kill -9, never leaves a
+// truncated file under the entry's name; finished renames it.
 func (x *extractor) content(i int, at int64) (io.Writer, error) {
 	e := &x.a.Entries[i]
 	if e.IsDir() {
@@ -358,9 +363,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// folderClash refuses entries a file system cannot hold together: a file
-// "sub" and an entry under the folder "sub/" (S3 holds both keys: s3zip
-// extract writes such an archive to objects).
+// folderClash refuses entries a file system cannot hold together, such as a
+// file "sub" and an entry under the folder "sub/". S3 holds both keys, so
+// s3zip extract writes such an archive to objects.
 func folderClash(entries []Entry) error {
 	names := make([]string, len(entries))
 	for i := range entries {

@@ -14,12 +14,12 @@ import (
 
 // VerifyOptions tune Verify; zero values take the defaults.
 type VerifyOptions struct {
-	Concurrency  int   // ranged GETs at once (DefaultConcurrency)
-	ChunkSize    int64 // STORED entries above this are read in parallel chunks (DefaultChunkSize)
-	CoalesceSize int64 // bytes of neighbouring entries per ranged GET (DefaultCoalesceSize)
+	Concurrency  int   // ranged GETs at once, DefaultConcurrency if zero
+	ChunkSize    int64 // STORED entries above this are read in parallel chunks, DefaultChunkSize if zero
+	CoalesceSize int64 // bytes of neighbouring entries per ranged GET, DefaultCoalesceSize if zero
 }
 
-// Problem is one thing wrong with an archive, or, in Report.Warnings, one
+// Problem is one thing wrong with an archive. In Report.Warnings it is one
 // thing that 7-Zip, Info-ZIP and Go's archive/zip read correctly but that
 // other readers, or get and extract, treat differently.
 type Problem struct {
@@ -46,32 +46,33 @@ type Report struct {
 	Deflated     int           `json:"deflated"`     // entries whose content was decompressed to check it
 	Zip64        bool          `json:"zip64"`        // the end records include a ZIP64 end record
 	Zip64Entries int           `json:"zip64Entries"` // central headers with a ZIP64 extra field
-	Descriptors  int           `json:"descriptors"`  // entries with a data descriptor (flag bit 3), each checked
+	Descriptors  int           `json:"descriptors"`  // entries with a data descriptor, flag bit 3, each checked
 	BytesChecked int64         `json:"bytesChecked"` // entry data read and checked against CRC-32s
 	Elapsed      time.Duration `json:"elapsedNanos"`
 	Problems     []Problem     `json:"problems"`
-	// Warnings are not problems: the archive is sound for 7-Zip, Info-ZIP
+	// Warnings are not problems. The archive is sound for 7-Zip, Info-ZIP
 	// and Go's archive/zip, and verify exits 0 with only warnings.
 	Warnings []Problem `json:"warnings"`
 }
 
-// OK reports whether Verify found no problem (warnings aside).
+// OK reports whether Verify found no problem. Warnings do not count.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Verify reads the whole archive and checks it the way the strictest ZIP
-// readers would: the end records agree with each other, every local header
-// agrees with its central directory header (name, flags, method, CRC-32,
-// sizes and ZIP64 fields), every data descriptor (flag bit 3) gives the
-// central directory's CRC-32 and sizes, entries and their descriptors follow
-// each other without gaps or overlaps from the first byte to the central
-// directory, and every entry's data has the CRC-32 the central directory
-// gives (deflated entries are decompressed to check it). Data descriptors
-// are no problem: s3zip never writes them, but streaming writers (Python's
-// zipfile, Info-ZIP zip, Go's archive/zip, Java) do. It returns an error only
-// when S3 fails; everything wrong with the archive is a Problem in the report.
-// What 7-Zip, Info-ZIP and Go read correctly is never a Problem: bytes after
-// the end record, "." name components and data descriptors with the right
-// CRC-32 but wrong sizes are Warnings.
+// readers would. The end records agree with each other. Every local header
+// agrees with its central directory header on name, flags, method, CRC-32,
+// sizes and ZIP64 fields. Every data descriptor gives the central
+// directory's CRC-32 and sizes. Entries and their descriptors follow each
+// other without gaps or overlaps from the first byte to the central
+// directory. Every entry's data has the CRC-32 the central directory gives,
+// and deflated entries are decompressed to check it.
+//
+// s3zip never writes data descriptors, but streaming writers such as Python's
+// zipfile, Info-ZIP zip, Go's archive/zip and Java do, so they are no
+// problem. Verify returns an error only when S3 fails; everything wrong with
+// the archive is a Problem in the report. What 7-Zip, Info-ZIP and Go read
+// correctly is never a Problem but a Warning: bytes after the end record, "."
+// name components and data descriptors with the right CRC-32 but wrong sizes.
 func (a *Archive) Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	start := time.Now()
 	v := &verifier{a: a}
@@ -116,8 +117,8 @@ func (v *verifier) checkEnd() {
 	}
 }
 
-// checkCentral checks every central directory header on its own (before a
-// byte of data is read) and counts what r reports of them.
+// checkCentral checks every central directory header on its own, before a
+// byte of data is read, and counts what r reports of them.
 func (v *verifier) checkCentral(r *Report) {
 	a := v.a
 	seen := make(map[string]int, len(a.Entries))
@@ -161,8 +162,8 @@ func (r *Report) countEntry(e *Entry) {
 	}
 }
 
-// checkPath checks entry i's name as get and extract write it (written:
-// the entry each path was first written by).
+// checkPath checks entry i's name as get and extract write it. written
+// holds the entry each path was first written by.
 func (v *verifier) checkPath(i int, written map[string]int) {
 	e := &v.a.Entries[i]
 	switch p, err := EntryPath(e.Name); {
@@ -196,9 +197,9 @@ type verifier struct {
 	mu       sync.Mutex
 	problems []Problem
 	warnings []Problem
-	// Per entry:
+	// The slices below hold one value per entry.
 	localZip64    []bool  // its local header has a ZIP64 extra field
-	descriptorLen []int64 // of its data descriptor; -1 while not known to be sound
+	descriptorLen []int64 // length of its data descriptor, or -1 while not known to be sound
 	next          []int64 // offset of the next local header or of the central directory
 }
 
@@ -210,7 +211,8 @@ func (v *verifier) warn(i int, off int64, format string, args ...any) {
 	v.record(&v.warnings, i, off, fmt.Sprintf(format, args...))
 }
 
-// record appends what was found about entry i (-1: the archive as a whole).
+// record appends what was found about entry i, or about the archive as a
+// whole when i is -1.
 func (v *verifier) record(to *[]Problem, i int, off int64, what string) {
 	p := Problem{Offset: off, What: what}
 	if i >= 0 {
@@ -268,11 +270,11 @@ func (v *verifier) unread(i int, why string) error {
 	return nil
 }
 
-// checkLayout walks the entries in offset order: each local header must start
-// where the previous entry's data (and data descriptor) ends, the first at 0,
-// and the central directory right after the last. An entry whose end is not
-// known (its local header or descriptor is at fault, already a problem) is
-// not measured from.
+// checkLayout walks the entries in offset order. Each local header must start
+// where the previous entry's data and data descriptor end, the first at 0,
+// and the central directory right after the last. No entry is measured from
+// an entry whose end is not known because its local header or descriptor is
+// at fault, which is already a problem.
 func (v *verifier) checkLayout(s *scan) {
 	a := v.a
 	expected, known := int64(0), true
