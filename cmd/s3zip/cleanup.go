@@ -25,48 +25,50 @@ import (
 	"github.com/s3zip/s3zip/internal/stepfn"
 )
 
-// A run the CLI starts keeps a marker, <work prefix><execution>/run.json
-// (an extract's: <work prefix>extract/<execution>/run.json), for as long as
-// it runs: it names the destination (and an extract's archive) and the process, and is
-// written again every heartbeatInterval. A run killed hard (kill -9, a lost
-// machine) leaves its marker behind with its work objects and uploads; the
-// next create for the same destination, or `s3zip cleanup` of the archive,
-// finds the marker and removes what that run left, once the run is dead:
+// A run the CLI starts keeps a marker at <work prefix><execution>/run.json
+// for as long as it runs; an extract keeps it at
+// <work prefix>extract/<execution>/run.json. The marker names the
+// destination, an extract's archive and the process, and is written again
+// every heartbeatInterval. A run killed hard, by kill -9 or a lost machine,
+// leaves its marker behind with its work objects and uploads. The next create
+// for the same destination, or `s3zip cleanup` of the archive, finds the
+// marker and removes what that run left once the run is dead.
 //
-//   - on the same machine (same boot and PID namespace, Linux), when its
-//     process is gone: at once;
-//   - anywhere else, when the marker has not been written for staleAfter
-//     (by the server's clock).
+//   - On the same machine, with the same boot and PID namespace on Linux, the
+//     run is dead at once when its process is gone.
+//   - Anywhere else, it is dead when the marker has not been written for
+//     staleAfter by the server's clock.
 //
-// Work prefixes without a marker (Step Functions executions, which clean up
-// in their Abort state and under the work bucket's lifecycle rules) are
-// never touched.
+// Work prefixes without a marker are never touched. They belong to Step
+// Functions executions, which clean up in their Abort state and under the
+// work bucket's lifecycle rules.
 const (
 	markerName        = "run.json"
 	heartbeatInterval = 15 * time.Second
 )
 
 // staleAfter is how long a marker may go unwritten before its run counts as
-// dead: eight missed heartbeats. Tests shorten it.
+// dead, eight missed heartbeats. Tests shorten it.
 var staleAfter = 2 * time.Minute
 
 // runMarker is the document at <work prefix><execution>/run.json.
 type runMarker struct {
 	Execution   string `json:"execution"`
 	Destination string `json:"destination"` // s3://bucket/key; an extract's s3://bucket/prefix/
-	// Archive is the archive an extract reads ("" for a create).
+	// Archive is the archive an extract reads, empty for a create.
 	Archive string    `json:"archive,omitempty"`
 	Started time.Time `json:"started"`
 	Host    string    `json:"host"`
 	PID     int       `json:"pid"`
-	// Process identifies the process on this kind of machine (Linux: boot
-	// id, PID namespace and the process's start time); "" where unknown.
+	// Process identifies the process on this kind of machine, empty where
+	// unknown. On Linux it holds the boot id, the PID namespace and the
+	// process's start time.
 	Process string `json:"process,omitempty"`
-	// Ended is set when the run ended and left work behind (its clean-up
-	// failed or was cut short): what is there is for cleanup to remove.
+	// Ended is set when the run ended and left work behind because its
+	// clean-up failed or was cut short. What is there is for cleanup to remove.
 	Ended time.Time `json:"ended,omitzero"`
 	// KeptUntil is set when the run failed for a cause a retry may mend and
-	// was kept for `s3zip resume` (--keep): clean-up leaves it alone until then.
+	// --keep kept it for `s3zip resume`. Clean-up leaves it alone until then.
 	KeptUntil time.Time `json:"keptUntil,omitzero"`
 }
 
@@ -91,7 +93,7 @@ func newMarker(execution, destination string) runMarker {
 	return runMarker{Execution: execution, Destination: destination, Started: time.Now().UTC(), Host: host, PID: os.Getpid(), Process: processIdentity(os.Getpid())}
 }
 
-// markerPrefix is where a run keeps its marker: its work prefix.
+// markerPrefix returns the work prefix where a run keeps its marker.
 func markerPrefix(workBucket string, m *runMarker) string {
 	if m.Archive != "" {
 		return extract.Config{WorkBucket: workBucket}.Defaults().ExecutionPrefix(m.Execution)
@@ -129,11 +131,11 @@ func (l *markerLease) put(ctx context.Context, doc []byte) error {
 	return err
 }
 
-// stop ends the heartbeat. A run that left nothing under its work prefix
-// (it completed, or its Abort cleaned up) deletes its marker. One that left
-// work (an abort that failed, a clean-up cut short) keeps it, marked ended,
-// so that `s3zip cleanup` and the next create for the destination find what
-// is there and remove it.
+// stop ends the heartbeat. A run that left nothing under its work prefix,
+// because it completed or its Abort cleaned up, deletes its marker. One that
+// left work, after an abort that failed or a clean-up cut short, keeps it
+// marked ended, so that `s3zip cleanup` and the next create for the
+// destination find what is there and remove it.
 func (l *markerLease) stop(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -142,8 +144,8 @@ func (l *markerLease) stop(ctx context.Context) error {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	// The run is over: nothing waits on these requests, so they are tried
-	// as any other (within the 30 s), and a 500 does not leave the marker.
+	// The run is over and nothing waits on these requests, so they are
+	// retried as any other within the 30 s, and a 500 does not leave the marker.
 	c := s3.New(l.c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = s3rate.DefaultAttempts })
 	if left := workLeft(ctx, c, l.bucket, strings.TrimSuffix(l.key, markerName)); len(left) > 0 {
 		m := l.marker
@@ -156,7 +158,7 @@ func (l *markerLease) stop(ctx context.Context) error {
 	return err
 }
 
-// keepUntil marks the run kept for a resume until t: stop records it in
+// keepUntil marks the run kept for a resume until t. stop records it in
 // the marker, and clean-up leaves the run alone until then.
 func (l *markerLease) keepUntil(t time.Time) {
 	if l != nil {
@@ -164,9 +166,9 @@ func (l *markerLease) keepUntil(t time.Time) {
 	}
 }
 
-// end stops the lease of a run that ended with err. A run kept for a
-// resume (stepfn.KeptError) stays marked kept until then, and end returns
-// it; nil otherwise.
+// end stops the lease of a run that ended with err. A run kept for a resume
+// stays marked kept until then, and end returns its stepfn.KeptError, or nil
+// for any other run.
 func (l *markerLease) end(ctx context.Context, err error) *stepfn.KeptError {
 	var kept *stepfn.KeptError
 	if errors.As(err, &kept) {
@@ -176,8 +178,8 @@ func (l *markerLease) end(ctx context.Context, err error) *stepfn.KeptError {
 	return kept
 }
 
-// workLeft says what a run left under its work prefix besides its marker:
-// objects and multipart uploads. A listing that fails says so too: work
+// workLeft says which objects and multipart uploads a run left under its
+// work prefix besides its marker. A listing that fails says so too, as work
 // that cannot be seen counts as left.
 func workLeft(ctx context.Context, c *s3.Client, bucket, prefix string) []string {
 	var left []string
@@ -221,10 +223,10 @@ type cleanupResult struct {
 	Destination string     `json:"destination"`
 	WorkBucket  string     `json:"workBucket"`
 	Runs        []foundRun `json:"runs"`
-	// Unrecorded are uploads of the destination's key that no run records
-	// (another tool's, a run whose work bucket is elsewhere, or a run killed
-	// in the moment between creating its upload and recording it): left
-	// alone, for the bucket's lifecycle rule.
+	// Unrecorded are uploads of the destination's key that no run records.
+	// They are another tool's, a run's whose work bucket is elsewhere, or a
+	// run's killed between creating its upload and recording it, and are
+	// left alone for the bucket's lifecycle rule.
 	Unrecorded []string `json:"unrecordedUploads,omitempty"`
 }
 
@@ -240,15 +242,15 @@ func (r *cleanupResult) removed() (runs, uploads, extracted, objects int) {
 	return
 }
 
-// cleanDeadRuns finds the marked runs for dest in workBucket (creates of
-// it, extracts of it) and removes what the dead ones left: a create's
-// archive upload, the uploads under its work prefix (chain rounds, CRC
-// probes) and its work objects; an extract's uploads and the objects it
-// wrote under its destination (as its Abort would) and its work objects.
-// Live runs are left alone.
+// cleanDeadRuns finds the marked runs for dest in workBucket, the creates of
+// it and the extracts of it, and removes what the dead ones left. For a
+// create that is its archive upload, the chain rounds and CRC probes uploaded
+// under its work prefix, and its work objects. For an extract it is its
+// uploads, the objects it wrote under its destination, as its Abort would
+// remove them, and its work objects. Live runs are left alone.
 //
-// Runs kept for a resume (create --keep) count as live until their keep
-// time has passed, unless cl.removeKept.
+// Runs that create --keep kept for a resume count as live until their keep
+// time has passed, unless cl.removeKept is set.
 func cleanDeadRuns(ctx context.Context, cl *cleaner, dest create.Destination, self string) (*cleanupResult, error) {
 	res := &cleanupResult{Destination: dest.URI(), WorkBucket: cl.workBucket}
 	prefixes, now, err := cl.runPrefixes(ctx)
@@ -297,8 +299,8 @@ type cleaner struct {
 }
 
 // runPrefixes lists the work prefixes of creates and of extracts, and
-// returns them with the server's time (the clock heartbeats are judged by;
-// this machine's when the server gives none).
+// returns them with the server's time, the clock heartbeats are judged by.
+// When the server gives none, the time is this machine's.
 func (cl *cleaner) runPrefixes(ctx context.Context) ([]string, time.Time, error) {
 	var prefixes []string
 	now := time.Time{}
@@ -323,9 +325,9 @@ func (cl *cleaner) runPrefixes(ctx context.Context) ([]string, time.Time, error)
 	return prefixes, now, nil
 }
 
-// runRecord is what a work prefix holds about its run: its marker (nil
-// when it has none that names the prefix), when that was last written, and
-// a create's archive upload.
+// runRecord is what a work prefix holds about its run. That is its marker,
+// nil when it has none that names the prefix, when that was last written,
+// and a create's archive upload.
 type runRecord struct {
 	marker   *runMarker
 	lastBeat time.Time
@@ -343,8 +345,8 @@ func (cl *cleaner) records(ctx context.Context, prefixes []string) ([]runRecord,
 	return records, g.Wait()
 }
 
-// record reads prefix's marker and upload record into r; either may be
-// missing, or not readable as one (then it is not a run's).
+// record reads prefix's marker and upload record into r. Either may be
+// missing, or not readable as one, and then it is not a run's.
 func (cl *cleaner) record(ctx context.Context, prefix string, r *runRecord) error {
 	var m runMarker
 	ok, written, err := cl.readDoc(ctx, prefix+markerName, &m)
@@ -362,8 +364,9 @@ func (cl *cleaner) record(ctx context.Context, prefix string, r *runRecord) erro
 }
 
 // readDoc reads the JSON document at key into v and says whether v holds it
-// (not when there is none, or it cannot be read as v) and when it was
-// written. Only a GET that fails otherwise than "not found" is an error.
+// and when it was written. v does not hold it when there is none or it
+// cannot be read as v. Only a GET that fails otherwise than "not found" is an
+// error.
 func (cl *cleaner) readDoc(ctx context.Context, key string, v any) (bool, time.Time, error) {
 	out, err := cl.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &cl.workBucket, Key: &key})
 	if s3err.NotFound(err) {
@@ -378,7 +381,7 @@ func (cl *cleaner) readDoc(ctx context.Context, key string, v any) (bool, time.T
 }
 
 // clean removes what the dead run f left, as its Abort would, and counts it
-// in f (or says in f.CleanError why it could not).
+// in f. When it cannot, f.CleanError says why.
 func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
 	m := f.Marker
 	if m.Archive != "" {
@@ -390,8 +393,8 @@ func (cl *cleaner) clean(ctx context.Context, f *foundRun) {
 		}
 		return
 	}
-	// The Aborter counts objects, not the uploads under the prefix (chain
-	// rounds, CRC probes): count those first.
+	// The Aborter counts objects, not the chain rounds and CRC probes
+	// uploaded under the prefix, so those are counted first.
 	prefix := workPrefix(cl.workBucket) + m.Execution + "/"
 	if ups, err := cl.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &cl.workBucket, Prefix: &prefix}); err == nil {
 		f.Uploads = len(ups.Uploads)
@@ -524,7 +527,7 @@ func runCleanup(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// startRun prepares a create: it writes this run's marker, then removes
+// startRun prepares a create. It writes this run's marker, then removes
 // what dead runs for the same destination left, saying so on stderr. When
 // the marker cannot be written the work bucket is unusable and the run
 // itself will say why; a clean-up that fails is a warning.
@@ -545,14 +548,14 @@ func startRun(ctx context.Context, c *s3.Client, workBucket, execution string, d
 	return lease
 }
 
-// housekeeping is c making one attempt per request: housekeeping must not
-// hold up the run (or its real error) with retries.
+// housekeeping returns c making one attempt per request, so that
+// housekeeping does not hold up the run or its real error with retries.
 func housekeeping(c *s3.Client) *s3.Client {
 	return s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 }
 
-// leaseMarker writes a run's marker m, or returns nil when it cannot: the
-// work bucket is unusable and the run itself will say why.
+// leaseMarker writes a run's marker m, or returns nil when it cannot. Then
+// the work bucket is unusable and the run itself will say why.
 func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMarker) *markerLease {
 	lease, err := startMarker(ctx, c, workBucket, m)
 	if err != nil {
@@ -561,10 +564,10 @@ func leaseMarker(ctx context.Context, c *s3.Client, workBucket string, m runMark
 	return lease
 }
 
-// startExtractRun writes the marker of the extract req describes (its
-// archive, its destination s3://bucket/prefix/, its execution, in its work
-// bucket), so that `s3zip cleanup` of the archive finds what the run leaves
-// if it is killed.
+// startExtractRun writes the marker of the extract req describes in its work
+// bucket, naming its archive, its destination s3://bucket/prefix/ and its
+// execution, so that `s3zip cleanup` of the archive finds what the run
+// leaves if it is killed.
 func startExtractRun(ctx context.Context, c *s3.Client, req extract.Request) *markerLease {
 	archive := create.Destination{Bucket: req.Bucket, Key: req.Key}
 	m := newMarker(req.Execution, fmt.Sprintf("s3://%s/%s", req.DestBucket, req.Prefix))
@@ -586,9 +589,10 @@ func setCleanupHint(advice string) {
 	cleanupHint.s = advice
 }
 
-// cleanupCommand is the `s3zip cleanup` that finds the runs for archive
-// whose work is in workBucket, on the S3 at endpoint ("" for AWS), quoted
-// for a shell: printed advice runs as printed, in another terminal too.
+// cleanupCommand returns the `s3zip cleanup` that finds the runs for archive
+// whose work is in workBucket, on the S3 at endpoint, empty for AWS. It is
+// quoted for a shell, so printed advice runs as printed, in another terminal
+// too.
 // Region and credentials come from the environment, as for every command.
 func cleanupCommand(archive create.Destination, workBucket, endpoint string) string {
 	args := []string{"s3zip", "cleanup", archive.URI()}
@@ -601,8 +605,8 @@ func cleanupCommand(archive create.Destination, workBucket, endpoint string) str
 	return shellCommand(args...)
 }
 
-// clientEndpoint is the endpoint c sends its requests to, as --endpoint
-// takes it: "" for AWS.
+// clientEndpoint returns the endpoint c sends its requests to as --endpoint
+// takes it, empty for AWS.
 func clientEndpoint(c *s3.Client) string {
 	return aws.ToString(c.Options().BaseEndpoint)
 }
