@@ -1,13 +1,16 @@
 package main
 
-// Driving the deployed workflow: `create --state-machine ARN` starts an
-// execution with the request the flags describe; `status EXECUTION_ARN`
-// follows one. Both print the current state and the Distributed Map's
-// progress while it runs, then the finalizer's summary or the execution's
-// error and cause. Exit codes (cli.go): 0 archive created, 1 execution
-// failed, 2 request refused (by Step Functions, or by the planner before
-// anything was written), 3 Step Functions not reached (network,
-// credentials, throttling: nothing was started, or the execution goes on).
+// This file drives the deployed workflow. `create --state-machine ARN` starts
+// an execution with the request the flags describe, and `status
+// EXECUTION_ARN` follows one. Both print the current state and the
+// Distributed Map's progress while it runs, then the finalizer's summary or
+// the execution's error and cause.
+//
+// The exit codes, listed in cli.go, are 0 when the archive was created, 1
+// when the execution failed, and 2 when Step Functions, or the planner before
+// anything was written, refused the request. Exit code 3 means Step Functions
+// was not reached, for a network, credentials or throttling fault; then
+// nothing was started, or the execution goes on.
 
 import (
 	"context"
@@ -48,7 +51,7 @@ type stepFunctions interface {
 	DescribeMapRun(context.Context, *sfn.DescribeMapRunInput, ...func(*sfn.Options)) (*sfn.DescribeMapRunOutput, error)
 }
 
-// stderrWriter receives the progress lines (a variable for tests).
+// stderrWriter receives the progress lines. It is a variable for tests.
 var stderrWriter io.Writer = os.Stderr
 
 // pollInterval is how often a running execution is described.
@@ -63,8 +66,8 @@ var newStepFunctions = func(ctx context.Context, arn string) (stepFunctions, err
 	return sfn.NewFromConfig(cfg), nil
 }
 
-// awsConfigFor is the default AWS configuration, credentials checked, in
-// the region the ARN names.
+// awsConfigFor returns the default AWS configuration in the region the ARN
+// names, with its credentials checked.
 func awsConfigFor(ctx context.Context, arn string) (aws.Config, error) {
 	cfg, err := loadAWSConfig(ctx)
 	if err != nil {
@@ -76,9 +79,9 @@ func awsConfigFor(ctx context.Context, arn string) (aws.Config, error) {
 	return cfg, nil
 }
 
-// sfnRefusals are Step Functions' answers that judge the request itself
-// (the ARN, the input, the name); any other failure to start means the
-// service was not reached, or not with these credentials.
+// sfnRefusals are Step Functions' answers that judge the request itself, its
+// ARN, input or name. Any other failure to start means the service was not
+// reached, or not with these credentials.
 var sfnRefusals = map[string]bool{
 	"StateMachineDoesNotExist": true, "StateMachineDeleting": true, "InvalidArn": true, "InvalidExecutionInput": true,
 	"InvalidName": true, "ExecutionAlreadyExists": true, "ValidationException": true, "MissingRequiredParameter": true,
@@ -91,8 +94,8 @@ var sfnCredentialCodes = map[string]bool{
 	"AccessDeniedException": true, "IncompleteSignature": true, "MissingAuthenticationToken": true,
 }
 
-// sfnError says why op on arn did not happen: a refusal of the request
-// (exit 2), or Step Functions not reached (exit 3) with what to fix.
+// sfnError says why op on arn did not happen. A refusal of the request exits
+// with 2; Step Functions not reached exits with 3 and says what to fix.
 func sfnError(op, arn string, err error, then string) error {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
@@ -109,9 +112,9 @@ func sfnError(op, arn string, err error, then string) error {
 }
 
 // resultOutput is how create --state-machine and status print an
-// execution's result on stdout: as JSON or as the summary, with links to
-// what a successful run made signed for linkLife when it is > 0
-// (presign.go). Progress goes to stderrWriter.
+// execution's result on stdout, as JSON or as the summary. When linkLife is
+// above zero the summary holds links, signed for linkLife by presign.go, to
+// what a successful run made. Progress goes to stderrWriter.
 type resultOutput struct {
 	stdout   io.Writer
 	asJSON   bool
@@ -123,8 +126,8 @@ func startDeployed(ctx context.Context, stateMachine string, req create.Request,
 	if !strings.HasPrefix(stateMachine, "arn:") || !strings.Contains(stateMachine, ":states:") || !strings.Contains(stateMachine, ":stateMachine:") {
 		return &exitError{exitRefused, fmt.Errorf("create: --state-machine %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME; the stack output StateMachineArn)", stateMachine)}
 	}
-	// The client first: it checks the credentials, which the account's
-	// settings are read with too.
+	// The client comes first, as it checks the credentials the account's
+	// settings are read with.
 	c, err := newStepFunctions(ctx, stateMachine)
 	if err != nil {
 		return err
@@ -239,8 +242,8 @@ func mapProgress(ctx context.Context, c stepFunctions, execution string) string 
 }
 
 // redriveHint says how to continue an execution that failed for a cause a
-// retry may mend: the state machine keeps its upload and work for Redrive
-// then (statemachine/archive.asl.json); "" for any other end.
+// retry may mend, and is empty for any other end. For such a failure
+// statemachine/archive.asl.json keeps the upload and work for Redrive.
 func redriveHint(d *sfn.DescribeExecutionOutput, errName string) string {
 	kept := errName == "States.ExceedToleratedFailureThreshold" || errName == "States.Timeout" || errName == "Sandbox.Timedout" ||
 		strings.HasPrefix(errName, "Lambda.") || slices.Contains(stepfn.RetryableTypes, errName)
@@ -253,27 +256,28 @@ func redriveHint(d *sfn.DescribeExecutionOutput, errName string) string {
 }
 
 // refusedErrors are the workflow's errors for a request it refused before
-// writing anything (docs/contract.md).
+// writing anything, as docs/contract.md lists them.
 var refusedErrors = map[string]bool{stepfn.TypeRequestError: true, stepfn.TypeDestinationExistsError: true, stepfn.TypeLimitError: true}
 
 // executionResult is what create --state-machine --json and status --json
-// print when the execution has ended: these fields in this order, each
-// always present (null when it does not apply). README ("status --json")
-// documents it; add fields at the end, never rename or reorder them.
+// print when the execution has ended. They print these fields in this order,
+// each always present and null when it does not apply. The README documents
+// it under "status --json"; add fields at the end, never rename or reorder
+// them.
 type executionResult struct {
 	Execution string              `json:"execution"` // its ARN
-	Status    string              `json:"status"`    // Step Functions': SUCCEEDED, FAILED, TIMED_OUT, ABORTED
-	ExitCode  int                 `json:"exitCode"`  // the command's exit status: 0, 1 failed, 2 refused
-	Archive   *create.Archive     `json:"archive"`   // SUCCEEDED: uri, size, etag, crc32
-	Report    *string             `json:"report"`    // SUCCEEDED: the report's s3:// URI
-	Stats     *create.ReportStats `json:"stats"`     // SUCCEEDED: the finalizer's numbers
-	Warnings  []string            `json:"warnings"`  // SUCCEEDED: what went wrong without failing the run; [] when nothing did
-	Error     *string             `json:"error"`     // otherwise: the error type the state machine saw (RequestError, …)
-	Cause     *string             `json:"cause"`     // otherwise: its message
+	Status    string              `json:"status"`    // Step Functions' SUCCEEDED, FAILED, TIMED_OUT or ABORTED
+	ExitCode  int                 `json:"exitCode"`  // the command's exit status, 0 done, 1 failed or 2 refused
+	Archive   *create.Archive     `json:"archive"`   // uri, size, etag and crc32 when SUCCEEDED
+	Report    *string             `json:"report"`    // the report's s3:// URI when SUCCEEDED
+	Stats     *create.ReportStats `json:"stats"`     // the finalizer's numbers when SUCCEEDED
+	Warnings  []string            `json:"warnings"`  // what went wrong without failing a SUCCEEDED run, [] when nothing did
+	Error     *string             `json:"error"`     // otherwise the error type the state machine saw, such as RequestError
+	Cause     *string             `json:"cause"`     // otherwise its message
 	Started   *time.Time          `json:"started"`
 	Stopped   *time.Time          `json:"stopped"`
-	Links     *links              `json:"links"`    // SUCCEEDED with --presign: download links, signed by the caller
-	Archives  []create.Archive    `json:"archives"` // SUCCEEDED, a split run: every archive (archive is the first); null otherwise
+	Links     *links              `json:"links"`    // download links signed by the caller, when SUCCEEDED with --presign
+	Archives  []create.Archive    `json:"archives"` // every archive of a SUCCEEDED split run, the first being archive; null otherwise
 }
 
 func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutput) error {
@@ -289,7 +293,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 			r.Report = &out.Report
 		}
 		r.Warnings = append(r.Warnings, out.Warnings...)
-		r.Links = out.Links // the finalizer's, when the request asked (options.presign)
+		r.Links = out.Links // the finalizer's, when options.presign asked for them
 		if show.linkLife > 0 {
 			l, warning, lerr := signLinksAsCaller(ctx, &out, show.linkLife)
 			if lerr != nil {
@@ -302,7 +306,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 		}
 	} else {
 		errName, cause := aws.ToString(d.Error), aws.ToString(d.Cause)
-		// The workflow's causes are the function's error document; show its message.
+		// The workflow's causes are the function's error document, so show its message.
 		var doc struct{ ErrorMessage string }
 		if json.Unmarshal([]byte(cause), &doc) == nil && doc.ErrorMessage != "" {
 			cause = doc.ErrorMessage
@@ -335,7 +339,7 @@ func result(ctx context.Context, d *sfn.DescribeExecutionOutput, show resultOutp
 	return nil
 }
 
-// reportOrWhy is the summary's report line: its URI, or why there is none.
+// reportOrWhy returns the summary's report line, its URI or why there is none.
 func reportOrWhy(uri string) string {
 	if uri == "" {
 		return "not written (the warning above says why; the archive is complete)"
@@ -351,8 +355,8 @@ func printWarnings(warnings []string) {
 	}
 }
 
-// compressionAsked is the options.compression of an execution's input when
-// the input is the request ("" when it is not: an event that names one).
+// compressionAsked returns the options.compression of an execution's input
+// when the input is the request, and empty when it is an event that names one.
 func compressionAsked(input string) string {
 	var req create.Request
 	if json.Unmarshal([]byte(input), &req) != nil {
