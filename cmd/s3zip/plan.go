@@ -15,7 +15,7 @@ import (
 )
 
 // readRatio is the compressed/uncompressed ratio plan assumes for the
-// read pass (logs, CSV, JSON at level 6 measure 0.2-0.25).
+// read pass. Logs, CSV and JSON at level 6 measure 0.2 to 0.25.
 const readRatio = 0.25
 
 // planSummary is the --json output of `s3zip plan`.
@@ -35,17 +35,18 @@ type planSummary struct {
 	Requests         plan.Requests `json:"requests"`
 	Zip64            bool          `json:"zip64"`
 	PlanMillis       float64       `json:"planMillis"`
-	// Predicted with the profile PricedWith names for Workers, run as Fit
-	// cuts it: the workers it uses (Fit.Workers, at most Workers) and why.
-	// Profile says which profile and why, when it is not AWS's by default.
+	// The prediction uses the profile PricedWith names for Workers, with the
+	// run cut as Fit says. Fit.Workers is the workers it uses, at most
+	// Workers, and Fit says why. Profile says which profile and why, when it
+	// is not AWS's by default.
 	PricedWith       string   `json:"pricedWith"`
 	Profile          string   `json:"profile,omitempty"`
 	Workers          int      `json:"workers"`
 	Fit              plan.Fit `json:"fit"`
 	PredictedSeconds float64  `json:"predictedSeconds"`
 	PredictedDollars float64  `json:"predictedDollars"`
-	// The read pass (--compress or --digest), before the layout: predicted
-	// with an assumed compressed/uncompressed ratio.
+	// The read pass of --compress or --digest comes before the layout and
+	// is predicted with an assumed compressed/uncompressed ratio.
 	ReadJobs     int     `json:"readJobs,omitempty"`
 	ReadBytes    int64   `json:"readBytes,omitempty"`
 	ReadSeconds  float64 `json:"readSeconds,omitempty"`
@@ -53,13 +54,13 @@ type planSummary struct {
 	AssumedRatio float64 `json:"assumedRatio,omitempty"`
 	// Advice says when the strategy asked for is the wrong tool for the set.
 	Advice string `json:"advice,omitempty"`
-	// Alternative is auto's plan for the other preference (--prefer),
+	// Alternative is auto's plan for the other --prefer preference,
 	// predicted, when it is another plan.
 	Alternative *plan.Alternative `json:"alternative,omitempty"`
-	// Archives are the archives of a split plan (--split-size,
-	// --split-entries), in order: name-0001.zip first.
+	// Archives are the archives of a plan split by --split-size or
+	// --split-entries, in order from name-0001.zip.
 	Archives []plan.Archive `json:"archives,omitempty"`
-	// S3Rates is what the plan asks of S3's per-prefix request rates;
+	// S3Rates is what the plan asks of S3's per-prefix request rates.
 	// RateBinds says they, not the workers, set its time.
 	S3Rates   plan.RateDemand `json:"s3Rates"`
 	RateBinds bool            `json:"rateBinds"`
@@ -79,8 +80,8 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	// Planned and priced as the deployed planner plans and the Map runs it:
-	// in the batches the plan cuts for its workers.
+	// The plan is planned and priced as the deployed planner plans it and
+	// the Map runs it, in the batches the plan cuts for its workers.
 	s, _ := plan.ParseStrategy(*rf.strategy)
 	prefer, _ := plan.ParsePreference(*rf.prefer)
 	if err := atLeast("plan", "source-prefixes", *pf.sourcePrefixes, 1); err != nil {
@@ -140,7 +141,7 @@ type planFlags struct {
 	// model and workBucket are --model and where --model measure measures.
 	model, workBucket *string
 	// sourcePrefixes is how many partitioned prefixes the sources' reads
-	// spread over (plan.Model.SourcePrefixes).
+	// spread over, for plan.Model.SourcePrefixes.
 	sourcePrefixes *int
 }
 
@@ -164,13 +165,13 @@ func newPlanFlags() (*flags, *planFlags) {
 	}
 }
 
-// entries are the archive's entries from the one source the flags give: a
-// synthetic data set, a local manifest, or S3 (a prefix, a manifest or an
-// inventory report) looked up as create's planner does.
+// entries returns the archive's entries from the one source the flags give.
+// That is a synthetic data set, a local manifest, or a prefix, manifest or
+// inventory report in S3 looked up as create's planner does.
 func (pf *planFlags) entries(ctx context.Context) ([]plan.Entry, error) {
 	rf := pf.rf
 	localManifest := *rf.manifest != "" && !strings.HasPrefix(*rf.manifest, "s3://")
-	// --source with --inventory narrows the report to a prefix: one source.
+	// --source with --inventory narrows the report to a prefix, so it is one source.
 	switch given := btoi(*rf.source != "" || *rf.inventory != "") + btoi(*rf.manifest != "") + btoi(*pf.synthetic != ""); {
 	case given != 1:
 		return nil, usageErrorf("plan: give exactly one of --source s3://bucket/prefix/, --manifest s3://bucket/key or FILE, --inventory s3://bucket/…/manifest.json, or --synthetic challenge")
@@ -190,7 +191,7 @@ func (pf *planFlags) entries(ctx context.Context) ([]plan.Entry, error) {
 	}
 }
 
-// summarize is the plan's summary, priced with opts.Model for opts.Workers.
+// summarize returns the plan's summary, priced with opts.Model for opts.Workers.
 func summarize(p *plan.Plan, opts plan.Options, elapsed time.Duration) planSummary {
 	st := p.Stats()
 	sum := planSummary{
@@ -225,8 +226,8 @@ func (sum *planSummary) priceAlternative(p *plan.Plan, entries []plan.Entry, opt
 	return nil
 }
 
-// priceReadPass predicts the read pass (--compress or --digest): every
-// entry with data read, in pieces of the default size; text and logs
+// priceReadPass predicts the read pass of --compress or --digest, which reads
+// every entry with data in pieces of the default size. Text and logs
 // compress to about a quarter at level 6.
 func (sum *planSummary) priceReadPass(entries []plan.Entry, m plan.Model) {
 	rp := plan.ReadPass{Ratio: readRatio}
@@ -255,8 +256,8 @@ func (sum *planSummary) print(w io.Writer) {
 		r.Total(), r.Get, r.Head, r.UploadPart, r.UploadPartCopy, r.Create, r.Complete)
 	fmt.Fprintf(w, "planned in      %.1f ms\n", sum.PlanMillis)
 	if sum.ReadJobs > 0 {
-		// The layout of a compressed archive waits for the read pass: what
-		// is above is the STORED layout, an upper bound on its size.
+		// The layout of a compressed archive waits for the read pass, so
+		// what is above is the STORED layout, an upper bound on its size.
 		fmt.Fprintf(w, "read pass       %s over %s: predicted %.1f s, $%.4f %s with %s (compressing to %.0f%%, assumed)\n",
 			count(sum.ReadJobs, "job", "jobs"), humanBytes(sum.ReadBytes), sum.ReadSeconds, sum.ReadDollars, pricedOn[sum.PricedWith], count(sum.Workers, "worker", "workers"), 100*readRatio)
 		fmt.Fprintf(w, "                the layout above is before compression: the archive and its build are at most that\n")
@@ -331,8 +332,8 @@ func rateAdvice(group string) string {
 	return ""
 }
 
-// The profiles a plan is priced with (planSummary.PricedWith), and where
-// each predicts.
+// The profiles a plan is priced with, as planSummary.PricedWith names them,
+// and where each predicts.
 const (
 	pricedAWS    = "aws"
 	pricedServer = "server"
@@ -341,17 +342,17 @@ const (
 
 var pricedOn = map[string]string{pricedAWS: "on AWS", pricedServer: "on the server", pricedFile: "by your profile"}
 
-// pricing is the profile a plan is priced with: model nil is AWS's; note
-// says which and why, when it is not AWS's with no endpoint.
+// pricing is the profile a plan is priced with, and model nil is AWS's.
+// note says which and why, when it is not AWS's with no endpoint.
 type pricing struct {
 	model *plan.Model
 	with  string
 	note  string
 }
 
-// pricing is the profile --model and --endpoint choose: as create's, save
-// that with no --model a server with no profile kept is priced as AWS
-// (create would measure it; plan writes nothing unless told to).
+// pricing returns the profile --model and --endpoint choose, as create's do,
+// save that with no --model a server with no profile kept is priced as AWS.
+// create would measure it, but plan writes nothing unless told to.
 func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
 	mc, err := parseModel(*pf.model)
 	if err != nil {
@@ -390,8 +391,9 @@ func (pf *planFlags) pricing(ctx context.Context) (pricing, error) {
 	return pricing{model, pricedServer, note}, nil
 }
 
-// modelOf is the model a plan is priced with: the options' (the profile
-// --model and --endpoint chose, with --source-prefixes), else AWS's.
+// modelOf returns the model a plan is priced with. That is the options'
+// model, the profile --model and --endpoint chose with --source-prefixes,
+// else AWS's.
 func modelOf(opts plan.Options) plan.Model {
 	if opts.Model != nil {
 		return *opts.Model
@@ -399,12 +401,12 @@ func modelOf(opts plan.Options) plan.Model {
 	return plan.DefaultModel
 }
 
-// planOnlyDestination stands in for --dest, which plan does not take: the
+// planOnlyDestination stands in for --dest, which plan does not take. The
 // request must name one to be valid, and nothing is written to it.
 var planOnlyDestination = create.Destination{Bucket: "s3zip-plan-only-destination", Key: "plan.zip"}
 
-// s3Entries lists the source prefix or reads the S3 manifest (looking up
-// every object) as create's planner does, and names the entries.
+// s3Entries lists the source prefix or reads the S3 manifest, looking up
+// every object, as create's planner does, and names the entries.
 func s3Entries(ctx context.Context, rf *requestFlags) ([]plan.Entry, error) {
 	req, err := rf.sourceRequest("plan")
 	if err != nil {
@@ -434,8 +436,8 @@ func btoi(b bool) int {
 	return 0
 }
 
-// manifestEntries reads a manifest whose every line has a size; names are
-// the manifest's, or the keys.
+// manifestEntries reads a manifest whose every line has a size. Entries take
+// the manifest's names, or the keys.
 func manifestEntries(path string) ([]plan.Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -464,7 +466,7 @@ func manifestEntries(path string) ([]plan.Entry, error) {
 	return entries, nil
 }
 
-// count is n things in words: "1 entry", "2 entries", "0 directories".
+// count returns n things in words, such as "1 entry", "2 entries" or "0 directories".
 // strategyLine is the strategy asked for and, for auto, the layout it
 // chose, as the parts show it.
 func strategyLine(sum *planSummary) string {
