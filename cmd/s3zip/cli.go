@@ -14,16 +14,16 @@ import (
 	"github.com/s3zip/s3zip/internal/failure"
 )
 
-// The exit codes, the same for every command (docs/cli.md, "Exit status"):
-// what the user does next differs for each.
+// The exit codes are the same for every command, and docs/cli.md lists them
+// under "Exit status". What the user does next differs for each.
 const (
-	exitFailed      = 1 // the run started and failed; what it wrote is undone
+	exitFailed      = 1 // the run started and failed, and what it wrote is undone
 	exitRefused     = 2 // the command line or the request was refused before anything was written
-	exitUnreachable = 3 // S3 or Step Functions could not be reached or would not take the credentials; nothing was done
+	exitUnreachable = 3 // S3 or Step Functions could not be reached or would not take the credentials, and nothing was done
 )
 
-// usageError is a mistake in how the command was typed: a refusal, before
-// anything is asked of S3.
+// usageError is a mistake in how the command was typed. It is a refusal,
+// made before anything is asked of S3.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -31,9 +31,9 @@ func (e *usageError) Error() string { return e.msg }
 func usageErrorf(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // unreachableError says the service was not reached, or not with these
-// credentials: no endpoint, no or rejected credentials, throttling. The
-// request itself was never judged, so running it again once that is fixed
-// is the whole remedy.
+// credentials, for want of an endpoint or credentials, for rejected
+// credentials or for throttling. The request itself was never judged, so
+// running it again once that is fixed is the whole remedy.
 type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string { return e.err.Error() }
@@ -44,8 +44,8 @@ func unreachablef(format string, a ...any) error {
 }
 
 // refusal reports whether err is a refusal of the request by the workflow
-// before it wrote anything: the same errors the deployed workflow's
-// refusals are (refusedErrors), and extract's.
+// before it wrote anything. Those are the deployed workflow's refusedErrors
+// and extract's.
 func refusal(err error) bool {
 	var (
 		xre *failure.RequestError
@@ -58,7 +58,7 @@ func refusal(err error) bool {
 func exitCode(err error) int {
 	var ue *usageError
 	var unreachable *unreachableError
-	var coded interface{ ExitCode() int } // a deployed run's outcome (sfn.go)
+	var coded interface{ ExitCode() int } // a deployed run's outcome, from sfn.go
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -72,8 +72,8 @@ func exitCode(err error) int {
 	return exitFailed
 }
 
-// version and commit are set at link time (make release: -ldflags
-// "-X main.version=v1.2.3 -X main.commit=0123456789ab"); without them the
+// version and commit are set at link time. make release passes -ldflags
+// "-X main.version=v1.2.3 -X main.commit=0123456789ab"; without them the
 // module version and VCS revision Go records in the binary are shown.
 var version, commit = "", ""
 
@@ -125,7 +125,7 @@ func unknownCommand(name string) error {
 	return usageErrorf("unknown command %q (s3zip help lists the commands: %s)", name, strings.Join(names, ", "))
 }
 
-// closest returns the candidate within two edits of s (or that s starts),
+// closest returns the candidate within two edits of s, or that s starts,
 // or "" when none is.
 func closest(s string, candidates []string) string {
 	best, bestD := "", 3
@@ -161,9 +161,9 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// flags is a command's flag set with its synopsis: -h prints the synopsis
-// and the flags on stdout and succeeds; a mistyped flag gets one line that
-// says what was wrong (with a suggestion), not the whole usage.
+// flags is a command's flag set with its synopsis. -h prints the synopsis
+// and the flags on stdout and succeeds. A mistyped flag gets one line that
+// says what was wrong and suggests a fix, not the whole usage.
 type flags struct {
 	*flag.FlagSet
 	synopsis, about string
@@ -176,9 +176,10 @@ func newFlags(name, synopsis, about string) *flags {
 	return &flags{FlagSet: fs, synopsis: synopsis, about: about}
 }
 
-// given reports whether the flag was on the command line, for flags whose
-// default means "not given" (the model's choice, the deployment's), where a
-// typed value must be honoured or refused, never read as the default.
+// given reports whether the flag was on the command line. It is for flags
+// whose default means "not given", leaving the choice to the model or the
+// deployment, where a typed value must be honoured or refused, never read as
+// the default.
 func (f *flags) given(name string) bool {
 	set := false
 	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
@@ -196,9 +197,9 @@ func (f *flags) parse(args []string, stdout io.Writer) error {
 	return f.noneEmpty()
 }
 
-// noneEmpty refuses a flag typed with an empty value: a default would
-// stand in for it silently (--state-machine "" would run here, --endpoint ""
-// would go to AWS), and the user meant something else.
+// noneEmpty refuses a flag typed with an empty value. A default would stand
+// in for it silently, and the user meant something else. --state-machine ""
+// would run here, and --endpoint "" would go to AWS.
 func (f *flags) noneEmpty() error {
 	var empty string
 	f.Visit(func(fl *flag.Flag) {
@@ -213,8 +214,8 @@ func (f *flags) noneEmpty() error {
 }
 
 // parseArgs parses flags that may come before, between or after the
-// positional arguments (`s3zip get s3://b/k DIR --overwrite`), and returns
-// the positional ones.
+// positional arguments, as in `s3zip get s3://b/k DIR --overwrite`, and
+// returns the positional ones.
 func (f *flags) parseArgs(args []string, stdout io.Writer) ([]string, error) {
 	var pos []string
 	for {
@@ -289,7 +290,7 @@ func wantArgs(cmd string, got []string, names ...string) error {
 	return usageErrorf("%s: unexpected argument %q", cmd, got[len(names)])
 }
 
-// atLeast checks a count flag: the same rule, and the same message, in
+// atLeast checks a count flag with the same rule, and the same message, in
 // every command.
 func atLeast(cmd, flagName string, v, least int) error {
 	if v < least {
@@ -298,15 +299,15 @@ func atLeast(cmd, flagName string, v, least int) error {
 	return nil
 }
 
-// printJSON writes v to w as indented JSON: every command's --json.
+// printJSON writes v to w as indented JSON, for every command's --json.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-// shellCommand is args as one command line that a POSIX shell splits back
-// into args: what the CLI prints for the user to run.
+// shellCommand returns args as one command line that a POSIX shell splits
+// back into args, for the CLI to print for the user to run.
 func shellCommand(args ...string) string {
 	quoted := make([]string, len(args))
 	for i, a := range args {
@@ -315,8 +316,8 @@ func shellCommand(args ...string) string {
 	return strings.Join(quoted, " ")
 }
 
-// shellQuote is s as one shell word: as it is when it holds only characters
-// no shell treats specially, else in single quotes.
+// shellQuote returns s as one shell word. It is s as it is when it holds
+// only characters no shell treats specially, else s in single quotes.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
 		return s
