@@ -13,19 +13,19 @@ import (
 	"github.com/s3zip/s3zip/create"
 )
 
-// progressPrinter shows a run's phases and parts: a live line on a
-// terminal, and on anything else a line per phase and one every few seconds.
-// What it shows never goes backwards within a phase (batches report out of
-// order), and its last line says how the run ended (finish).
+// progressPrinter shows a run's phases and parts. On a terminal it draws a
+// live line, and on anything else a line per phase and one every few seconds.
+// What it shows never goes backwards within a phase, though batches report
+// out of order, and its last line, from finish, says how the run ended.
 type progressPrinter struct {
 	w        io.Writer
 	terminal bool
 	start    time.Time
 	every    time.Duration // between plain lines while building
-	unit     string        // what Parts counts: "parts", or extract's "jobs"
+	unit     string        // what Parts counts, "parts" or extract's "jobs"
 	rateSaid bool          // extract's line on S3's write rate is printed
 
-	plannedBefore bool // a planning phase was entered before (compressed runs come back to it)
+	plannedBefore bool // a planning phase was entered before, as compressed runs come back to it
 
 	mu         sync.Mutex
 	phase      create.Phase
@@ -76,7 +76,7 @@ func (p *progressPrinter) update(pr create.Progress) {
 	p.draw(pr, now)
 }
 
-// draw shows pr: the live line on a terminal, a plain line elsewhere.
+// draw shows pr as the live line on a terminal, and as a plain line elsewhere.
 func (p *progressPrinter) draw(pr create.Progress, now time.Time) {
 	p.last = now
 	elapsed := now.Sub(p.phaseStart).Seconds()
@@ -87,7 +87,7 @@ func (p *progressPrinter) draw(pr create.Progress, now time.Time) {
 	}
 	unit := p.unit
 	if pr.Phase == create.PhaseReading {
-		unit = "jobs" // the read pass's: pieces read, CRC-32s looked up
+		unit = "jobs" // the read pass's pieces read and CRC-32s looked up
 	}
 	if !p.terminal {
 		of := ""
@@ -107,7 +107,7 @@ func (p *progressPrinter) draw(pr create.Progress, now time.Time) {
 	p.drawn = true
 }
 
-// enter starts a phase; planning, which reports nothing until it is done,
+// enter starts a phase. Planning, which reports nothing until it is done,
 // gets a ticking elapsed time on a terminal so the run is seen to be alive.
 func (p *progressPrinter) enter(phase create.Phase, now time.Time) {
 	if p.stopTick != nil {
@@ -147,8 +147,8 @@ func (p *progressPrinter) drawPlanning(now time.Time) {
 		return
 	}
 	if p.last.IsZero() {
-		// Planning comes back after each read round: said once, then as what
-		// it does then.
+		// Planning comes back after each read round. It is named once, then
+		// shown as what it does then.
 		if p.plannedBefore {
 			fmt.Fprintln(p.w, "planning: laying out what the read pass learnt")
 		} else {
@@ -159,13 +159,13 @@ func (p *progressPrinter) drawPlanning(now time.Time) {
 	}
 }
 
-// finish ends the display with how the run ended: a run that succeeded at
-// 100 % (the last update may not have been drawn), one that failed or was
-// stopped with the phase it was in and how far it had got; the error itself
+// finish ends the display with how the run ended. A run that succeeded shows
+// 100 %, as the last update may not have been drawn. One that failed or was
+// stopped shows the phase it was in and how far it had got; the error itself
 // follows from main.
-// finishRun is finish for a run under ctx: a run a signal stopped says
-// "stopped", whatever error the stop surfaced as (a cancelled request, a
-// failed part).
+// finishRun is finish for a run under ctx. A run a signal stopped says
+// "stopped", whatever error the stop surfaced as, such as a cancelled
+// request or a failed part.
 func (p *progressPrinter) finishRun(ctx context.Context, err error) {
 	if _, ok := interrupted(ctx); ok && err != nil {
 		err = context.Canceled

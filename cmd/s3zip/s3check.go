@@ -18,8 +18,8 @@ import (
 )
 
 // checkEndpoint rejects an endpoint the SDK would only fail on at the first
-// request, as a "transient" error after its retries: it must be an http or
-// https URL with a host.
+// request, as a "transient" error after its retries. The endpoint must be an
+// http or https URL with a host.
 func checkEndpoint(cmd, endpoint string) error {
 	what := "--endpoint"
 	if endpoint == "" {
@@ -39,9 +39,9 @@ func checkEndpoint(cmd, endpoint string) error {
 	return nil
 }
 
-// connect is every network command's start: the endpoint checked, the
-// client built with the credentials looked up, and each of checks asked
-// once, so that what is wrong with the setup is one line (exit 2 or 3)
+// connect starts every network command. It checks the endpoint, builds the
+// client with the credentials it looks up, and asks each of checks once, so
+// that what is wrong with the setup is one line, with exit code 2 or 3,
 // before the command's first real request.
 func connect(ctx context.Context, cmd, endpoint string, checks ...bucketCheck) (*s3.Client, error) {
 	if err := checkEndpoint(cmd, endpoint); err != nil {
@@ -57,17 +57,17 @@ func connect(ctx context.Context, cmd, endpoint string, checks ...bucketCheck) (
 	return client, nil
 }
 
-// once is an S3 option for the up-front checks: one attempt, so a dead
-// endpoint is reported at once instead of after the SDK's backoff.
+// once is an S3 option for the up-front checks. It makes one attempt, so a
+// dead endpoint is reported at once instead of after the SDK's backoff.
 func once(o *s3.Options) { o.RetryMaxAttempts = 1 }
 
 // bucketCheck is one bucket a run needs, and why, for the message.
 type bucketCheck struct {
 	role, bucket string
-	list         bool   // the run lists it (a --source): ask with ListObjectsV2 under prefix
+	list         bool   // the run lists it as a --source, so ask with ListObjectsV2 under prefix
 	prefix       string // for list
-	object       string // a key the run reads (the manifest): ask with a GET of its first byte
-	ifMissing    string // what to do when the bucket does not exist (default: create it or fix the name)
+	object       string // a key the run reads, such as the manifest, to ask for with a GET of its first byte
+	ifMissing    string // what to do when the bucket does not exist, by default create it or fix the name
 }
 
 // preflightS3 is what the up-front checks need of S3.
@@ -81,8 +81,8 @@ type preflightS3 interface {
 // created, so that a wrong endpoint, rejected credentials or a missing
 // bucket is one clear message, not a failure deep in the run followed by a
 // clean-up that fails the same way. Answers that do not settle the
-// question (a 403 on HeadBucket where the role may lack s3:ListBucket, a
-// 5xx) let the run go on and meet them again with its retries.
+// question, such as a 5xx or a 403 on HeadBucket where the role may lack
+// s3:ListBucket, let the run go on and meet them again with its retries.
 func preflight(ctx context.Context, c preflightS3, endpoint string, checks []bucketCheck) error {
 	seen := map[string]bool{}
 	for _, ck := range checks {
@@ -150,7 +150,7 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 		return ck.missingBucket(where)
 	case "NoSuchKey":
 		if ck.role == "archive" {
-			// A split run (create --split-size) wrote numbered archives, not the key it was given.
+			// A run split by create --split-size wrote numbered archives, not the key it was given.
 			return usageErrorf("archive s3://%s/%s does not exist; check the bucket, the key and --endpoint (a split run's archives are s3://%s/%s, %s, …: one command each)",
 				ck.bucket, ck.object, ck.bucket, create.ArchiveKey(ck.object, 0), path.Base(create.ArchiveKey(ck.object, 1)))
 		}
@@ -158,10 +158,10 @@ func describeSetupError(err error, endpoint string, ck bucketCheck) error {
 	}
 	switch {
 	case status == http.StatusNotFound && ck.object == "" && !ck.list:
-		// HEAD answers carry no error code: a 404 on HeadBucket is the bucket.
+		// HEAD answers carry no error code, so a 404 on HeadBucket is the bucket.
 		return ck.missingBucket(where)
 	case status == http.StatusRequestedRangeNotSatisfiable:
-		return nil // an empty object (a manifest: the planner says so)
+		return nil // an empty object, where for a manifest the planner says so
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (ck bucketCheck) missingBucket(where string) error {
 	return usageErrorf("%s bucket %q does not exist at %s; %s", ck.role, ck.bucket, where, todo)
 }
 
-// rootCause is the innermost error: what the network said, without the
+// rootCause returns the innermost error, what the network said, without the
 // SDK's layers of operation names around it.
 func rootCause(err error) error {
 	for {
