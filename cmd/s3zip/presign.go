@@ -1,13 +1,14 @@
 package main
 
-// Download links: `s3zip presign s3://bucket/key`, and --presign on create
-// and status, print presigned GET URLs of an archive and its report.
+// This file makes download links. `s3zip presign s3://bucket/key`, and
+// --presign on create and status, print presigned GET URLs of an archive and
+// its report.
 //
-// The caller signs, here, with the credentials the command runs with, so a
-// link can do no more, and lives no longer, than they: S3 refuses it once
-// they expire or lose s3:GetObject, even before its own expiry. (A request's
+// The caller signs here, with the credentials the command runs with, so a
+// link can do no more, and lives no longer, than they. S3 refuses it once
+// they expire or lose s3:GetObject, even before its own expiry. A request's
 // options.presign has the finalizer sign instead, with its role's session
-// credentials, which end far sooner than the 7 days SigV4 allows.)
+// credentials, which end far sooner than the 7 days SigV4 allows.
 
 import (
 	"context"
@@ -21,8 +22,8 @@ import (
 	"github.com/s3zip/s3zip/internal/presign"
 )
 
-// parseExpiry reads a link's lifetime as the user typed it for --flag: a
-// Go duration (90m, 1h30m) or whole days (7d).
+// parseExpiry reads a link's lifetime as the user typed it for --flag, as a
+// Go duration such as 90m or 1h30m, or as whole days such as 7d.
 func parseExpiry(cmd, flagName, s string) (time.Duration, error) {
 	d, err := presign.ParseLifetime(s)
 	if err != nil {
@@ -44,12 +45,12 @@ func presignExpiry(cmd string, fs *flags, value string) (time.Duration, error) {
 	return parseExpiry(cmd, "presign", value)
 }
 
-// links are the download links of a finished run (create --json and
-// status --json: "links").
+// links are the download links of a finished run, printed as "links" by
+// create --json and status --json.
 type links = presign.Links
 
-// signLinks signs, with client's credentials, the archive's link and, when
-// there is a report, the report's (s3:// URIs), for d from now.
+// signLinks signs the links of the archive and of the report, when there is
+// one, with client's credentials for d from now. Both are s3:// URIs.
 func signLinks(ctx context.Context, client *s3.Client, archive, report string, d time.Duration) (*links, string, error) {
 	a, err := objectOf(archive)
 	if err != nil {
@@ -66,8 +67,8 @@ func signLinks(ctx context.Context, client *s3.Client, archive, report string, d
 	return presign.Signer{Client: client}.SignLinks(ctx, a, r, d)
 }
 
-// signRunLinks signs a run's links: its archive's and report's, and each
-// archive's of a split run.
+// signRunLinks signs a run's links to its archive and report, and to each
+// archive of a split run.
 func signRunLinks(ctx context.Context, client *s3.Client, out *create.FinalizeOutput, d time.Duration) (*links, string, error) {
 	l, warning, err := signLinks(ctx, client, out.Archive.URI, out.Report, d)
 	if err != nil {
@@ -89,7 +90,8 @@ func objectOf(uri string) (presign.Object, error) {
 }
 
 // signLinksAsCaller signs a deployed run's links with the credentials and
-// S3 endpoint (S3_ENDPOINT, AWS_ENDPOINT_URL_S3) this command runs with.
+// the S3 endpoint this command runs with, which S3_ENDPOINT or
+// AWS_ENDPOINT_URL_S3 set.
 func signLinksAsCaller(ctx context.Context, out *create.FinalizeOutput, d time.Duration) (*links, string, error) {
 	client, err := newS3Client(ctx, "")
 	if err != nil {
@@ -98,7 +100,7 @@ func signLinksAsCaller(ctx context.Context, out *create.FinalizeOutput, d time.D
 	return signRunLinks(ctx, client, out, d)
 }
 
-// printLinks is the summary's lines for the links, if any.
+// printLinks prints the summary's lines for the links, if any.
 func printLinks(w io.Writer, l *links) {
 	if l == nil {
 		return
@@ -137,8 +139,8 @@ func runPresign(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Signing asks nothing of S3: read the object's first byte first, so a
-	// link to a missing object, or one these credentials cannot read, is
+	// Signing asks nothing of S3. Reading the object's first byte first means
+	// a link to a missing object, or one these credentials cannot read, is
 	// refused here rather than by whoever opens it.
 	client, err := connect(ctx, "presign", *endpoint, bucketCheck{role: "object", bucket: bucket, object: key})
 	if err != nil {
