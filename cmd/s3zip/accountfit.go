@@ -1,14 +1,14 @@
 package main
 
-// Fitting a deployed run to its account. Lambda runs at most the account's
-// unreserved concurrency at once (10 in a new account) and throttles every
-// invocation beyond it, while the Distributed Map starts up to its
-// MaxConcurrency children (100 by default). The state machine retries
-// throttled invocations for hours (docs/contract.md), so such a run still
-// finishes, but its extra children only wait: `create --state-machine`
-// reads the account's concurrency before it starts and fits the run's
-// workers to it when the user left them to the deployment, or warns when the
-// user asked for more (a value given is honoured, never replaced).
+// This file fits a deployed run to its account. Lambda runs at most the
+// account's unreserved concurrency at once, 10 in a new account, and
+// throttles every invocation beyond it, while the Distributed Map starts up
+// to its MaxConcurrency children, 100 by default. The state machine retries
+// throttled invocations for hours, as docs/contract.md says, so such a run
+// still finishes, but its extra children only wait. `create --state-machine`
+// therefore reads the account's concurrency before it starts and fits the
+// run's workers to it when the user left them to the deployment. When the
+// user asked for more it warns, as a value given is honoured, never replaced.
 
 import (
 	"context"
@@ -36,16 +36,17 @@ var newLambdaAccount = func(ctx context.Context, arn string) (lambdaAccount, err
 }
 
 // deploymentDefaultWorkers is the Map concurrency a deployment runs when the
-// request gives none (ArchiveWorkflow's defaultMaxConcurrency).
+// request gives none, ArchiveWorkflow's defaultMaxConcurrency.
 const deploymentDefaultWorkers = 100
 
-// accountCheckTimeout bounds the GetAccountSettings call: it only advises.
+// accountCheckTimeout bounds the GetAccountSettings call, which only advises.
 const accountCheckTimeout = 10 * time.Second
 
 // fitWorkers decides a run's Map concurrency in an account whose Lambda runs
-// at most unreserved invocations at once. asked is --workers (0: not given,
-// the deployment's default). It returns the concurrency to request (0 keeps
-// the deployment's default) and the line to print ("" when the run fits).
+// at most unreserved invocations at once. asked is --workers, or 0 when it
+// is not given and the deployment's default applies. It returns the
+// concurrency to request, where 0 keeps the deployment's default, and the
+// line to print, empty when the run fits.
 func fitWorkers(asked, unreserved int) (int, string) {
 	switch {
 	case unreserved < 1:
@@ -59,8 +60,8 @@ func fitWorkers(asked, unreserved int) (int, string) {
 }
 
 // fitToAccount reads the account's unreserved concurrency and returns the
-// run's Map concurrency (fitWorkers), printing what it decided on stderr.
-// Not being able to read it is a warning: the run starts as asked.
+// run's Map concurrency that fitWorkers decides, printing it on stderr.
+// Not being able to read it is a warning, and the run starts as asked.
 func fitToAccount(ctx context.Context, stateMachine string, asked int, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, accountCheckTimeout)
 	defer cancel()

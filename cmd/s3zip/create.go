@@ -42,7 +42,7 @@ func runCreate(ctx context.Context, args []string, stdout io.Writer) error {
 			return usageErrorf("create: --keep keeps a run here; a deployed workflow keeps a failed run for its construct's keepFailedRunsFor (drop --keep, or --state-machine)")
 		}
 		// The deployment's own default concurrency applies unless --workers is
-		// given or the account's Lambda concurrency is below it (fitToAccount).
+		// given or fitToAccount finds the account's Lambda concurrency below it.
 		if !fs.given("workers") {
 			req.Options.MaxConcurrency = 0
 		}
@@ -119,8 +119,8 @@ func (cf *createFlags) request() (create.Request, error) {
 }
 
 // runHere runs the workflow's handlers here, as the state machine would,
-// keeping this run's marker (and removing what dead runs for the same
-// destination left) while it lasts.
+// keeping this run's marker while it lasts, and removing what dead runs for
+// the same destination left.
 func (cf *createFlags) runHere(ctx context.Context, req create.Request, show resultOutput) error {
 	workBucket := *cf.workBucket
 	if workBucket == "" {
@@ -130,7 +130,7 @@ func (cf *createFlags) runHere(ctx context.Context, req create.Request, show res
 	if err != nil {
 		return err
 	}
-	plain := client // housekeeping (run marker, dead runs) stays out of the request counts
+	plain := client // housekeeping of the run marker and dead runs stays out of the request counts
 	model, measured, err := cf.modelChoice.resolve(ctx, endpointOrEnv(*cf.rf.endpoint), plain, workBucket)
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
@@ -186,10 +186,11 @@ type createdHere struct {
 	counter  *s3metrics.Counter
 	wall     time.Duration
 	profile  string // the server measured for auto's choices, when it was
-	compress string // --compress: what the summary says when nothing shrank
+	compress string // --compress, for what the summary says when nothing shrank
 }
 
-// sign signs links to the archive and its report for linkLife (none when 0).
+// sign signs links to the archive and its report for linkLife, and none when
+// linkLife is 0.
 func (c *createdHere) sign(ctx context.Context, client *s3.Client, linkLife time.Duration) error {
 	if linkLife <= 0 {
 		return nil
@@ -238,9 +239,9 @@ func printRequests(w io.Writer, counter *s3metrics.Counter) {
 	fmt.Fprintf(w, "requests    %d: %s\n", counter.Total(), strings.Join(reqs, ", "))
 }
 
-// printArchive is the summary's first lines, the same for a run here and
-// a deployed one: what was made and how it was built (compress: the
-// request's options.compression).
+// printArchive prints the summary's first lines, the same for a run here and
+// a deployed one. They say what was made and how it was built; compress is
+// the request's options.compression.
 func printArchive(w io.Writer, a create.Archive, split []create.Archive, st create.ReportStats, compress string) {
 	if split != nil {
 		fmt.Fprintf(w, "archives    %d, each a whole ZIP\n", len(split))
@@ -261,9 +262,10 @@ func printArchive(w io.Writer, a create.Archive, split []create.Archive, st crea
 	}
 }
 
-// compressionSaved says what DEFLATE saved: the entries compressed, their
-// bytes before and after; when compression was asked for and no entry was
-// compressed, that none was and why; "" when it was not asked for.
+// compressionSaved says what DEFLATE saved, as the entries compressed and
+// their bytes before and after. When compression was asked for and no entry
+// was compressed, it says that none was and why. It is empty when
+// compression was not asked for.
 func compressionSaved(st plan.Stats, compress string) string {
 	if st.DeflatedEntries == 0 {
 		switch compress {
@@ -283,10 +285,10 @@ func compressionSaved(st plan.Stats, compress string) string {
 		humanBytes(st.DeflatedRawBytes), humanBytes(st.DeflatedBytes), humanBytes(saved), pct)
 }
 
-// abortReason says why a run that succeeded aborted uploads: the planner
-// and the workers have S3 compute CRC-32s by copying ranges into scratch
-// uploads they never complete (workflow.crcProbe, a batch's probe upload),
-// and abort them when they are done.
+// abortReason says why a run that succeeded aborted uploads. The planner's
+// workflow.crcProbe and a batch's probe upload have S3 compute CRC-32s by
+// copying ranges into scratch uploads they never complete, and abort them
+// when they are done.
 const abortReason = "the planner's and workers' scratch uploads for learning CRC-32s, discarded when done; not a failure"
 
 func endpointOrEnv(endpoint string) string {
@@ -296,8 +298,9 @@ func endpointOrEnv(endpoint string) string {
 	return endpoint
 }
 
-// runChecks are the buckets a run needs: the source (listed) or the
-// manifest or inventory report (read), the destination and the work bucket.
+// runChecks returns the buckets a run needs. Those are the source it lists
+// or the manifest or inventory report it reads, the destination and the
+// work bucket.
 func runChecks(req create.Request, workBucket string) []bucketCheck {
 	var checks []bucketCheck
 	if m := req.Source.Manifest; m != nil {
