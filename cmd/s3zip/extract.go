@@ -39,7 +39,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plain := client // housekeeping (the run marker) stays out of the request counts
+	plain := client // housekeeping of the run marker stays out of the request counts
 	counter := s3metrics.New()
 	progress := newProgressPrinter(os.Stderr)
 	start := time.Now()
@@ -57,7 +57,7 @@ func runExtract(ctx context.Context, args []string, stdout io.Writer) error {
 		return interruptedExtract(ctx, plain, req, err)
 	}
 	var fe *zipread.FormatError
-	if errors.As(err, &fe) { // the planner read no further than the central directory: nothing was written
+	if errors.As(err, &fe) { // the planner read no further than the central directory, so nothing was written
 		return usageErrorf("extract: s3://%s/%s is not a readable ZIP archive: %s; nothing was written", req.Bucket, req.Key, fe.What)
 	}
 	if err != nil {
@@ -101,8 +101,8 @@ func newExtractFlags() (*flags, *extractFlags) {
 	return fs, xf
 }
 
-// request is the extract the arguments and flags describe: the archive
-// (pos[0]) into the prefix (pos[1]), with the options checked.
+// request returns the extract the arguments and flags describe, with the
+// options checked. It extracts the archive pos[0] into the prefix pos[1].
 func (xf *extractFlags) request(fs *flags, pos []string) (extract.Request, error) {
 	if err := wantArgs("extract", pos, "s3://BUCKET/KEY.zip", "s3://BUCKET/PREFIX/"); err != nil {
 		return extract.Request{}, err
@@ -190,9 +190,9 @@ func typeCounts(counts map[string]int) string {
 }
 
 // smallStoredOption is --small-stored as extract.Options takes it, where 0
-// is the model's choice and -1 copies every STORED entry: a value typed is
-// honoured (0 reads none, so copies every one), never replaced by the
-// model's.
+// is the model's choice and -1 copies every STORED entry. A value typed is
+// honoured, never replaced by the model's, so a typed 0 reads none and
+// copies every one.
 func smallStoredOption(fs *flags, bytes int64) (int64, error) {
 	switch {
 	case !fs.given("small-stored"):
@@ -214,7 +214,7 @@ func (p *progressPrinter) updateExtract(pr extract.Progress) {
 	p.mu.Lock()
 	p.unit = "jobs"
 	if !p.rateSaid && pr.WriteSeconds >= 1 {
-		// Before the first job: what S3's write rate alone allows.
+		// Before the first job, say what S3's write rate alone allows.
 		p.rateSaid = true
 		fmt.Fprintf(p.w, "%sS3's rate   %d writes (PUT, COPY, POST) under one prefix: at least %.0f s at the %.0f a second S3 serves a prefix, whatever the workers\n",
 			map[bool]string{true: "\r\033[K"}[p.terminal], pr.Writes, pr.WriteSeconds, float64(pr.Writes)/pr.WriteSeconds)
@@ -223,9 +223,9 @@ func (p *progressPrinter) updateExtract(pr extract.Progress) {
 	p.update(create.Progress{Phase: phaseExtracting, PartsDone: pr.JobsDone, Parts: pr.Jobs, BytesDone: pr.BytesDone, Bytes: pr.Bytes})
 }
 
-// readModel reads a cost model profile: a plan.Model as JSON, or a document
-// holding one as "model" (a bench results.json). Fields it does not give
-// are AWS's (plan.DefaultModel).
+// readModel reads a cost model profile, either a plan.Model as JSON or a
+// document such as a bench results.json holding one as "model". Fields it
+// does not give are AWS's, from plan.DefaultModel.
 func readModel(path string) (*plan.Model, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

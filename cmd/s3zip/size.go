@@ -7,16 +7,17 @@ import (
 	"strings"
 )
 
-// byteSize is a flag holding a size in bytes, typed as people type sizes:
-// 4096, 16MiB, 1.5GiB, 500MB, 64k. Binary units (KiB, MiB, GiB, TiB, and
-// K, M, G, T alone, as dd and most tools read them) are powers of 1,024;
-// decimal ones (KB, MB, GB, TB) powers of 1,000, as S3's console and the
-// SI write them. Case is ignored and a space may come before the unit.
+// byteSize is a flag holding a size in bytes, typed as people type sizes,
+// such as 4096, 16MiB, 1.5GiB, 500MB or 64k. The binary units KiB, MiB, GiB
+// and TiB, and K, M, G and T alone as dd and most tools read them, are
+// powers of 1,024. The decimal units KB, MB, GB and TB are powers of 1,000,
+// as S3's console and the SI write them. Case is ignored and a space may
+// come before the unit.
 type byteSize struct{ p *int64 }
 
-// sizeFlag defines a size flag with its default and usage (whose `size`
-// names its value). Every size flag of every command is one: a number
-// alone is bytes, everywhere.
+// sizeFlag defines a size flag with its default and usage, whose `size`
+// names its value. Every size flag of every command is one, so a number
+// alone is bytes everywhere.
 func sizeFlag(fs *flags, name string, def int64, usage string) *int64 {
 	p := new(int64)
 	*p = def
@@ -24,8 +25,8 @@ func sizeFlag(fs *flags, name string, def int64, usage string) *int64 {
 	return p
 }
 
-// String is the size as a user would type it: 32MiB, or bytes when no
-// binary unit holds it whole.
+// String returns the size as a user would type it, such as 32MiB, or bytes
+// when no binary unit holds it whole.
 func (b byteSize) String() string {
 	if b.p == nil {
 		return "0"
@@ -33,8 +34,8 @@ func (b byteSize) String() string {
 	return sizeText(*b.p)
 }
 
-// sizeText is n as the size flags take it, in the largest binary unit that
-// holds it whole (32MiB, 1536KiB), else in bytes.
+// sizeText returns n as the size flags take it, in the largest binary unit
+// that holds it whole, such as 32MiB or 1536KiB, else in bytes.
 func sizeText(n int64) string {
 	for _, u := range []struct {
 		name string
@@ -47,9 +48,10 @@ func sizeText(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// sizeOutOfRange is what is wrong with --name n outside least to most, or
-// "" when n is within. A small number alone was probably meant in MiB (as
-// s5cmd and other tools read it): the message says how to write that.
+// sizeOutOfRange says what is wrong with --name n outside least to most, or
+// returns "" when n is within. A small number alone was probably meant in
+// MiB, as s5cmd and other tools read it, so the message says how to write
+// that.
 func sizeOutOfRange(name string, n, least, most int64) string {
 	if n >= least && n <= most {
 		return ""
@@ -77,8 +79,9 @@ var sizeUnits = map[string]float64{
 	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 }
 
-// parseSize reads a size in bytes: a whole number of bytes, or a number
-// (a fraction allowed) and a unit; the bytes it makes must be whole.
+// parseSize reads a size in bytes, given as a whole number of bytes or as a
+// number and a unit. The number may have a fraction, but the bytes it makes
+// must be whole.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' && r != '+' })
