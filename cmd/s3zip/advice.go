@@ -4,10 +4,11 @@ import (
 	"github.com/s3zip/s3zip/plan"
 )
 
-// chainAdvice is what `plan` says when chain was asked for on a set where
-// it is the wrong tool (tiny objects: a round per entry, minutes where auto
-// takes seconds), or "" when chain is a fair choice or was not asked for.
-// `create` says the same through the planner's warning (workflow).
+// chainAdvice returns what `plan` says when chain was asked for on a set
+// where it is the wrong tool, or "" when chain is a fair choice or was not
+// asked for. Tiny objects make it the wrong tool, with a round per entry
+// taking minutes where auto takes seconds. `create` says the same through
+// the planner's warning in workflow.
 func chainAdvice(p *plan.Plan, entries []plan.Entry, opts plan.Options) (string, error) {
 	if opts.Strategy != plan.StrategyChain {
 		return "", nil

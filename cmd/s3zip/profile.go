@@ -12,23 +12,24 @@ import (
 
 // The --model choices besides a file.
 const (
-	modelAWS     = "aws"     // AWS's profile (plan.DefaultModel)
+	modelAWS     = "aws"     // AWS's profile, plan.DefaultModel
 	modelMeasure = "measure" // the endpoint's server measured now
 )
 
-// modelChoices is what --model takes, said alike by create and plan; each
-// says its own default.
+// modelChoices is what --model takes, said alike by create and plan. Each
+// command says its own default.
 const modelChoices = "the cost model's `profile` auto chooses a layout with: aws (AWS's S3 and Lambdas), measure (the --endpoint server, measured again now), " +
 	"or a FILE of plan.Model's fields as JSON (a bench results.json's \"model\"); default: "
 
 const modelHelp = modelChoices + "with --endpoint, that server's profile, " +
 	"measured once with a few requests (~48 MiB written under the work prefix and removed) and kept for 30 days in the user cache directory's s3zip/profiles; without, aws"
 
-// planModelHelp is plan's --model: plan writes nothing unless told to measure.
+// planModelHelp is the help of plan's --model, as plan writes nothing unless
+// told to measure.
 const planModelHelp = modelChoices + "with --endpoint, the profile create measured of that server and kept (the user cache directory's s3zip/profiles), " +
 	"or aws when none is kept; without, aws. measure writes ~48 MiB under --work-bucket's s3zip-work/ and removes it"
 
-// modelChoice is --model as given, its file read (before anything runs).
+// modelChoice is --model as given, with its file read before anything runs.
 type modelChoice struct {
 	choice string
 	file   *plan.Model
@@ -45,10 +46,10 @@ func parseModel(choice string) (modelChoice, error) {
 	return modelChoice{choice: choice, file: m}, nil
 }
 
-// resolve is the profile a run here prices auto's choices with: nil is
-// AWS's. With an endpoint and no --model, the server's measured profile,
-// cached by endpoint (s3profile.Cache). When it measured, note says what
-// (the run's summary says it: a run that fails says only why).
+// resolve returns the profile a run here prices auto's choices with, where
+// nil is AWS's. With an endpoint and no --model it is the server's measured
+// profile, which s3profile.Cache keeps by endpoint. When it measured, note
+// says what, for the run's summary; a run that fails says only why.
 func (mc modelChoice) resolve(ctx context.Context, endpoint string, c s3profile.Client, workBucket string) (model *plan.Model, note string, err error) {
 	switch {
 	case mc.file != nil:
@@ -92,7 +93,7 @@ func serverModel(m s3profile.Measured) *plan.Model {
 
 // keptProfile is endpoint's profile kept in the user's cache, and where,
 // when there is one younger than s3profile.MaxAge. An unreadable cache
-// counts as none: create measures again, plan prices for AWS.
+// counts as none, so create measures again and plan prices for AWS.
 func keptProfile(endpoint string) (m s3profile.Measured, path string, ok bool) {
 	cache, err := s3profile.DefaultCache()
 	if err != nil {

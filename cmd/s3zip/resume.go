@@ -23,11 +23,12 @@ func keepFlag(fs *flags) *string {
 	return fs.String("keep", "0", "when the run fails for a cause a retry may mend (S3 errors that outlast every retry), keep its upload and work objects for `DURATION` (e.g. 24h, 7d) so that `s3zip resume` can continue it; 0 aborts every failed run, and a failure no retry mends (a source changed, access refused, bad input) aborts whatever --keep says")
 }
 
-// maxKeep is the longest --keep: an upload nobody resumes costs its parts'
-// storage until then.
+// maxKeep is the longest --keep, as an upload nobody resumes costs its
+// parts' storage until then.
 const maxKeep = 30 * 24 * time.Hour
 
-// parseKeep is --keep's duration: Go's (90m, 24h) or whole days (7d).
+// parseKeep reads --keep's duration, as a Go duration such as 90m or 24h or
+// as whole days such as 7d.
 func parseKeep(cmd, value string) (time.Duration, error) {
 	d, err := time.ParseDuration(value)
 	if days, ok := strings.CutSuffix(value, "d"); ok && err != nil {
@@ -50,8 +51,8 @@ func resumeCommand(execution, workBucket, endpoint string) string {
 	return shellCommand(append(args, execution)...)
 }
 
-// keptRun is the error a kept run ends with: its cause, until when it is
-// kept, and the command that resumes it.
+// keptRun returns the error a kept run ends with. It gives the cause, until
+// when the run is kept, and the command that resumes it.
 func keptRun(kept *stepfn.KeptError, workBucket, endpoint string) error {
 	return fmt.Errorf("%w; continue it with: %s (or remove it now: s3zip cleanup --kept)", kept, resumeCommand(kept.Execution, workBucket, endpoint))
 }
@@ -124,8 +125,9 @@ func runResume(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// resumeRun writes the marker of a resumed run (the kept run's own, with
-// the destination its job names) and keeps it while the resume lasts.
+// resumeRun writes the marker of a resumed run and keeps it while the resume
+// lasts. The marker is the kept run's own, with the destination its job
+// names.
 func resumeRun(ctx context.Context, c *s3.Client, workBucket, execution string) *markerLease {
 	c = housekeeping(c)
 	dest := ""
@@ -148,7 +150,7 @@ func (m *runMarker) keptFor(now time.Time) (time.Duration, bool) {
 }
 
 // keptExtract finds the marker of a kept extraction named execution, and
-// says whether there is one (a create's run is looked for otherwise).
+// says whether there is one. Otherwise resume looks for a create's run.
 func keptExtract(ctx context.Context, c *s3.Client, workBucket, execution string) (runMarker, bool) {
 	var m runMarker
 	m.Execution, m.Archive = execution, "extract"
@@ -167,7 +169,7 @@ func keptExtract(ctx context.Context, c *s3.Client, workBucket, execution string
 	return m, true
 }
 
-// extractResume is how resume continues a kept extraction: resume's flags.
+// extractResume holds resume's flags for continuing a kept extraction.
 type extractResume struct {
 	workBucket string
 	keep       time.Duration
@@ -202,7 +204,8 @@ func resumeExtract(ctx context.Context, client *s3.Client, m runMarker, o extrac
 	return nil
 }
 
-// withProcess is m as this process's marker: its host, PID and start.
+// withProcess returns m as this process's marker, with its host, PID and
+// start.
 func withProcess(m runMarker) runMarker {
 	own := newMarker(m.Execution, m.Destination)
 	own.Archive = m.Archive

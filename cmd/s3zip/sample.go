@@ -39,8 +39,8 @@ func runSample(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageErrorf("sample: --dest: %v", err)
 	}
-	// A prefix is a folder here: "data" would otherwise glue the generated
-	// keys to it ("data42/…").
+	// A prefix is a folder here. Otherwise "data" would glue the generated
+	// keys to it, as in "data42/…".
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
@@ -92,8 +92,8 @@ type sampleUpload struct {
 }
 
 // run uploads the entries' objects, concurrency at a time, each of random
-// bytes of its (scaled) size stored as one of the kinds; it returns how
-// many and their bytes.
+// bytes of its scaled size stored as one of the kinds. It returns how many
+// objects it uploaded and their bytes.
 func (u sampleUpload) run(ctx context.Context, entries []plan.Entry) (int, int64, error) {
 	var total int64
 	g, ctx := errgroup.WithContext(ctx)
@@ -121,8 +121,9 @@ func (u sampleUpload) run(ctx context.Context, entries []plan.Entry) (int, int64
 	return len(entries), total, g.Wait()
 }
 
-// ensureBucket creates the bucket ck names, in the client's region; one
-// that is already the caller's is fine (a second run of the same sample).
+// ensureBucket creates the bucket ck names in the client's region. A bucket
+// that is already the caller's is fine, as on a second run of the same
+// sample.
 func ensureBucket(ctx context.Context, c *s3.Client, endpoint string, ck bucketCheck) error {
 	in := &s3.CreateBucketInput{Bucket: &ck.bucket}
 	// us-east-1 is S3's default location, which it refuses to be named.

@@ -12,10 +12,11 @@ import (
 )
 
 // sampleChecksum is how `sample` uploads an object, and so which checksum
-// S3 keeps of it: what the SDKs and the CLI do by default (a single PUT with
-// CRC-32), what older clients did (none), the other algorithms, and the
-// multipart uploads of the upload managers (8 MiB parts, each with its
-// CRC-32; S3 keeps a composite "…-N" or the full object's CRC-32).
+// S3 keeps of it. The kinds are what the SDKs and the CLI do by default, a
+// single PUT with CRC-32; what older clients did, with no checksum; the
+// other algorithms; and the multipart uploads of the upload managers. Those
+// send 8 MiB parts, each with its CRC-32, and S3 keeps a composite "…-N" or
+// the full object's CRC-32.
 type sampleChecksum struct {
 	name      string
 	alg       types.ChecksumAlgorithm // "" for none
@@ -43,8 +44,8 @@ func sampleChecksumNames() []string {
 	return append(names, "mixed")
 }
 
-// sampleChecksums are the kinds a --checksum value names: one, or every
-// kind for mixed.
+// sampleChecksums returns the kinds a --checksum value names, one kind or
+// every kind for mixed.
 func sampleChecksums(name string) ([]sampleChecksum, error) {
 	if name == "mixed" {
 		return sampleChecksumKinds, nil
@@ -90,8 +91,8 @@ func (k sampleChecksum) put(ctx context.Context, c *s3.Client, o sampleObject) e
 	return err
 }
 
-// putParts sends body in samplePartSize parts (one part, possibly empty, at
-// least), one after another.
+// putParts sends body in samplePartSize parts, one after another. It sends
+// at least one part, possibly empty.
 func (k sampleChecksum) putParts(ctx context.Context, c *s3.Client, o sampleObject, id string) ([]types.CompletedPart, error) {
 	bucket, key, body := o.bucket, o.key, o.body
 	var parts []types.CompletedPart
