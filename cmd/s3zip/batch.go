@@ -30,10 +30,10 @@ type BatchError struct {
 	ErrorMessage string `json:"errorMessage"`
 }
 
-// runBatch is the worker Lambda as a process: the benchmark runs one per
-// Distributed Map batch, each in its own bandwidth-capped network namespace
-// (bench/README.md). It has no line in `s3zip help`: it is plumbing, not a
-// user command.
+// runBatch runs the worker Lambda as a process. The benchmark runs one per
+// Distributed Map batch, each in its own bandwidth-capped network namespace,
+// as bench/README.md describes. It has no line in `s3zip help`, as it is
+// plumbing, not a user command.
 func runBatch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("batch", "s3zip batch [--endpoint URL] [--stats] [-v] < BATCH_INPUT.json",
 		"Build one Distributed Map batch of part jobs (a create.BatchInput JSON document on stdin) as the\n"+
@@ -93,7 +93,7 @@ func buildBatch(ctx context.Context, stdin io.Reader, stdout io.Writer, opts bat
 	if opts.stats {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		line, _ := json.Marshal(BatchStats{Requests: counter.Snapshot(), PeakRSSBytes: ru.Maxrss * 1024}) // Linux: KiB
+		line, _ := json.Marshal(BatchStats{Requests: counter.Snapshot(), PeakRSSBytes: ru.Maxrss * 1024}) // KiB on Linux
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 	}
 	return nil

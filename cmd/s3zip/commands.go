@@ -5,18 +5,19 @@ import (
 	"io"
 )
 
-// command is one subcommand: its name, its line in `s3zip help` ("" keeps
-// plumbing out of it), and its handler.
+// command is one subcommand with its name, its line in `s3zip help` and its
+// handler. An empty line keeps plumbing out of the help.
 type command struct {
 	name, usage string
 	run         func(ctx context.Context, args []string, stdout io.Writer) error
 }
 
 // commands is every subcommand, in the order a user meets them, which is
-// the order `s3zip help` lists them in: build an archive (here, or follow
-// the deployed workflow's run), price one before building it, check it,
-// download it or hand out a link to it, unpack one in S3, continue a run kept after a failure, clear up after a
-// killed run; then a data set to try it all on, and the version.
+// the order `s3zip help` lists them in. A user builds an archive here or
+// follows the deployed workflow's run, prices one before building it, checks
+// it, downloads it or hands out a link to it, unpacks one in S3, continues a
+// run kept after a failure and clears up after a killed run. A data set to
+// try it all on and the version come last.
 var commands = []command{
 	{"create", "build an archive: the whole workflow, run from here against any S3 endpoint", runCreate},
 	{"status", "follow an execution of the deployed workflow: status EXECUTION_ARN", runStatus},

@@ -14,7 +14,7 @@ import (
 	"github.com/s3zip/s3zip/zipread"
 )
 
-// minGetPartSize is the smallest ranged GET get makes: below it a request's
+// minGetPartSize is the smallest ranged GET get makes. Below it a request's
 // round trip, not the link, sets the pace.
 const minGetPartSize = 1 << 20
 
@@ -25,8 +25,9 @@ func runGet(ctx context.Context, args []string, stdout io.Writer) error {
 			"anywhere): an archive holding one is refused unless --skip-symlinks leaves them out.")
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint `URL` (default $S3_ENDPOINT or $AWS_ENDPOINT_URL_S3)")
 	concurrency := fs.Int("concurrency", zipread.DefaultConcurrency, "ranged GETs at once")
-	// 32 MiB: what make bench-get's tuning chose for s3zip get on one
-	// Lambda-sized link in every run, and on the unshaped path most often.
+	// The part size of 32 MiB is what make bench-get's tuning chose for s3zip
+	// get on one Lambda-sized link in every run, and on the unshaped path
+	// most often.
 	partSize := sizeFlag(fs, "part-size", 32<<20, "`size` of a ranged GET (bytes, or 1MiB to 5GiB): STORED entries larger than this are read in parts of this size, in parallel, and neighbouring smaller entries are read together up to it")
 	overwrite := fs.Bool("overwrite", false, "replace files that already exist")
 	skipSymlinks := fs.Bool("skip-symlinks", false, "leave out symbolic link entries (and say how many) instead of refusing the archive")
@@ -90,8 +91,8 @@ func openError(cmd, bucket, key string, err error) error {
 	return err
 }
 
-// rate is " (12.3 MiB/s)", every command's unit for throughput, or "" when
-// too few bytes moved for the figure to mean anything.
+// rate returns a throughput such as " (12.3 MiB/s)", every command's unit
+// for it, or "" when too few bytes moved for the figure to mean anything.
 func rate(bytes int64, secs float64) string {
 	if secs <= 0 || bytes < 1<<20 {
 		return ""

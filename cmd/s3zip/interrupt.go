@@ -19,7 +19,7 @@ import (
 	"github.com/s3zip/s3zip/internal/s3err"
 )
 
-// signalCause is why the command's context was cancelled: a signal.
+// signalCause is the signal that cancelled the command's context.
 type signalCause struct{ sig os.Signal }
 
 func (s *signalCause) Error() string { return "interrupted by " + s.sig.String() }
@@ -32,10 +32,11 @@ func (s *signalCause) exitCode() int {
 	return 130
 }
 
-// notifyInterrupt returns a context that the first SIGINT (Ctrl-C) or
-// SIGTERM (timeout, a CI cancel, docker stop) cancels, so the command stops
-// and cleans up. A second signal stops the process at once, cutting a slow
-// clean-up short and saying how to finish it.
+// notifyInterrupt returns a context that the first SIGINT or SIGTERM
+// cancels, so the command stops and cleans up. Ctrl-C sends SIGINT, and a
+// timeout, a CI cancel or docker stop sends SIGTERM. A second signal stops
+// the process at once, cutting a slow clean-up short and saying how to
+// finish it.
 func notifyInterrupt(parent context.Context) (context.Context, func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -68,7 +69,7 @@ type interruptedError struct{ msg string }
 
 func (e *interruptedError) Error() string { return e.msg }
 
-// interruptedCreate says what an interrupted create left: it looks, rather
+// interruptedCreate says what an interrupted create left. It looks, rather
 // than trusting that the clean-up ran.
 func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution string, job *create.Job) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -93,8 +94,9 @@ func interruptedCreate(ctx context.Context, c *s3.Client, workBucket, execution 
 }
 
 // interruptedExtract says what an interrupted extract left, given the
-// run's error (its Abort's failure joined to it, when that failed too): it
-// looks for work objects and open uploads rather than trusting the Abort.
+// run's error, which has its Abort's failure joined to it when that failed
+// too. It looks for work objects and open uploads rather than trusting the
+// Abort.
 func interruptedExtract(ctx context.Context, c *s3.Client, req extract.Request, runErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -117,7 +119,7 @@ func interruptedExtract(ctx context.Context, c *s3.Client, req extract.Request, 
 	return &interruptedError{fmt.Sprintf("interrupted; nothing it wrote under s3://%s/%s is left, work removed", req.DestBucket, req.Prefix)}
 }
 
-// quietOnInterrupt drops log records once a signal has cancelled ctx: every
+// quietOnInterrupt drops log records once a signal has cancelled ctx. Every
 // request then fails with "context canceled", which says nothing the final
 // message does not.
 type quietOnInterrupt struct {

@@ -1,8 +1,8 @@
 // Command s3zip plans, builds, verifies and extracts ZIP archives of S3
 // objects. `s3zip help` lists the commands; `s3zip COMMAND -h` shows one.
 //
-// SIGINT and SIGTERM stop a command cleanly (exit 128+signal); a second one
-// stops it at once.
+// SIGINT and SIGTERM stop a command cleanly with exit code 128+signal, and a
+// second one stops it at once.
 package main
 
 import (
@@ -18,7 +18,7 @@ func main() {
 	ctx, stop := notifyInterrupt(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdout)
 	if sig, ok := interrupted(ctx); ok && err != nil {
-		// Not the SDK's "context canceled": what the command did about it.
+		// Say what the command did about it, not the SDK's "context canceled".
 		var ie *interruptedError
 		if !errors.As(err, &ie) {
 			err = &interruptedError{"interrupted"}
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: s3zip <command> [flags]\n\ncommands:")
 	for _, c := range commands {
-		if c.usage == "" { // plumbing (batch)
+		if c.usage == "" { // plumbing such as batch
 			continue
 		}
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)

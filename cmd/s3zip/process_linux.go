@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// processIdentity names process pid exactly on this machine: the boot, the
-// PID namespace and the process's start time (so a PID reused by another
-// process is not taken for it). "" when the process does not exist or /proc
-// cannot tell; a zombie counts as gone.
+// processIdentity names process pid exactly on this machine by the boot,
+// the PID namespace and the process's start time, so a PID reused by another
+// process is not taken for it. It returns "" when the process does not exist
+// or /proc cannot tell; a zombie counts as gone.
 func processIdentity(pid int) string {
 	machine := machineIdentity()
 	if machine == "" {
@@ -19,8 +19,8 @@ func processIdentity(pid int) string {
 	if err != nil {
 		return ""
 	}
-	// Fields after the command (which may hold spaces) in parentheses:
-	// state is the 3rd field, starttime the 22nd.
+	// Fields are counted after the command in parentheses, which may hold
+	// spaces. state is the 3rd field, starttime the 22nd.
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
@@ -33,8 +33,8 @@ func processIdentity(pid int) string {
 	return fmt.Sprintf("%s pid %d start %s", machine, pid, f[19])
 }
 
-// machineIdentity is this boot and PID namespace: processes with the same
-// one see the same PIDs.
+// machineIdentity names this boot and PID namespace. Processes with the
+// same one see the same PIDs.
 func machineIdentity() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {

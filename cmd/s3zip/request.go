@@ -15,7 +15,8 @@ import (
 // predicts the run create makes.
 const defaultWorkers = 8
 
-// requestFlags are the flags create and plan share: what to archive and how.
+// requestFlags are the flags create and plan share, saying what to archive
+// and how.
 type requestFlags struct {
 	fs                          *flags
 	source, manifest, endpoint  *string
@@ -164,7 +165,7 @@ func (f *requestFlags) sourceRequest(cmd string) (create.Request, error) {
 		if err != nil {
 			return req, usageErrorf("%s: --manifest: %v", cmd, err)
 		}
-		// Lines without a bucket name objects beside the manifest: the CLI
+		// Lines without a bucket name objects beside the manifest, as the CLI
 		// has no flag for the request's default source bucket.
 		req.Source = create.Source{Bucket: b, Manifest: &create.ObjectRef{Bucket: b, Key: k}}
 	default:
@@ -224,7 +225,8 @@ func inFlagTerms(err error) error {
 	}
 	msg := err.Error()
 	if re != nil && len(re.Problems) > 1 && msg == re.Error() {
-		// One problem a line, as the workflow found them (manifest lines in order).
+		// Print one problem a line, in the order the workflow found them,
+		// which is the manifest's line order.
 		msg = fmt.Sprintf("bad request (%d problems):", len(re.Problems))
 		for _, p := range re.Problems {
 			msg += "\n  " + p

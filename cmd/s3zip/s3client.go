@@ -31,10 +31,11 @@ func endpointFromEnv() string {
 }
 
 // newS3Client builds the S3 client every network command uses, from the
-// default credential and region chain. An endpoint (the --endpoint flag, or
-// else S3_ENDPOINT / AWS_ENDPOINT_URL_S3) selects an S3-compatible server
-// with path-style addressing. Checksums are sent and validated only when an
-// operation requires them: ranged GETs carry none, and uploads set their own.
+// default credential and region chain. An endpoint, from the --endpoint
+// flag or else S3_ENDPOINT or AWS_ENDPOINT_URL_S3, selects an S3-compatible
+// server with path-style addressing. Checksums are sent and validated only
+// when an operation requires them, as ranged GETs carry none and uploads set
+// their own.
 func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	if endpoint == "" {
 		endpoint = endpointFromEnv()
@@ -47,8 +48,8 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 		cfg.Region = defaultRegion
 	}
 	// Every request to a bucket passes one limiter that learns the rate S3
-	// serves from its SlowDowns, and quiet connections are abandoned
-	// (internal/s3rate).
+	// serves from its SlowDowns, and internal/s3rate abandons quiet
+	// connections.
 	timeouts, err := s3rate.TimeoutsFromEnv(os.Getenv)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
@@ -63,10 +64,10 @@ func newS3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
 	}), nil
 }
 
-// loadAWSConfig is the default credential and region chain, with the
-// credentials looked up now: without them the first request would fail
-// (after the SDK's retries, as whatever that request was), so every
-// command says so before it asks anything of anyone.
+// loadAWSConfig loads the default credential and region chain and looks the
+// credentials up at once. Without them the first request would fail after
+// the SDK's retries, as whatever that request was, so every command says so
+// before it asks anything of anyone.
 func loadAWSConfig(ctx context.Context) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(sdkLogger{}))
 	if err != nil {
@@ -81,9 +82,9 @@ func loadAWSConfig(ctx context.Context) (aws.Config, error) {
 	return cfg, nil
 }
 
-// parseS3URI splits s3://bucket/key. The key may be empty ("s3://bucket" or
-// "s3://bucket/"), as a prefix naming a whole bucket is; commands that need
-// an object use parseS3ObjectURI.
+// parseS3URI splits s3://bucket/key. The key may be empty, as in
+// "s3://bucket" or "s3://bucket/", since a prefix may name a whole bucket.
+// Commands that need an object use parseS3ObjectURI.
 func parseS3URI(s string) (bucket, key string, err error) {
 	rest, ok := strings.CutPrefix(s, "s3://")
 	if !ok {
@@ -106,7 +107,7 @@ func parseS3ObjectURI(s string) (bucket, key string, err error) {
 }
 
 // sdkLogger prints the SDK's warnings as its default logger does, but for
-// the IMDS client's "falling back to IMDSv1": looking for credentials off
+// the IMDS client's "falling back to IMDSv1". Looking for credentials off
 // EC2 says it before s3zip's own line says what is missing and what to do.
 type sdkLogger struct{}
 

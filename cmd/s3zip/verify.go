@@ -41,7 +41,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	var fe *zipread.FormatError
 	if errors.As(err, &fe) {
 		// An archive too broken to list is a verification result, not a
-		// failure to verify: report it the same way.
+		// failure to verify, so report it the same way.
 		r := &zipread.Report{Bucket: bucket, Key: key, Problems: []zipread.Problem{{Offset: fe.Offset, What: fe.What}}, Warnings: []zipread.Problem{}}
 		if err := printReport(stdout, r, *asJSON); err != nil {
 			return err
