@@ -78,7 +78,7 @@ func workPrefix(workBucket string) string {
 
 // markerLease writes a run's marker and keeps it fresh until stop.
 type markerLease struct {
-	kept   time.Time // the run was kept for a resume until then (keepUntil)
+	kept   time.Time // keepUntil kept the run for a resume until then
 	c      *s3.Client
 	bucket string
 	key    string
@@ -295,7 +295,7 @@ func cleanDeadRuns(ctx context.Context, cl *cleaner, dest create.Destination, se
 type cleaner struct {
 	c          *s3.Client
 	workBucket string
-	removeKept bool // runs kept for a resume are removed too (cleanup --kept)
+	removeKept bool // cleanup --kept removes runs kept for a resume too
 }
 
 // runPrefixes lists the work prefixes of creates and of extracts, and
