@@ -22,14 +22,15 @@ import (
 	"github.com/s3zip/s3zip/internal/zipformat"
 )
 
-// Client is the part of the S3 API an Archive reads with; *s3.Client has it.
+// Client is the part of the S3 API an Archive reads with. *s3.Client has it.
 type Client interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
-// FormatError says the object is not a ZIP archive s3zip can read: its end
-// records or central directory are missing, truncated or inconsistent.
+// FormatError says the object is not a ZIP archive s3zip can read, because
+// its end records or central directory are missing, truncated or
+// inconsistent.
 type FormatError struct {
 	Bucket, Key string
 	Offset      int64 // where in the object the problem was found
@@ -54,13 +55,14 @@ type Entry struct {
 	ReaderVersion    uint16 // "version needed to extract"
 	Zip64            bool   // the central header carries a ZIP64 extra field
 	// MetaField is the data of the central header's object metadata extra
-	// field (zipformat.MetadataExtraID; `create --keep-metadata` writes
-	// it), nil when it has none: Metadata decodes it.
+	// field, zipformat.MetadataExtraID, or nil when it has none. `create
+	// --keep-metadata` writes it and Metadata decodes it.
 	MetaField []byte
 }
 
-// Metadata is what the entry's metadata extra field says of the object it
-// was made from: nil when it has none, an error when it is malformed.
+// Metadata returns what the entry's metadata extra field says of the object
+// it was made from. It returns nil when the entry has none and an error when
+// the field is malformed.
 func (e *Entry) Metadata() (*zipformat.Metadata, error) {
 	if e.MetaField == nil {
 		return nil, nil
@@ -68,7 +70,7 @@ func (e *Entry) Metadata() (*zipformat.Metadata, error) {
 	return zipformat.ParseMetadataExtra(e.MetaField)
 }
 
-// IsDir reports whether the entry is a directory (its name ends in "/").
+// IsDir reports whether the entry is a directory, whose name ends in "/".
 func (e *Entry) IsDir() bool { return len(e.Name) > 0 && e.Name[len(e.Name)-1] == '/' }
 
 // Archive is a ZIP archive stored as an S3 object, read as far as its
@@ -77,7 +79,7 @@ type Archive struct {
 	Bucket, Key string
 	Size        int64  // of the object
 	ETag        string // every read is made with If-Match on it
-	// ChecksumCRC32 is the whole object's CRC-32 as S3 stores it (base64),
+	// ChecksumCRC32 is the whole object's CRC-32 in base64 as S3 stores it,
 	// when it stores one.
 	ChecksumCRC32 string
 	Entries       []Entry
@@ -86,8 +88,8 @@ type Archive struct {
 	CentralDirStart int64 // offset of the central directory
 	CentralDirSize  int64
 	// Trailing is how many bytes follow the end of central directory
-	// record and its comment (bsdtar writing to a pipe pads the archive
-	// with zeros to its block size); TrailingZeros says they are all zeros.
+	// record and its comment, as bsdtar writing to a pipe pads the archive
+	// with zeros to its block size. TrailingZeros says they are all zeros.
 	Trailing      int64
 	TrailingZeros bool
 
@@ -100,17 +102,17 @@ type Archive struct {
 }
 
 // openTail is how much of the object's end Open reads at once, beside the
-// HEAD: the end records (at most 64 KiB and a bit) and, for an archive of up
-// to ten thousand entries or so, the whole central directory, so that
-// opening takes one round trip instead of three.
+// HEAD. It holds the end records, at most 64 KiB and a bit, and for an
+// archive of up to ten thousand entries or so the whole central directory,
+// so that opening takes one round trip instead of three.
 const openTail = 1 << 20
 
 // Open reads the end records and the central directory of s3://bucket/key.
 // Structures it cannot read give a *FormatError; S3 failures are wrapped.
 func Open(ctx context.Context, client Client, bucket, key string) (*Archive, error) {
-	// The HEAD and a GET of the object's last openTail bytes go at once;
-	// the tail is used only if it is the HEAD's object (same ETag, same
-	// size), else the end is read again with If-Match, as without it.
+	// The HEAD and a GET of the object's last openTail bytes go at once.
+	// The tail is used only if it has the HEAD's ETag and size, else the
+	// end is read again with If-Match, as without it.
 	type tailRead struct {
 		b            []byte
 		start, total int64
@@ -149,9 +151,9 @@ func (a *Archive) formatErr(off int64, format string, args ...any) error {
 	return &FormatError{Bucket: a.Bucket, Key: a.Key, Offset: off, What: fmt.Sprintf(format, args...)}
 }
 
-// readSuffix reads the object's last n bytes (all of it if shorter) with a
-// suffix range, and says where they start, the object's size and its ETag;
-// it checks that they run to the object's end.
+// readSuffix reads the object's last n bytes, or all of it if shorter, with
+// a suffix range, and says where they start, the object's size and its ETag.
+// It checks that they run to the object's end.
 func readSuffix(ctx context.Context, client Client, bucket, key string, n int64) (b []byte, start, total int64, etag string, err error) {
 	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
 	if err != nil {
@@ -175,8 +177,8 @@ func readSuffix(ctx context.Context, client Client, bucket, key string, n int64)
 }
 
 // get opens a ranged GET of [start, end), or a reader of the tail Open
-// read when the range is within it. A body that stalls or is cut resumes
-// from the byte it reached (s3rate.Resume).
+// read when the range is within it. s3rate.Resume resumes a body that
+// stalls or is cut from the byte it reached.
 func (a *Archive) get(ctx context.Context, start, end int64) (io.ReadCloser, error) {
 	if a.tail != nil && start >= a.tailStart && end <= a.tailStart+int64(len(a.tail)) {
 		return io.NopCloser(bytes.NewReader(a.tail[start-a.tailStart : end-a.tailStart])), nil
@@ -217,10 +219,10 @@ const maxTrailing = 64 << 10
 
 // readEnd finds the end of central directory record in the object's last
 // bytes, follows a ZIP64 locator to the ZIP64 end record, and checks that
-// they agree (APPNOTE 4.3.14–4.3.16, 4.4.1.4). The record is looked for
-// first where its comment ends with the object, then, as Info-ZIP does,
-// followed by up to maxTrailing other bytes: the last record whose central
-// directory ends where the end records start is taken.
+// they agree, as APPNOTE 4.3.14 to 4.3.16 and 4.4.1.4 define them. The
+// record is looked for first where its comment ends with the object, then,
+// as Info-ZIP does, followed by up to maxTrailing other bytes. The last
+// record whose central directory ends where the end records start is taken.
 func (a *Archive) readEnd(ctx context.Context) error {
 	if a.Size < zipformat.EndLen {
 		return a.formatErr(0, "object is %d bytes, shorter than an end of central directory record (%d)", a.Size, zipformat.EndLen)
@@ -230,8 +232,9 @@ func (a *Archive) readEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Last record first: an archive without a comment ends with it, and a
-	// signature inside a comment must not be taken for the record.
+	// The last record comes first, as an archive without a comment ends
+	// with it and a signature inside a comment must not be taken for the
+	// record.
 	for i := len(tail) - zipformat.EndLen; i >= 0 && len(tail)-zipformat.EndLen-i <= zipformat.MaxCommentLen; i-- {
 		if binary.LittleEndian.Uint32(tail[i:]) == zipformat.EndSignature &&
 			int(binary.LittleEndian.Uint16(tail[i+20:])) == len(tail)-zipformat.EndLen-i {
@@ -346,8 +349,8 @@ func (a *Archive) readEndAt(ctx context.Context, tail []byte, tailStart int64, p
 	return nil
 }
 
-// tailAt returns n bytes at object offset off from the tail buffer, or nil
-// (reads as no signature) when they are not all in it.
+// tailAt returns n bytes at object offset off from the tail buffer, or nil,
+// which reads as no signature, when they are not all in it.
 func (a *Archive) tailAt(tail []byte, tailStart, off int64, n int) []byte {
 	i := off - tailStart
 	if i < 0 || i+int64(n) > int64(len(tail)) {
@@ -382,7 +385,7 @@ func (a *Archive) readCentralDirectory(ctx context.Context) error {
 	return nil
 }
 
-// centralReader is the central directory being read: the stream, the
+// centralReader reads the central directory. It holds the stream, the
 // offset of the next header, and a buffer for the headers' variable parts.
 type centralReader struct {
 	r        *bufio.Reader
@@ -391,8 +394,8 @@ type centralReader struct {
 	variable []byte
 }
 
-// raw32 are a central header's 32-bit size and offset fields as written:
-// where one is the sentinel, the ZIP64 extra field gives the value.
+// raw32 are a central header's 32-bit size and offset fields as written.
+// Where one is the sentinel, the ZIP64 extra field gives the value.
 type raw32 struct {
 	csize, usize, offset uint32
 }
@@ -452,9 +455,9 @@ func (a *Archive) readCentralHeader(cd *centralReader, i int) (Entry, error) {
 	return e, nil
 }
 
-// centralExtras reads a central header's extra fields into e: the ZIP64
-// sizes and offset, the extended timestamp, the object metadata. It
-// returns what is wrong with the ZIP64 field ("" when nothing) and whether
+// centralExtras reads a central header's extra fields into e, which are the
+// ZIP64 sizes and offset, the extended timestamp and the object metadata. It
+// returns what is wrong with the ZIP64 field, "" when nothing, and whether
 // the fields were well formed.
 func centralExtras(e *Entry, raw raw32, extra []byte) (zipErr string, ok bool) {
 	ok = extraFields(extra, func(id uint16, d readBuf) {
@@ -475,8 +478,9 @@ func centralExtras(e *Entry, raw raw32, extra []byte) (zipErr string, ok bool) {
 	return zipErr, ok
 }
 
-// zip64Fields sets e's sizes and offset from a ZIP64 extra field d: APPNOTE
-// 4.5.3, only the fields whose 32-bit value is the sentinel, in this order.
+// zip64Fields sets e's sizes and offset from a ZIP64 extra field d. As
+// APPNOTE 4.5.3 says, d holds only the fields whose 32-bit value is the
+// sentinel, in this order.
 // It returns what is wrong with d, "" when nothing.
 func zip64Fields(e *Entry, raw raw32, d readBuf) string {
 	for _, f := range []struct {
