@@ -28,8 +28,8 @@ func (b *readBuf) sub(n int) readBuf {
 	return s
 }
 
-// extraFields splits an extra field block into its (id, data) records. A
-// truncated trailing record is returned as ok=false.
+// extraFields splits an extra field block into its records of id and data.
+// A truncated trailing record is returned as ok=false.
 func extraFields(extra []byte, fn func(id uint16, data readBuf)) (ok bool) {
 	b := readBuf(extra)
 	for len(b) >= 4 {
@@ -43,7 +43,7 @@ func extraFields(extra []byte, fn func(id uint16, data readBuf)) (ok bool) {
 }
 
 // fileMode derives an entry's mode from its external attributes, as the
-// creator system (the high byte of "version made by") defines them.
+// creator system in the high byte of "version made by" defines them.
 func fileMode(versionMadeBy uint16, external uint32, name string) fs.FileMode {
 	var mode fs.FileMode
 	if versionMadeBy>>8 == zipformat.CreatorUnix && external>>16 != 0 {
@@ -78,7 +78,7 @@ func fileMode(versionMadeBy uint16, external uint32, name string) fs.FileMode {
 	return mode
 }
 
-// localHeader is a parsed local file header (APPNOTE 4.3.7).
+// localHeader is a parsed local file header, APPNOTE 4.3.7.
 type localHeader struct {
 	version, flags, method uint16
 	clock, date            uint16
@@ -92,7 +92,7 @@ type localHeader struct {
 	length                 int64 // of the whole header: fixed part, name, extra
 }
 
-// parseLocalFixed parses the fixed 30 bytes; it returns the name and extra lengths.
+// parseLocalFixed parses the fixed 30 bytes and returns the name and extra lengths.
 func parseLocalFixed(b readBuf, h *localHeader) (nameLen, extraLen int, sigOK bool) {
 	if b.u32() != zipformat.LocalHeaderSignature {
 		return 0, 0, false
@@ -119,7 +119,7 @@ func parseLocalVariable(name, extra []byte, h *localHeader) {
 			return
 		}
 		h.zip64 = true
-		// APPNOTE 4.5.3: a local header's ZIP64 field holds both sizes.
+		// APPNOTE 4.5.3 says a local header's ZIP64 field holds both sizes.
 		if len(d) >= 16 {
 			h.zip64Both = true
 			h.usize, h.csize = d.u64(), d.u64()

@@ -11,7 +11,8 @@ import (
 )
 
 // headerWindow is how far apart local headers may be and still be read with
-// one ranged GET: a GET costs about as much as reading this many bytes more.
+// one ranged GET, as a GET costs about as much as reading this many bytes
+// more.
 const headerWindow = 256 << 10
 
 // localExtraGuess is how much extra field a local header is assumed to carry
@@ -20,8 +21,8 @@ const localExtraGuess = 128
 
 // DataStarts reads the local headers of the entries named by indices and
 // returns, for each of them, where its data starts. The local header's own
-// name and extra lengths decide it (they may differ from the central
-// directory's). Neighbouring headers are read with one ranged GET; at most
+// name and extra lengths decide it, and they may differ from the central
+// directory's. Neighbouring headers are read with one ranged GET; at most
 // concurrency GETs run at once. A missing signature or a header running
 // into the central directory is a *FormatError.
 func (a *Archive) DataStarts(ctx context.Context, indices []int, concurrency int) (map[int]int64, error) {

@@ -25,12 +25,12 @@ const (
 	// it is read in, in parallel; their CRC-32s are combined.
 	DefaultChunkSize = 8 << 20
 	// DefaultCoalesceSize is how many bytes of neighbouring smaller entries
-	// one ranged GET reads: one request per few MiB, not one per entry.
+	// one ranged GET reads, making one request per few MiB, not one per entry.
 	DefaultCoalesceSize = 4 << 20
 )
 
 // minGet is the least a stream asks for when it has to open a GET outside
-// its planned range (only on corrupt layouts).
+// its planned range, which happens only on corrupt layouts.
 const minGet = 1 << 20
 
 // copyBufs holds the buffers entry data is copied through.
@@ -39,8 +39,8 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b
 // handler receives what a scan reads. Verify records problems; Extract
 // writes files and stops at the first problem.
 type handler interface {
-	// header is called with entry i's local header, or with problem set
-	// when it could not be read (h is then nil).
+	// header is called with entry i's local header, or with h nil and
+	// problem set when it could not be read.
 	header(i int, h *localHeader, problem string) error
 	// content returns where entry i's decoded content goes from byte at on.
 	// Chunks of one entry call it concurrently.
@@ -52,9 +52,9 @@ type handler interface {
 	// read or decoded.
 	unread(i int, why string) error
 	// descriptor is called, for an entry whose local or central header has
-	// flag bit 3, with the bytes from the end of its data (at end), where the
-	// data descriptor is: zipformat.DataDescriptorMaxLen of them, fewer where
-	// the central directory starts sooner.
+	// flag bit 3, with the bytes from the end of its data at end, where the
+	// data descriptor is. It gets zipformat.DataDescriptorMaxLen of them,
+	// fewer where the central directory starts sooner.
 	descriptor(i int, end int64, b []byte) error
 }
 
@@ -75,8 +75,8 @@ type scan struct {
 	dataBytes   atomic.Int64
 }
 
-// transportError marks a failure to read from S3 (as opposed to what was read
-// being wrong), so it survives decompressors and is not taken for corruption.
+// transportError marks a failure to read from S3, as opposed to what was read
+// being wrong, so it survives decompressors and is not taken for corruption.
 type transportError struct{ err error }
 
 func (e *transportError) Error() string { return e.err.Error() }
@@ -132,9 +132,9 @@ type chunkState struct {
 	remaining atomic.Int32
 }
 
-// run reads everything: first the local headers of chunked entries (their
-// data offsets are needed to cut chunks), then runs of neighbouring entries
-// and chunks, all in parallel.
+// run reads everything. It reads first the local headers of chunked
+// entries, whose data offsets are needed to cut chunks, then runs of
+// neighbouring entries and chunks, all in parallel.
 func (s *scan) run(ctx context.Context) error {
 	a := s.a
 	g, gctx := errgroup.WithContext(ctx)
@@ -241,7 +241,7 @@ func (s *scan) readHeader(st *stream, i int) error {
 }
 
 // descriptorLen is how many bytes after entry i's data, which ends at end,
-// are read for its data descriptor: none without flag bit 3.
+// are read for its data descriptor, none without flag bit 3.
 func (s *scan) descriptorLen(i int, end int64) int64 {
 	if !s.descriptors[i] {
 		return 0
