@@ -285,8 +285,8 @@ func compressionSaved(st plan.Stats, compress string) string {
 		humanBytes(st.DeflatedRawBytes), humanBytes(st.DeflatedBytes), humanBytes(saved), pct)
 }
 
-// abortReason says why a run that succeeded aborted uploads. The planner's
-// workflow.crcProbe and a batch's probe upload have S3 compute CRC-32s by
+// abortReason says why a run that succeeded aborted uploads. The
+// planner's probe upload (crcProbe in create/crc.go) and a batch's have S3 compute CRC-32s by
 // copying ranges into scratch uploads they never complete, and abort them
 // when they are done.
 const abortReason = "the planner's and workers' scratch uploads for learning CRC-32s, discarded when done; not a failure"
